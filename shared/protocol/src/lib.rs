@@ -1,0 +1,22 @@
+//! A2A 1.0 wire types in their ProtoJSON form, the error type shared by every binding, and the
+//! JSON-RPC 2.0 envelope.
+//!
+//! Pure data: nothing here does I/O. Field names follow `specification/a2a.proto` (package
+//! `lf.a2a.v1`) in lowerCamelCase; enums are their full proto names; oneofs are wrapper members.
+//! Unknown fields are ignored on input, as the spec recommends. Required fields are checked by
+//! the `validate` methods so that a missing field gets a message naming it, rather than a serde
+//! error about the Rust type.
+
+pub mod card;
+pub mod error;
+pub mod jsonrpc;
+pub mod requests;
+pub mod types;
+
+pub use card::*;
+pub use error::{A2AError, ErrorInfo, A2A_ERROR_DOMAIN};
+pub use requests::*;
+pub use types::*;
+
+/// The protocol version this crate speaks, as it appears in `A2A-Version` and in the card.
+pub const PROTOCOL_VERSION: &str = "1.0";
