@@ -1,0 +1,247 @@
+//! The ports: what the core needs from the world, implemented by the adapters (embedded SQLite,
+//! DynamoDB/SQS). Every fact that matters lives behind these traits; nothing in process memory
+//! is needed for correctness.
+
+use std::time::Duration;
+
+use a2a_protocol::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::event::LoggedEvent;
+
+/// Who a task belongs to: the authenticated principal within a tenant. Every store read and
+/// write is scoped by it, so another owner's task is simply not there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Owner(pub String);
+
+impl Owner {
+    /// The owner key for `principal` in `tenant`.
+    pub fn new(tenant: &str, principal: &str) -> Self {
+        // The tenant is length-prefixed so no pair of (tenant, principal) can collide.
+        Self(format!("{}:{tenant}/{principal}", tenant.len()))
+    }
+
+    /// The owner of unauthenticated callers (auth mode `none`).
+    pub fn anonymous(tenant: &str) -> Self {
+        Self::new(tenant, "anonymous")
+    }
+
+    /// The key as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A task's current snapshot (its head) and the version it was built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTask {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The full task: status, artifacts and history.
+    pub task: Task,
+    /// The sequence number of the last event applied (the log's length).
+    pub version: u64,
+    /// When the task and its events expire and are no longer returned.
+    pub expires_at: Timestamp,
+}
+
+/// Filters and cursor of a ListTasks query. The store orders by status timestamp, newest first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskQuery {
+    /// Only tasks in this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<TaskState>,
+    /// Only tasks whose status timestamp is at or after this.
+    pub status_timestamp_after: Option<Timestamp>,
+    /// Page size (1..=100, already validated).
+    pub page_size: usize,
+    /// An opaque cursor the store produced for the previous page; empty for the first page.
+    pub page_token: String,
+}
+
+/// One page of a ListTasks query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskPage {
+    /// The tasks of this page, newest status timestamp first.
+    pub tasks: Vec<Task>,
+    /// Cursor of the next page; empty on the last page.
+    pub next_page_token: String,
+    /// How many tasks match the filters in all.
+    pub total_size: usize,
+}
+
+/// Failures of a store or queue adapter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A conditional write lost: another writer got there first. Re-read and decide again.
+    #[error("version conflict")]
+    Conflict,
+    /// The page token was not produced by this store (or is corrupt).
+    #[error("invalid page token")]
+    InvalidPageToken,
+    /// The item would be larger than the store accepts.
+    #[error("too large: {0}")]
+    TooLarge(String),
+    /// The backend failed. The text is for logs, never for clients.
+    #[error("store backend: {0}")]
+    Backend(String),
+}
+
+/// The task store: heads, the event log, push configs and leases.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Creates a task: writes `head` (with `head.version == events.last().seq`) and the first
+    /// events (seq 1..=n) atomically. `Conflict` if the task id exists.
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError>;
+
+    /// Appends `events` (seq `expected_version + 1 ..`) and replaces the head with `head`, atomically,
+    /// only if the stored version is still `expected_version`; otherwise `Conflict`.
+    async fn append_events(
+        &self,
+        head: &StoredTask,
+        expected_version: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError>;
+
+    /// The head of a task, if it exists, belongs to `owner` and has not expired.
+    async fn load_task(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Up to `limit` events with seq > `after_seq`, in order. Empty if the task is not the owner's.
+    async fn read_events(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError>;
+
+    /// A page of the owner's tasks.
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+
+    /// Returns once the task may have a version above `after_version`, or after `max_wait`.
+    /// Only a hint to avoid busy polling: callers re-read the log either way.
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration);
+
+    /// Creates or replaces a push config (its `task_id` and `id` are set).
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// One push config of the owner's task.
+    async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError>;
+
+    /// All push configs of the owner's task, ordered by id.
+    async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
+
+    /// Deletes a push config; `false` if there was none.
+    async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Takes the execution lease of a task for `holder` until `until`, if it is free, expired, or
+    /// already held by `holder`. `false` if someone else holds it.
+    async fn acquire_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives the lease back, if `holder` still holds it.
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError>;
+}
+
+/// Current format version of queue message bodies.
+pub const JOB_FORMAT_VERSION: u32 = 1;
+
+/// Run the agent for the message appended at `trigger_seq` of a task. The body of a work-queue
+/// message, consumed by the worker loop (local) or the worker function (Lambda).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkJob {
+    /// Body format version ([`JOB_FORMAT_VERSION`]).
+    pub v: u32,
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task to work on.
+    pub task_id: String,
+    /// Sequence number of the event that carries the triggering message.
+    pub trigger_seq: u64,
+}
+
+/// Deliver the event `seq` of a task to one push config. The body of a push-queue message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushJob {
+    /// Body format version ([`JOB_FORMAT_VERSION`]).
+    pub v: u32,
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task whose event is delivered.
+    pub task_id: String,
+    /// The event's sequence number.
+    pub seq: u64,
+    /// The push config to deliver to.
+    pub config_id: String,
+}
+
+impl PushJob {
+    /// The de-duplication key: one delivery per task, event and config.
+    pub fn dedup_id(&self) -> String {
+        format!("{}/{}/{}", self.task_id, self.seq, self.config_id)
+    }
+}
+
+/// The work queue (SQS standard with a dead-letter queue in the cloud).
+#[async_trait]
+pub trait WorkQueue: Send + Sync + 'static {
+    /// Enqueues a job; once this returns `Ok` the job is durable.
+    async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError>;
+}
+
+/// The push queue (SQS FIFO grouped by task in the cloud).
+#[async_trait]
+pub trait PushQueue: Send + Sync + 'static {
+    /// Enqueues delivery jobs, in order; once this returns `Ok` they are durable.
+    async fn enqueue_push(&self, jobs: &[PushJob]) -> Result<(), StoreError>;
+}
+
+/// What a job handler tells its queue to do with the message it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// Done (or nothing left to do): delete the message.
+    Done,
+    /// Try again later: leave the message to become visible after `after`.
+    Retry {
+        /// Why, for the log.
+        reason: String,
+        /// How long to wait before the next attempt.
+        after: Duration,
+    },
+}

@@ -1,0 +1,125 @@
+//! The work-job handler: runs the agent for a queued message, once at a time per task.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_protocol::Timestamp;
+
+use crate::agent::AgentRequest;
+use crate::event::TaskEvent;
+use crate::ports::{JobOutcome, WorkJob};
+use crate::service::{new_emitter, run_agent, Core, Writer};
+
+pub(crate) async fn run_work_job(
+    core: &Arc<Core>,
+    job: &WorkJob,
+    receive_count: u32,
+) -> JobOutcome {
+    let store = &core.store;
+    let writer = Writer {
+        core,
+        owner: &job.owner,
+    };
+    let retry = |reason: String| JobOutcome::Retry {
+        reason,
+        after: Duration::from_secs(5),
+    };
+    let head = match store.load_task(&job.owner, &job.task_id).await {
+        Ok(Some(head)) => head,
+        Ok(None) => return JobOutcome::Done,
+        Err(err) => return retry(format!("store: {err}")),
+    };
+    if head.task.status.state.is_terminal() {
+        return JobOutcome::Done;
+    }
+    if receive_count > core.config.max_job_receives {
+        // The job keeps failing (a crash, a timeout): end the task rather than leave it WORKING.
+        let reason = format!(
+            "The work could not be completed: it was attempted {} times.",
+            receive_count - 1
+        );
+        tracing::error!(task_id = %job.task_id, receive_count, "work job exhausted its attempts");
+        return match writer.finish_failed(head, &reason).await {
+            Ok(_) | Err(crate::service::AppendError::Terminal(_)) => JobOutcome::Done,
+            Err(err) => retry(format!("could not fail the task: {err:?}")),
+        };
+    }
+    let lease_until =
+        |d: Duration| Timestamp::from_millis(Timestamp::now().millis() + d.as_millis() as i64);
+    match store
+        .acquire_lease(
+            &job.task_id,
+            &core.config.worker_id,
+            lease_until(core.config.lease_duration),
+        )
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return retry("another worker holds the task's lease".into()),
+        Err(err) => return retry(format!("store: {err}")),
+    }
+    let trigger = match store
+        .read_events(
+            &job.owner,
+            &job.task_id,
+            job.trigger_seq.saturating_sub(1),
+            1,
+        )
+        .await
+    {
+        Ok(events) => events.into_iter().find(|e| e.seq == job.trigger_seq),
+        Err(err) => {
+            let _ = store
+                .release_lease(&job.task_id, &core.config.worker_id)
+                .await;
+            return retry(format!("store: {err}"));
+        }
+    };
+    let (message, previous) = match trigger.map(|e| e.event) {
+        Some(TaskEvent::Created { task }) => (task.history.last().cloned(), None),
+        Some(TaskEvent::UserMessage { message }) => (Some(message), Some(head.task.clone())),
+        _ => (None, None),
+    };
+    let Some(message) = message else {
+        tracing::error!(task_id = %job.task_id, seq = job.trigger_seq, "work job points at no message");
+        let _ = store
+            .release_lease(&job.task_id, &core.config.worker_id)
+            .await;
+        return JobOutcome::Done;
+    };
+    let request = AgentRequest {
+        context_id: head.task.context_id.clone(),
+        task_id: head.task.id.clone(),
+        message,
+        task: previous,
+        streaming: false,
+        metadata: None,
+    };
+    let (emitter, _first) = new_emitter(core, &job.owner, request, Some(head), None);
+    // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
+    let renew = {
+        let store = store.clone();
+        let holder = core.config.worker_id.clone();
+        let task_id = job.task_id.clone();
+        let lease = core.config.lease_duration;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(lease / 3).await;
+                let until =
+                    Timestamp::from_millis(Timestamp::now().millis() + lease.as_millis() as i64);
+                if let Err(err) = store.acquire_lease(&task_id, &holder, until).await {
+                    tracing::warn!(%task_id, "lease renewal failed: {err}");
+                }
+            }
+        })
+    };
+    run_agent(emitter).await;
+    renew.abort();
+    if let Err(err) = store
+        .release_lease(&job.task_id, &core.config.worker_id)
+        .await
+    {
+        tracing::warn!(task_id = %job.task_id, "lease release failed: {err}");
+    }
+    JobOutcome::Done
+}
