@@ -1,0 +1,113 @@
+//! The SQLite schema, created (or upgraded) when a store is opened.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::DbError;
+
+/// The schema version this build writes, kept in `PRAGMA user_version`.
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+/// Version 1 of the schema.
+///
+/// - `tasks` holds the head of each task. The columns next to the JSON (`owner`, `context_id`,
+///   `state`, `status_ts_ms`, `version`, `expires_at_ms`) are what queries filter and order on,
+///   so no query has to parse JSON.
+/// - `events` is the log, keyed by (task, seq) so a sequence number can only be written once:
+///   even a writer that skipped the version check could not create a duplicate.
+/// - `push_configs` is keyed by owner first, so one owner can neither see nor overwrite
+///   another owner's config, even for the same task id.
+/// - `jobs` holds both queues. `group_key` is the FIFO message group (the task id) of the push
+///   queue; `dead_letters` is where jobs go after their last attempt.
+/// - `dedup_keys` emulates the SQS FIFO de-duplication window: a key seen within the window is
+///   not enqueued again, even if its job was already delivered and deleted.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id       TEXT    NOT NULL PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    context_id    TEXT    NOT NULL,
+    state         TEXT    NOT NULL,
+    status_ts_ms  INTEGER NOT NULL,
+    version       INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    head          TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner_status
+    ON tasks (owner, status_ts_ms DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_owner_context
+    ON tasks (owner, context_id, status_ts_ms DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_owner_state
+    ON tasks (owner, state, status_ts_ms DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at_ms);
+
+CREATE TABLE IF NOT EXISTS events (
+    task_id TEXT    NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    seq     INTEGER NOT NULL,
+    at_ms   INTEGER NOT NULL,
+    body    TEXT    NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS push_configs (
+    owner         TEXT    NOT NULL,
+    task_id       TEXT    NOT NULL,
+    config_id     TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (owner, task_id, config_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS push_configs_by_expiry ON push_configs (expires_at_ms);
+
+CREATE TABLE IF NOT EXISTS leases (
+    task_id  TEXT    NOT NULL PRIMARY KEY,
+    holder   TEXT    NOT NULL,
+    until_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS jobs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue         TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    group_key     TEXT,
+    visible_at_ms INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    created_ms    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_visibility ON jobs (queue, visible_at_ms, id);
+CREATE INDEX IF NOT EXISTS jobs_by_group ON jobs (queue, group_key, id);
+
+CREATE TABLE IF NOT EXISTS dedup_keys (
+    queue         TEXT    NOT NULL,
+    dedup_key     TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (queue, dedup_key)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue         TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    receive_count INTEGER NOT NULL,
+    reason        TEXT    NOT NULL,
+    moved_at_ms   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dead_letters_by_queue ON dead_letters (queue, id);
+";
+
+/// Creates the schema if the file is new. Runs in an immediate transaction so that several
+/// processes opening a fresh file at once do not race: the second one waits (busy timeout),
+/// then sees the version the first one wrote.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(DbError::Invalid(format!(
+            "database schema version {version} is newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    if version < SCHEMA_VERSION {
+        tx.execute_batch(SCHEMA_V1)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,615 @@
+//! [`TaskStore`] on SQLite: heads, the event log, push configs and leases.
+
+use std::time::Duration;
+
+use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskPage, TaskQuery, TaskStore};
+use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
+use async_trait::async_trait;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::{now_ms, to_i64, wait_tick, write_tx, DbError, SqliteStore};
+
+/// A head as written to the `tasks` table, serialised before entering the blocking pool.
+struct HeadRow {
+    task_id: String,
+    owner: String,
+    context_id: String,
+    state: &'static str,
+    status_ts_ms: i64,
+    version: i64,
+    expires_at_ms: i64,
+    head: String,
+}
+
+impl HeadRow {
+    fn new(head: &StoredTask) -> Result<Self, DbError> {
+        if head.task.id.is_empty() {
+            return Err(DbError::Invalid("a stored task needs an id".into()));
+        }
+        Ok(Self {
+            task_id: head.task.id.clone(),
+            owner: head.owner.as_str().to_owned(),
+            context_id: head.task.context_id.clone(),
+            state: head.task.status.state.as_str(),
+            status_ts_ms: status_ts_ms(&head.task),
+            version: to_i64(head.version),
+            expires_at_ms: head.expires_at.millis(),
+            head: serde_json::to_string(&head.task)?,
+        })
+    }
+
+    fn insert(&self, conn: &Connection) -> Result<(), DbError> {
+        conn.execute(
+            "INSERT INTO tasks (task_id, owner, context_id, state, status_ts_ms, version,
+                                expires_at_ms, head)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                self.task_id,
+                self.owner,
+                self.context_id,
+                self.state,
+                self.status_ts_ms,
+                self.version,
+                self.expires_at_ms,
+                self.head
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update(&self, conn: &Connection) -> Result<(), DbError> {
+        conn.execute(
+            "UPDATE tasks SET context_id = ?2, state = ?3, status_ts_ms = ?4, version = ?5,
+                              expires_at_ms = ?6, head = ?7
+             WHERE task_id = ?1",
+            params![
+                self.task_id,
+                self.context_id,
+                self.state,
+                self.status_ts_ms,
+                self.version,
+                self.expires_at_ms,
+                self.head
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+/// An event as written to the `events` table.
+struct EventRow {
+    seq: i64,
+    at_ms: i64,
+    body: String,
+}
+
+impl EventRow {
+    /// Serialises `events`, checking that they continue a log of length `expected_version`
+    /// without gaps and end at `head_version`. A caller that breaks this has a bug; refusing
+    /// the write keeps the log gapless whatever the caller does.
+    fn all(
+        events: &[LoggedEvent],
+        expected_version: u64,
+        head_version: u64,
+    ) -> Result<Vec<Self>, DbError> {
+        let mut next = expected_version;
+        let mut rows = Vec::with_capacity(events.len());
+        for event in events {
+            next += 1;
+            if event.seq != next {
+                return Err(DbError::Invalid(format!(
+                    "event seq {} does not follow version {}",
+                    event.seq,
+                    next - 1
+                )));
+            }
+            rows.push(Self {
+                seq: to_i64(event.seq),
+                at_ms: event.at.millis(),
+                body: serde_json::to_string(event)?,
+            });
+        }
+        if head_version != next {
+            return Err(DbError::Invalid(format!(
+                "head version {head_version} does not match the last event seq {next}"
+            )));
+        }
+        Ok(rows)
+    }
+
+    fn insert_all(rows: &[Self], conn: &Connection, task_id: &str) -> Result<(), DbError> {
+        let mut stmt = conn.prepare_cached(
+            "INSERT INTO events (task_id, seq, at_ms, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for row in rows {
+            stmt.execute(params![task_id, row.seq, row.at_ms, row.body])?;
+        }
+        Ok(())
+    }
+}
+
+/// The status timestamp a task is listed by, in ms (0 when it has none).
+fn status_ts_ms(task: &Task) -> i64 {
+    task.status.timestamp.map_or(0, Timestamp::millis)
+}
+
+/// The keyset cursor inside a ListTasks page token: the last task of the previous page.
+#[derive(Serialize, Deserialize)]
+struct Cursor {
+    ts: i64,
+    id: String,
+}
+
+impl Cursor {
+    fn encode(&self) -> Result<String, DbError> {
+        Ok(URL_SAFE_NO_PAD.encode(serde_json::to_vec(self)?))
+    }
+
+    /// `None` for the first page; `InvalidPageToken` for anything this store did not produce.
+    fn decode(token: &str) -> Result<Option<Self>, StoreError> {
+        if token.is_empty() {
+            return Ok(None);
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| StoreError::InvalidPageToken)?;
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|_| StoreError::InvalidPageToken)
+    }
+}
+
+impl SqliteStore {
+    /// The stored version of a task, whoever owns it (for wake-ups only).
+    async fn version_of(&self, task_id: &str) -> Result<Option<u64>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.with_conn(move |conn| {
+            let version: Option<i64> = conn
+                .query_row(
+                    "SELECT version FROM tasks WHERE task_id = ?1",
+                    [&task_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(version.map(|v| u64::try_from(v).unwrap_or(0)))
+        })
+        .await
+    }
+
+    /// Deletes expired tasks (with their events), push configs, leases and de-duplication
+    /// keys. Returns how many tasks were removed.
+    ///
+    /// Reads already hide expired items, so this only reclaims space; the local server calls
+    /// it periodically.
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
+        self.with_conn(|conn| {
+            let now = now_ms();
+            let tx = write_tx(conn)?;
+            // Events are deleted explicitly rather than through the foreign key's cascade, so
+            // that the purge does not depend on the connection's `foreign_keys` setting.
+            tx.execute(
+                "DELETE FROM events WHERE task_id IN
+                     (SELECT task_id FROM tasks WHERE expires_at_ms <= ?1)",
+                [now],
+            )?;
+            let tasks = tx.execute("DELETE FROM tasks WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute("DELETE FROM push_configs WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute("DELETE FROM leases WHERE until_ms <= ?1", [now])?;
+            tx.execute("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
+            tx.commit()?;
+            Ok(tasks)
+        })
+        .await
+    }
+
+    fn notify_appended(&self) {
+        self.inner.appended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        let row = HeadRow::new(head)?;
+        let events = EventRow::all(events, 0, head.version)?;
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            let tx = write_tx(conn)?;
+            let existing: Option<i64> = tx
+                .query_row(
+                    "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
+                    [&row.task_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match existing {
+                Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
+                // An expired task is gone as far as readers are concerned; the purge just has
+                // not reclaimed it yet. Its id is free again.
+                Some(_) => {
+                    tx.execute("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
+                    tx.execute("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+                }
+                None => {}
+            }
+            row.insert(&tx)?;
+            EventRow::insert_all(&events, &tx, &row.task_id)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await?;
+        self.notify_appended();
+        Ok(())
+    }
+
+    async fn append_events(
+        &self,
+        head: &StoredTask,
+        expected_version: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        let row = HeadRow::new(head)?;
+        let events = EventRow::all(events, expected_version, head.version)?;
+        let expected = to_i64(expected_version);
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            let tx = write_tx(conn)?;
+            // The check and the write are in one immediate transaction: no other connection,
+            // in this process or another, can write between them.
+            let stored: Option<(i64, String, i64)> = tx
+                .query_row(
+                    "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
+                    [&row.task_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            match stored {
+                Some((version, owner, expires_at))
+                    if version == expected && owner == row.owner && expires_at > now => {}
+                // Gone, expired, someone else's or moved on: the caller re-reads and decides.
+                _ => return Err(StoreError::Conflict.into()),
+            }
+            EventRow::insert_all(&events, &tx, &row.task_id)?;
+            row.update(&tx)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await?;
+        self.notify_appended();
+        Ok(())
+    }
+
+    async fn load_task(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let owner = owner.clone();
+        let task_id = task_id.to_owned();
+        self.with_conn(move |conn| {
+            let row: Option<(String, i64, i64)> = conn
+                .query_row(
+                    "SELECT head, version, expires_at_ms FROM tasks
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
+                    params![task_id, owner.as_str(), now_ms()],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let Some((head, version, expires_at_ms)) = row else {
+                return Ok(None);
+            };
+            Ok(Some(StoredTask {
+                owner,
+                task: serde_json::from_str(&head)?,
+                version: u64::try_from(version).unwrap_or(0),
+                expires_at: Timestamp::from_millis(expires_at_ms),
+            }))
+        })
+        .await
+    }
+
+    async fn read_events(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(move |conn| {
+            // Joining the head applies the owner and expiry of the task to its events.
+            let mut stmt = conn.prepare_cached(
+                "SELECT e.body FROM events e JOIN tasks t ON t.task_id = e.task_id
+                 WHERE t.task_id = ?1 AND t.owner = ?2 AND t.expires_at_ms > ?3 AND e.seq > ?4
+                 ORDER BY e.seq LIMIT ?5",
+            )?;
+            let bodies = stmt
+                .query_map(
+                    params![task_id, owner, now_ms(), to_i64(after_seq), limit],
+                    |r| r.get::<_, String>(0),
+                )?
+                .collect::<Result<Vec<_>, _>>()?;
+            bodies
+                .iter()
+                .map(|body| Ok(serde_json::from_str(body)?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let cursor = Cursor::decode(&query.page_token)?;
+        let owner = owner.as_str().to_owned();
+        let query = query.clone();
+        // The query is validated upstream; a zero would only make the page useless.
+        let page_size = query.page_size.max(1);
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            let mut filter = String::from("owner = ?1 AND expires_at_ms > ?2");
+            let mut args: Vec<Value> = vec![owner.into(), now.into()];
+            if let Some(context_id) = query.context_id {
+                args.push(context_id.into());
+                filter.push_str(&format!(" AND context_id = ?{}", args.len()));
+            }
+            if let Some(state) = query.state {
+                args.push(state.as_str().to_owned().into());
+                filter.push_str(&format!(" AND state = ?{}", args.len()));
+            }
+            if let Some(after) = query.status_timestamp_after {
+                args.push(after.millis().into());
+                filter.push_str(&format!(" AND status_ts_ms >= ?{}", args.len()));
+            }
+
+            // One read transaction, so the count and the page see the same snapshot.
+            let tx = conn.transaction()?;
+            let total: i64 = tx.query_row(
+                &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
+                params_from_iter(&args),
+                |r| r.get(0),
+            )?;
+
+            // Keyset paging: continue strictly after the last task of the previous page. This
+            // stays correct when tasks of earlier pages were deleted or expired meanwhile.
+            if let Some(cursor) = cursor {
+                args.push(cursor.ts.into());
+                args.push(cursor.id.into());
+                filter.push_str(&format!(
+                    " AND (status_ts_ms, task_id) < (?{}, ?{})",
+                    args.len() - 1,
+                    args.len()
+                ));
+            }
+            // One more row than the page tells whether a next page exists.
+            args.push(i64::try_from(page_size + 1).unwrap_or(i64::MAX).into());
+            let sql = format!(
+                "SELECT head, status_ts_ms, task_id FROM tasks WHERE {filter}
+                 ORDER BY status_ts_ms DESC, task_id DESC LIMIT ?{}",
+                args.len()
+            );
+            let mut rows = {
+                let mut stmt = tx.prepare(&sql)?;
+                let rows = stmt
+                    .query_map(params_from_iter(&args), |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                rows
+            };
+            tx.finish()?;
+
+            let next_page_token = if rows.len() > page_size {
+                rows.truncate(page_size);
+                match rows.last() {
+                    Some((_, ts, id)) => Cursor {
+                        ts: *ts,
+                        id: id.clone(),
+                    }
+                    .encode()?,
+                    None => String::new(),
+                }
+            } else {
+                String::new()
+            };
+            let tasks = rows
+                .iter()
+                .map(|(head, _, _)| serde_json::from_str(head))
+                .collect::<Result<Vec<Task>, _>>()?;
+            Ok(TaskPage {
+                tasks,
+                next_page_token,
+                total_size: usize::try_from(total).unwrap_or(0),
+            })
+        })
+        .await
+    }
+
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
+        let deadline = tokio::time::Instant::now() + max_wait;
+        let mut rx = self.inner.appended.subscribe();
+        loop {
+            // Mark the current value seen before reading the store: an append that lands after
+            // the read then changes the channel and ends the wait below.
+            rx.borrow_and_update();
+            match self.version_of(task_id).await {
+                Ok(Some(version)) if version > after_version => return,
+                Ok(_) => {}
+                Err(e) => {
+                    // Only a hint: the caller re-reads and will meet the error itself.
+                    tracing::warn!(error = %e, "wait_for_append could not read the task version");
+                    return;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            wait_tick(&mut rx, deadline).await;
+        }
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        if config.task_id.is_empty() || config.id.is_empty() {
+            return Err(StoreError::Backend(
+                "a stored push config needs a task id and an id".into(),
+            ));
+        }
+        let owner = owner.as_str().to_owned();
+        let task_id = config.task_id.clone();
+        let config_id = config.id.clone();
+        let body = serde_json::to_string(config).map_err(DbError::from)?;
+        let expires_at_ms = expires_at.millis();
+        self.with_conn(move |conn| {
+            let tx = write_tx(conn)?;
+            tx.execute(
+                "INSERT INTO push_configs (owner, task_id, config_id, body, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (owner, task_id, config_id)
+                 DO UPDATE SET body = excluded.body, expires_at_ms = excluded.expires_at_ms",
+                params![owner, task_id, config_id, body, expires_at_ms],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let config_id = config_id.to_owned();
+        self.with_conn(move |conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM push_configs
+                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
+                    params![owner, task_id, config_id, now_ms()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+        })
+        .await
+    }
+
+    async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        self.with_conn(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT body FROM push_configs
+                 WHERE owner = ?1 AND task_id = ?2 AND expires_at_ms > ?3
+                 ORDER BY config_id",
+            )?;
+            let bodies = stmt
+                .query_map(params![owner, task_id, now_ms()], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            bodies
+                .iter()
+                .map(|body| Ok(serde_json::from_str(body)?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let config_id = config_id.to_owned();
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            let tx = write_tx(conn)?;
+            let expires_at: Option<i64> = tx
+                .query_row(
+                    "SELECT expires_at_ms FROM push_configs
+                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
+                    params![owner, task_id, config_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            tx.execute(
+                "DELETE FROM push_configs WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
+                params![owner, task_id, config_id],
+            )?;
+            tx.commit()?;
+            // An expired config was already invisible: deleting it is not deleting "one".
+            Ok(expires_at.is_some_and(|t| t > now))
+        })
+        .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let task_id = task_id.to_owned();
+        let holder = holder.to_owned();
+        let until_ms = until.millis();
+        self.with_conn(move |conn| {
+            let tx = write_tx(conn)?;
+            // The upsert's WHERE decides in one statement: take a free or expired lease, renew
+            // our own, leave anyone else's alone (then no row changes).
+            let changed = tx.execute(
+                "INSERT INTO leases (task_id, holder, until_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (task_id) DO UPDATE
+                 SET holder = excluded.holder, until_ms = excluded.until_ms
+                 WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4",
+                params![task_id, holder, until_ms, now_ms()],
+            )?;
+            tx.commit()?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
+        let task_id = task_id.to_owned();
+        let holder = holder.to_owned();
+        self.with_conn(move |conn| {
+            let tx = write_tx(conn)?;
+            tx.execute(
+                "DELETE FROM leases WHERE task_id = ?1 AND holder = ?2",
+                params![task_id, holder],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+}

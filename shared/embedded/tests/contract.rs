@@ -1,0 +1,193 @@
+//! The store contract suite against `SqliteStore`: once on one store, and once with every call
+//! alternating between two stores on the same file (as two processes would).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_core::store_contract;
+use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskPage, TaskQuery, TaskStore};
+use a2a_embedded::SqliteStore;
+use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use async_trait::async_trait;
+
+fn open() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(dir.path()).expect("open");
+    (dir, store)
+}
+
+/// One test per contract check, each on its own file, so a failure names the check.
+macro_rules! contract_tests {
+    ($($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (_dir, store) = open();
+                store_contract::$check(&store).await;
+            }
+        )+
+    };
+}
+
+contract_tests!(
+    create_then_load,
+    create_twice_conflicts,
+    append_with_expected_version,
+    stale_append_conflicts_and_changes_nothing,
+    read_events_after_seq_and_limit,
+    owner_scoping,
+    expired_task_is_gone,
+    list_orders_newest_status_first,
+    list_paging,
+    list_empty,
+    list_cursor_survives_expiry_of_previous_page,
+    list_filters,
+    list_invalid_page_token,
+    push_config_crud,
+    leases,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_are_gapless() {
+    let (_dir, store) = open();
+    store_contract::concurrent_appends_are_gapless(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_suite_on_one_shared_store() {
+    let (_dir, store) = open();
+    store_contract::run_all_shared(Arc::new(store)).await;
+}
+
+/// Sends each call to the next of several stores in turn: a read on one connection, the
+/// conditional write on another, as separate processes sharing the file would.
+struct RoundRobin {
+    stores: Vec<SqliteStore>,
+    next: AtomicUsize,
+}
+
+impl RoundRobin {
+    fn pick(&self) -> &SqliteStore {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.stores[i % self.stores.len()]
+    }
+}
+
+#[async_trait]
+impl TaskStore for RoundRobin {
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.pick().create_task(head, events).await
+    }
+
+    async fn append_events(
+        &self,
+        head: &StoredTask,
+        expected_version: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.pick()
+            .append_events(head, expected_version, events)
+            .await
+    }
+
+    async fn load_task(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.pick().load_task(owner, task_id).await
+    }
+
+    async fn read_events(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.pick()
+            .read_events(owner, task_id, after_seq, limit)
+            .await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.pick().list_tasks(owner, query).await
+    }
+
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
+        self.pick()
+            .wait_for_append(task_id, after_version, max_wait)
+            .await
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.pick().put_push_config(owner, config, expires_at).await
+    }
+
+    async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        self.pick().get_push_config(owner, task_id, config_id).await
+    }
+
+    async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        self.pick().list_push_configs(owner, task_id).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.pick()
+            .delete_push_config(owner, task_id, config_id)
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.pick().acquire_lease(task_id, holder, until).await
+    }
+
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
+        self.pick().release_lease(task_id, holder).await
+    }
+}
+
+/// Two stores on one file (two "processes"): the whole suite, including eight writers racing
+/// on one task through both connections, holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_suite_across_two_stores_on_one_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stores = vec![
+        SqliteStore::open(dir.path()).expect("open first"),
+        SqliteStore::open(dir.path()).expect("open second"),
+    ];
+    let store = RoundRobin {
+        stores,
+        next: AtomicUsize::new(0),
+    };
+    store_contract::run_all_shared(Arc::new(store)).await;
+}
