@@ -1,0 +1,99 @@
+//! The JSON-RPC binding: one POST endpoint for every method.
+//!
+//! Every A2A error, including the transport checks (Content-Type, size, version), is a JSON-RPC
+//! error object in an HTTP 200 response, as the Python and Go servers do. For the streaming
+//! methods an error found before the stream starts is sent as the only event of an event
+//! stream, because the Go client reads nothing but `data:` lines once it asked for a stream.
+
+use std::sync::Arc;
+
+use a2a_protocol::jsonrpc::{self, Method, Request};
+use a2a_protocol::A2AError;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::context::{call_context, check_version, last_event_id};
+use crate::errors::json_response;
+use crate::ops::{invoke, OpRequest, Outcome};
+use crate::sse::{self, Framing};
+use crate::App;
+
+fn answer(id: &Value, error: &A2AError) -> Response {
+    tracing::debug!(
+        code = error.json_rpc_code(),
+        reason = error.reason(),
+        "JSON-RPC error"
+    );
+    json_response(StatusCode::OK, &jsonrpc::failure(id, error))
+}
+
+/// `POST <jsonrpc_path>`.
+pub(crate) async fn handle(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let bytes = match crate::body::read(&headers, body, app.options.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(rejected) => return answer(&Value::Null, &rejected.error),
+    };
+    let request = match Request::parse(&bytes) {
+        Ok(request) => request,
+        Err((id, error)) => return answer(&id, &error),
+    };
+    let Request {
+        id,
+        method: name,
+        params,
+    } = request;
+    if Method::is_legacy_name(&name) {
+        return answer(
+            &id,
+            &A2AError::VersionNotSupported(format!(
+                "{name} is an A2A 0.3 method; this server speaks A2A 1.0 (PascalCase methods such as SendMessage)"
+            )),
+        );
+    }
+    // A method this router does not serve is as unknown as a misspelt one.
+    let method = Method::from_name(&name).filter(|m| app.operations.contains(*m));
+    tracing::debug!(rpc_method = %name, "JSON-RPC call");
+    let outcome = async {
+        check_version(&headers, &uri)?;
+        let method =
+            method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
+        // The tenant travels inside params on this binding.
+        let tenant = params
+            .get("tenant")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let ctx = call_context(&headers, &tenant).await?;
+        let resume_after = if method == Method::SubscribeToTask {
+            last_event_id(&headers)?
+        } else {
+            None
+        };
+        let request = OpRequest::decode(method, params, resume_after)?;
+        invoke(&app.service, &ctx, request).await
+    }
+    .await;
+    match outcome {
+        Ok(Outcome::Json(result)) => json_response(StatusCode::OK, &jsonrpc::success(&id, result)),
+        Ok(Outcome::Stream(events)) => {
+            sse::stream_response(events, Framing::JsonRpc(id), app.options.keep_alive)
+        }
+        Err(error) if method.is_some_and(Method::is_streaming) => {
+            tracing::debug!(
+                code = error.json_rpc_code(),
+                reason = error.reason(),
+                "JSON-RPC error before the stream"
+            );
+            sse::json_rpc_error_stream(&id, &error)
+        }
+        Err(error) => answer(&id, &error),
+    }
+}

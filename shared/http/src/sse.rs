@@ -1,0 +1,89 @@
+//! Server-sent event streams of both bindings.
+//!
+//! Every event carries `id: <seq>` (the task log position) so a client can resume with
+//! `Last-Event-ID`; a direct Message reply has no log position (seq 0) and no id line. An error
+//! in the middle of a stream is an `event: error` and ends the stream. Idle streams send a
+//! keep-alive comment so proxies and gateways do not cut them.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use a2a_core::{EventStream, StreamItem};
+use a2a_protocol::{jsonrpc, A2AError};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{future, stream, StreamExt};
+use serde_json::Value;
+
+/// How the events of a stream are framed.
+#[derive(Debug, Clone)]
+pub(crate) enum Framing {
+    /// Each event is a JSON-RPC response with the request's id.
+    JsonRpc(Value),
+    /// Each event is the bare `StreamResponse`; errors are `{"error": Status}`.
+    Rest,
+}
+
+impl Framing {
+    fn error_data(&self, error: &A2AError) -> Value {
+        match self {
+            Self::JsonRpc(id) => jsonrpc::failure(id, error),
+            Self::Rest => error.to_status_body(),
+        }
+    }
+
+    /// The SSE event of one item, and whether it ends the stream.
+    fn render(&self, item: Result<StreamItem, A2AError>) -> (Event, bool) {
+        let item = match item {
+            Ok(item) => item,
+            Err(error) => return (error_event(self.error_data(&error)), true),
+        };
+        let response = match serde_json::to_value(&item.response) {
+            Ok(value) => value,
+            Err(err) => {
+                let error = crate::errors::internal("serialising a stream event failed", err);
+                return (error_event(self.error_data(&error)), true);
+            }
+        };
+        let data = match self {
+            Self::JsonRpc(id) => jsonrpc::success(id, response),
+            Self::Rest => response,
+        };
+        let mut event = Event::default().data(data.to_string());
+        if item.seq > 0 {
+            event = event.id(item.seq.to_string());
+        }
+        (event, false)
+    }
+}
+
+fn error_event(data: Value) -> Event {
+    Event::default().event("error").data(data.to_string())
+}
+
+/// Answers with `events` as an SSE stream that ends when they end, or after an error.
+pub(crate) fn stream_response(
+    events: EventStream,
+    framing: Framing,
+    keep_alive: Duration,
+) -> Response {
+    let body = events
+        .map(move |item| framing.render(item))
+        .scan(false, |ended, (event, last)| {
+            if *ended {
+                return future::ready(None);
+            }
+            *ended = last;
+            future::ready(Some(Ok::<_, Infallible>(event)))
+        });
+    Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
+        .into_response()
+}
+
+/// A JSON-RPC error before a stream started, sent as a stream of that one error event: some
+/// clients (Go) only read `data:` lines of an event stream and would not see a JSON body.
+pub(crate) fn json_rpc_error_stream(id: &Value, error: &A2AError) -> Response {
+    let event = error_event(jsonrpc::failure(id, error));
+    Sse::new(stream::once(future::ready(Ok::<_, Infallible>(event)))).into_response()
+}
