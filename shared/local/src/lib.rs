@@ -1,0 +1,163 @@
+//! The local server: the full A2A router on one address, the embedded store in one file under
+//! a data directory, and the worker and push-delivery loops running in-process on the same job
+//! types the Lambda worker and push functions consume.
+
+mod loops;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_core::{A2aService, Agent, PushPolicy, ServiceConfig};
+use a2a_embedded::SqliteStore;
+use a2a_http::{router, HttpOptions};
+use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
+use a2a_reference_agent::ReferenceAgent;
+use clap::Parser;
+use tokio::sync::watch;
+
+/// Command-line options (each with an environment variable).
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "a2a-local",
+    version,
+    about = "Run an A2A 1.0 agent locally on an embedded store"
+)]
+pub struct Options {
+    /// Address to listen on.
+    #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:9000")]
+    pub addr: SocketAddr,
+    /// Directory holding the store file (created if missing).
+    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a")]
+    pub data_dir: PathBuf,
+    /// Webhook hosts push notifications may be sent to (comma-separated). Loopback by default.
+    #[arg(
+        long,
+        env = "A2A_PUSH_ALLOW_HOSTS",
+        value_delimiter = ',',
+        default_value = "127.0.0.1,localhost,::1"
+    )]
+    pub push_allow_hosts: Vec<String>,
+    /// Days tasks are kept.
+    #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
+    pub retention_days: u64,
+    /// Seconds one SSE stream may last before it ends (the client resubscribes).
+    #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
+    pub max_stream_secs: u64,
+}
+
+/// Logs to stderr; `RUST_LOG` sets the level (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// Serves the reference agent until `shutdown` resolves.
+pub async fn run(
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    serve(options, Arc::new(ReferenceAgent), shutdown).await
+}
+
+/// Serves `agent` until `shutdown` resolves, then stops accepting requests and the loops.
+pub async fn serve(
+    options: Options,
+    agent: Arc<dyn Agent>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let store = SqliteStore::open(&options.data_dir).map_err(|e| {
+        format!(
+            "cannot open the store in {}: {e}",
+            options.data_dir.display()
+        )
+    })?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let base = format!("http://{addr}");
+    let http_options = HttpOptions::default();
+    let config = ServiceConfig {
+        interfaces: vec![
+            AgentInterface {
+                url: format!("{base}{}", http_options.jsonrpc_path),
+                protocol_binding: BINDING_JSONRPC.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant: String::new(),
+            },
+            AgentInterface {
+                url: base.clone(),
+                protocol_binding: BINDING_HTTP_JSON.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant: String::new(),
+            },
+        ],
+        retention: Duration::from_secs(options.retention_days.max(1) * 24 * 3600),
+        max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
+        background_inline: true,
+        push_policy: PushPolicy {
+            allowed_hosts: options.push_allow_hosts.clone(),
+        },
+        ..ServiceConfig::default()
+    };
+    let store = Arc::new(store);
+    let service = A2aService::new(config, agent, store.clone(), store.clone(), store.clone());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let loops = [
+        tokio::spawn(loops::worker_loop(
+            service.clone(),
+            store.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(loops::push_loop(
+            service.clone(),
+            store.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(loops::purge_loop(store.clone(), stop_rx.clone())),
+    ];
+    tracing::info!(
+        "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json (data in {})",
+        options.data_dir.display()
+    );
+    let app = router(service, http_options);
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| format!("server error: {e}"));
+    let _ = stop_tx.send(true);
+    for handle in loops {
+        let _ = handle.await;
+    }
+    tracing::info!("a2a-local stopped");
+    served
+}
