@@ -127,6 +127,9 @@ pub(crate) struct Core {
     pub(crate) card: AgentCard,
     pub(crate) extended_card: AgentCard,
     pub(crate) http: reqwest::Client,
+    /// Inline executions running in this process, so a graceful shutdown can end their tasks
+    /// instead of leaving them WORKING. Only a courtesy: correctness never depends on it.
+    pub(crate) running: std::sync::Mutex<std::collections::HashSet<(Owner, String)>>,
 }
 
 /// The A2A operations, for every front door. Cheap to clone.
@@ -206,6 +209,7 @@ impl A2aService {
                 card,
                 extended_card,
                 http,
+                running: Default::default(),
             }),
         }
     }
@@ -449,13 +453,13 @@ impl A2aService {
                 let from_seq = head.version;
                 let (emitter, _first) =
                     new_emitter(&self.core, &ctx.owner, agent_request, Some(head), None);
-                tokio::spawn(run_agent(emitter));
+                tokio::spawn(run_inline(emitter));
                 Ok(Started::Task { task_id, from_seq })
             }
             (Placement::Inline, None) => {
                 let (emitter, first) =
                     new_emitter(&self.core, &ctx.owner, agent_request, None, inline_push);
-                tokio::spawn(run_agent(emitter));
+                tokio::spawn(run_inline(emitter));
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
                     Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
@@ -679,6 +683,33 @@ impl A2aService {
         Ok(self.core.extended_card.clone())
     }
 
+    /// Ends the tasks of inline executions still running in this process as FAILED, for a
+    /// graceful shutdown: their work dies with the process, and nothing would redeliver it.
+    /// Queued work is not touched: its job is redelivered to another worker.
+    pub async fn shutdown(&self) {
+        let running: Vec<(Owner, String)> = lock_running(&self.core).drain().collect();
+        for (owner, task_id) in running {
+            let writer = Writer {
+                core: &self.core,
+                owner: &owner,
+            };
+            let head = match self.core.store.load_task(&owner, &task_id).await {
+                Ok(Some(head)) if !head.task.status.state.is_terminal() => head,
+                _ => continue,
+            };
+            match writer
+                .finish_failed(
+                    head,
+                    "The server shut down while the agent was working on this task.",
+                )
+                .await
+            {
+                Ok(_) | Err(AppendError::Terminal(_)) => {}
+                Err(err) => tracing::warn!(%task_id, "could not end the task at shutdown: {err:?}"),
+            }
+        }
+    }
+
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
     /// is how many times the queue has handed this job out, this time included.
     pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {
@@ -716,6 +747,22 @@ pub(crate) fn new_emitter(
         inline_push,
     };
     (emitter, rx)
+}
+
+/// Runs an inline execution, registered so that [`A2aService::shutdown`] can find it.
+async fn run_inline(emitter: Emitter) {
+    let key = (emitter.owner.clone(), emitter.task_id().to_string());
+    let core = emitter.core.clone();
+    lock_running(&core).insert(key.clone());
+    run_agent(emitter).await;
+    lock_running(&core).remove(&key);
+}
+
+fn lock_running(
+    core: &Core,
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<(Owner, String)>> {
+    // A poisoned set only means a panic elsewhere while it was held; its content is still valid.
+    core.running.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs the agent to its end and makes sure the task does not stay active when it stops: an

@@ -4,7 +4,7 @@
 
 mod loops;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +17,9 @@ use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_
 use a2a_reference_agent::ReferenceAgent;
 use clap::Parser;
 use tokio::sync::watch;
+
+/// How long a graceful shutdown waits for open requests and streams.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// Command-line options (each with an environment variable).
 #[derive(Debug, Clone, Parser)]
@@ -55,6 +58,7 @@ pub fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 
@@ -149,12 +153,25 @@ pub async fn serve(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json (data in {})",
         options.data_dir.display()
     );
-    let app = router(service, http_options);
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| format!("server error: {e}"));
+    let app = router(service.clone(), http_options);
+    // Open SSE streams would hold a graceful shutdown for as long as they last: once the signal
+    // came, give in-flight requests a moment, then stop regardless.
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let notify = signalled.clone();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        notify.notify_one();
+    });
+    let served = tokio::select! {
+        served = serve.into_future() => served.map_err(|e| format!("server error: {e}")),
+        _ = async {
+            signalled.notified().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => Ok(()),
+    };
     let _ = stop_tx.send(true);
+    service.shutdown().await;
     for handle in loops {
         let _ = handle.await;
     }
