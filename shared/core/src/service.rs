@@ -846,6 +846,21 @@ impl From<AppendError> for AgentError {
     }
 }
 
+/// A status event gets its timestamp when it is written, never earlier than the task's current
+/// status timestamp: ListTasks orders by it and `statusTimestampAfter` filters on it, so it must
+/// not go backwards (an emit built a moment before a concurrent write would otherwise be older).
+fn stamped(event: &TaskEvent, task: &Task, now: Timestamp) -> TaskEvent {
+    match event {
+        TaskEvent::Status { update } => {
+            let mut update = update.clone();
+            let floor = task.status.timestamp.unwrap_or(now);
+            update.status.timestamp = Some(now.max(floor));
+            TaskEvent::Status { update }
+        }
+        other => other.clone(),
+    }
+}
+
 /// Writes to the event log with conditional appends, and fans appended events out to push.
 pub(crate) struct Writer<'a> {
     pub(crate) core: &'a Arc<Core>,
@@ -874,6 +889,7 @@ impl Writer<'_> {
             let now = Timestamp::now();
             let mut logged = Vec::with_capacity(events.len());
             for event in &events {
+                let event = &stamped(event, &next.task, now);
                 event.apply(&mut next.task).map_err(|e| {
                     if next.task.status.state.is_terminal() {
                         AppendError::Terminal(Box::new(next.task.clone()))
@@ -951,6 +967,7 @@ impl Writer<'_> {
         };
         let mut logged = Vec::new();
         for event in std::iter::once(TaskEvent::Created { task: created }).chain(events) {
+            let event = stamped(&event, &head.task, now);
             event.apply(&mut head.task).map_err(AppendError::Invalid)?;
             head.version += 1;
             logged.push(LoggedEvent {

@@ -46,6 +46,10 @@ pub struct Options {
     /// Days tasks are kept.
     #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
+    /// Seconds a queued job stays invisible to other workers while it runs; a job whose worker
+    /// died is redelivered after this.
+    #[arg(long, env = "A2A_WORK_VISIBILITY_SECS", default_value_t = 60)]
+    pub work_visibility_secs: u64,
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
@@ -131,6 +135,9 @@ pub async fn serve(
         push_policy: PushPolicy {
             allowed_hosts: options.push_allow_hosts.clone(),
         },
+        // The lease on a task must not outlive the job's visibility, or a redelivered job
+        // would wait for a lease that nobody renews.
+        lease_duration: Duration::from_secs(options.work_visibility_secs.max(1)),
         ..ServiceConfig::default()
     };
     let store = Arc::new(store);
@@ -140,6 +147,7 @@ pub async fn serve(
         tokio::spawn(loops::worker_loop(
             service.clone(),
             store.clone(),
+            Duration::from_secs(options.work_visibility_secs.max(1)),
             stop_rx.clone(),
         )),
         tokio::spawn(loops::push_loop(

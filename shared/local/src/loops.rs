@@ -8,8 +8,7 @@ use a2a_core::{A2aService, JobOutcome, PushJob, WorkJob};
 use a2a_embedded::{QueueName, ReceivedJob, SqliteStore};
 use tokio::sync::{watch, Semaphore};
 
-/// How long a received job stays invisible before the queue hands it out again.
-const WORK_VISIBILITY: Duration = Duration::from_secs(60);
+/// How long a received push job stays invisible before the queue hands it out again.
 const PUSH_VISIBILITY: Duration = Duration::from_secs(30);
 /// At most this many agent executions from the queue at once.
 const WORK_CONCURRENCY: usize = 8;
@@ -22,12 +21,13 @@ async fn stopped(stop: &mut watch::Receiver<bool>) -> bool {
 pub async fn worker_loop(
     service: A2aService,
     store: Arc<SqliteStore>,
+    visibility: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(WORK_CONCURRENCY));
     while !stopped(&mut stop).await {
         let free = permits.available_permits().max(1);
-        let jobs = match store.receive(QueueName::Work, free, WORK_VISIBILITY).await {
+        let jobs = match store.receive(QueueName::Work, free, visibility).await {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::error!("work queue receive failed: {err}");
@@ -49,14 +49,19 @@ pub async fn worker_loop(
             let service = service.clone();
             let store = store.clone();
             tokio::spawn(async move {
-                run_one_work_job(&service, &store, job).await;
+                run_one_work_job(&service, &store, job, visibility).await;
                 drop(permit);
             });
         }
     }
 }
 
-async fn run_one_work_job(service: &A2aService, store: &SqliteStore, job: ReceivedJob) {
+async fn run_one_work_job(
+    service: &A2aService,
+    store: &SqliteStore,
+    job: ReceivedJob,
+    visibility: Duration,
+) {
     let parsed: WorkJob = match serde_json::from_str(&job.body) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -72,8 +77,8 @@ async fn run_one_work_job(service: &A2aService, store: &SqliteStore, job: Receiv
         let id = job.id;
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(WORK_VISIBILITY / 3).await;
-                let _ = store.retry_job(id, WORK_VISIBILITY).await;
+                tokio::time::sleep(visibility / 3).await;
+                let _ = store.retry_job(id, visibility).await;
             }
         })
     };

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every check and test of the project, from a fresh clone, with nothing installed by hand:
+#   1. formatting and lints (cargo fmt, clippy with warnings as errors)
+#   2. the Rust suites: unit tests per layer, the store contract, end-to-end over real sockets
+#   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv)
+#      drives a2a-local over JSON-RPC and HTTP+JSON
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "build (the end-to-end tests start the a2a-local binary)"
+cargo build --workspace --all-targets --locked
+
+step "Rust tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
+
+step "Python SDK interoperability (a2a-sdk client against a2a-local)"
+data_dir=$(mktemp -d)
+log="$data_dir/server.log"
+"$root/target/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store" 2>"$log" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data_dir"' EXIT
+base=""
+for _ in $(seq 1 300); do
+  base=$(grep -o 'serving on http://[0-9.:]*' "$log" | head -n1 | sed 's/serving on //' || true)
+  [ -n "$base" ] && break
+  kill -0 "$server" 2>/dev/null || { cat "$log"; echo "a2a-local exited early" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$base" ] || { cat "$log"; echo "a2a-local did not start" >&2; exit 1; }
+A2A_BASE_URL="$base" "$root/tests/interop/run.sh"

@@ -1,0 +1,216 @@
+"""Fixtures for the a2a-sdk (Python, 1.3.0) interop suite.
+
+The server under test is reached through ``A2A_BASE_URL`` (for example
+``http://127.0.0.1:9000``). Its card lives at
+``$A2A_BASE_URL/.well-known/agent-card.json`` and must list a ``JSONRPC`` and
+an ``HTTP+JSON`` interface. Every test runs once per binding; the client is
+forced onto that binding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.transports.base import ClientTransport
+from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.client.transports.rest import RestTransport
+from a2a.client.transports.tenant_decorator import TenantTransportDecorator
+from a2a.types import AgentCard
+
+
+BINDINGS = ['JSONRPC', 'HTTP+JSON']
+TRANSPORT_CLASS = {'JSONRPC': JsonRpcTransport, 'HTTP+JSON': RestTransport}
+
+# Generous per-request timeout: a debug build or a queued task can be slow,
+# but nothing in this suite should legitimately take this long.
+HTTP_TIMEOUT_S = float(os.environ.get('A2A_INTEROP_HTTP_TIMEOUT', '30'))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get('A2A_BASE_URL'):
+        raise pytest.UsageError(
+            'A2A_BASE_URL is not set (e.g. A2A_BASE_URL=http://127.0.0.1:9000)'
+        )
+
+
+@pytest.fixture(scope='session')
+def base_url() -> str:
+    return os.environ['A2A_BASE_URL'].rstrip('/')
+
+
+@pytest.fixture(params=BINDINGS)
+def binding(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@dataclass
+class RequestLog:
+    """Every HTTP request the SDK client sent: (method, url, body)."""
+
+    entries: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+    async def hook(self, request: httpx.Request) -> None:
+        # Requests built from json= carry their body in memory already.
+        body = request.content if hasattr(request, '_content') else b''
+        self.entries.append((request.method, str(request.url), body))
+
+
+ClientMaker = Callable[..., Awaitable[Client]]
+
+
+def _unwrap(transport: ClientTransport) -> ClientTransport:
+    while isinstance(transport, TenantTransportDecorator):
+        transport = transport._base  # noqa: SLF001
+    return transport
+
+
+@pytest.fixture
+def request_log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture
+async def make_client(
+    base_url: str, binding: str, request_log: RequestLog
+) -> AsyncIterator[ClientMaker]:
+    """Factory: ``await make_client(streaming=...)`` -> a Client on ``binding``.
+
+    The client is built the way an application would build it: resolve the
+    card from the base URL with ``ClientFactory.create_from_url``, with the
+    client's preference restricted to the one binding under test.
+    """
+    http_clients: list[httpx.AsyncClient] = []
+    clients: list[Client] = []
+
+    async def _make(*, streaming: bool = False) -> Client:
+        http = httpx.AsyncClient(
+            timeout=HTTP_TIMEOUT_S,
+            event_hooks={'request': [request_log.hook]},
+        )
+        http_clients.append(http)
+        config = ClientConfig(
+            streaming=streaming,
+            httpx_client=http,
+            supported_protocol_bindings=[binding],
+            use_client_preference=True,
+        )
+        client = await ClientFactory(config).create_from_url(base_url)
+        clients.append(client)
+        transport = _unwrap(client._transport)  # noqa: SLF001
+        assert isinstance(transport, TRANSPORT_CLASS[binding]), (
+            f'client picked {type(transport).__name__} for binding {binding}'
+        )
+        return client
+
+    yield _make
+
+    for client in clients:
+        await client.close()
+    for http in http_clients:
+        await http.aclose()
+
+
+@pytest.fixture
+async def agent_card(base_url: str) -> AgentCard:
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
+        return await A2ACardResolver(http, base_url).get_agent_card()
+
+
+# --------------------------------------------------------------------------
+# A real webhook receiver on 127.0.0.1 (no extra dependencies).
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ReceivedPush:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
+
+    def json(self) -> object:
+        return json.loads(self.body)
+
+
+class WebhookReceiver:
+    """Minimal HTTP/1.1 server; every request is put on ``self.received``.
+
+    It answers 200 with ``{}`` and closes the connection, which every HTTP
+    client handles.
+    """
+
+    def __init__(self) -> None:
+        self.received: asyncio.Queue[ReceivedPush] = asyncio.Queue()
+        self._server: asyncio.base_events.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._handle, host='127.0.0.1', port=0
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def url(self, path: str) -> str:
+        return f'http://127.0.0.1:{self.port}{path}'
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            request_line = (await reader.readline()).decode('latin-1').strip()
+            if not request_line:
+                return
+            method, path, _ = request_line.split(' ', 2)
+            headers: dict[str, str] = {}
+            while True:
+                line = (await reader.readline()).decode('latin-1')
+                if line in ('\r\n', '\n', ''):
+                    break
+                name, _, value = line.partition(':')
+                headers[name.strip().lower()] = value.strip()
+            body = b''
+            if 'content-length' in headers:
+                body = await reader.readexactly(int(headers['content-length']))
+            elif headers.get('transfer-encoding', '').lower() == 'chunked':
+                while True:
+                    size = int((await reader.readline()).strip(), 16)
+                    if size == 0:
+                        await reader.readline()
+                        break
+                    body += await reader.readexactly(size)
+                    await reader.readline()
+            resp = b'{}'
+            writer.write(
+                b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
+                + f'Content-Length: {len(resp)}\r\n'.encode()
+                + b'Connection: close\r\n\r\n'
+                + resp
+            )
+            await writer.drain()
+            await self.received.put(ReceivedPush(method, path, headers, body))
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def webhook() -> AsyncIterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+    await receiver.start()
+    yield receiver
+    await receiver.close()
+
