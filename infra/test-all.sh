@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -29,7 +30,7 @@ fi
 step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 data_dir=$(mktemp -d)
 log="$data_dir/server.log"
-"$root/target/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store" 2>"$log" &
+"$target_dir/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store" 2>"$log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 base=""

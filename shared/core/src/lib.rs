@@ -10,6 +10,7 @@ pub mod event;
 pub mod ports;
 pub mod push;
 pub mod service;
+pub mod signing;
 #[cfg(feature = "contract")]
 pub mod store_contract;
 mod worker;
@@ -19,6 +20,7 @@ pub use event::{LoggedEvent, TaskEvent};
 pub use ports::*;
 pub use push::PushPolicy;
 pub use service::{A2aService, CallContext, EventStream, ServiceConfig, StreamItem};
+pub use signing::{KeyFile, KeySet, KeySource, PushSigner, SigningAlgorithm, SigningKey};
 
 /// A new random id (UUID v4) for tasks, contexts, messages, artifacts and push configs.
 pub fn new_id() -> String {

@@ -164,6 +164,28 @@ pub trait TaskStore: Send + Sync + 'static {
         config_id: &str,
     ) -> Result<bool, StoreError>;
 
+    /// Records the outcome of one delivery attempt to a push config: applies
+    /// [`PushDeliveryState::record`] to the config's delivery record (an empty one if there is
+    /// none yet) and keeps the record until `expires_at`. The record outlives the config: after
+    /// a 410 Gone the config is deleted and its record says why.
+    async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// The delivery record of a push config of the owner's task, if any attempt was recorded
+    /// and it has not expired.
+    async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError>;
+
     /// Takes the execution lease of a task for `holder` until `until`, if it is free, expired, or
     /// already held by `holder`. `false` if someone else holds it.
     async fn acquire_lease(
@@ -244,4 +266,100 @@ pub enum JobOutcome {
         /// How long to wait before the next attempt.
         after: Duration,
     },
+}
+
+/// How one webhook delivery attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PushAttemptResult {
+    /// The receiver answered 2xx.
+    Delivered,
+    /// It failed (no answer, or a status other than 2xx and 410); the job is retried, or
+    /// dead-lettered if this was its last attempt.
+    Failed,
+    /// The receiver answered 410 Gone: the config is deleted and nothing more is sent to it.
+    Gone,
+    /// The URL was refused before any connection (non-public address, bad scheme or URL).
+    Refused,
+}
+
+/// One delivery attempt of one event to one push config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushAttempt {
+    /// The event's sequence number.
+    pub seq: u64,
+    /// When the attempt ended.
+    pub at: Timestamp,
+    /// How it ended.
+    pub result: PushAttemptResult,
+    /// The receiver's HTTP status, if it answered.
+    pub http_status: Option<u16>,
+    /// Why it did not succeed. Never holds credentials, tokens or the URL's path or query.
+    pub error: Option<String>,
+    /// Whether this was the event's last attempt (the job goes to the dead-letter queue).
+    pub final_attempt: bool,
+}
+
+/// What happened to the pushes of one config so far: its delivery record.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushDeliveryState {
+    /// Attempts made, of every event.
+    pub attempts: u64,
+    /// Attempts that were delivered.
+    pub delivered: u64,
+    /// Failed or refused attempts since the last delivered one.
+    pub consecutive_failures: u64,
+    /// Events given up on after their last attempt (sent to the dead-letter queue).
+    pub dead_lettered: u64,
+    /// The sequence number of the event of the last attempt.
+    pub last_seq: u64,
+    /// When the last attempt ended.
+    pub last_attempt_at: Option<Timestamp>,
+    /// How the last attempt ended.
+    pub last_result: Option<PushAttemptResult>,
+    /// The HTTP status of the last attempt, if the receiver answered.
+    pub last_status: Option<u16>,
+    /// The error of the last unsuccessful attempt (kept after a later success).
+    pub last_error: Option<String>,
+    /// When an event was last delivered.
+    pub last_success_at: Option<Timestamp>,
+    /// Why deliveries to this config stopped for good (410 Gone), if they did.
+    pub disabled_reason: Option<String>,
+}
+
+impl PushDeliveryState {
+    /// Folds one attempt into the record. Adapters apply exactly this (a DynamoDB adapter may
+    /// express it as one `UpdateItem`: `ADD attempts :1, …`, `SET last_… = :…`).
+    pub fn record(&mut self, attempt: &PushAttempt) {
+        self.attempts += 1;
+        self.last_seq = attempt.seq;
+        self.last_attempt_at = Some(attempt.at);
+        self.last_result = Some(attempt.result);
+        self.last_status = attempt.http_status;
+        match attempt.result {
+            PushAttemptResult::Delivered => {
+                self.delivered += 1;
+                self.consecutive_failures = 0;
+                self.last_success_at = Some(attempt.at);
+            }
+            PushAttemptResult::Failed | PushAttemptResult::Refused => {
+                self.consecutive_failures += 1;
+                self.last_error.clone_from(&attempt.error);
+            }
+            PushAttemptResult::Gone => {
+                self.last_error.clone_from(&attempt.error);
+                self.disabled_reason = Some(
+                    attempt
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "the webhook answered 410 Gone".into()),
+                );
+            }
+        }
+        if attempt.final_attempt {
+            self.dead_lettered += 1;
+        }
+    }
 }

@@ -24,6 +24,7 @@ use crate::agent::{
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::ports::*;
 use crate::push::PushPolicy;
+use crate::signing::PushSigner;
 
 /// How the service behaves; the host (local server or Lambda function) fills it in.
 #[derive(Debug, Clone)]
@@ -47,6 +48,9 @@ pub struct ServiceConfig {
     pub background_inline: bool,
     /// Which webhook URLs may be contacted.
     pub push_policy: PushPolicy,
+    /// Signs every push (a JWT verifiable against the JWKS this service publishes). Without
+    /// one, pushes go out unsigned and no JWKS is served: hosts should always set it.
+    pub push_signer: Option<PushSigner>,
     /// Lease holder name of this process (worker identity).
     pub worker_id: String,
     /// How long an execution lease lasts before another worker may take over.
@@ -71,6 +75,7 @@ impl Default for ServiceConfig {
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
             push_policy: PushPolicy::default(),
+            push_signer: None,
             worker_id: crate::new_id(),
             lease_duration: Duration::from_secs(60),
             max_job_receives: 5,
@@ -192,13 +197,11 @@ impl A2aService {
         extended_card
             .skills
             .extend(description.extended_skills.iter().cloned());
-        // Webhooks are contacted without following redirects: a redirect to another host could
-        // bypass the URL policy and would carry the config's credentials along.
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(config.push_timeout)
-            .build()
-            .expect("the HTTP client for push delivery could not be built");
+        // Webhooks are contacted through the SSRF guard, without redirects or proxies.
+        let http = crate::push::webhook_client(&config);
+        if config.push_notifications && config.push_signer.is_none() {
+            tracing::warn!("push notifications are enabled but no signing keys are configured: pushes will not be signed");
+        }
         Self {
             core: Arc::new(Core {
                 config,
@@ -359,7 +362,7 @@ impl A2aService {
         let inline_push = match configuration.task_push_notification_config {
             Some(cfg) => {
                 self.require_push()?;
-                self.core.config.push_policy.check_url(&cfg.url)?;
+                self.core.config.push_policy.check_new_url(&cfg.url).await?;
                 Some(cfg)
             }
             None => None,
@@ -605,7 +608,11 @@ impl A2aService {
             return Err(A2AError::invalid_params("taskId is required"));
         }
         config.validate()?;
-        self.core.config.push_policy.check_url(&config.url)?;
+        self.core
+            .config
+            .push_policy
+            .check_new_url(&config.url)
+            .await?;
         let head = self.load(&ctx.owner, &config.task_id).await?;
         let writer = Writer {
             core: &self.core,

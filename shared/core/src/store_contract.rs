@@ -22,7 +22,10 @@ use a2a_protocol::{
 };
 
 use crate::event::{LoggedEvent, TaskEvent};
-use crate::ports::{Owner, StoreError, StoredTask, TaskQuery, TaskStore};
+use crate::ports::{
+    Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError, StoredTask, TaskQuery,
+    TaskStore,
+};
 
 /// A fresh id, unique across calls and processes.
 fn unique(prefix: &str) -> String {
@@ -249,6 +252,102 @@ fn push_config(task_id: &str, id: &str) -> TaskPushNotificationConfig {
     }
 }
 
+/// Push delivery records: attempts fold into the record as [`PushDeliveryState::record`] says,
+/// per owner, task and config; the record outlives its config and expires.
+pub async fn push_delivery_records<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let task_id = unique("task");
+    let attempt = |seq, result, status: Option<u16>, error: Option<&str>, last| PushAttempt {
+        seq,
+        at: Timestamp::now(),
+        result,
+        http_status: status,
+        error: error.map(str::to_string),
+        final_attempt: last,
+    };
+    assert_eq!(
+        store
+            .get_push_delivery(&owner, &task_id, "c1")
+            .await
+            .unwrap(),
+        None,
+        "no record before the first attempt"
+    );
+    let attempts = [
+        attempt(
+            1,
+            PushAttemptResult::Failed,
+            Some(503),
+            Some("webhook h answered 503"),
+            false,
+        ),
+        attempt(1, PushAttemptResult::Delivered, Some(200), None, false),
+        attempt(
+            2,
+            PushAttemptResult::Failed,
+            None,
+            Some("unreachable"),
+            true,
+        ),
+        attempt(3, PushAttemptResult::Gone, Some(410), Some("gone"), false),
+    ];
+    let mut expected = PushDeliveryState::default();
+    for a in &attempts {
+        store
+            .record_push_attempt(&owner, &task_id, "c1", a, hours_from_now(1))
+            .await
+            .unwrap();
+        expected.record(a);
+        let got = store
+            .get_push_delivery(&owner, &task_id, "c1")
+            .await
+            .unwrap()
+            .expect("a record after an attempt");
+        assert_eq!(got, expected);
+    }
+    assert_eq!(expected.attempts, 4);
+    assert_eq!(expected.delivered, 1);
+    assert_eq!(expected.dead_lettered, 1);
+    assert_eq!(expected.disabled_reason.as_deref(), Some("gone"));
+    // Scoped by owner and config.
+    assert_eq!(
+        store
+            .get_push_delivery(&fresh_owner(), &task_id, "c1")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .get_push_delivery(&owner, &task_id, "c2")
+            .await
+            .unwrap(),
+        None
+    );
+    // An expired record is gone, and a new attempt starts a fresh one.
+    store
+        .record_push_attempt(&owner, &task_id, "c3", &attempts[0], expired())
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_push_delivery(&owner, &task_id, "c3")
+            .await
+            .unwrap(),
+        None
+    );
+    store
+        .record_push_attempt(&owner, &task_id, "c3", &attempts[1], hours_from_now(1))
+        .await
+        .unwrap();
+    let fresh = store
+        .get_push_delivery(&owner, &task_id, "c3")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((fresh.attempts, fresh.delivered), (1, 1));
+}
+
 /// Runs every check that needs only a reference to the store.
 pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     create_then_load(store).await;
@@ -265,7 +364,9 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     list_filters(store).await;
     list_invalid_page_token(store).await;
     push_config_crud(store).await;
+    push_delivery_records(store).await;
     leases(store).await;
+    large_items_are_kept_whole_or_refused(store).await;
 }
 
 /// Runs [`run_all`] and the checks that share the store between spawned tasks.
@@ -1034,5 +1135,91 @@ pub async fn concurrent_appends_are_gapless(store: Arc<dyn TaskStore>) {
             .collect();
         let want: Vec<String> = (0..PER_WRITER).map(|n| format!("w{writer}-{n}")).collect();
         assert_eq!(own, want);
+    }
+}
+
+/// Large tasks and events are either kept whole or refused with `TooLarge`, leaving the task
+/// and its log as they were: never truncated, never half-written. A task of 300 KB (DynamoDB
+/// items hold 400 KB) must be accepted by every store.
+pub async fn large_items_are_kept_whole_or_refused<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let with_history = |text: String| {
+        let (mut head, _) = new_task(
+            &owner,
+            &unique("task"),
+            "ctx",
+            TaskState::Submitted,
+            Timestamp::now(),
+            hours_from_now(24),
+        );
+        head.task.history = vec![Message::user_text(unique("msg"), text)];
+        let created = vec![LoggedEvent {
+            seq: 1,
+            at: Timestamp::now(),
+            event: TaskEvent::Created {
+                task: head.task.clone(),
+            },
+        }];
+        (head, created)
+    };
+
+    let (big, big_events) = with_history("b".repeat(300_000));
+    store
+        .create_task(&big, &big_events)
+        .await
+        .expect("a 300 KB task is stored");
+    let loaded = store.load_task(&owner, &big.task.id).await.expect("load");
+    assert_eq!(
+        loaded.as_ref(),
+        Some(&big),
+        "the 300 KB task comes back whole"
+    );
+    assert_eq!(all_events(store, &owner, &big.task.id).await, big_events);
+
+    // 1 MB: kept whole, or refused with nothing left behind.
+    let (huge, events) = with_history("h".repeat(1_000_000));
+    match store.create_task(&huge, &events).await {
+        Ok(()) => {
+            let loaded = store.load_task(&owner, &huge.task.id).await.expect("load");
+            assert_eq!(loaded, Some(huge.clone()));
+            assert_eq!(all_events(store, &owner, &huge.task.id).await, events);
+        }
+        Err(StoreError::TooLarge(why)) => {
+            assert!(!why.is_empty() && why.len() < 500, "a short reason: {why}");
+            assert!(
+                !why.contains("hhhh"),
+                "the reason does not echo the content"
+            );
+            let loaded = store.load_task(&owner, &huge.task.id).await.expect("load");
+            assert_eq!(loaded, None, "a refused task is not half-created");
+            assert!(all_events(store, &owner, &huge.task.id).await.is_empty());
+        }
+        Err(other) => panic!("a 1 MB task must be stored or refused as TooLarge: {other:?}"),
+    }
+
+    // An artifact of 200 KB onto the 300 KB task: the head would pass 400 KB.
+    let mut artifact = artifact_event(&big.task, "large");
+    if let TaskEvent::Artifact { update } = &mut artifact {
+        update.artifact.parts = vec![Part::text("a".repeat(200_000))];
+    }
+    let (next, appended) = advance(&big, vec![artifact]);
+    match store.append_events(&next, big.version, &appended).await {
+        Ok(()) => {
+            let loaded = store.load_task(&owner, &big.task.id).await.expect("load");
+            assert_eq!(loaded, Some(next));
+            let log = all_events(store, &owner, &big.task.id).await;
+            assert_eq!(log[..1], big_events[..]);
+            assert_eq!(log[1..], appended[..]);
+        }
+        Err(StoreError::TooLarge(why)) => {
+            assert!(
+                !why.contains("aaaa"),
+                "the reason does not echo the content"
+            );
+            let loaded = store.load_task(&owner, &big.task.id).await.expect("load");
+            assert_eq!(loaded, Some(big.clone()), "the head is unchanged");
+            assert_eq!(all_events(store, &owner, &big.task.id).await, big_events);
+        }
+        Err(other) => panic!("a large append must be stored or refused as TooLarge: {other:?}"),
     }
 }

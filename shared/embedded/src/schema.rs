@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// Version 1 of the schema.
 ///
@@ -93,6 +93,21 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 CREATE INDEX IF NOT EXISTS dead_letters_by_queue ON dead_letters (queue, id);
 ";
 
+/// Version 2 adds `push_deliveries`: the delivery record of each push config (attempts, last
+/// status and error, last success), as JSON. It is keyed like `push_configs` but kept apart,
+/// so that the record outlives a config deleted after a 410 Gone.
+const SCHEMA_V2: &str = "
+CREATE TABLE IF NOT EXISTS push_deliveries (
+    owner         TEXT    NOT NULL,
+    task_id       TEXT    NOT NULL,
+    config_id     TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (owner, task_id, config_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS push_deliveries_by_expiry ON push_deliveries (expires_at_ms);
+";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -104,8 +119,13 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
             "database schema version {version} is newer than this build supports ({SCHEMA_VERSION})"
         )));
     }
-    if version < SCHEMA_VERSION {
+    if version < 1 {
         tx.execute_batch(SCHEMA_V1)?;
+    }
+    if version < 2 {
+        tx.execute_batch(SCHEMA_V2)?;
+    }
+    if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
     tx.commit()?;

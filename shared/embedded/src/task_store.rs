@@ -1,8 +1,12 @@
-//! [`TaskStore`] on SQLite: heads, the event log, push configs and leases.
+//! [`TaskStore`] on SQLite: heads, the event log, push configs, their delivery records and
+//! leases.
 
 use std::time::Duration;
 
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskPage, TaskQuery, TaskStore};
+use a2a_core::{
+    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
+    TaskQuery, TaskStore,
+};
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -198,6 +202,10 @@ impl SqliteStore {
             )?;
             let tasks = tx.execute("DELETE FROM tasks WHERE expires_at_ms <= ?1", [now])?;
             tx.execute("DELETE FROM push_configs WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute(
+                "DELETE FROM push_deliveries WHERE expires_at_ms <= ?1",
+                [now],
+            )?;
             tx.execute("DELETE FROM leases WHERE until_ms <= ?1", [now])?;
             tx.execute("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
             tx.commit()?;
@@ -568,6 +576,79 @@ impl TaskStore for SqliteStore {
             tx.commit()?;
             // An expired config was already invisible: deleting it is not deleting "one".
             Ok(expires_at.is_some_and(|t| t > now))
+        })
+        .await
+    }
+
+    async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let config_id = config_id.to_owned();
+        let attempt = attempt.clone();
+        let expires_at_ms = expires_at.millis();
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            // Read, fold and write in one immediate transaction: concurrent attempts (other
+            // processes on the file) cannot lose each other's counts.
+            let tx = write_tx(conn)?;
+            let body: Option<String> = tx
+                .query_row(
+                    "SELECT body FROM push_deliveries
+                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
+                    params![owner, task_id, config_id, now],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let mut state: PushDeliveryState = match body {
+                Some(body) => serde_json::from_str(&body)?,
+                None => PushDeliveryState::default(),
+            };
+            state.record(&attempt);
+            tx.execute(
+                "INSERT INTO push_deliveries (owner, task_id, config_id, body, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (owner, task_id, config_id)
+                 DO UPDATE SET body = excluded.body, expires_at_ms = excluded.expires_at_ms",
+                params![
+                    owner,
+                    task_id,
+                    config_id,
+                    serde_json::to_string(&state)?,
+                    expires_at_ms
+                ],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let config_id = config_id.to_owned();
+        self.with_conn(move |conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM push_deliveries
+                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
+                    params![owner, task_id, config_id, now_ms()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
         })
         .await
     }

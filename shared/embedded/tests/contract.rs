@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::store_contract;
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskPage, TaskQuery, TaskStore};
+use a2a_core::{
+    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
+    TaskQuery, TaskStore,
+};
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -45,6 +48,7 @@ contract_tests!(
     list_filters,
     list_invalid_page_token,
     push_config_crud,
+    push_delivery_records,
     leases,
 );
 
@@ -159,6 +163,30 @@ impl TaskStore for RoundRobin {
     ) -> Result<bool, StoreError> {
         self.pick()
             .delete_push_config(owner, task_id, config_id)
+            .await
+    }
+
+    async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.pick()
+            .record_push_attempt(owner, task_id, config_id, attempt, expires_at)
+            .await
+    }
+
+    async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError> {
+        self.pick()
+            .get_push_delivery(owner, task_id, config_id)
             .await
     }
 

@@ -697,3 +697,46 @@ async fn clones_share_one_store() {
         .expect("load")
         .is_some());
 }
+
+/// A file written by schema version 1 (before push delivery records) is upgraded in place when
+/// it is opened, and keeps its data.
+#[tokio::test]
+async fn a_version_1_file_is_upgraded_to_hold_push_delivery_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let owner = owner();
+    let (head, events) = new_task(&owner, in_hours(1));
+    {
+        let store = SqliteStore::open(dir.path()).expect("open");
+        store.create_task(&head, &events).await.expect("create");
+    }
+    {
+        // Roll the file back to what version 1 wrote.
+        let conn = rusqlite::Connection::open(dir.path().join(DB_FILE_NAME)).expect("sqlite");
+        conn.execute_batch("DROP TABLE push_deliveries; PRAGMA user_version = 1;")
+            .expect("downgrade");
+    }
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    assert!(store
+        .load_task(&owner, &head.task.id)
+        .await
+        .expect("load")
+        .is_some());
+    let attempt = a2a_core::PushAttempt {
+        seq: 1,
+        at: Timestamp::now(),
+        result: a2a_core::PushAttemptResult::Delivered,
+        http_status: Some(200),
+        error: None,
+        final_attempt: false,
+    };
+    store
+        .record_push_attempt(&owner, &head.task.id, "c1", &attempt, in_hours(1))
+        .await
+        .expect("record");
+    let record = store
+        .get_push_delivery(&owner, &head.task.id, "c1")
+        .await
+        .expect("read")
+        .expect("a record");
+    assert_eq!(record.delivered, 1);
+}

@@ -1,6 +1,7 @@
 //! The public agent card at `/.well-known/agent-card.json` (and the pre-0.3 alias
-//! `/.well-known/agent.json`), with caching headers. It needs no `A2A-Version`: clients read it
-//! to find out which versions are served.
+//! `/.well-known/agent.json`), and the push signing keys at `/.well-known/jwks.json`, with
+//! caching headers. Neither needs `A2A-Version`: clients read the card to find out which
+//! versions are served, and webhook receivers are not A2A clients at all.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,9 +15,11 @@ use axum::Router;
 
 use crate::App;
 
-/// The card as served: its bytes and validators, computed once per router.
+/// A well-known document as served (the card, the JWKS): its bytes and validators, computed
+/// once per router.
 pub(crate) struct CardDocument {
     body: axum::body::Bytes,
+    content_type: HeaderValue,
     etag: HeaderValue,
     last_modified: SystemTime,
     last_modified_header: HeaderValue,
@@ -28,6 +31,17 @@ impl CardDocument {
     /// from configuration when the router is, and cannot change afterwards.
     pub(crate) fn new(card: &AgentCard, max_age: Duration) -> Self {
         let body = serde_json::to_vec(card).expect("an agent card always serialises to JSON");
+        Self::from_bytes(body, "application/json", max_age)
+    }
+
+    /// The JWKS of the push signing keys: every key, so that a push signed by any of them
+    /// verifies while keys rotate. RFC 7517's media type.
+    pub(crate) fn jwks(jwks: &impl serde::Serialize, max_age: Duration) -> Self {
+        let body = serde_json::to_vec(jwks).expect("a JWK set always serialises to JSON");
+        Self::from_bytes(body, "application/jwk-set+json", max_age)
+    }
+
+    fn from_bytes(body: Vec<u8>, content_type: &'static str, max_age: Duration) -> Self {
         // A strong validator that is the same on every instance serving the same card, so a
         // cached copy validates against any Lambda instance: a hash of the bytes, not a
         // random or time-based value.
@@ -40,6 +54,7 @@ impl CardDocument {
         let last_modified = UNIX_EPOCH + Duration::from_secs(secs);
         Self {
             body: body.into(),
+            content_type: HeaderValue::from_static(content_type),
             etag: HeaderValue::from_str(&etag).expect("hex digits are a valid header value"),
             last_modified,
             last_modified_header: HeaderValue::from_str(&httpdate::fmt_http_date(last_modified))
@@ -79,16 +94,30 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Adds the card routes; the card itself is in the router's state.
-pub(crate) fn mount(router: Router<Arc<App>>) -> Router<Arc<App>> {
-    router
-        .route("/.well-known/agent-card.json", get(serve))
-        .route("/.well-known/agent.json", get(serve))
+/// Adds the card routes, and the JWKS route if the service signs pushes; the documents
+/// themselves are in the router's state.
+pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool) -> Router<Arc<App>> {
+    let router = router
+        .route("/.well-known/agent-card.json", get(serve_card))
+        .route("/.well-known/agent.json", get(serve_card));
+    if jwks {
+        router.route(a2a_core::signing::JWKS_PATH, get(serve_jwks))
+    } else {
+        router
+    }
 }
 
-async fn serve(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let Some(card) = app.card.as_ref() else {
-        // Not mounted without a card; kept total rather than panicking.
+async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    serve(app.card.as_ref(), &headers)
+}
+
+async fn serve_jwks(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    serve(app.jwks.as_ref(), &headers)
+}
+
+fn serve(document: Option<&CardDocument>, headers: &HeaderMap) -> Response {
+    let Some(card) = document else {
+        // Not mounted without the document; kept total rather than panicking.
         return StatusCode::NOT_FOUND.into_response();
     };
     let validators = [
@@ -96,16 +125,13 @@ async fn serve(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         (header::LAST_MODIFIED, card.last_modified_header.clone()),
         (header::CACHE_CONTROL, card.cache_control.clone()),
     ];
-    if card.not_modified(&headers) {
+    if card.not_modified(headers) {
         return (StatusCode::NOT_MODIFIED, validators).into_response();
     }
     (
         StatusCode::OK,
         validators,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
+        [(header::CONTENT_TYPE, card.content_type.clone())],
         card.body.clone(),
     )
         .into_response()

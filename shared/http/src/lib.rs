@@ -14,7 +14,7 @@
 //!   request becomes a [`a2a_core::CallContext`] (where authentication will slot in);
 //! - `body`: Content-Type and size checks on request bodies;
 //! - `sse`: event-stream rendering with keep-alive comments;
-//! - `card`: the public agent card with caching headers.
+//! - `card`: the public agent card and the push signing JWKS, with caching headers.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,7 +47,8 @@ pub struct HttpOptions {
     /// How often an idle SSE stream sends a keep-alive comment, so that proxies and gateways
     /// do not cut it.
     pub keep_alive: Duration,
-    /// `Cache-Control: max-age` of the public agent card.
+    /// `Cache-Control: max-age` of the public agent card and of the JWKS. Key rotation waits
+    /// at least this long between publishing a key and signing with it.
     pub card_max_age: Duration,
 }
 
@@ -75,7 +76,8 @@ pub struct Surface {
     pub jsonrpc: bool,
     /// Whether the REST routes are mounted (for the listed operations).
     pub rest: bool,
-    /// Whether the public agent card (`/.well-known/agent-card.json`) is served.
+    /// Whether the public agent card (`/.well-known/agent-card.json`) is served, and with it
+    /// the push signing keys (`/.well-known/jwks.json`) when the service signs pushes.
     pub card: bool,
 }
 
@@ -118,11 +120,20 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     let card = surface
         .card
         .then(|| card::CardDocument::new(service.agent_card(), options.card_max_age));
+    // The JWKS is served wherever the card is: receivers find it next to the agent.
+    let jwks = match (&card, &service.config().push_signer) {
+        (Some(_), Some(signer)) => Some(card::CardDocument::jwks(
+            &signer.keys().jwks(),
+            options.card_max_age,
+        )),
+        _ => None,
+    };
     let app = Arc::new(App {
         operations: OperationSet::new(&surface.operations),
         service,
         options,
         card,
+        jwks,
     });
 
     let mut router: Router<Arc<App>> = Router::new();
@@ -135,7 +146,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         router = rest::mount(router, &app.operations);
     }
     if app.card.is_some() {
-        router = card::mount(router);
+        router = card::mount(router, app.jwks.is_some());
     }
     router
         .fallback(errors::not_found)
@@ -165,6 +176,8 @@ pub(crate) struct App {
     pub(crate) operations: OperationSet,
     /// The public card, when this router serves it.
     pub(crate) card: Option<card::CardDocument>,
+    /// The push signing keys' JWKS, when this router serves the card and the service signs.
+    pub(crate) jwks: Option<card::CardDocument>,
 }
 
 /// A set of operations. `Method` is not `Hash`, and eleven flags are all it takes.

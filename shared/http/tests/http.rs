@@ -119,6 +119,8 @@ async fn start_with(options: HttpOptions, surface: Surface, require_extension: b
                 tenant: String::new(),
             },
         ],
+        // Push configs in these tests point at 127.0.0.1 over http, as on the local server.
+        push_policy: a2a_core::PushPolicy::local(),
         ..ServiceConfig::default()
     };
     let service = A2aService::new(

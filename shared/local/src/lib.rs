@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::{A2aService, Agent, PushPolicy, ServiceConfig};
+use a2a_core::{
+    A2aService, Agent, KeyFile, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+};
 use a2a_embedded::SqliteStore;
 use a2a_http::{router, HttpOptions};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
@@ -43,6 +45,10 @@ pub struct Options {
         default_value = "127.0.0.1,localhost,::1"
     )]
     pub push_allow_hosts: Vec<String>,
+    /// Algorithm of the push signing key generated on first start (ES256 or RS256). The key
+    /// lives in `<data-dir>/push-signing-keys.json`; an existing file is used as it is.
+    #[arg(long, env = "A2A_PUSH_SIGNING_ALG", default_value = "ES256")]
+    pub push_signing_alg: SigningAlgorithm,
     /// Days tasks are kept.
     #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
@@ -108,6 +114,11 @@ pub async fn serve(
             options.data_dir.display()
         )
     })?;
+    // Before the listener: a bad key file stops the start with a clear error.
+    let key_file = KeyFile::in_dir(&options.data_dir, options.push_signing_alg);
+    let keys = key_file
+        .load_or_create()
+        .map_err(|e| format!("cannot load the push signing keys: {e}"))?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -134,7 +145,10 @@ pub async fn serve(
         background_inline: true,
         push_policy: PushPolicy {
             allowed_hosts: options.push_allow_hosts.clone(),
+            require_https: false,
         },
+        // The issuer is the base URL: receivers find the JWKS at `{iss}/.well-known/jwks.json`.
+        push_signer: Some(PushSigner::new(keys, base.clone())),
         // The lease on a task must not outlive the job's visibility, or a redelivered job
         // would wait for a lease that nobody renews.
         lease_duration: Duration::from_secs(options.work_visibility_secs.max(1)),
@@ -158,7 +172,8 @@ pub async fn serve(
         tokio::spawn(loops::purge_loop(store.clone(), stop_rx.clone())),
     ];
     tracing::info!(
-        "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json (data in {})",
+        "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
+         signing keys at {base}/.well-known/jwks.json (data in {})",
         options.data_dir.display()
     );
     let app = router(service.clone(), http_options);

@@ -1,0 +1,732 @@
+//! Signing push notifications: the keys, the key file and secret format, and the JWT each
+//! webhook POST carries so that a receiver can check it came from this agent, unaltered.
+//!
+//! A [`KeySet`] holds one or more private keys. The *active* key signs; every key is published
+//! in the JWKS (`/.well-known/jwks.json`), so a key can be rotated without a gap: publish the
+//! new key first, make it active once receivers' JWKS caches have expired, and remove the old
+//! one once the tokens it signed have expired. See `docs/push.md`.
+//!
+//! Private keys are never logged: no type here prints key material in its `Debug` output, and
+//! errors name the key (its `kid`) and what is wrong, never its bytes.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde::{Deserialize, Serialize};
+
+/// The HTTP header carrying the push JWT (always sent; also sent as `Authorization: Bearer`
+/// when the push config has no `authentication`).
+pub const PUSH_SIGNATURE_HEADER: &str = "A2A-Push-Signature";
+
+/// The longest lifetime (`exp - iat`) a push JWT may have.
+pub const MAX_PUSH_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
+
+/// The default lifetime of a push JWT: long enough for clock skew and a slow receiver, short
+/// enough to keep the receiver's replay window small.
+pub const DEFAULT_PUSH_TOKEN_LIFETIME: Duration = Duration::from_secs(120);
+
+/// The path of the JWKS below the agent's base URL (the push JWT's `iss`).
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+
+/// Signature algorithms push JWTs are signed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum SigningAlgorithm {
+    /// ECDSA on P-256 with SHA-256: small keys and signatures, the default.
+    #[default]
+    #[serde(rename = "ES256")]
+    Es256,
+    /// RSASSA-PKCS1-v1_5 with SHA-256, for receivers that only handle RSA (2048-bit keys).
+    #[serde(rename = "RS256")]
+    Rs256,
+}
+
+impl SigningAlgorithm {
+    fn jwt(self) -> Algorithm {
+        match self {
+            Self::Es256 => Algorithm::ES256,
+            Self::Rs256 => Algorithm::RS256,
+        }
+    }
+
+    /// The JOSE name (`ES256`, `RS256`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Es256 => "ES256",
+            Self::Rs256 => "RS256",
+        }
+    }
+}
+
+impl std::str::FromStr for SigningAlgorithm {
+    type Err = KeyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "ES256" => Ok(Self::Es256),
+            "RS256" => Ok(Self::Rs256),
+            _ => Err(KeyError::Invalid(format!(
+                "unknown signing algorithm {s:?}; use ES256 or RS256"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for SigningAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why keys could not be loaded, generated or used. Messages name keys by `kid` and files by
+/// path; they never contain key material.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The key file or secret is not in the documented format.
+    #[error("invalid signing key set: {0}")]
+    Invalid(String),
+    /// A key could not be read, written or generated.
+    #[error("signing key I/O: {0}")]
+    Io(String),
+    /// Signing failed.
+    #[error("signing failed: {0}")]
+    Sign(String),
+}
+
+/// One private signing key, its `kid` and its public JWK.
+#[derive(Clone)]
+pub struct SigningKey {
+    kid: String,
+    algorithm: SigningAlgorithm,
+    key: EncodingKey,
+    public: Jwk,
+}
+
+impl fmt::Debug for SigningKey {
+    // Deliberately only the public identity: the private key must never reach a log.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid)
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
+    /// Loads a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`). Without a `kid`, the
+    /// key's RFC 7638 thumbprint is used, so the same key always gets the same `kid`.
+    pub fn from_pkcs8_pem(
+        kid: Option<&str>,
+        algorithm: SigningAlgorithm,
+        pem: &str,
+    ) -> Result<Self, KeyError> {
+        let name = kid.unwrap_or("(no kid)");
+        let key = match algorithm {
+            SigningAlgorithm::Es256 => EncodingKey::from_ec_pem(pem.as_bytes()),
+            SigningAlgorithm::Rs256 => EncodingKey::from_rsa_pem(pem.as_bytes()),
+        }
+        .map_err(|e| {
+            KeyError::Invalid(format!(
+                "key {name} is not a PKCS#8 PEM {algorithm} private key ({:?})",
+                e.kind()
+            ))
+        })?;
+        let mut public = Jwk::from_encoding_key(&key, algorithm.jwt()).map_err(|e| {
+            KeyError::Invalid(format!(
+                "key {name}: cannot derive its public key ({:?})",
+                e.kind()
+            ))
+        })?;
+        let kid = match kid {
+            Some(kid) if !kid.trim().is_empty() => kid.to_string(),
+            Some(_) => return Err(KeyError::Invalid("a key has an empty kid".into())),
+            None => public.thumbprint(ThumbprintHash::SHA256).map_err(|e| {
+                KeyError::Invalid(format!("cannot compute a key thumbprint ({:?})", e.kind()))
+            })?,
+        };
+        public.common.key_id = Some(kid.clone());
+        public.common.public_key_use = Some(jsonwebtoken::jwk::PublicKeyUse::Signature);
+        // Prove the key signs, now rather than on the first push.
+        let this = Self {
+            kid,
+            algorithm,
+            key,
+            public,
+        };
+        this.sign(&serde_json::json!({}))?;
+        Ok(this)
+    }
+
+    /// Generates a new key. Returns it with its PKCS#8 PEM, for storing.
+    pub fn generate(algorithm: SigningAlgorithm) -> Result<(Self, SecretPem), KeyError> {
+        let der = match algorithm {
+            SigningAlgorithm::Es256 => {
+                use aws_lc_rs::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+                let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING)
+                    .map_err(|_| KeyError::Io("generating a P-256 key failed".into()))?;
+                pair.to_pkcs8v1()
+                    .map_err(|_| KeyError::Io("encoding a P-256 key failed".into()))?
+                    .as_ref()
+                    .to_vec()
+            }
+            SigningAlgorithm::Rs256 => {
+                use aws_lc_rs::encoding::{AsDer, Pkcs8V1Der};
+                use aws_lc_rs::rsa::{KeyPair, KeySize};
+                let pair = KeyPair::generate(KeySize::Rsa2048)
+                    .map_err(|_| KeyError::Io("generating an RSA key failed".into()))?;
+                AsDer::<Pkcs8V1Der<'static>>::as_der(&pair)
+                    .map_err(|_| KeyError::Io("encoding an RSA key failed".into()))?
+                    .as_ref()
+                    .to_vec()
+            }
+        };
+        let pem = SecretPem(pem::encode(&pem::Pem::new("PRIVATE KEY", der)));
+        let key = Self::from_pkcs8_pem(None, algorithm, &pem.0)?;
+        Ok((key, pem))
+    }
+
+    /// The key id (the JWT header's `kid`).
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The algorithm this key signs with.
+    pub fn algorithm(&self) -> SigningAlgorithm {
+        self.algorithm
+    }
+
+    /// The public half, as published in the JWKS (with `kid`, `alg` and `use: sig`).
+    pub fn public_jwk(&self) -> &Jwk {
+        &self.public
+    }
+
+    /// Signs `claims` as a compact JWT with `kid` and `typ: JWT` in the header.
+    pub fn sign<C: Serialize>(&self, claims: &C) -> Result<String, KeyError> {
+        let mut header = Header::new(self.algorithm.jwt());
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.key)
+            .map_err(|e| KeyError::Sign(format!("key {}: {:?}", self.kid, e.kind())))
+    }
+}
+
+/// A private key in PEM form, on its way to a file. Its `Debug` output is redacted.
+pub struct SecretPem(String);
+
+impl SecretPem {
+    /// The PEM text. Write it somewhere private; never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretPem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretPem([redacted])")
+    }
+}
+
+/// The signing keys of a deployment: all are published, the active one signs.
+#[derive(Clone, Debug)]
+pub struct KeySet {
+    keys: Vec<SigningKey>,
+    active: usize,
+}
+
+/// One entry of the key file / secret format (see [`KeySet::from_json`]).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct KeyEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kid: Option<String>,
+    #[serde(default)]
+    alg: SigningAlgorithm,
+    private_key_pem: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    active: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyDocument {
+    keys: Vec<KeyEntry>,
+}
+
+impl KeySet {
+    /// A set of `keys` where the key with `active_kid` signs.
+    pub fn new(keys: Vec<SigningKey>, active_kid: &str) -> Result<Self, KeyError> {
+        let mut seen = std::collections::HashSet::new();
+        for key in &keys {
+            if !seen.insert(key.kid.as_str()) {
+                return Err(KeyError::Invalid(format!(
+                    "two keys share the kid {}",
+                    key.kid
+                )));
+            }
+        }
+        let active = keys
+            .iter()
+            .position(|k| k.kid == active_kid)
+            .ok_or_else(|| KeyError::Invalid(format!("no key has the kid {active_kid}")))?;
+        Ok(Self { keys, active })
+    }
+
+    /// A set of one key.
+    pub fn single(key: SigningKey) -> Self {
+        Self {
+            keys: vec![key],
+            active: 0,
+        }
+    }
+
+    /// Parses the key file / secret format, the same locally (the key file) and in the cloud
+    /// (the `SecretString` of a Secrets Manager secret or the value of an SSM SecureString):
+    ///
+    /// ```json
+    /// {"keys": [
+    ///   {"kid": "2026-11", "alg": "ES256", "privateKeyPem": "-----BEGIN PRIVATE KEY-----\n…", "active": true},
+    ///   {"kid": "2026-05", "alg": "ES256", "privateKeyPem": "-----BEGIN PRIVATE KEY-----\n…"}
+    /// ]}
+    /// ```
+    ///
+    /// `alg` is `ES256` (default) or `RS256`; `privateKeyPem` is an unencrypted PKCS#8 PEM;
+    /// `kid` defaults to the key's RFC 7638 thumbprint. At most one key is `active`; without
+    /// one, the first key signs. Error messages quote no part of the input.
+    pub fn from_json(text: &str) -> Result<Self, KeyError> {
+        let doc: KeyDocument = serde_json::from_str(text).map_err(|e| {
+            // serde_json's message can quote the offending value, which may be key material:
+            // report only its category and position.
+            KeyError::Invalid(format!(
+                "not the documented JSON format ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if doc.keys.is_empty() {
+            return Err(KeyError::Invalid("the key set has no keys".into()));
+        }
+        if doc.keys.iter().filter(|k| k.active).count() > 1 {
+            return Err(KeyError::Invalid("more than one key is active".into()));
+        }
+        let active = doc.keys.iter().position(|k| k.active).unwrap_or(0);
+        let keys = doc
+            .keys
+            .iter()
+            .map(|entry| {
+                SigningKey::from_pkcs8_pem(entry.kid.as_deref(), entry.alg, &entry.private_key_pem)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let active_kid = keys[active].kid.clone();
+        Self::new(keys, &active_kid)
+    }
+
+    /// The key that signs.
+    pub fn active(&self) -> &SigningKey {
+        &self.keys[self.active]
+    }
+
+    /// Every key, the active one included, in their configured order.
+    pub fn keys(&self) -> &[SigningKey] {
+        &self.keys
+    }
+
+    /// The public keys, as served at `/.well-known/jwks.json`.
+    pub fn jwks(&self) -> JwkSet {
+        JwkSet {
+            keys: self.keys.iter().map(|k| k.public.clone()).collect(),
+        }
+    }
+
+    /// Signs `claims` with the active key.
+    pub fn sign<C: Serialize>(&self, claims: &C) -> Result<String, KeyError> {
+        self.active().sign(claims)
+    }
+}
+
+/// Where a deployment's keys come from. Locally a [`KeyFile`]; in the cloud, the Lambda host
+/// implements it by fetching a Secrets Manager secret or SSM SecureString parameter (named by
+/// the template) and passing its text to [`KeySet::from_json`].
+#[async_trait]
+pub trait KeySource: Send + Sync {
+    /// Loads the current key set.
+    async fn load(&self) -> Result<KeySet, KeyError>;
+}
+
+/// A key set already in memory (tests; a host that fetched the secret itself).
+#[async_trait]
+impl KeySource for KeySet {
+    async fn load(&self) -> Result<KeySet, KeyError> {
+        Ok(self.clone())
+    }
+}
+
+/// The local key file: the [`KeySet::from_json`] format in a file readable by its owner only,
+/// generated with one new key on first use.
+#[derive(Debug, Clone)]
+pub struct KeyFile {
+    path: PathBuf,
+    algorithm: SigningAlgorithm,
+}
+
+impl KeyFile {
+    /// The usual name of the key file in a data directory.
+    pub const FILE_NAME: &'static str = "push-signing-keys.json";
+
+    /// The key file at `path`; a generated key uses `algorithm`.
+    pub fn new(path: impl Into<PathBuf>, algorithm: SigningAlgorithm) -> Self {
+        Self {
+            path: path.into(),
+            algorithm,
+        }
+    }
+
+    /// The key file [`Self::FILE_NAME`] in `data_dir`.
+    pub fn in_dir(data_dir: &Path, algorithm: SigningAlgorithm) -> Self {
+        Self::new(data_dir.join(Self::FILE_NAME), algorithm)
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the file, creating it first if it does not exist.
+    pub fn load_or_create(&self) -> Result<KeySet, KeyError> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(text) => {
+                warn_if_readable_by_others(&self.path);
+                KeySet::from_json(&text)
+                    .map_err(|e| KeyError::Invalid(format!("{}: {e}", self.path.display())))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create(),
+            Err(e) => Err(KeyError::Io(format!(
+                "cannot read {}: {e}",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn create(&self) -> Result<KeySet, KeyError> {
+        let (key, pem) = SigningKey::generate(self.algorithm)?;
+        let doc = KeyDocument {
+            keys: vec![KeyEntry {
+                kid: Some(key.kid().to_string()),
+                alg: self.algorithm,
+                private_key_pem: pem.expose().to_string(),
+                active: true,
+            }],
+        };
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| KeyError::Io(format!("cannot encode the key file: {e}")))?;
+        let io = |what: &str, e: std::io::Error| {
+            KeyError::Io(format!("cannot {what} {}: {e}", self.path.display()))
+        };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;
+        }
+        // Written under a temporary name and linked into place, so that the file is never seen
+        // half-written, and two processes starting at once cannot both create it: the loser of
+        // the link reads the winner's file.
+        let tmp = self
+            .path
+            .with_extension(format!("tmp.{}", std::process::id()));
+        // A leftover of a process that died mid-write (same pid, much later) is stale.
+        let _ = std::fs::remove_file(&tmp);
+        write_private(&tmp, text.as_bytes()).map_err(|e| io("write", e))?;
+        let linked = std::fs::hard_link(&tmp, &self.path);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                tracing::info!(kid = %key.kid(), path = %self.path.display(), "generated a push signing key");
+                Ok(KeySet::single(key))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.load_or_create(),
+            Err(e) => Err(io("create", e)),
+        }
+    }
+}
+
+#[async_trait]
+impl KeySource for KeyFile {
+    async fn load(&self) -> Result<KeySet, KeyError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.load_or_create())
+            .await
+            .map_err(|e| KeyError::Io(format!("loading the key file did not complete: {e}")))?
+    }
+}
+
+/// Creates `path` (which must not exist) readable and writable by its owner only.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn warn_if_readable_by_others(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(path = %path.display(), "the push signing key file is readable by other users; chmod 600 it");
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+/// The claims of a push JWT. Field names on the wire are given in each field's doc.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushClaims {
+    /// `iss`: the agent's base URL (its JWKS is at `{iss}/.well-known/jwks.json`).
+    pub iss: String,
+    /// `aud`: the webhook URL exactly as given in the push config.
+    pub aud: String,
+    /// `iat`: when the token was made, in seconds since the Unix epoch.
+    pub iat: u64,
+    /// `exp`: when it expires (at most five minutes after `iat`).
+    pub exp: u64,
+    /// `jti`: a UUID unique to this POST (replay protection).
+    pub jti: String,
+    /// `taskId`: the task the event belongs to.
+    pub task_id: String,
+    /// `seq`: the event's position in the task's log. With `taskId` it names the event, so a
+    /// receiver can drop a redelivered event (a retry carries a new `jti`, the same `seq`).
+    pub seq: u64,
+    /// `configId`: the push config this POST was made for.
+    pub config_id: String,
+    /// `bodySha256`: base64url (unpadded) of the SHA-256 of the exact request body bytes.
+    pub body_sha256: String,
+}
+
+/// The SHA-256 of `body`, base64url without padding (the `bodySha256` claim).
+pub fn body_sha256(body: &[u8]) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
+}
+
+/// Signs push notifications for one agent: its keys and its issuer URL.
+#[derive(Clone)]
+pub struct PushSigner {
+    keys: Arc<KeySet>,
+    issuer: String,
+    lifetime: Duration,
+}
+
+impl fmt::Debug for PushSigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushSigner")
+            .field("issuer", &self.issuer)
+            .field("active_kid", &self.keys.active().kid())
+            .field("kids", &self.keys.keys().len())
+            .field("lifetime", &self.lifetime)
+            .finish()
+    }
+}
+
+impl PushSigner {
+    /// A signer issuing tokens as `issuer` (the agent's base URL, where the card and the JWKS
+    /// are served), valid for [`DEFAULT_PUSH_TOKEN_LIFETIME`].
+    pub fn new(keys: KeySet, issuer: impl Into<String>) -> Self {
+        Self {
+            keys: Arc::new(keys),
+            issuer: issuer.into().trim_end_matches('/').to_string(),
+            lifetime: DEFAULT_PUSH_TOKEN_LIFETIME,
+        }
+    }
+
+    /// Sets the token lifetime, capped at [`MAX_PUSH_TOKEN_LIFETIME`].
+    pub fn with_lifetime(mut self, lifetime: Duration) -> Self {
+        self.lifetime = lifetime.min(MAX_PUSH_TOKEN_LIFETIME);
+        self
+    }
+
+    /// The `iss` of every token.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The keys (all published, the active one signs).
+    pub fn keys(&self) -> &KeySet {
+        &self.keys
+    }
+
+    /// The claims for one POST of `body` to `audience`, issued now.
+    pub fn claims(
+        &self,
+        audience: &str,
+        task_id: &str,
+        seq: u64,
+        config_id: &str,
+        body: &[u8],
+    ) -> PushClaims {
+        let iat = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        PushClaims {
+            iss: self.issuer.clone(),
+            aud: audience.to_string(),
+            iat,
+            exp: iat + self.lifetime.as_secs(),
+            jti: uuid::Uuid::new_v4().to_string(),
+            task_id: task_id.to_string(),
+            seq,
+            config_id: config_id.to_string(),
+            body_sha256: body_sha256(body),
+        }
+    }
+
+    /// Signs `claims` with the active key.
+    pub fn sign(&self, claims: &PushClaims) -> Result<String, KeyError> {
+        self.keys.sign(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_round_trip_through_the_file_format() {
+        for alg in [SigningAlgorithm::Es256, SigningAlgorithm::Rs256] {
+            let (key, pem) = SigningKey::generate(alg).unwrap();
+            assert!(pem.expose().starts_with("-----BEGIN PRIVATE KEY-----"));
+            let text = serde_json::json!({"keys": [
+                {"alg": alg, "privateKeyPem": pem.expose()},
+            ]})
+            .to_string();
+            let set = KeySet::from_json(&text).unwrap();
+            // Without a kid, the thumbprint is the kid: stable for the same key.
+            assert_eq!(set.active().kid(), key.kid());
+            let jwks = set.jwks();
+            assert_eq!(jwks.keys.len(), 1);
+            assert_eq!(jwks.keys[0].common.key_id.as_deref(), Some(key.kid()));
+            let token = set.sign(&serde_json::json!({"a": 1})).unwrap();
+            let header = jsonwebtoken::decode_header(&token).unwrap();
+            assert_eq!(header.kid.as_deref(), Some(key.kid()));
+            assert_eq!(header.alg, alg.jwt());
+        }
+    }
+
+    #[test]
+    fn the_active_flag_chooses_the_signing_key() {
+        let (_, a) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        let (_, b) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        let text = serde_json::json!({"keys": [
+            {"kid": "old", "privateKeyPem": a.expose()},
+            {"kid": "new", "privateKeyPem": b.expose(), "active": true},
+        ]})
+        .to_string();
+        let set = KeySet::from_json(&text).unwrap();
+        assert_eq!(set.active().kid(), "new");
+        assert_eq!(set.jwks().keys.len(), 2);
+    }
+
+    #[test]
+    fn bad_key_sets_are_refused_without_echoing_them() {
+        let (_, a) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        let secret = a.expose();
+        for text in [
+            "{}".to_string(),
+            r#"{"keys": []}"#.to_string(),
+            serde_json::json!({"keys": [{"privateKeyPem": "nope"}]}).to_string(),
+            serde_json::json!({"keys": [{"alg": secret, "privateKeyPem": secret}]}).to_string(),
+            serde_json::json!({"keys": [{"alg": "RS256", "privateKeyPem": secret}]}).to_string(),
+            serde_json::json!({"keys": [
+                {"kid": "x", "privateKeyPem": secret}, {"kid": "x", "privateKeyPem": secret}
+            ]})
+            .to_string(),
+            serde_json::json!({"keys": [
+                {"kid": "x", "privateKeyPem": secret, "active": true},
+                {"kid": "y", "privateKeyPem": secret, "active": true}
+            ]})
+            .to_string(),
+        ] {
+            let err = KeySet::from_json(&text).unwrap_err().to_string();
+            assert!(!err.contains("PRIVATE KEY"), "{err}");
+            let body_line = secret.lines().nth(1).unwrap();
+            assert!(!err.contains(body_line), "{err}");
+        }
+    }
+
+    #[test]
+    fn debug_output_never_shows_key_material() {
+        let (key, pem) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        let set = KeySet::single(key.clone());
+        let signer = PushSigner::new(set.clone(), "http://agent");
+        for text in [
+            format!("{key:?}"),
+            format!("{pem:?}"),
+            format!("{set:?}"),
+            format!("{signer:?}"),
+        ] {
+            assert!(!text.contains("PRIVATE"), "{text}");
+            assert!(
+                !text.contains(pem.expose().lines().nth(1).unwrap()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_key_file_is_created_once_and_private() {
+        let dir = std::env::temp_dir().join(format!("a2a-keyfile-{}", uuid::Uuid::new_v4()));
+        let file = KeyFile::in_dir(&dir, SigningAlgorithm::Es256);
+        let first = file.load_or_create().unwrap();
+        let again = file.load_or_create().unwrap();
+        assert_eq!(first.active().kid(), again.active().kid());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn claims_bind_the_body_and_cap_the_lifetime() {
+        let (key, _) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        let signer = PushSigner::new(KeySet::single(key), "http://agent/")
+            .with_lifetime(Duration::from_secs(3600));
+        let claims = signer.claims("http://hook", "t1", 3, "c1", b"{}");
+        assert_eq!(claims.iss, "http://agent");
+        assert_eq!(claims.exp - claims.iat, 300);
+        // echo -n '{}' | sha256sum, in base64url.
+        assert_eq!(
+            claims.body_sha256,
+            "RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"
+        );
+        let json = serde_json::to_value(&claims).unwrap();
+        for name in [
+            "iss",
+            "aud",
+            "iat",
+            "exp",
+            "jti",
+            "taskId",
+            "seq",
+            "configId",
+            "bodySha256",
+        ] {
+            assert!(json.get(name).is_some(), "{name}");
+        }
+    }
+}
