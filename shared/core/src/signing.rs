@@ -20,19 +20,13 @@ use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 
-/// The HTTP header carrying the push JWT (always sent; also sent as `Authorization: Bearer`
-/// when the push config has no `authentication`).
-pub const PUSH_SIGNATURE_HEADER: &str = "A2A-Push-Signature";
-
-/// The longest lifetime (`exp - iat`) a push JWT may have.
-pub const MAX_PUSH_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
+pub use a2a_protocol::push::{
+    PushClaims, JWKS_PATH, MAX_PUSH_TOKEN_LIFETIME, PUSH_SIGNATURE_HEADER,
+};
 
 /// The default lifetime of a push JWT: long enough for clock skew and a slow receiver, short
 /// enough to keep the receiver's replay window small.
 pub const DEFAULT_PUSH_TOKEN_LIFETIME: Duration = Duration::from_secs(120);
-
-/// The path of the JWKS below the agent's base URL (the push JWT's `iss`).
-pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
 /// Signature algorithms push JWTs are signed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -488,31 +482,6 @@ fn warn_if_readable_by_others(path: &Path) {
     }
     #[cfg(not(unix))]
     let _ = path;
-}
-
-/// The claims of a push JWT. Field names on the wire are given in each field's doc.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PushClaims {
-    /// `iss`: the agent's base URL (its JWKS is at `{iss}/.well-known/jwks.json`).
-    pub iss: String,
-    /// `aud`: the webhook URL exactly as given in the push config.
-    pub aud: String,
-    /// `iat`: when the token was made, in seconds since the Unix epoch.
-    pub iat: u64,
-    /// `exp`: when it expires (at most five minutes after `iat`).
-    pub exp: u64,
-    /// `jti`: a UUID unique to this POST (replay protection).
-    pub jti: String,
-    /// `taskId`: the task the event belongs to.
-    pub task_id: String,
-    /// `seq`: the event's position in the task's log. With `taskId` it names the event, so a
-    /// receiver can drop a redelivered event (a retry carries a new `jti`, the same `seq`).
-    pub seq: u64,
-    /// `configId`: the push config this POST was made for.
-    pub config_id: String,
-    /// `bodySha256`: base64url (unpadded) of the SHA-256 of the exact request body bytes.
-    pub body_sha256: String,
 }
 
 /// The SHA-256 of `body`, base64url without padding (the `bodySha256` claim).

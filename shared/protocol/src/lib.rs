@@ -10,6 +10,7 @@
 pub mod card;
 pub mod error;
 pub mod jsonrpc;
+pub mod push;
 pub mod requests;
 pub mod types;
 

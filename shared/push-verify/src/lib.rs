@@ -36,42 +36,12 @@ use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use reqwest::header::{HeaderMap, AUTHORIZATION};
-use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
-/// The header that carries the push JWT.
-pub const SIGNATURE_HEADER: &str = "A2A-Push-Signature";
-
-/// The path of the agent's JWKS below its base URL.
-pub const JWKS_PATH: &str = "/.well-known/jwks.json";
-
-/// The longest lifetime (`exp - iat`) a push JWT may have.
-pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
-
-/// The claims of a verified push JWT.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PushClaims {
-    /// The agent's base URL.
-    pub iss: String,
-    /// The webhook URL the push was made for.
-    pub aud: String,
-    /// Issued at (seconds since the Unix epoch).
-    pub iat: u64,
-    /// Expires at (seconds since the Unix epoch).
-    pub exp: u64,
-    /// Unique per POST.
-    pub jti: String,
-    /// The task the event belongs to.
-    pub task_id: String,
-    /// The event's position in the task's log: `(task_id, seq)` names the event, so a
-    /// redelivery (new `jti`, same `seq`) can be dropped.
-    pub seq: u64,
-    /// The push config the POST was made for.
-    pub config_id: String,
-    /// base64url (unpadded) SHA-256 of the body.
-    pub body_sha256: String,
-}
+pub use a2a_protocol::push::{
+    PushClaims, JWKS_PATH, MAX_PUSH_TOKEN_LIFETIME as MAX_TOKEN_LIFETIME,
+    PUSH_SIGNATURE_HEADER as SIGNATURE_HEADER,
+};
 
 /// A push that passed every check.
 #[derive(Debug, Clone, PartialEq, Eq)]
