@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project, from a fresh clone, with nothing installed by hand:
 #   1. formatting and lints (cargo fmt, clippy with warnings as errors)
-#   2. the Rust suites: unit tests per layer, the store contract, end-to-end over real sockets
+#   2. the Rust suites: unit tests per layer, the store contract on SQLite and on DynamoDB,
+#      the SQS queues and the races (against moto's server, pinned, in a local venv), and the
+#      end-to-end tests over real sockets
 #   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv)
 #      drives a2a-local over JSON-RPC and HTTP+JSON
 set -euo pipefail
@@ -20,6 +22,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "build (the end-to-end tests start the a2a-local binary)"
 cargo build --workspace --all-targets --locked
 
+step "moto (DynamoDB + SQS on 127.0.0.1, for the AWS adapter tests)"
+cleanup() {
+  [ -n "${server:-}" ] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+  [ -n "${data_dir:-}" ] && rm -rf "$data_dir"
+  "$root/infra/moto.sh" stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+moto_env=$("$root/infra/moto.sh" env-start)   # an assignment, so a failure stops the run
+eval "$moto_env"
+
 step "Rust tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
@@ -27,12 +39,14 @@ else
   cargo test --workspace --locked --no-fail-fast
 fi
 
+step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
+cargo test -p a2a-aws --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
+
 step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 data_dir=$(mktemp -d)
 log="$data_dir/server.log"
 "$target_dir/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store" 2>"$log" &
 server=$!
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 base=""
 for _ in $(seq 1 300); do
   base=$(grep -o 'serving on http://[0-9.:]*' "$log" | head -n1 | sed 's/serving on //' || true)
@@ -42,3 +56,4 @@ for _ in $(seq 1 300); do
 done
 [ -n "$base" ] || { cat "$log"; echo "a2a-local did not start" >&2; exit 1; }
 A2A_BASE_URL="$base" "$root/tests/interop/run.sh"
+

@@ -50,6 +50,7 @@ contract_tests!(
     push_config_crud,
     push_delivery_records,
     leases,
+    large_items_are_kept_whole_or_refused,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,551 @@
+//! The single-table item layout: keys, attribute names, item sizes, and the conversions between
+//! the core's types and DynamoDB items. `docs/aws-adapters.md` describes the same layout.
+//!
+//! Every item of a task lives in the task's partition `pk = T#<task id>`:
+//!
+//! | item        | `sk`               | attributes                                            |
+//! |-------------|--------------------|-------------------------------------------------------|
+//! | head        | `H`                | `v own ctx st ts exp ttl task gpk gsk`                |
+//! | event       | `E#<seq, 20 digits>` | `own exp ttl ev`                                    |
+//! | push config | `P#<config id>`    | `own exp ttl cfg`                                     |
+//! | delivery    | `D#<config id>`    | `own exp ttl` + the counters of `PushDeliveryState`   |
+//! | lease       | `L`                | `holder until ttl`                                    |
+//!
+//! Attribute names are short on purpose: DynamoDB bills names as part of every item's size.
+
+use std::collections::HashMap;
+
+use a2a_core::{LoggedEvent, Owner, PushAttemptResult, PushDeliveryState, StoreError, StoredTask};
+use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
+use aws_sdk_dynamodb::types::AttributeValue;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+/// A DynamoDB item.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// The largest item this store writes: 400 KB (names and values included) counted in decimal
+/// kilobytes. DynamoDB's own limit is 400 KiB (409,600 bytes); the margin absorbs any
+/// difference between our count and DynamoDB's, so an item we accept is never refused there.
+pub const MAX_ITEM_BYTES: usize = 400_000;
+
+/// DynamoDB's limit on the items of one transaction.
+pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
+
+/// DynamoDB's limit on the total size of one transaction's items (4 MB), in decimal bytes for
+/// the same margin as [`MAX_ITEM_BYTES`].
+pub(crate) const MAX_TRANSACTION_BYTES: usize = 4_000_000;
+
+/// Attribute names.
+pub(crate) mod attr {
+    /// Partition key.
+    pub const PK: &str = "pk";
+    /// Sort key.
+    pub const SK: &str = "sk";
+    /// Head: version (the last event's seq).
+    pub const VERSION: &str = "v";
+    /// Owner key (head, events, push configs, delivery records).
+    pub const OWNER: &str = "own";
+    /// Head: context id.
+    pub const CONTEXT: &str = "ctx";
+    /// Head: state.
+    pub const STATE: &str = "st";
+    /// Head: status timestamp, ms.
+    pub const STATUS_TS: &str = "ts";
+    /// Expiry, ms since the epoch: the exact instant reads stop returning the item.
+    pub const EXPIRES: &str = "exp";
+    /// Expiry, seconds since the epoch: DynamoDB's TTL attribute, which deletes the item
+    /// (within a day or two of it, hence `exp` for reads).
+    pub const TTL: &str = "ttl";
+    /// Head: the task as JSON.
+    pub const TASK: &str = "task";
+    /// Head: partition key of the by-owner index (the owner).
+    pub const GSI_PK: &str = "gpk";
+    /// Head: sort key of the by-owner index (status timestamp and task id).
+    pub const GSI_SK: &str = "gsk";
+    /// Event: the logged event as JSON.
+    pub const EVENT: &str = "ev";
+    /// Push config: the config as JSON.
+    pub const CONFIG: &str = "cfg";
+    /// Lease: holder.
+    pub const HOLDER: &str = "holder";
+    /// Lease: held until, ms.
+    pub const UNTIL: &str = "until";
+    /// Delivery record fields (see [`super::delivery_from_item`]).
+    pub const ATTEMPTS: &str = "att";
+    pub const DELIVERED: &str = "dlv";
+    pub const CONSECUTIVE_FAILURES: &str = "cf";
+    pub const DEAD_LETTERED: &str = "dl";
+    pub const LAST_SEQ: &str = "lseq";
+    pub const LAST_AT: &str = "lat";
+    pub const LAST_RESULT: &str = "lres";
+    pub const LAST_STATUS: &str = "lstat";
+    pub const LAST_ERROR: &str = "lerr";
+    pub const LAST_SUCCESS: &str = "lsucc";
+    pub const DISABLED: &str = "dis";
+}
+
+/// Sort key of the head.
+pub(crate) const HEAD_SK: &str = "H";
+/// Sort key of the lease.
+pub(crate) const LEASE_SK: &str = "L";
+/// Sort key prefix of push configs.
+pub(crate) const CONFIG_PREFIX: &str = "P#";
+
+/// Partition key of a task's items.
+pub(crate) fn task_pk(task_id: &str) -> String {
+    format!("T#{task_id}")
+}
+
+/// Sort key of event `seq`: zero-padded so that string order is numeric order.
+pub(crate) fn event_sk(seq: u64) -> String {
+    format!("E#{seq:020}")
+}
+
+/// The last possible event sort key (`u64::MAX` has 20 digits).
+pub(crate) fn last_event_sk() -> String {
+    event_sk(u64::MAX)
+}
+
+pub(crate) fn config_sk(config_id: &str) -> String {
+    format!("{CONFIG_PREFIX}{config_id}")
+}
+
+pub(crate) fn delivery_sk(config_id: &str) -> String {
+    format!("D#{config_id}")
+}
+
+/// Sort key of the by-owner index: the status timestamp, zero-padded to 15 digits so string
+/// order is time order (until the year 33658), then the task id to break ties.
+pub(crate) fn gsi_sk(status_ts_ms: i64, task_id: &str) -> String {
+    format!("{}#{task_id}", ts_prefix(status_ts_ms))
+}
+
+/// The timestamp part of [`gsi_sk`]; alone, it sorts before every key with that timestamp,
+/// which makes "status timestamp at or after" a key condition.
+pub(crate) fn ts_prefix(ms: i64) -> String {
+    format!("{:015}", ms.clamp(0, 999_999_999_999_999))
+}
+
+pub(crate) fn key(pk: String, sk: impl Into<String>) -> Item {
+    HashMap::from([
+        (attr::PK.to_owned(), AttributeValue::S(pk)),
+        (attr::SK.to_owned(), AttributeValue::S(sk.into())),
+    ])
+}
+
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub(crate) fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// DynamoDB's TTL attribute for an expiry in ms: whole seconds, rounded up so the item is never
+/// deleted before reads stop returning it.
+pub(crate) fn ttl_secs(expires_ms: i64) -> i64 {
+    expires_ms.div_euclid(1000) + i64::from(expires_ms.rem_euclid(1000) != 0)
+}
+
+/// The size DynamoDB counts for an item: the UTF-8 length of each attribute name plus its
+/// value's size (AWS's "Item sizes and formats" rules).
+pub(crate) fn item_size(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(number) => number_size(number),
+        AttributeValue::B(blob) => blob.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+        AttributeValue::Ns(set) => set.iter().map(|n| number_size(n)).sum(),
+        AttributeValue::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
+        AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(map) => {
+            3 + map
+                .iter()
+                .map(|(k, v)| 1 + k.len() + value_size(v))
+                .sum::<usize>()
+        }
+        // An attribute type newer than this code: count it generously.
+        _ => 64,
+    }
+}
+
+/// About one byte per two significant digits, plus one (at most 21).
+fn number_size(number: &str) -> usize {
+    let digits = number
+        .trim_start_matches('-')
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>();
+    let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+    (significant.div_ceil(2) + 1).min(21)
+}
+
+/// Refuses an item DynamoDB would reject for its size, with a message fit for the client.
+pub(crate) fn check_size(item: &Item, what: impl FnOnce() -> String) -> Result<usize, StoreError> {
+    let size = item_size(item);
+    if size > MAX_ITEM_BYTES {
+        return Err(StoreError::TooLarge(format!(
+            "{} would take {} KB, more than the {} KB a stored item may hold",
+            what(),
+            size.div_ceil(1000),
+            MAX_ITEM_BYTES / 1000
+        )));
+    }
+    Ok(size)
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))
+}
+
+fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("stored {what}: {e}")))
+}
+
+/// The status timestamp a task is listed by, in ms (0 when it has none).
+pub(crate) fn status_ts_ms(task: &Task) -> i64 {
+    task.status.timestamp.map_or(0, Timestamp::millis)
+}
+
+/// The head item of `head`.
+pub(crate) fn head_item(head: &StoredTask) -> Result<Item, StoreError> {
+    let task = &head.task;
+    if task.id.is_empty() {
+        return Err(StoreError::Backend("a stored task needs an id".into()));
+    }
+    let ts = status_ts_ms(task);
+    let exp = head.expires_at.millis();
+    let mut item = key(task_pk(&task.id), HEAD_SK);
+    item.extend([
+        (attr::VERSION.to_owned(), n(head.version)),
+        (attr::OWNER.to_owned(), s(head.owner.as_str())),
+        (attr::CONTEXT.to_owned(), s(&task.context_id)),
+        (attr::STATE.to_owned(), s(task.status.state.as_str())),
+        (attr::STATUS_TS.to_owned(), n(ts)),
+        (attr::EXPIRES.to_owned(), n(exp)),
+        (attr::TTL.to_owned(), n(ttl_secs(exp))),
+        (attr::TASK.to_owned(), s(json(task)?)),
+        (attr::GSI_PK.to_owned(), s(head.owner.as_str())),
+        (attr::GSI_SK.to_owned(), s(gsi_sk(ts, &task.id))),
+    ]);
+    Ok(item)
+}
+
+/// The event items of `events`, checking that they continue a log of length
+/// `expected_version` without gaps and end at the head's version. A caller that breaks this
+/// has a bug; refusing the write keeps the log gapless whatever the caller does.
+pub(crate) fn event_items(
+    head: &StoredTask,
+    expected_version: u64,
+    events: &[LoggedEvent],
+) -> Result<Vec<Item>, StoreError> {
+    let mut next = expected_version;
+    let exp = head.expires_at.millis();
+    let mut items = Vec::with_capacity(events.len());
+    for event in events {
+        next += 1;
+        if event.seq != next {
+            return Err(StoreError::Backend(format!(
+                "event seq {} does not follow version {}",
+                event.seq,
+                next - 1
+            )));
+        }
+        let mut item = key(task_pk(&head.task.id), event_sk(event.seq));
+        item.extend([
+            (attr::OWNER.to_owned(), s(head.owner.as_str())),
+            (attr::EXPIRES.to_owned(), n(exp)),
+            (attr::TTL.to_owned(), n(ttl_secs(exp))),
+            (attr::EVENT.to_owned(), s(json(event)?)),
+        ]);
+        items.push(item);
+    }
+    if head.version != next {
+        return Err(StoreError::Backend(format!(
+            "head version {} does not match the last event seq {next}",
+            head.version
+        )));
+    }
+    Ok(items)
+}
+
+pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(text)) => Ok(text),
+        _ => Err(StoreError::Backend(format!(
+            "stored item lacks string attribute {name}"
+        ))),
+    }
+}
+
+pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(text)) => text.parse().map_err(|_| {
+            StoreError::Backend(format!(
+                "stored attribute {name} is not the expected number"
+            ))
+        }),
+        _ => Err(StoreError::Backend(format!(
+            "stored item lacks number attribute {name}"
+        ))),
+    }
+}
+
+fn opt_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<Option<T>, StoreError> {
+    if item.contains_key(name) {
+        get_n(item, name).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+fn opt_s(item: &Item, name: &str) -> Result<Option<String>, StoreError> {
+    if item.contains_key(name) {
+        get_s(item, name).map(|t| Some(t.to_owned()))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Whether an item belongs to `owner` and has not expired at `now_ms`.
+pub(crate) fn visible(item: &Item, owner: &Owner, now_ms: i64) -> bool {
+    matches!(item.get(attr::OWNER), Some(AttributeValue::S(o)) if o == owner.as_str())
+        && get_n::<i64>(item, attr::EXPIRES).is_ok_and(|exp| exp > now_ms)
+}
+
+/// The head in a head item.
+pub(crate) fn head_from_item(item: &Item) -> Result<StoredTask, StoreError> {
+    Ok(StoredTask {
+        owner: Owner(get_s(item, attr::OWNER)?.to_owned()),
+        task: from_json(get_s(item, attr::TASK)?, "task")?,
+        version: get_n(item, attr::VERSION)?,
+        expires_at: Timestamp::from_millis(get_n(item, attr::EXPIRES)?),
+    })
+}
+
+pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
+    from_json(get_s(item, attr::TASK)?, "task")
+}
+
+pub(crate) fn event_from_item(item: &Item) -> Result<LoggedEvent, StoreError> {
+    from_json(get_s(item, attr::EVENT)?, "event")
+}
+
+/// The item of a push config.
+pub(crate) fn config_item(
+    owner: &Owner,
+    config: &TaskPushNotificationConfig,
+    expires_at: Timestamp,
+) -> Result<Item, StoreError> {
+    if config.task_id.is_empty() || config.id.is_empty() {
+        return Err(StoreError::Backend(
+            "a stored push config needs a task id and an id".into(),
+        ));
+    }
+    let exp = expires_at.millis();
+    let mut item = key(task_pk(&config.task_id), config_sk(&config.id));
+    item.extend([
+        (attr::OWNER.to_owned(), s(owner.as_str())),
+        (attr::EXPIRES.to_owned(), n(exp)),
+        (attr::TTL.to_owned(), n(ttl_secs(exp))),
+        (attr::CONFIG.to_owned(), s(json(config)?)),
+    ]);
+    Ok(item)
+}
+
+pub(crate) fn config_from_item(item: &Item) -> Result<TaskPushNotificationConfig, StoreError> {
+    from_json(get_s(item, attr::CONFIG)?, "push config")
+}
+
+fn result_name(result: PushAttemptResult) -> &'static str {
+    match result {
+        PushAttemptResult::Delivered => "delivered",
+        PushAttemptResult::Failed => "failed",
+        PushAttemptResult::Gone => "gone",
+        PushAttemptResult::Refused => "refused",
+    }
+}
+
+pub(crate) fn result_value(result: PushAttemptResult) -> AttributeValue {
+    s(result_name(result))
+}
+
+fn result_from_name(name: &str) -> Result<PushAttemptResult, StoreError> {
+    [
+        PushAttemptResult::Delivered,
+        PushAttemptResult::Failed,
+        PushAttemptResult::Gone,
+        PushAttemptResult::Refused,
+    ]
+    .into_iter()
+    .find(|r| result_name(*r) == name)
+    .ok_or_else(|| StoreError::Backend(format!("stored push result {name:?} is unknown")))
+}
+
+/// The delivery record in a delivery item. Counters absent from the item are zero (`ADD`
+/// creates them on first use).
+pub(crate) fn delivery_from_item(item: &Item) -> Result<PushDeliveryState, StoreError> {
+    let count = |name| opt_n::<u64>(item, name).map(Option::unwrap_or_default);
+    let at = |name| opt_n::<i64>(item, name).map(|ms| ms.map(Timestamp::from_millis));
+    Ok(PushDeliveryState {
+        attempts: count(attr::ATTEMPTS)?,
+        delivered: count(attr::DELIVERED)?,
+        consecutive_failures: count(attr::CONSECUTIVE_FAILURES)?,
+        dead_lettered: count(attr::DEAD_LETTERED)?,
+        last_seq: count(attr::LAST_SEQ)?,
+        last_attempt_at: at(attr::LAST_AT)?,
+        last_result: opt_s(item, attr::LAST_RESULT)?
+            .map(|name| result_from_name(&name))
+            .transpose()?,
+        last_status: opt_n(item, attr::LAST_STATUS)?,
+        last_error: opt_s(item, attr::LAST_ERROR)?,
+        last_success_at: at(attr::LAST_SUCCESS)?,
+        disabled_reason: opt_s(item, attr::DISABLED)?,
+    })
+}
+
+/// The ListTasks cursor: the index sort key of the last task of the previous page. With the
+/// owner (the index partition) it rebuilds the `ExclusiveStartKey` DynamoDB wants.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cursor {
+    k: String,
+}
+
+pub(crate) fn encode_cursor(gsi_sk: &str) -> String {
+    let json = serde_json::to_vec(&Cursor {
+        k: gsi_sk.to_owned(),
+    })
+    .unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(json)
+}
+
+/// The index sort key in a page token, or `InvalidPageToken` for anything this store did not
+/// produce.
+pub(crate) fn decode_cursor(token: &str) -> Result<String, StoreError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| StoreError::InvalidPageToken)?;
+    let cursor: Cursor =
+        serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidPageToken)?;
+    // `<15 digits>#<task id>`: anything else was not made by `gsi_sk`.
+    let (ts, task_id) = cursor
+        .k
+        .split_once('#')
+        .ok_or(StoreError::InvalidPageToken)?;
+    if ts.len() != 15 || !ts.bytes().all(|b| b.is_ascii_digit()) || task_id.is_empty() {
+        return Err(StoreError::InvalidPageToken);
+    }
+    Ok(cursor.k)
+}
+
+/// The task id inside an index sort key made by [`gsi_sk`].
+pub(crate) fn task_id_of_gsi_sk(gsi_sk: &str) -> &str {
+    gsi_sk.split_once('#').map_or("", |(_, id)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_protocol::TaskState;
+
+    #[test]
+    fn keys_sort_in_log_and_time_order() {
+        assert!(event_sk(9) < event_sk(10));
+        assert!(event_sk(u64::MAX - 1) < last_event_sk());
+        assert!(gsi_sk(999, "z") < gsi_sk(1_000, "a"));
+        // The bare timestamp prefix sorts before every task with that timestamp.
+        assert!(ts_prefix(1_000) < gsi_sk(1_000, "a"));
+        assert!(ts_prefix(1_001) > gsi_sk(1_000, "zzzz"));
+        assert_eq!(ts_prefix(-5), "000000000000000");
+    }
+
+    #[test]
+    fn ttl_rounds_up_to_whole_seconds() {
+        assert_eq!(ttl_secs(1_000), 1);
+        assert_eq!(ttl_secs(1_001), 2);
+        assert_eq!(ttl_secs(1_999), 2);
+        assert_eq!(ttl_secs(0), 0);
+    }
+
+    #[test]
+    fn item_sizes_follow_the_aws_rules() {
+        let item: Item = HashMap::from([
+            ("pk".to_owned(), s("T#abc")),                 // 2 + 5
+            ("v".to_owned(), n(12_345)),                   // 1 + 3 + 1
+            ("ok".to_owned(), AttributeValue::Bool(true)), // 2 + 1
+        ]);
+        assert_eq!(item_size(&item), 7 + 5 + 3);
+        assert_eq!(number_size("1000"), 2);
+        assert_eq!(number_size("-0.0012"), 2);
+    }
+
+    #[test]
+    fn oversized_items_are_refused_with_a_clear_message() {
+        let mut item = key(task_pk("t"), HEAD_SK);
+        item.insert("task".into(), s("x".repeat(MAX_ITEM_BYTES)));
+        let err = check_size(&item, || "task t".into()).unwrap_err();
+        let StoreError::TooLarge(text) = err else {
+            panic!("expected TooLarge, got {err:?}")
+        };
+        assert!(text.starts_with("task t would take 401 KB"), "{text}");
+        item.insert("task".into(), s("x".repeat(MAX_ITEM_BYTES - 100)));
+        assert!(check_size(&item, || "task t".into()).is_ok());
+    }
+
+    #[test]
+    fn cursors_round_trip_and_foreign_tokens_are_refused() {
+        let k = gsi_sk(1_700_000_000_000, "task-1");
+        assert_eq!(decode_cursor(&encode_cursor(&k)).unwrap(), k);
+        assert_eq!(task_id_of_gsi_sk(&k), "task-1");
+        for bad in [
+            "not a token!",
+            "e30",
+            &URL_SAFE_NO_PAD.encode(r#"{"k":"12#x"}"#),
+            &URL_SAFE_NO_PAD.encode(r#"{"k":"000000000000001#"}"#),
+            &URL_SAFE_NO_PAD.encode(r#"{"k":"000000000000001#x","z":1}"#),
+        ] {
+            assert_eq!(
+                decode_cursor(bad),
+                Err(StoreError::InvalidPageToken),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn heads_round_trip_through_items() {
+        let head = StoredTask {
+            owner: Owner::new("t", "p"),
+            task: Task {
+                id: "task-1".into(),
+                context_id: "ctx".into(),
+                status: a2a_protocol::TaskStatus {
+                    state: TaskState::Working,
+                    message: None,
+                    timestamp: Some(Timestamp::from_millis(1_700_000_000_123)),
+                },
+                ..Default::default()
+            },
+            version: 7,
+            expires_at: Timestamp::from_millis(1_800_000_000_456),
+        };
+        let item = head_item(&head).unwrap();
+        assert_eq!(head_from_item(&item).unwrap(), head);
+        assert_eq!(
+            get_s(&item, attr::GSI_SK).unwrap(),
+            "001700000000123#task-1"
+        );
+        assert_eq!(get_n::<i64>(&item, attr::TTL).unwrap(), 1_800_000_001);
+        assert!(visible(&item, &head.owner, 1_800_000_000_455));
+        assert!(!visible(&item, &head.owner, 1_800_000_000_456));
+        assert!(!visible(&item, &Owner::new("t", "other"), 0));
+    }
+}

@@ -1,0 +1,56 @@
+//! The store contract suite against DynamoDB (moto's server): each check on its own table, so
+//! a failure names the check, then the whole suite on one shared table.
+
+mod common;
+
+use std::sync::Arc;
+
+use a2a_core::store_contract;
+use common::Env;
+
+macro_rules! contract_tests {
+    ($($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let env = Env::new().await;
+                store_contract::$check(&env.store()).await;
+                env.cleanup().await;
+            }
+        )+
+    };
+}
+
+contract_tests!(
+    create_then_load,
+    create_twice_conflicts,
+    append_with_expected_version,
+    stale_append_conflicts_and_changes_nothing,
+    read_events_after_seq_and_limit,
+    owner_scoping,
+    expired_task_is_gone,
+    list_orders_newest_status_first,
+    list_paging,
+    list_empty,
+    list_cursor_survives_expiry_of_previous_page,
+    list_filters,
+    list_invalid_page_token,
+    push_config_crud,
+    push_delivery_records,
+    leases,
+    large_items_are_kept_whole_or_refused,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_are_gapless() {
+    let env = Env::new().await;
+    store_contract::concurrent_appends_are_gapless(Arc::new(env.store())).await;
+    env.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_suite_on_one_shared_table() {
+    let env = Env::new().await;
+    store_contract::run_all_shared(Arc::new(env.store())).await;
+    env.cleanup().await;
+}

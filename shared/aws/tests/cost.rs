@@ -1,0 +1,360 @@
+//! What each protocol operation costs on DynamoDB and SQS, measured: the real core
+//! (`A2aService`, configured as on Lambda) on the AWS adapters against moto's server, with a
+//! [`Meter`] counting every request. Prints the table `docs/cost.md` reproduces (run with
+//! `--nocapture` to see it) and writes it to `$CARGO_TARGET_TMPDIR/cost-table.md`.
+//!
+//! Asserts the targets the design sets where the core meets them, and the current figure where
+//! it does not (so a change shows up here and in the doc).
+
+mod common;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_aws::{Meter, Summary};
+use a2a_core::{
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter, Placement,
+    ServiceConfig, WorkJob,
+};
+use a2a_protocol::{
+    Artifact, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest, Message, Part, SendMessageConfiguration, SendMessageRequest,
+    SendMessageResponse, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+    TaskState,
+};
+use async_trait::async_trait;
+use common::Env;
+use futures::StreamExt;
+
+/// `echo …` answers inline with one artifact and completes; `stream N` streams N chunks;
+/// `queued …` runs on the work queue.
+struct CostAgent;
+
+#[async_trait]
+impl Agent for CostAgent {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "cost".into(),
+            description: "measures the store".into(),
+            version: "1".into(),
+            ..Default::default()
+        }
+    }
+
+    fn placement(&self, request: &AgentRequest) -> Placement {
+        if request.text().starts_with("queued") {
+            Placement::Queued
+        } else {
+            Placement::Inline
+        }
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        let text = request.text().to_owned();
+        if let Some(n) = text.strip_prefix("stream ") {
+            let n: usize = n.parse().unwrap_or(1);
+            emitter.working(None).await?;
+            for i in 0..n {
+                let chunk = Artifact {
+                    artifact_id: "stream".into(),
+                    parts: vec![Part::text(format!("chunk {i} "))],
+                    ..Default::default()
+                };
+                emitter.artifact(chunk, i > 0, i + 1 == n).await?;
+            }
+        } else {
+            let echo = Artifact {
+                artifact_id: "echo".into(),
+                parts: vec![Part::text(text)],
+                ..Default::default()
+            };
+            emitter.artifact(echo, false, true).await?;
+        }
+        emitter.complete(None).await
+    }
+}
+
+struct Bench {
+    env: Env,
+    meter: Meter,
+    service: A2aService,
+    ctx: CallContext,
+    rows: Vec<(String, Summary)>,
+}
+
+impl Bench {
+    async fn new() -> Self {
+        let env = Env::new().await;
+        let meter = Meter::new();
+        let adapters = env.adapters().with_meter(&meter);
+        let config = ServiceConfig {
+            // As on Lambda: inline work that would outlive the response is queued instead.
+            background_inline: false,
+            ..ServiceConfig::default()
+        };
+        let service = A2aService::new(
+            config,
+            Arc::new(CostAgent),
+            Arc::new(adapters.store),
+            Arc::new(adapters.work),
+            Arc::new(adapters.push),
+        );
+        Self {
+            env,
+            meter,
+            service,
+            ctx: CallContext::anonymous(""),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Records what happened since the last row under `operation`. Work the operation started
+    /// in the background (the push fan-out after the last append) may land just after it
+    /// returns: wait until no call came for a moment, so it is counted here and not in the
+    /// next row.
+    async fn row(&mut self, operation: &str) -> Summary {
+        let mut calls = self.meter.take();
+        loop {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let more = self.meter.take();
+            if more.is_empty() {
+                break;
+            }
+            calls.extend(more);
+        }
+        let summary = Summary::of(&calls);
+        self.rows.push((operation.to_owned(), summary.clone()));
+        summary
+    }
+
+    async fn send(&self, text: &str, configuration: Option<SendMessageConfiguration>) -> Task {
+        let request = SendMessageRequest {
+            message: Some(Message::user_text(a2a_core::new_id(), text)),
+            configuration,
+            ..Default::default()
+        };
+        match self.service.send_message(&self.ctx, request).await {
+            Ok(SendMessageResponse::Task(task)) => task,
+            other => panic!("send_message: {other:?}"),
+        }
+    }
+
+    async fn stream(&self, chunks: usize) -> usize {
+        let request = SendMessageRequest {
+            message: Some(Message::user_text(
+                a2a_core::new_id(),
+                format!("stream {chunks}"),
+            )),
+            ..Default::default()
+        };
+        let mut stream = self
+            .service
+            .send_streaming_message(&self.ctx, request)
+            .await
+            .expect("send_streaming_message");
+        let mut items = 0;
+        while let Some(item) = stream.next().await {
+            item.expect("stream item");
+            items += 1;
+        }
+        items
+    }
+
+    fn table(&self) -> String {
+        let mut out = String::from(
+            "| operation | DynamoDB requests | SQS requests | moto-reported CU | est. WRU | est. RRU |\n\
+             |---|---|---|---|---|---|\n",
+        );
+        for (operation, summary) in &self.rows {
+            let _ = writeln!(out, "| {operation} | {summary} |");
+        }
+        out
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cost_per_operation() {
+    let mut bench = Bench::new().await;
+
+    // A blocking echo that completes inline.
+    let echo = bench.send("echo hello", None).await;
+    assert_eq!(echo.status.state, TaskState::Completed);
+    let s = bench
+        .row("SendMessage, blocking echo completed inline")
+        .await;
+    // Target: ≤ 1 write request. The core creates the task with the agent's first emit (task
+    // + artifact) and appends COMPLETED separately: 2. See docs/cost.md.
+    assert_eq!(s.dynamodb_writes(), 2, "echo writes: {s}");
+    assert_eq!(s.sqs_requests(), 0);
+
+    // GetTask: one read.
+    let get = GetTaskRequest {
+        id: echo.id.clone(),
+        ..Default::default()
+    };
+    bench
+        .service
+        .get_task(&bench.ctx, get)
+        .await
+        .expect("get_task");
+    let s = bench.row("GetTask").await;
+    assert_eq!(s.dynamodb_requests(), 1, "GetTask: {s}");
+    assert_eq!(s.dynamodb.get("GetItem"), Some(&1));
+
+    // ListTasks: a page holding everything (no count query), then a page of a longer list.
+    let page = ListTasksRequest {
+        page_size: Some(10),
+        ..Default::default()
+    };
+    bench
+        .service
+        .list_tasks(&bench.ctx, page)
+        .await
+        .expect("list_tasks");
+    let s = bench.row("ListTasks, one page holds all (1 task)").await;
+    assert_eq!(s.dynamodb_writes(), 0);
+    for _ in 0..4 {
+        bench.send("echo more", None).await;
+    }
+    bench.meter.take();
+    let page = ListTasksRequest {
+        page_size: Some(2),
+        ..Default::default()
+    };
+    let listed = bench
+        .service
+        .list_tasks(&bench.ctx, page)
+        .await
+        .expect("list_tasks");
+    assert_eq!(listed.tasks.len(), 2);
+    assert_eq!(listed.total_size, 5);
+    bench.row("ListTasks, page of 2 of 5 (+ COUNT query)").await;
+
+    // Push config CRUD.
+    let config = TaskPushNotificationConfig {
+        task_id: echo.id.clone(),
+        id: "cfg-1".into(),
+        url: "https://example.com/hook".into(),
+        token: "t".into(),
+        ..Default::default()
+    };
+    bench
+        .service
+        .create_push_config(&bench.ctx, config)
+        .await
+        .expect("create_push_config");
+    bench.row("CreateTaskPushNotificationConfig").await;
+    let reference = TaskPushNotificationConfigRef {
+        task_id: echo.id.clone(),
+        id: "cfg-1".into(),
+        ..Default::default()
+    };
+    bench
+        .service
+        .get_push_config(&bench.ctx, reference.clone())
+        .await
+        .expect("get_push_config");
+    bench.row("GetTaskPushNotificationConfig").await;
+    let list = ListTaskPushNotificationConfigsRequest {
+        task_id: echo.id.clone(),
+        ..Default::default()
+    };
+    bench
+        .service
+        .list_push_configs(&bench.ctx, list)
+        .await
+        .expect("list_push_configs");
+    bench.row("ListTaskPushNotificationConfigs").await;
+    bench
+        .service
+        .delete_push_config(&bench.ctx, reference)
+        .await
+        .expect("delete_push_config");
+    bench.row("DeleteTaskPushNotificationConfig").await;
+
+    // A blocking echo with an inline push config: the config, and one push job per event.
+    let with_push = SendMessageConfiguration {
+        task_push_notification_config: Some(TaskPushNotificationConfig {
+            url: "https://example.com/hook".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    bench.send("echo pushed", Some(with_push)).await;
+    let s = bench
+        .row("SendMessage, blocking echo + inline push config")
+        .await;
+    assert!(s.sqs.contains_key("SendMessageBatch"), "push jobs: {s}");
+
+    // Streaming: the marginal cost of one more streamed event, from 5 and 15 chunks.
+    let items = bench.stream(5).await;
+    assert!(items >= 7, "task, working, 5 chunks, completed: {items}");
+    let five = bench.row("SendStreamingMessage, 5 chunks").await;
+    bench.stream(15).await;
+    let fifteen = bench.row("SendStreamingMessage, 15 chunks").await;
+    let per_event_writes = f64::from(fifteen.dynamodb_writes() - five.dynamodb_writes()) / 10.0;
+    let per_event_wru = (fifteen.estimated_wru - five.estimated_wru) / 10.0;
+    // Target: each streamed event ≤ 1 write request.
+    assert_eq!(per_event_writes, 1.0, "write requests per streamed event");
+
+    // Queued work: the request enqueues, the worker runs the job from SQS.
+    let queued = SendMessageConfiguration {
+        return_immediately: true,
+        ..Default::default()
+    };
+    let task = bench.send("queued job", Some(queued.clone())).await;
+    bench.row("SendMessage, queued (returnImmediately)").await;
+    let queue = bench
+        .env
+        .adapters()
+        .work
+        .queue()
+        .clone()
+        .with_meter(bench.meter.clone());
+    let received = queue
+        .receive(1, Duration::from_secs(2), None)
+        .await
+        .expect("receive");
+    let job: WorkJob = serde_json::from_str(&received[0].body).expect("a WorkJob");
+    assert_eq!(job.task_id, task.id);
+    let outcome = bench
+        .service
+        .run_work_job(&job, received[0].receive_count)
+        .await;
+    assert_eq!(outcome, a2a_core::JobOutcome::Done);
+    queue
+        .delete(&received[0].receipt_handle)
+        .await
+        .expect("delete");
+    bench
+        .row("worker: receive + run queued echo + delete")
+        .await;
+
+    // CancelTask of a queued task that has not run yet.
+    let waiting = bench.send("queued later", Some(queued)).await;
+    bench.meter.take();
+    let cancel = CancelTaskRequest {
+        id: waiting.id.clone(),
+        ..Default::default()
+    };
+    let canceled = bench
+        .service
+        .cancel_task(&bench.ctx, cancel)
+        .await
+        .expect("cancel_task");
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    bench.row("CancelTask (queued task)").await;
+
+    let mut table = bench.table();
+    let _ = writeln!(
+        table,
+        "\nPer streamed event (15 − 5 chunks, /10): {per_event_writes:.1} write request, \
+         {per_event_wru:.1} est. WRU"
+    );
+    println!("\n{table}");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cost-table.md");
+    std::fs::write(&path, &table).expect("write the table");
+    println!("(written to {})", path.display());
+    bench.env.cleanup().await;
+}
