@@ -32,15 +32,26 @@ trap cleanup EXIT
 moto_env=$("$root/infra/moto.sh" env-start)   # an assignment, so a failure stops the run
 eval "$moto_env"
 
+# nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
+run_tests() {
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --locked --no-fail-fast "$@"
+  else
+    cargo test --locked --no-fail-fast "$@"
+  fi
+}
+
 step "Rust tests"
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast
-else
-  cargo test --workspace --locked --no-fail-fast
-fi
+run_tests --workspace
+
+step "End-to-end tests again, with a2a-local on DynamoDB + SQS (moto)"
+export A2A_E2E_STORE=dynamodb
+run_tests -p a2a-e2e
+unset A2A_E2E_STORE
 
 step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
-cargo test -p a2a-aws --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
+# The same build as above (the whole workspace), so nothing is compiled again.
+cargo test --workspace --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
 
 step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 data_dir=$(mktemp -d)

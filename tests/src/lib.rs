@@ -194,6 +194,28 @@ pub fn http_client() -> reqwest::Client {
         .expect("build the HTTP client")
 }
 
+/// With `A2A_E2E_STORE=dynamodb` the servers run on DynamoDB + SQS (an emulator named by
+/// `AWS_ENDPOINT_URL`, e.g. moto started by `infra/moto.sh`), each server on its own table and
+/// queues, named after its data directory so a restart finds them again.
+fn store_env(data_dir: &Path) -> Vec<(String, String)> {
+    match std::env::var("A2A_E2E_STORE").as_deref() {
+        Ok("dynamodb") => {
+            let unique = data_dir
+                .file_name()
+                .map(|n| {
+                    n.to_string_lossy()
+                        .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+                })
+                .unwrap_or_default();
+            vec![
+                ("A2A_STORE".into(), "dynamodb".into()),
+                ("A2A_CREATE_RESOURCES".into(), format!("e2e{unique}")),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
 impl Server {
     /// Starts a server on `127.0.0.1:0` with a fresh temporary data directory and waits until
     /// it prints its address.
@@ -236,6 +258,7 @@ impl Server {
             .arg(self.data_dir.path().join("store"))
             .env("RUST_LOG", log_level)
             .env("NO_COLOR", "1")
+            .envs(store_env(self.data_dir.path()))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -231,7 +231,8 @@ impl Resources {
     }
 }
 
-/// Creates the table (waiting until it is active) and enables its TTL.
+/// Creates the table (waiting until it is active) and enables its TTL; a table that already
+/// exists is left as it is.
 pub async fn create_table(
     client: &aws_sdk_dynamodb::Client,
     table: &TableDefinition,
@@ -277,12 +278,22 @@ pub async fn create_table(
                 .map_err(|e| err("index of", &e))?,
         );
     }
-    request.send().await.map_err(|e| {
-        err(
-            "cannot create table",
-            &aws_sdk_dynamodb::error::DisplayErrorContext(e),
-        )
-    })?;
+    match request.send().await {
+        Ok(_) => {}
+        // Already there (a restart against the same emulator): creating is "create if missing".
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|se| se.is_resource_in_use_exception()) =>
+        {
+            return Ok(());
+        }
+        Err(e) => {
+            return Err(err(
+                "cannot create table",
+                &aws_sdk_dynamodb::error::DisplayErrorContext(e),
+            ))
+        }
+    }
 
     for _ in 0..600 {
         let described = client

@@ -2,7 +2,10 @@
 //! a data directory, and the worker and push-delivery loops running in-process on the same job
 //! types the Lambda worker and push functions consume.
 
+mod backend;
 mod loops;
+
+pub use backend::StoreKind;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
@@ -13,7 +16,6 @@ use std::time::Duration;
 use a2a_core::{
     A2aService, Agent, KeyFile, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
 };
-use a2a_embedded::SqliteStore;
 use a2a_http::{router, HttpOptions};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
@@ -49,6 +51,15 @@ pub struct Options {
     /// lives in `<data-dir>/push-signing-keys.json`; an existing file is used as it is.
     #[arg(long, env = "A2A_PUSH_SIGNING_ALG", default_value = "ES256")]
     pub push_signing_alg: SigningAlgorithm,
+    /// Where tasks and queues live: `embedded` (one SQLite file under --data-dir) or
+    /// `dynamodb` (DynamoDB + SQS, named by A2A_TABLE, A2A_WORK_QUEUE_URL and
+    /// A2A_PUSH_QUEUE_URL, or created with --create-resources).
+    #[arg(long, env = "A2A_STORE", value_enum, default_value = "embedded")]
+    pub store: StoreKind,
+    /// With `--store dynamodb`: create a table and queues whose names start with this prefix
+    /// (for emulators such as moto) instead of reading their names from the environment.
+    #[arg(long, env = "A2A_CREATE_RESOURCES")]
+    pub create_resources: Option<String>,
     /// Days tasks are kept.
     #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
@@ -108,12 +119,7 @@ pub async fn serve(
     agent: Arc<dyn Agent>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let store = SqliteStore::open(&options.data_dir).map_err(|e| {
-        format!(
-            "cannot open the store in {}: {e}",
-            options.data_dir.display()
-        )
-    })?;
+    let backend = backend::Backend::open(&options).await?;
     // Before the listener: a bad key file stops the start with a clear error.
     let key_file = KeyFile::in_dir(&options.data_dir, options.push_signing_alg);
     let keys = key_file
@@ -154,27 +160,37 @@ pub async fn serve(
         lease_duration: Duration::from_secs(options.work_visibility_secs.max(1)),
         ..ServiceConfig::default()
     };
-    let store = Arc::new(store);
-    let service = A2aService::new(config, agent, store.clone(), store.clone(), store.clone());
+    let service = A2aService::new(
+        config,
+        agent,
+        backend.store.clone(),
+        backend.work.clone(),
+        backend.push.clone(),
+    );
     let (stop_tx, stop_rx) = watch::channel(false);
-    let loops = [
+    let mut loops = vec![
         tokio::spawn(loops::worker_loop(
             service.clone(),
-            store.clone(),
+            backend.work_queue.clone(),
             Duration::from_secs(options.work_visibility_secs.max(1)),
             stop_rx.clone(),
         )),
         tokio::spawn(loops::push_loop(
             service.clone(),
-            store.clone(),
+            backend.push_queue.clone(),
             stop_rx.clone(),
         )),
-        tokio::spawn(loops::purge_loop(store.clone(), stop_rx.clone())),
     ];
+    if let Some(store) = &backend.embedded {
+        loops.push(tokio::spawn(loops::purge_loop(
+            store.clone(),
+            stop_rx.clone(),
+        )));
+    }
     tracing::info!(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
-         signing keys at {base}/.well-known/jwks.json (data in {})",
-        options.data_dir.display()
+         signing keys at {base}/.well-known/jwks.json ({})",
+        backend.description
     );
     let app = router(service.clone(), http_options);
     // Open SSE streams would hold a graceful shutdown for as long as they last: once the signal

@@ -1,17 +1,153 @@
 //! The in-process stand-ins for the Lambda worker and push functions: each loop takes jobs from
-//! the durable queue in the store file and hands them to the same core handlers.
+//! a durable queue (the embedded one in the store file, or SQS) and hands them to the same core
+//! handlers the Lambda functions call.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::{A2aService, JobOutcome, PushJob, WorkJob};
-use a2a_embedded::{QueueName, ReceivedJob, SqliteStore};
+use a2a_aws::{ReceivedMessage, SqsQueue};
+use a2a_core::{A2aService, JobOutcome, PushJob, StoreError, WorkJob};
+use a2a_embedded::{QueueName, SqliteStore};
+use serde::de::DeserializeOwned;
 use tokio::sync::{watch, Semaphore};
 
 /// How long a received push job stays invisible before the queue hands it out again.
 const PUSH_VISIBILITY: Duration = Duration::from_secs(30);
 /// At most this many agent executions from the queue at once.
 const WORK_CONCURRENCY: usize = 8;
+/// How long one receive waits for a job when the queue is empty.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+
+/// A queue the loops consume.
+#[derive(Clone)]
+pub enum JobQueue {
+    /// The durable queue in the embedded store's file.
+    Embedded {
+        /// The store holding the queue.
+        store: Arc<SqliteStore>,
+        /// Which of its queues.
+        queue: QueueName,
+    },
+    /// An SQS queue (on AWS, or an emulator through `AWS_ENDPOINT_URL`).
+    Sqs(SqsQueue),
+}
+
+/// A job handed out by a [`JobQueue`], to settle with it.
+pub struct Received {
+    body: String,
+    receive_count: u32,
+    receipt: Receipt,
+}
+
+enum Receipt {
+    Embedded(i64),
+    Sqs(Box<ReceivedMessage>),
+}
+
+impl JobQueue {
+    /// Up to `max` jobs, each invisible to other consumers for `visibility`; waits a little
+    /// when there are none, so an idle loop does not spin.
+    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Received>, StoreError> {
+        match self {
+            Self::Embedded { store, queue } => {
+                let jobs = store.receive(*queue, max, visibility).await?;
+                if jobs.is_empty() {
+                    store.wait_for_job(*queue, IDLE_WAIT).await;
+                }
+                Ok(jobs
+                    .into_iter()
+                    .map(|j| Received {
+                        body: j.body,
+                        receive_count: j.receive_count,
+                        receipt: Receipt::Embedded(j.id),
+                    })
+                    .collect())
+            }
+            Self::Sqs(queue) => Ok(queue
+                .receive(max, IDLE_WAIT, Some(visibility))
+                .await?
+                .into_iter()
+                .map(|m| Received {
+                    body: m.body.clone(),
+                    receive_count: m.receive_count,
+                    receipt: Receipt::Sqs(Box::new(m)),
+                })
+                .collect()),
+        }
+    }
+
+    /// The job was handled: remove it.
+    async fn delete(&self, job: &Received) -> Result<(), StoreError> {
+        match (self, &job.receipt) {
+            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => store.delete_job(*id).await,
+            (Self::Sqs(queue), Receipt::Sqs(m)) => queue.delete(&m.receipt_handle).await,
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Hands the job out again `after` from now (a retry, or a heartbeat while it runs).
+    async fn retry(&self, job: &Received, after: Duration) -> Result<(), StoreError> {
+        match (self, &job.receipt) {
+            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => {
+                store.retry_job(*id, after).await
+            }
+            (Self::Sqs(queue), Receipt::Sqs(m)) => {
+                queue.change_visibility(&m.receipt_handle, after).await
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Gives up on the job: moves it to the dead-letter queue with `reason`.
+    async fn dead_letter(&self, job: &Received, reason: &str) -> Result<(), StoreError> {
+        match (self, &job.receipt) {
+            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => {
+                store.dead_letter(*id, reason).await
+            }
+            (Self::Sqs(queue), Receipt::Sqs(m)) => queue.dead_letter(m, reason).await,
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Parses a job's body; an unreadable one is dead-lettered (it would never get better).
+    async fn parse<T: DeserializeOwned>(&self, job: &Received) -> Option<T> {
+        match serde_json::from_str(&job.body) {
+            Ok(parsed) => Some(parsed),
+            Err(err) => {
+                let reason = format!("unreadable job body: {err}");
+                tracing::error!("{reason}");
+                if let Err(err) = self.dead_letter(job, &reason).await {
+                    tracing::error!("dead-lettering an unreadable job failed: {err}");
+                }
+                None
+            }
+        }
+    }
+
+    /// Applies a handler's outcome: delete, retry later, or dead-letter after the last attempt.
+    async fn settle(&self, job: &Received, outcome: JobOutcome, max_attempts: Option<u32>) {
+        let result = match outcome {
+            JobOutcome::Done => self.delete(job).await,
+            JobOutcome::Retry { reason, .. }
+                if max_attempts.is_some_and(|max| job.receive_count >= max) =>
+            {
+                tracing::error!("giving up on a job after its last attempt: {reason}");
+                self.dead_letter(job, &reason).await
+            }
+            JobOutcome::Retry { reason, after } => {
+                tracing::warn!("will retry a job in {after:?}: {reason}");
+                self.retry(job, after).await
+            }
+        };
+        if let Err(err) = result {
+            tracing::error!("queue update failed: {err}");
+        }
+    }
+}
+
+fn mismatch() -> StoreError {
+    StoreError::Backend("a job was settled on a queue of another kind".into())
+}
 
 async fn stopped(stop: &mut watch::Receiver<bool>) -> bool {
     *stop.borrow_and_update()
@@ -20,14 +156,18 @@ async fn stopped(stop: &mut watch::Receiver<bool>) -> bool {
 /// Runs queued agent work until `stop` flips.
 pub async fn worker_loop(
     service: A2aService,
-    store: Arc<SqliteStore>,
+    queue: JobQueue,
     visibility: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(WORK_CONCURRENCY));
     while !stopped(&mut stop).await {
         let free = permits.available_permits().max(1);
-        let jobs = match store.receive(QueueName::Work, free, visibility).await {
+        let jobs = tokio::select! {
+            jobs = queue.receive(free, visibility) => jobs,
+            _ = stop.changed() => continue,
+        };
+        let jobs = match jobs {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::error!("work queue receive failed: {err}");
@@ -35,21 +175,14 @@ pub async fn worker_loop(
                 continue;
             }
         };
-        if jobs.is_empty() {
-            tokio::select! {
-                _ = store.wait_for_job(QueueName::Work, Duration::from_secs(1)) => {}
-                _ = stop.changed() => {}
-            }
-            continue;
-        }
         for job in jobs {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return;
             };
             let service = service.clone();
-            let store = store.clone();
+            let queue = queue.clone();
             tokio::spawn(async move {
-                run_one_work_job(&service, &store, job, visibility).await;
+                run_one_work_job(&service, &queue, job, visibility).await;
                 drop(permit);
             });
         }
@@ -58,44 +191,44 @@ pub async fn worker_loop(
 
 async fn run_one_work_job(
     service: &A2aService,
-    store: &SqliteStore,
-    job: ReceivedJob,
+    queue: &JobQueue,
+    job: Received,
     visibility: Duration,
 ) {
-    let parsed: WorkJob = match serde_json::from_str(&job.body) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            let _ = store
-                .dead_letter(job.id, &format!("unreadable work job: {err}"))
-                .await;
-            return;
-        }
+    let Some(parsed) = queue.parse::<WorkJob>(&job).await else {
+        return;
     };
-    // Keep the job invisible while the agent runs (the SQS visibility extension's twin).
+    // Keep the job invisible while the agent runs (the twin of the Lambda worker's visibility
+    // extension).
+    let job = Arc::new(job);
     let heartbeat = {
-        let store = store.clone();
-        let id = job.id;
+        let queue = queue.clone();
+        let job = job.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(visibility / 3).await;
-                let _ = store.retry_job(id, visibility).await;
+                if let Err(err) = queue.retry(&job, visibility).await {
+                    tracing::warn!("extending a running job's visibility failed: {err}");
+                }
             }
         })
     };
     let outcome = service.run_work_job(&parsed, job.receive_count).await;
     heartbeat.abort();
-    settle(store, job.id, outcome, None).await;
+    // The core ends a task FAILED itself when its job exhausted its attempts, so work jobs are
+    // never dead-lettered here; the queue's own redrive policy is the backstop.
+    queue.settle(&job, outcome, None).await;
 }
 
 /// Delivers push jobs until `stop` flips.
-pub async fn push_loop(
-    service: A2aService,
-    store: Arc<SqliteStore>,
-    mut stop: watch::Receiver<bool>,
-) {
+pub async fn push_loop(service: A2aService, queue: JobQueue, mut stop: watch::Receiver<bool>) {
     let max_attempts = service.config().max_push_attempts;
     while !stopped(&mut stop).await {
-        let jobs = match store.receive(QueueName::Push, 16, PUSH_VISIBILITY).await {
+        let jobs = tokio::select! {
+            jobs = queue.receive(16, PUSH_VISIBILITY) => jobs,
+            _ = stop.changed() => continue,
+        };
+        let jobs = match jobs {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::error!("push queue receive failed: {err}");
@@ -103,64 +236,59 @@ pub async fn push_loop(
                 continue;
             }
         };
-        if jobs.is_empty() {
-            tokio::select! {
-                _ = store.wait_for_job(QueueName::Push, Duration::from_secs(1)) => {}
-                _ = stop.changed() => {}
-            }
-            continue;
-        }
-        // Jobs handed out together belong to different tasks (the queue keeps one in flight per
-        // task), so they can be delivered concurrently without reordering a task's events.
-        let mut deliveries = Vec::with_capacity(jobs.len());
+        // One task's jobs go out one after another, in the order received (an SQS FIFO receive
+        // may return several of a group at once); different tasks go out concurrently.
+        let mut by_task: Vec<(String, Vec<(Received, PushJob)>)> = Vec::new();
         for job in jobs {
+            let Some(parsed) = queue.parse::<PushJob>(&job).await else {
+                continue;
+            };
+            match by_task.iter_mut().find(|(task, _)| *task == parsed.task_id) {
+                Some((_, group)) => group.push((job, parsed)),
+                None => by_task.push((parsed.task_id.clone(), vec![(job, parsed)])),
+            }
+        }
+        let mut deliveries = Vec::with_capacity(by_task.len());
+        for (_, group) in by_task {
             let service = service.clone();
-            let store = store.clone();
+            let queue = queue.clone();
             deliveries.push(tokio::spawn(async move {
-                let parsed: PushJob = match serde_json::from_str(&job.body) {
-                    Ok(parsed) => parsed,
-                    Err(err) => {
-                        let _ = store
-                            .dead_letter(job.id, &format!("unreadable push job: {err}"))
-                            .await;
-                        return;
-                    }
-                };
-                let outcome = service.deliver_push(&parsed, job.receive_count).await;
-                settle(
-                    &store,
-                    job.id,
-                    outcome,
-                    Some((job.receive_count, max_attempts)),
-                )
-                .await;
+                deliver_in_order(&service, &queue, group, max_attempts).await;
             }));
         }
-        for d in deliveries {
-            let _ = d.await;
+        for delivery in deliveries {
+            let _ = delivery.await;
         }
     }
 }
 
-/// Applies a handler's outcome to the queue: delete, retry later, or dead-letter.
-async fn settle(store: &SqliteStore, id: i64, outcome: JobOutcome, attempts: Option<(u32, u32)>) {
-    let result = match outcome {
-        JobOutcome::Done => store.delete_job(id).await,
-        JobOutcome::Retry { reason, .. } if attempts.is_some_and(|(n, max)| n >= max) => {
-            tracing::error!(job = id, "giving up after the last attempt: {reason}");
-            store.dead_letter(id, &reason).await
+/// Delivers one task's jobs in order. After a job that was not delivered, the later ones are
+/// handed back at once: the queue gives them out again only after the earlier one, so a
+/// receiver never sees a task's events out of order.
+async fn deliver_in_order(
+    service: &A2aService,
+    queue: &JobQueue,
+    group: Vec<(Received, PushJob)>,
+    max_attempts: u32,
+) {
+    let mut jobs = group.into_iter();
+    for (job, parsed) in jobs.by_ref() {
+        let outcome = service.deliver_push(&parsed, job.receive_count).await;
+        let delivered = outcome == JobOutcome::Done;
+        queue.settle(&job, outcome, Some(max_attempts)).await;
+        if !delivered {
+            break;
         }
-        JobOutcome::Retry { reason, after } => {
-            tracing::warn!(job = id, "will retry in {after:?}: {reason}");
-            store.retry_job(id, after).await
+    }
+    for (job, _) in jobs {
+        if let Err(err) = queue.retry(&job, Duration::ZERO).await {
+            tracing::warn!("handing back a push job failed: {err}");
         }
-    };
-    if let Err(err) = result {
-        tracing::error!(job = id, "queue update failed: {err}");
     }
 }
 
-/// Deletes expired tasks every ten minutes.
+/// Deletes expired tasks of the embedded store every ten minutes (DynamoDB's TTL does this on
+/// AWS).
 pub async fn purge_loop(store: Arc<SqliteStore>, mut stop: watch::Receiver<bool>) {
     while !stopped(&mut stop).await {
         match store.purge_expired().await {
