@@ -183,9 +183,9 @@ async fn cost_per_operation() {
     let s = bench
         .row("SendMessage, blocking echo completed inline")
         .await;
-    // Target: ≤ 1 write request. The core creates the task with the agent's first emit (task
-    // + artifact) and appends COMPLETED separately: 2. See docs/cost.md.
-    assert_eq!(s.dynamodb_writes(), 2, "echo writes: {s}");
+    // Target: ≤ 1 write request. The emitter holds the artifact until the first status, so
+    // the task, its artifact and COMPLETED are created in one transaction.
+    assert_eq!(s.dynamodb_writes(), 1, "echo writes: {s}");
     assert_eq!(s.sqs_requests(), 0);
 
     // GetTask: one read.

@@ -113,6 +113,11 @@ pub(crate) struct EmitterState {
     pub(crate) head: Option<StoredTask>,
     pub(crate) first: Option<oneshot::Sender<FirstOutcome>>,
     pub(crate) replied: bool,
+    /// Artifacts emitted before the task's first status: they are written together with that
+    /// status, in the one write that creates the task. An echo-like agent (artifact, then
+    /// complete) thus costs one store write instead of two, and nobody can observe the
+    /// difference: the task becomes visible to streams, pushes and reads with that write.
+    pub(crate) pending: Vec<TaskEvent>,
 }
 
 /// The agent's handle on its task. Cheap to clone; every emit is a conditional append to the
@@ -153,7 +158,7 @@ impl Emitter {
     /// Replies with a single message and no task. Only allowed before any task event.
     pub async fn reply(&self, mut message: Message) -> Result<(), AgentError> {
         let mut state = self.state.lock().await;
-        if state.head.is_some() || state.replied {
+        if state.head.is_some() || state.replied || !state.pending.is_empty() {
             return Err(AgentError::Failed(
                 "a direct message reply is only possible before the task exists".into(),
             ));
@@ -279,9 +284,15 @@ impl Emitter {
         };
         let result = match state.head.clone() {
             Some(head) => writer.append(head, vec![event]).await,
+            None if matches!(event, TaskEvent::Artifact { .. }) => {
+                state.pending.push(event);
+                return Ok(());
+            }
             None => {
+                let mut events = std::mem::take(&mut state.pending);
+                events.push(event);
                 let created = writer
-                    .create(&self.request, vec![event], self.inline_push.as_ref())
+                    .create(&self.request, events, self.inline_push.as_ref())
                     .await;
                 if created.is_ok() {
                     if let Some(tx) = state.first.take() {

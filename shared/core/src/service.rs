@@ -750,6 +750,7 @@ pub(crate) fn new_emitter(
             head,
             first: Some(tx),
             replied: false,
+            pending: Vec::new(),
         })),
         inline_push,
     };
