@@ -24,7 +24,9 @@ cargo build --workspace --all-targets --locked
 
 step "moto (DynamoDB + SQS on 127.0.0.1, for the AWS adapter tests)"
 cleanup() {
-  [ -n "${server:-}" ] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+  for pid in ${server:-} ${auth_server:-} ${issuer:-}; do
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  done
   [ -n "${data_dir:-}" ] && rm -rf "$data_dir"
   "$root/infra/moto.sh" stop >/dev/null 2>&1 || true
 }
@@ -67,4 +69,35 @@ for _ in $(seq 1 300); do
 done
 [ -n "$base" ] || { cat "$log"; echo "a2a-local did not start" >&2; exit 1; }
 A2A_BASE_URL="$base" "$root/tests/interop/run.sh"
+
+step "Python SDK interoperability again, with bearer tokens (a2a-local --auth jwt, test issuer)"
+# A throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) prints its URL and a
+# token for audience a2a-e2e with every a2a:* scope; a2a-local verifies against its JWKS.
+issuer_out="$data_dir/issuer.out"
+"$target_dir/debug/test-issuer" >"$issuer_out" &
+issuer=$!
+for _ in $(seq 1 300); do
+  grep -q '^token=' "$issuer_out" && break
+  kill -0 "$issuer" 2>/dev/null || { echo "test-issuer exited early" >&2; exit 1; }
+  sleep 0.1
+done
+issuer_url=$(sed -n 's/^issuer=//p' "$issuer_out")
+token=$(sed -n 's/^token=//p' "$issuer_out")
+[ -n "$token" ] || { echo "test-issuer printed no token" >&2; exit 1; }
+auth_log="$data_dir/server-auth.log"
+A2A_AUTH=jwt A2A_JWT_ISSUER="$issuer_url" A2A_JWT_AUDIENCE=a2a-e2e \
+  "$target_dir/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store-auth" 2>"$auth_log" &
+auth_server=$!
+auth_base=""
+for _ in $(seq 1 300); do
+  auth_base=$(grep -o 'serving on http://[0-9.:]*' "$auth_log" | head -n1 | sed 's/serving on //' || true)
+  [ -n "$auth_base" ] && break
+  kill -0 "$auth_server" 2>/dev/null || { cat "$auth_log"; echo "a2a-local --auth jwt exited early" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$auth_base" ] || { cat "$auth_log"; echo "a2a-local --auth jwt did not start" >&2; exit 1; }
+A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop/run.sh"
+if grep -qF "$token" "$auth_log"; then
+  echo "a2a-local logged the bearer token" >&2; exit 1
+fi
 

@@ -5,6 +5,10 @@ The server under test is reached through ``A2A_BASE_URL`` (for example
 ``$A2A_BASE_URL/.well-known/agent-card.json`` and must list a ``JSONRPC`` and
 an ``HTTP+JSON`` interface. Every test runs once per binding; the client is
 forced onto that binding.
+
+With ``A2A_BEARER_TOKEN`` set, every client sends
+``Authorization: Bearer $A2A_BEARER_TOKEN`` on every request (the server runs
+with ``--auth jwt``), and ``test_auth.py`` checks the authentication itself.
 """
 
 from __future__ import annotations
@@ -46,6 +50,17 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope='session')
 def base_url() -> str:
     return os.environ['A2A_BASE_URL'].rstrip('/')
+
+
+def bearer_token() -> str | None:
+    """The bearer token of an authenticated run (``A2A_BEARER_TOKEN``), if any."""
+    return os.environ.get('A2A_BEARER_TOKEN') or None
+
+
+def auth_headers() -> dict[str, str]:
+    """The credentials every client of this run sends."""
+    token = bearer_token()
+    return {'Authorization': f'Bearer {token}'} if token else {}
 
 
 @pytest.fixture(params=BINDINGS)
@@ -95,6 +110,7 @@ async def make_client(
     async def _make(*, streaming: bool = False) -> Client:
         http = httpx.AsyncClient(
             timeout=HTTP_TIMEOUT_S,
+            headers=auth_headers(),
             event_hooks={'request': [request_log.hook]},
         )
         http_clients.append(http)
@@ -122,6 +138,7 @@ async def make_client(
 
 @pytest.fixture
 async def agent_card(base_url: str) -> AgentCard:
+    # The public card needs no credentials: fetch it without any.
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
         return await A2ACardResolver(http, base_url).get_agent_card()
 

@@ -3,11 +3,14 @@
 //!
 //! - [`Server`] owns one server process: [`Server::start`], [`Server::kill_abruptly`],
 //!   [`Server::restart`] (same data directory), and the server's log so far ([`Server::logs`]).
-//! - Raw helpers ([`Server::rpc`], [`Server::rest`]) return exactly what came over the wire.
-//! - Binding-generic helpers ([`Server::send`], [`Server::get_task`], …) take a [`Binding`] and
+//! - Raw helpers ([`Client::rpc`], [`Client::rest`]) return exactly what came over the wire.
+//! - Binding-generic helpers ([`Client::send`], [`Client::get_task`], …) take a [`Binding`] and
 //!   return `Result<Value, ApiError>`, so a test runs once per binding with the same assertions.
 //! - [`SseStream`] reads Server-Sent Events incrementally, as they arrive.
 //! - [`Webhook`] is a real HTTP listener on 127.0.0.1 that records push notifications.
+//! - [`Client`] holds the request helpers; [`Server`] derefs to its own (no credentials), and
+//!   [`Server::client_with_headers`] / [`Server::client_with_bearer`] make callers with
+//!   credentials. [`issuer::TestIssuer`] is a test OpenID issuer for bearer tokens.
 //!
 //! Nothing here sleeps to synchronise: waits are on events, with timeouts that fail the test.
 
@@ -24,6 +27,8 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use reqwest::Method;
 use serde_json::{json, Value};
+
+pub mod issuer;
 
 pub use reqwest;
 pub use serde_json;
@@ -147,13 +152,32 @@ pub fn staleness_note() -> Option<String> {
 /// if the test is failing.
 pub struct Server {
     child: Option<Child>,
-    base: String,
     data_dir: tempfile::TempDir,
     logs: Arc<Mutex<String>>,
-    http: reqwest::Client,
-    next_id: AtomicU64,
+    /// Talks to the server with no credentials; [`Server`] derefs to it.
+    client: Client,
     /// Extra environment for the server process.
     env: Vec<(String, String)>,
+}
+
+/// A client of one server: every request helper ([`Client::send`], [`Client::rpc`], …) lives
+/// here. The server's own ([`Server`] derefs to it) sends no credentials;
+/// [`Server::client_with_headers`] makes one that sends the given headers (an
+/// `Authorization`, an API key) on every request. A client made that way keeps the base URL of
+/// the moment it was made: make it again after [`Server::restart`].
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    http: reqwest::Client,
+    next_id: Arc<AtomicU64>,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
 }
 
 /// Removes ANSI colour sequences (`ESC [ … letter`) from a log line.
@@ -232,11 +256,13 @@ impl Server {
             .expect("create a temporary data directory");
         let mut server = Server {
             child: None,
-            base: String::new(),
             data_dir,
             logs: Arc::new(Mutex::new(String::new())),
-            http: http_client(),
-            next_id: AtomicU64::new(1),
+            client: Client {
+                base: String::new(),
+                http: http_client(),
+                next_id: Arc::new(AtomicU64::new(1)),
+            },
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -285,7 +311,7 @@ impl Server {
         });
         self.child = Some(child);
         match tokio::time::timeout(STARTUP_TIMEOUT, rx).await {
-            Ok(Ok(base)) => self.base = base,
+            Ok(Ok(base)) => self.client.base = base,
             Ok(Err(_)) => panic!("a2a-local exited before serving; its log:\n{}", self.logs()),
             Err(_) => panic!(
                 "a2a-local did not print its address within {STARTUP_TIMEOUT:?}; its log:\n{}",
@@ -307,7 +333,7 @@ impl Server {
     }
 
     /// Starts the server again on the same data directory (killing it first if it runs). The
-    /// port, and so [`Server::base`], changes.
+    /// port, and so [`Client::base`], changes.
     pub async fn restart(&mut self) {
         if self.child.is_some() {
             self.kill_abruptly();
@@ -324,14 +350,43 @@ impl Server {
         self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// `http://127.0.0.1:PORT`, without a trailing slash.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
     /// The data directory handed to the server.
     pub fn data_dir(&self) -> &Path {
         self.data_dir.path()
+    }
+
+    /// A client that sends `headers` on every request (credentials, typically).
+    pub fn client_with_headers(&self, headers: &[(&str, &str)]) -> Client {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.append(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                reqwest::header::HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(10))
+            .default_headers(map)
+            .build()
+            .expect("build the HTTP client");
+        Client {
+            base: self.client.base.clone(),
+            http,
+            next_id: self.client.next_id.clone(),
+        }
+    }
+
+    /// A client that sends `Authorization: Bearer <token>` on every request.
+    pub fn client_with_bearer(&self, token: &str) -> Client {
+        self.client_with_headers(&[("Authorization", &format!("Bearer {token}"))])
+    }
+}
+
+impl Client {
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// `base + path`.
@@ -409,7 +464,7 @@ async fn into_rest_response(response: reqwest::Response) -> RestResponse {
     }
 }
 
-impl Server {
+impl Client {
     /// A JSON-RPC request builder for `/jsonrpc` with the version header and JSON content type.
     pub fn rpc_request(&self, method: &str, params: Value) -> (u64, reqwest::RequestBuilder) {
         let id = self.next_request_id();
@@ -505,6 +560,8 @@ pub struct ApiError {
     pub reason: Option<String>,
     /// The error object: JSON-RPC `error`, or the REST body.
     pub body: Value,
+    /// The `WWW-Authenticate` challenge, if the answer had one.
+    pub www_authenticate: Option<String>,
 }
 
 fn error_info_reason(details: &Value) -> Option<String> {
@@ -523,6 +580,7 @@ impl ApiError {
             code: error["code"].as_i64(),
             reason: error_info_reason(&error["data"]),
             body: error.clone(),
+            www_authenticate: None,
         }
     }
 
@@ -533,6 +591,7 @@ impl ApiError {
             code: None,
             reason: error_info_reason(&body["error"]["details"]),
             body: body.clone(),
+            www_authenticate: None,
         }
     }
 
@@ -637,10 +696,38 @@ pub fn query_string(params: &Value) -> String {
     }
 }
 
-impl Server {
+impl Client {
     /// A JSON-RPC call as a Result: `result`, or the `error` object.
     pub async fn rpc_call(&self, method: &str, params: Value) -> Result<Value, ApiError> {
-        let response = self.rpc(method, params).await;
+        // Authentication failures are HTTP 401/403 with a JSON-RPC error body; anything else
+        // must be HTTP 200 (checked by `rpc`).
+        let (id, builder) = self.rpc_request(method, params);
+        let raw = into_rest_response(builder.send().await.expect("JSON-RPC request")).await;
+        if matches!(raw.status, 401 | 403) {
+            let error = raw.body.get("error").unwrap_or_else(|| {
+                panic!(
+                    "{method}: a {} without a JSON-RPC error: {}",
+                    raw.status, raw.body
+                )
+            });
+            let mut api = ApiError::from_rpc_error(error);
+            api.http_status = raw.status;
+            api.www_authenticate = raw.header("www-authenticate").map(str::to_string);
+            return Err(api);
+        }
+        assert_eq!(
+            raw.status, 200,
+            "{method}: JSON-RPC answers with HTTP 200, got {} {}",
+            raw.status, raw.body
+        );
+        assert_eq!(raw.body["jsonrpc"], "2.0", "{method}: {}", raw.body);
+        assert_eq!(
+            raw.body["id"],
+            json!(id),
+            "{method}: the id is echoed: {}",
+            raw.body
+        );
+        let response = raw.body;
         match response.get("error") {
             Some(error) => Err(ApiError::from_rpc_error(error)),
             None => {
@@ -669,7 +756,9 @@ impl Server {
             );
             Ok(response.body)
         } else {
-            Err(ApiError::from_rest(response.status, &response.body))
+            let mut api = ApiError::from_rest(response.status, &response.body);
+            api.www_authenticate = response.header("www-authenticate").map(str::to_string);
+            Err(api)
         }
     }
 
@@ -1050,9 +1139,13 @@ pub async fn open_sse(
         .to_string();
     if !content_type.starts_with("text/event-stream") {
         let rest = into_rest_response(response).await;
-        return Err(match binding {
+        let challenge = rest.header("www-authenticate").map(str::to_string);
+        let mut api = match binding {
             Binding::JsonRpc => match rest.body.get("error") {
-                Some(error) => ApiError::from_rpc_error(error),
+                Some(error) => ApiError {
+                    http_status: rest.status,
+                    ..ApiError::from_rpc_error(error)
+                },
                 None => panic!(
                     "a non-SSE answer that is no JSON-RPC error: {} {}",
                     rest.status, rest.body
@@ -1065,7 +1158,9 @@ pub async fn open_sse(
                 );
                 ApiError::from_rest(rest.status, &rest.body)
             }
-        });
+        };
+        api.www_authenticate = challenge;
+        return Err(api);
     }
     assert_eq!(status, 200, "SSE responses have status 200");
     let headers = response.headers().clone();

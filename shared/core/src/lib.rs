@@ -6,6 +6,7 @@
 //! live in the store; in-process state is a cache or a wake-up hint at most.
 
 pub mod agent;
+pub mod auth;
 pub mod event;
 pub mod ports;
 pub mod push;
@@ -16,6 +17,7 @@ pub mod store_contract;
 mod worker;
 
 pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
+pub use auth::{Auth, Credentials, Permission, Permissions, Principal};
 pub use event::{LoggedEvent, TaskEvent};
 pub use ports::*;
 pub use push::PushPolicy;

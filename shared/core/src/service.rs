@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::agent::{
     Agent, AgentError, AgentRequest, Emitter, EmitterState, FirstOutcome, Placement,
 };
+use crate::auth::{Auth, Permission, Permissions, Principal};
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::ports::*;
 use crate::push::PushPolicy;
@@ -35,8 +36,11 @@ pub struct ServiceConfig {
     pub streaming: bool,
     /// Whether push notifications are offered.
     pub push_notifications: bool,
-    /// Whether the extended card is offered.
+    /// Whether the extended card is offered. It requires authentication, so it is offered
+    /// only when `auth` is on, whatever this says.
     pub extended_card: bool,
+    /// Who may call: turns credentials into a principal, and says so on the card.
+    pub auth: Auth,
     /// How long tasks, events and push configs are kept.
     pub retention: Duration,
     /// How long a blocking SendMessage waits before it returns the task as it stands.
@@ -69,7 +73,8 @@ impl Default for ServiceConfig {
             interfaces: Vec::new(),
             streaming: true,
             push_notifications: true,
-            extended_card: false,
+            extended_card: true,
+            auth: Auth::none(),
             retention: Duration::from_secs(30 * 24 * 3600),
             blocking_timeout: Duration::from_secs(120),
             max_stream_duration: Duration::from_secs(14 * 60),
@@ -96,16 +101,36 @@ pub struct CallContext {
     pub extensions: Vec<String>,
     /// Whether the caller was authenticated (the extended card requires it).
     pub authenticated: bool,
+    /// What the caller may do; each operation checks its [`Permission`].
+    pub permissions: Permissions,
 }
 
 impl CallContext {
     /// An unauthenticated caller in `tenant` (auth mode `none`).
     pub fn anonymous(tenant: &str) -> Self {
+        Self::new(&Principal::anonymous(), tenant)
+    }
+
+    /// `principal` calling in `tenant`: its tasks are those of the owner (tenant, principal).
+    pub fn new(principal: &Principal, tenant: &str) -> Self {
         Self {
-            owner: Owner::anonymous(tenant),
+            owner: Owner::new(tenant, &principal.id),
             tenant: tenant.to_string(),
             extensions: Vec::new(),
-            authenticated: false,
+            authenticated: principal.authenticated,
+            permissions: principal.permissions,
+        }
+    }
+
+    /// `PermissionDenied` unless the caller holds `permission`. Checked first in every
+    /// operation: it depends on nothing but the caller, so it reveals nothing about tasks.
+    pub fn require(&self, permission: Permission) -> Result<(), A2AError> {
+        if self.permissions.contains(permission) {
+            Ok(())
+        } else {
+            Err(A2AError::PermissionDenied(format!(
+                "Permission denied: this operation needs the {permission} permission"
+            )))
         }
     }
 }
@@ -131,6 +156,8 @@ pub(crate) struct Core {
     pub(crate) push: Arc<dyn PushQueue>,
     pub(crate) card: AgentCard,
     pub(crate) extended_card: AgentCard,
+    /// `capabilities.extendedAgentCard` as published.
+    pub(crate) offers_extended_card: bool,
     pub(crate) http: reqwest::Client,
     /// Inline executions running in this process, so a graceful shutdown can end their tasks
     /// instead of leaving them WORKING. Only a courtesy: correctness never depends on it.
@@ -167,6 +194,10 @@ impl A2aService {
         push: Arc<dyn PushQueue>,
     ) -> Self {
         let description = agent.describe();
+        // The extended card must require authentication (spec §3.1.11): without auth, there
+        // is no such thing.
+        let offers_extended_card = config.extended_card && config.auth.is_enabled();
+        let (security_schemes, security_requirements) = config.auth.card_security();
         let mut card = AgentCard {
             name: description.name.clone(),
             description: description.description.clone(),
@@ -178,10 +209,10 @@ impl A2aService {
                 streaming: Some(config.streaming),
                 push_notifications: Some(config.push_notifications),
                 extensions: description.extensions.clone(),
-                extended_agent_card: Some(config.extended_card),
+                extended_agent_card: Some(offers_extended_card),
             },
-            security_schemes: Default::default(),
-            security_requirements: Vec::new(),
+            security_schemes,
+            security_requirements,
             default_input_modes: description.default_input_modes.clone(),
             default_output_modes: description.default_output_modes.clone(),
             skills: description.skills.clone(),
@@ -211,6 +242,7 @@ impl A2aService {
                 push,
                 card,
                 extended_card,
+                offers_extended_card,
                 http,
                 running: Default::default(),
             }),
@@ -273,6 +305,7 @@ impl A2aService {
         ctx: &CallContext,
         request: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
+        ctx.require(Permission::Send)?;
         let configuration = request.configuration.clone().unwrap_or_default();
         let started = self.start(ctx, request, false).await?;
         let (task_id, from_seq) = match started {
@@ -305,6 +338,7 @@ impl A2aService {
         ctx: &CallContext,
         request: SendMessageRequest,
     ) -> Result<EventStream, A2AError> {
+        ctx.require(Permission::Send)?;
         self.require_streaming()?;
         match self.start(ctx, request, true).await? {
             Started::Message(message) => Ok(Box::pin(futures::stream::once(async move {
@@ -361,6 +395,8 @@ impl A2aService {
         let configuration = request.configuration.clone().unwrap_or_default();
         let inline_push = match configuration.task_push_notification_config {
             Some(cfg) => {
+                // An inline config is a push-config write like any other.
+                ctx.require(Permission::Push)?;
                 self.require_push()?;
                 self.core.config.push_policy.check_new_url(&cfg.url).await?;
                 Some(cfg)
@@ -483,6 +519,7 @@ impl A2aService {
         ctx: &CallContext,
         request: GetTaskRequest,
     ) -> Result<Task, A2AError> {
+        ctx.require(Permission::Read)?;
         request.validate()?;
         let mut task = self.load(&ctx.owner, &request.id).await?.task;
         task.truncate_history(request.history_length);
@@ -495,6 +532,7 @@ impl A2aService {
         ctx: &CallContext,
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2AError> {
+        ctx.require(Permission::Read)?;
         let page_size = request.validate()?;
         let query = TaskQuery {
             context_id: (!request.context_id.is_empty()).then(|| request.context_id.clone()),
@@ -535,6 +573,7 @@ impl A2aService {
         ctx: &CallContext,
         request: CancelTaskRequest,
     ) -> Result<Task, A2AError> {
+        ctx.require(Permission::Cancel)?;
         request.validate()?;
         let head = self.load(&ctx.owner, &request.id).await?;
         let writer = Writer {
@@ -576,6 +615,7 @@ impl A2aService {
         request: SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<EventStream, A2AError> {
+        ctx.require(Permission::Read)?;
         self.require_streaming()?;
         request.validate()?;
         let head = self.load(&ctx.owner, &request.id).await?;
@@ -603,6 +643,7 @@ impl A2aService {
         ctx: &CallContext,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
+        ctx.require(Permission::Push)?;
         self.require_push()?;
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
@@ -627,6 +668,7 @@ impl A2aService {
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
+        ctx.require(Permission::Push)?;
         self.require_push()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
@@ -644,6 +686,7 @@ impl A2aService {
         ctx: &CallContext,
         request: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
+        ctx.require(Permission::Push)?;
         self.require_push()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
@@ -665,6 +708,7 @@ impl A2aService {
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<(), A2AError> {
+        ctx.require(Permission::Push)?;
         self.require_push()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
@@ -676,17 +720,24 @@ impl A2aService {
         Ok(())
     }
 
-    /// GetExtendedAgentCard.
+    /// GetExtendedAgentCard: the public card plus the agent's extended skills, for
+    /// authenticated callers only.
     pub async fn get_extended_card(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         _request: GetExtendedAgentCardRequest,
     ) -> Result<AgentCard, A2AError> {
-        if !self.core.config.extended_card {
+        if !self.core.offers_extended_card {
             return Err(A2AError::unsupported(
                 "This agent does not offer an extended agent card",
             ));
         }
+        if !ctx.authenticated {
+            return Err(A2AError::Unauthenticated(
+                "Unauthenticated: the extended agent card requires authentication".into(),
+            ));
+        }
+        ctx.require(Permission::Read)?;
         Ok(self.core.extended_card.clone())
     }
 

@@ -1,10 +1,12 @@
-//! What a request says about its caller and its protocol: the `A2A-Version` negotiation, the
+//! What a request says about its caller and its protocol: its credentials (turned into a
+//! [`Principal`] by the deployment's [`Auth`]), the `A2A-Version` negotiation, the
 //! `A2A-Extensions` it activates, `Last-Event-ID`, and the [`CallContext`] built from them.
 
-use a2a_core::CallContext;
+use a2a_core::auth::ApiKeyLocation;
+use a2a_core::{Auth, CallContext, Credentials, Principal};
 use a2a_protocol::A2AError;
 use axum::extract::Query;
-use axum::http::{HeaderMap, HeaderName, Uri};
+use axum::http::{header, HeaderMap, HeaderName, Uri};
 
 /// `A2A-Version`, as a header and as a query parameter.
 const VERSION: &str = "A2A-Version";
@@ -15,16 +17,58 @@ static LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id
 /// The version a request without `A2A-Version` speaks (spec §3.6.2).
 const IMPLICIT_VERSION: &str = "0.3";
 
-/// Builds the caller's context. This is the one place where a request becomes a caller:
-/// authentication (API key, bearer JWT) will slot in here and return `Unauthenticated` or
-/// `PermissionDenied`, or a context with the principal's owner. It is async for that reason.
-pub(crate) async fn call_context(
+/// Authenticates the request: finds its credentials where the deployment's auth mode expects
+/// them (`Authorization`, or the API key's header or query parameter) and checks them.
+/// `Unauthenticated` if they are missing or invalid. Runs before anything else about the
+/// request is looked at, so an unauthenticated caller learns nothing.
+pub(crate) async fn authenticate(
+    auth: &Auth,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Principal, A2AError> {
+    if !auth.is_enabled() {
+        return Ok(Principal::anonymous());
+    }
+    // A header that is not visible ASCII cannot hold a valid credential; it counts as present
+    // (and so is refused as malformed rather than as missing).
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let query_key;
+    let api_key = match auth.api_key_location() {
+        Some((ApiKeyLocation::Header, name)) => {
+            headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
+        }
+        Some((ApiKeyLocation::Query, name)) => {
+            query_key = query_value(uri, name);
+            query_key.as_deref()
+        }
+        None => None,
+    };
+    auth.authenticate(Credentials {
+        authorization,
+        api_key,
+    })
+    .await
+}
+
+/// Builds the caller's context: the one place where a request becomes a caller. The owner
+/// every read and write is scoped to comes from the authenticated principal and the tenant,
+/// so a tenant only partitions a principal's own tasks and never grants access by itself.
+pub(crate) fn call_context(
+    principal: &Principal,
     headers: &HeaderMap,
     tenant: &str,
-) -> Result<CallContext, A2AError> {
-    let mut ctx = CallContext::anonymous(tenant);
+) -> CallContext {
+    let mut ctx = CallContext::new(principal, tenant);
     ctx.extensions = requested_extensions(headers);
-    Ok(ctx)
+    ctx
+}
+
+/// The value of query parameter `name`, if present.
+fn query_value(uri: &Uri, name: &str) -> Option<String> {
+    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri).ok()?;
+    pairs.into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
 }
 
 /// The extension URIs of every `A2A-Extensions` header (comma-separated lists).

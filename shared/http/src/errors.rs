@@ -1,5 +1,7 @@
 //! Errors as the HTTP layer answers them.
 
+use a2a_core::{Auth, Permission};
+use a2a_protocol::jsonrpc::Method;
 use a2a_protocol::A2AError;
 use axum::http::{header, HeaderValue, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -56,6 +58,35 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
         bytes,
     )
         .into_response()
+}
+
+/// Whether `error` is an authentication or authorization failure: answered with HTTP 401 or
+/// 403 on both bindings, with a `WWW-Authenticate` challenge.
+pub(crate) fn is_auth_failure(error: &A2AError) -> bool {
+    matches!(
+        error,
+        A2AError::Unauthenticated(_) | A2AError::PermissionDenied(_)
+    )
+}
+
+/// Adds the `WWW-Authenticate` challenge of `auth` to the answer to an auth failure of
+/// `method` (RFC 9110 §11.6.1 requires one on every 401).
+pub(crate) fn with_challenge(
+    mut response: Response,
+    auth: &Auth,
+    error: &A2AError,
+    method: Option<Method>,
+) -> Response {
+    let permission = method.map(Permission::for_method);
+    if let Some(value) = auth
+        .challenge(error, permission)
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// The generic error for a failure that must not show its details to the client.

@@ -4,6 +4,13 @@
 //! error object in an HTTP 200 response, as the Python and Go servers do. For the streaming
 //! methods an error found before the stream starts is sent as the only event of an event
 //! stream, because the Go client reads nothing but `data:` lines once it asked for a stream.
+//!
+//! Authentication and authorization failures are the exception: HTTP 401 (missing or invalid
+//! credentials, JSON-RPC code -31401) or 403 (a permission is missing, -31403), with the
+//! JSON-RPC error object as the body and a `WWW-Authenticate` challenge, for every method
+//! including the streaming ones. This is what the Go server does, and what the spec asks of
+//! every HTTP binding (§3.3.2, §7.4): HTTP clients, proxies and token-refreshing middleware
+//! all recognise a 401, none of them read it out of a 200 body or an event stream.
 
 use std::sync::Arc;
 
@@ -15,11 +22,19 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::context::{call_context, check_version, last_event_id};
-use crate::errors::json_response;
+use crate::context::{authenticate, call_context, check_version, last_event_id};
+use crate::errors::{is_auth_failure, json_response, with_challenge};
 use crate::ops::{invoke, OpRequest, Outcome};
 use crate::sse::{self, Framing};
 use crate::App;
+
+/// The answer to an authentication or authorization failure: HTTP 401/403 with the JSON-RPC
+/// error as the body and the deployment's challenge.
+fn auth_answer(app: &App, id: &Value, error: &A2AError, method: Option<Method>) -> Response {
+    let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let response = json_response(status, &jsonrpc::failure(id, error));
+    with_challenge(response, &app.service.config().auth, error, method)
+}
 
 fn answer(id: &Value, error: &A2AError) -> Response {
     tracing::debug!(
@@ -50,6 +65,14 @@ pub(crate) async fn handle(
         method: name,
         params,
     } = request;
+    // A method this router does not serve is as unknown as a misspelt one.
+    let method = Method::from_name(&name).filter(|m| app.operations.contains(*m));
+    // Authentication before anything else about the call is looked at; the body had to be
+    // parsed first only so that the error can echo the request id.
+    let principal = match authenticate(&app.service.config().auth, &headers, &uri).await {
+        Ok(principal) => principal,
+        Err(error) => return auth_answer(&app, &id, &error, method),
+    };
     if Method::is_legacy_name(&name) {
         return answer(
             &id,
@@ -58,8 +81,6 @@ pub(crate) async fn handle(
             )),
         );
     }
-    // A method this router does not serve is as unknown as a misspelt one.
-    let method = Method::from_name(&name).filter(|m| app.operations.contains(*m));
     tracing::debug!(rpc_method = %name, "JSON-RPC call");
     let outcome = async {
         check_version(&headers, &uri)?;
@@ -71,7 +92,7 @@ pub(crate) async fn handle(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(&headers, &tenant).await?;
+        let ctx = call_context(&principal, &headers, &tenant);
         let resume_after = if method == Method::SubscribeToTask {
             last_event_id(&headers)?
         } else {
@@ -86,6 +107,7 @@ pub(crate) async fn handle(
         Ok(Outcome::Stream(events)) => {
             sse::stream_response(events, Framing::JsonRpc(id), app.options.keep_alive)
         }
+        Err(error) if is_auth_failure(&error) => auth_answer(&app, &id, &error, method),
         Err(error) if method.is_some_and(Method::is_streaming) => {
             tracing::debug!(
                 code = error.json_rpc_code(),

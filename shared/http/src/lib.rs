@@ -11,7 +11,7 @@
 //! - `jsonrpc`: the JSON-RPC endpoint (envelope, errors, SSE framing);
 //! - `rest`: the REST routes (paths, query parameters, Status errors, SSE framing);
 //! - `context`: version negotiation, extensions, `Last-Event-ID`, and the one place where a
-//!   request becomes a [`a2a_core::CallContext`] (where authentication will slot in);
+//!   request is authenticated and becomes a [`a2a_core::CallContext`];
 //! - `body`: Content-Type and size checks on request bodies;
 //! - `sse`: event-stream rendering with keep-alive comments;
 //! - `card`: the public agent card and the push signing JWKS, with caching headers.

@@ -22,7 +22,7 @@ use axum::routing::MethodRouter;
 use axum::Router;
 use serde_json::{Map, Value};
 
-use crate::context::{call_context, check_version, last_event_id};
+use crate::context::{authenticate, call_context, check_version, last_event_id};
 use crate::errors::{self, json_response, HttpError};
 use crate::ops::{invoke, OpRequest, Outcome};
 use crate::sse::{self, Framing};
@@ -135,6 +135,9 @@ where
     F: Future<Output = Result<Map<String, Value>, HttpError>>,
 {
     let outcome = async {
+        // Authentication first: an unauthenticated caller learns nothing else, and its body is
+        // never read.
+        let principal = authenticate(&app.service.config().auth, headers, uri).await?;
         check_version(headers, uri)?;
         // The body is read only once the version is known to be served.
         let mut params = params.await?;
@@ -147,7 +150,7 @@ where
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(headers, &tenant).await?;
+        let ctx = call_context(&principal, headers, &tenant);
         let resume_after = if method == Method::SubscribeToTask {
             last_event_id(headers)?
         } else {
@@ -168,7 +171,17 @@ where
                 reason = rejected.error.reason(),
                 "REST error"
             );
-            rejected.rest_response()
+            let response = rejected.rest_response();
+            if errors::is_auth_failure(&rejected.error) {
+                errors::with_challenge(
+                    response,
+                    &app.service.config().auth,
+                    &rejected.error,
+                    Some(method),
+                )
+            } else {
+                response
+            }
         }
     }
 }

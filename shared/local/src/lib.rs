@@ -9,17 +9,21 @@ pub use backend::StoreKind;
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_core::auth::{
+    ApiKeyConfig, ApiKeyDocument, ApiKeyLocation, ApiKeySource, JwtConfig, ScopeNames,
+};
 use a2a_core::{
-    A2aService, Agent, KeyFile, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+    A2aService, Agent, Auth, KeyFile, Permissions, PushPolicy, PushSigner, ServiceConfig,
+    SigningAlgorithm,
 };
 use a2a_http::{router, HttpOptions};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
-use clap::Parser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use tokio::sync::watch;
 
 /// How long a graceful shutdown waits for open requests and streams.
@@ -37,7 +41,7 @@ pub struct Options {
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:9000")]
     pub addr: SocketAddr,
     /// Directory holding the store file (created if missing).
-    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a")]
+    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a", global = true)]
     pub data_dir: PathBuf,
     /// Webhook hosts push notifications may be sent to (comma-separated). Loopback by default.
     #[arg(
@@ -70,6 +74,241 @@ pub struct Options {
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
+    /// Who may call, and how they are authenticated.
+    #[command(flatten)]
+    pub auth: AuthOptions,
+}
+
+/// How callers authenticate (see `docs/auth.md`).
+#[derive(Debug, Clone, Args)]
+pub struct AuthOptions {
+    /// Authentication mode: `none` (everyone is the anonymous caller; for your own machine
+    /// only), `api-key` (keys issued with `a2a-local keys issue`) or `jwt` (bearer tokens from
+    /// an OpenID issuer).
+    #[arg(long = "auth", env = "A2A_AUTH", default_value = "none")]
+    pub mode: AuthMode,
+    /// The API key document (hashes only). Default: `<data-dir>/api-keys.json`.
+    #[arg(long, env = "A2A_API_KEY_FILE", global = true)]
+    pub api_key_file: Option<PathBuf>,
+    /// Where clients send the API key: `header` or `query`.
+    #[arg(long, env = "A2A_API_KEY_LOCATION", default_value = "header")]
+    pub api_key_location: ApiKeyLocation,
+    /// The header or query parameter holding the API key.
+    #[arg(long, env = "A2A_API_KEY_NAME", default_value = "X-API-Key")]
+    pub api_key_name: String,
+    /// The token issuer (`iss`), e.g. `https://cognito-idp.<region>.amazonaws.com/<pool>`.
+    #[arg(long, env = "A2A_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Accepted token audiences (`aud`), comma-separated.
+    #[arg(long, env = "A2A_JWT_AUDIENCE", value_delimiter = ',')]
+    pub jwt_audience: Vec<String>,
+    /// The issuer's JWKS URL. Default: `jwks_uri` of `{issuer}/.well-known/openid-configuration`.
+    #[arg(long, env = "A2A_JWT_JWKS_URL")]
+    pub jwt_jwks_url: Option<String>,
+    /// Accepted token algorithms, comma-separated (asymmetric only; HMAC is always refused).
+    #[arg(
+        long,
+        env = "A2A_JWT_ALGORITHMS",
+        value_delimiter = ',',
+        default_value = "RS256,RS384,RS512,PS256,PS384,PS512,ES256,ES384,EdDSA"
+    )]
+    pub jwt_algorithms: Vec<jsonwebtoken::Algorithm>,
+    /// The scope that grants reading tasks and the extended card (empty: every valid token).
+    #[arg(long, env = "A2A_JWT_SCOPE_READ", default_value = "a2a:read")]
+    pub jwt_scope_read: String,
+    /// The scope that grants sending messages (empty: every valid token).
+    #[arg(long, env = "A2A_JWT_SCOPE_SEND", default_value = "a2a:send")]
+    pub jwt_scope_send: String,
+    /// The scope that grants cancelling tasks (empty: every valid token).
+    #[arg(long, env = "A2A_JWT_SCOPE_CANCEL", default_value = "a2a:cancel")]
+    pub jwt_scope_cancel: String,
+    /// The scope that grants managing push configs (empty: every valid token).
+    #[arg(long, env = "A2A_JWT_SCOPE_PUSH", default_value = "a2a:push")]
+    pub jwt_scope_push: String,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds.
+    #[arg(long, env = "A2A_JWT_LEEWAY_SECS", default_value_t = 60)]
+    pub jwt_leeway_secs: u64,
+    /// How long the issuer's keys are cached, in seconds (an unknown `kid` refetches sooner).
+    #[arg(long, env = "A2A_JWT_JWKS_TTL_SECS", default_value_t = 600)]
+    pub jwt_jwks_ttl_secs: u64,
+}
+
+/// The auth modes of `--auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// No authentication: every caller is the anonymous principal.
+    None,
+    /// API keys.
+    ApiKey,
+    /// Bearer JWTs from an OpenID issuer.
+    Jwt,
+}
+
+impl AuthOptions {
+    /// The API key document's path.
+    pub fn api_key_path(&self, data_dir: &Path) -> PathBuf {
+        self.api_key_file
+            .clone()
+            .unwrap_or_else(|| data_dir.join(API_KEY_FILE))
+    }
+
+    /// The auth layer these options describe; an error names what is missing.
+    pub fn build(&self, data_dir: &Path) -> Result<Auth, String> {
+        match self.mode {
+            AuthMode::None => Ok(Auth::none()),
+            AuthMode::ApiKey => {
+                let path = self.api_key_path(data_dir);
+                let doc = ApiKeyDocument::load(&path)?;
+                let active = doc.keys.iter().filter(|k| !k.revoked).count();
+                if active == 0 {
+                    tracing::warn!(
+                        "no API keys in {}: every request will be refused until you issue one \
+                         with `a2a-local keys issue`",
+                        path.display()
+                    );
+                }
+                if self.api_key_location == ApiKeyLocation::Query {
+                    tracing::warn!(
+                        "API keys in the query string end up in access logs and browser \
+                         history; prefer a header"
+                    );
+                }
+                Ok(Auth::api_keys(ApiKeyConfig {
+                    location: self.api_key_location,
+                    name: self.api_key_name.clone(),
+                    source: ApiKeySource::File(path),
+                }))
+            }
+            AuthMode::Jwt => {
+                let issuer = self
+                    .jwt_issuer
+                    .clone()
+                    .filter(|i| !i.trim().is_empty())
+                    .ok_or("--auth jwt needs --jwt-issuer (A2A_JWT_ISSUER)")?;
+                let audience: Vec<String> = self
+                    .jwt_audience
+                    .iter()
+                    .filter(|a| !a.trim().is_empty())
+                    .cloned()
+                    .collect();
+                if audience.is_empty() {
+                    return Err("--auth jwt needs --jwt-audience (A2A_JWT_AUDIENCE)".into());
+                }
+                let mut config = JwtConfig::new(issuer, String::new());
+                config.audience = audience;
+                config.jwks_url = self.jwt_jwks_url.clone().filter(|u| !u.trim().is_empty());
+                config.algorithms = self.jwt_algorithms.clone();
+                config.scopes = ScopeNames {
+                    read: self.jwt_scope_read.clone(),
+                    send: self.jwt_scope_send.clone(),
+                    cancel: self.jwt_scope_cancel.clone(),
+                    push: self.jwt_scope_push.clone(),
+                };
+                config.leeway = Duration::from_secs(self.jwt_leeway_secs);
+                config.jwks_ttl = Duration::from_secs(self.jwt_jwks_ttl_secs.max(1));
+                Ok(Auth::jwt(config))
+            }
+        }
+    }
+}
+
+/// The API key document's file name in the data directory.
+pub const API_KEY_FILE: &str = "api-keys.json";
+
+/// The `a2a-local` command line: the server options, or an admin command.
+#[derive(Debug, Parser)]
+#[command(
+    name = "a2a-local",
+    version,
+    about = "Run an A2A 1.0 agent locally on an embedded store"
+)]
+pub struct Cli {
+    /// The server's options (also read by the admin commands: `--data-dir`, `--api-key-file`).
+    #[command(flatten)]
+    pub options: Options,
+    /// An admin command instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Admin commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage API keys (for `--auth api-key`).
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `a2a-local keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Issues a key and prints it once; only its hash is stored.
+    Issue {
+        /// What the key may do: any of read, send, cancel, push (comma-separated), or all.
+        #[arg(long, default_value = "all")]
+        permissions: String,
+        /// Who the key is for: keys with the same principal see the same tasks (so a key can
+        /// be replaced without losing them). Default: the key's own id.
+        #[arg(long)]
+        principal: Option<String>,
+        /// A note for humans.
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// Lists the keys (ids, principals, permissions; never a key).
+    List,
+    /// Revokes a key: it is refused from the next request on.
+    Revoke {
+        /// The key id (`a2a_<id>_…`).
+        id: String,
+    },
+}
+
+/// Runs an admin command, printing to stdout. The key itself is printed exactly once, by
+/// `keys issue`, and is never logged.
+pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
+    let Command::Keys(keys) = command;
+    let path = options.auth.api_key_path(&options.data_dir);
+    let mut doc = ApiKeyDocument::load(&path)?;
+    match keys {
+        KeysCommand::Issue {
+            permissions,
+            principal,
+            description,
+        } => {
+            let permissions = Permissions::parse_list(permissions)?;
+            let (record, key) = doc.issue(permissions, principal.clone(), description.clone())?;
+            doc.save(&path)?;
+            eprintln!(
+                "issued key {} (principal {}, permissions {}) into {}; it is shown once:",
+                record.id,
+                record.principal(),
+                record.permissions,
+                path.display()
+            );
+            println!("{}", key.expose());
+        }
+        KeysCommand::List => {
+            for key in &doc.keys {
+                println!(
+                    "{}\tprincipal={}\tpermissions={}\t{}{}",
+                    key.id,
+                    key.principal(),
+                    key.permissions,
+                    if key.revoked { "REVOKED\t" } else { "" },
+                    key.description
+                );
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            if !doc.revoke(id) {
+                return Err(format!("no key {id} in {}", path.display()));
+            }
+            doc.save(&path)?;
+            eprintln!("revoked key {id}");
+        }
+    }
+    Ok(())
 }
 
 /// Logs to stderr; `RUST_LOG` sets the level (default `info`).
@@ -125,6 +364,7 @@ pub async fn serve(
     let keys = key_file
         .load_or_create()
         .map_err(|e| format!("cannot load the push signing keys: {e}"))?;
+    let auth = options.auth.build(&options.data_dir)?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -158,6 +398,7 @@ pub async fn serve(
         // The lease on a task must not outlive the job's visibility, or a redelivered job
         // would wait for a lease that nobody renews.
         lease_duration: Duration::from_secs(options.work_visibility_secs.max(1)),
+        auth,
         ..ServiceConfig::default()
     };
     let service = A2aService::new(
@@ -187,6 +428,7 @@ pub async fn serve(
             stop_rx.clone(),
         )));
     }
+    tracing::info!(auth = ?options.auth.mode, "authentication mode");
     tracing::info!(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
          signing keys at {base}/.well-known/jwks.json ({})",

@@ -4,9 +4,18 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let options = a2a_local::Options::parse();
+    let cli = a2a_local::Cli::parse();
+    if let Some(command) = &cli.command {
+        return match a2a_local::run_command(&cli.options, command) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("a2a-local: {err}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     a2a_local::init_logging();
-    match a2a_local::run(options, a2a_local::shutdown_signal()).await {
+    match a2a_local::run(cli.options, a2a_local::shutdown_signal()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("a2a-local stopped: {err}");

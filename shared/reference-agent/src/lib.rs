@@ -230,7 +230,14 @@ impl Agent for ReferenceAgent {
                 skill("job", "Queued job", "Runs on the worker: a progress update per step, then a report: `job [STEPS=3] [STEP_MS=1000]`.", &["job 3 1000"]),
                 skill("fail", "Fail", "Ends the task FAILED with an explanation.", &["fail"]),
             ],
-            extended_skills: Vec::new(),
+            // Shown only on the extended card, to authenticated callers: the test scenarios
+            // are for the people running the agent, not for every visitor of the public card.
+            extended_skills: vec![skill(
+                "tck-scenarios",
+                "TCK scenarios",
+                "Scripted behaviours for the A2A TCK, chosen by messageId prefix (see reference-agent.md).",
+                &["messageId: tck-complete-task-1"],
+            )],
             default_input_modes: vec!["text/plain".into(), "application/json".into()],
             default_output_modes: vec!["text/plain".into(), "application/json".into()],
             provider: None,
