@@ -5,7 +5,10 @@
 #      the SQS queues and the races (against moto's server, pinned, in a local venv), and the
 #      end-to-end tests over real sockets
 #   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv)
-#      drives a2a-local over JSON-RPC and HTTP+JSON
+#      drives a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens
+#   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
+#      venv), and the real functions under `cargo lambda watch` against moto, end to end and
+#      with the Python SDK client
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -101,3 +104,8 @@ if grep -qF "$token" "$auth_log"; then
   echo "a2a-local logged the bearer token" >&2; exit 1
 fi
 
+step "SAM template: sam validate, cfn-lint, routes and streaming modes"
+"$root/infra/check-template.sh"
+
+step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller)"
+"$root/infra/lambda-e2e.sh"

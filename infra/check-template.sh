@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Offline checks of template.yaml: `sam validate` (catches bad SAM event types) and cfn-lint
+# (bad properties, bad !GetAtt targets). Neither checks InvokeMode/ResponseTransferMode or that
+# the template mirrors the code: `cargo test -p a2a-lambda-glue --test template` does that.
+#
+# Installs aws-sam-cli (pinned) into its own venv, .venv-sam (it pins an older boto3 than moto).
+# First run ~80 s (install), then ~10 s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=.venv-sam
+SAM_VERSION=1.170.0
+if [[ ! -x "$VENV/bin/sam" ]] || ! "$VENV/bin/sam" --version 2>/dev/null | grep -q "$SAM_VERSION"; then
+  echo "check-template: installing aws-sam-cli==$SAM_VERSION into $VENV" >&2
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "aws-sam-cli==$SAM_VERSION"
+fi
+
+export AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+echo "check-template: sam validate" >&2
+"$VENV/bin/sam" validate --template-file template.yaml
+echo "check-template: cfn-lint" >&2
+"$VENV/bin/cfn-lint" template.yaml
+echo "check-template: SAM translation (streaming integrations)" >&2
+# What API Gateway will really get: translate with SAM's own translator and check that every
+# route of infra/routes.json is there, going to its function, streaming exactly when it should.
+"$VENV/bin/python" - <<'PY'
+import json
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+template = yaml_parse(open("template.yaml").read())
+template["Globals"]["Function"]["CodeUri"] = "s3://bucket/key"  # sam build's job, not ours
+out = transform(template, {}, NoManagedPolicies())
+paths = out["Resources"]["A2aApi"]["Properties"]["Body"]["paths"]
+routes = json.load(open("infra/routes.json"))
+logical = lambda f: "".join(p.capitalize() for p in f.split("-")) + "Function"
+seen = 0
+for r in routes["routes"]:
+    integ = paths[r["path"]][r["method"].lower()]["x-amazon-apigateway-integration"]
+    uri = json.dumps(integ["uri"])
+    assert "${%s.Arn}" % logical(r["function"]) in uri, (r, uri)
+    streaming = routes["functions"][r["function"]]["streaming"]
+    assert (integ.get("responseTransferMode") == "STREAM") == streaming, (r, integ)
+    assert ("response-streaming-invocations" in uri) == streaming, (r, uri)
+    seen += 1
+declared = sum(len(ops) for ops in paths.values())
+assert declared == seen, f"the API has {declared} operations, routes.json {seen}"
+print(f"check-template: {seen} routes, streaming where routes.json says")
+PY
+echo "check-template: ok" >&2

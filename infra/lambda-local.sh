@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Runs the Lambda functions locally, as deployed but on 127.0.0.1:
+#   moto (DynamoDB + SQS)  ←  functions under `cargo lambda watch`  ←  a2a-lambda-router (the
+#   front door, from infra/routes.json)  and  a2a-sqs-poller (the SQS event source mappings).
+#
+#   infra/lambda-local.sh start   install (pinned, into .venv-lambda), build, start everything in
+#                                 the background; prints A2A_BASE_URL=http://127.0.0.1:PORT
+#   infra/lambda-local.sh stop    stop what `start` started (moto too)
+#   infra/lambda-local.sh env     print the export lines of a running setup
+#
+# Ports: A2A_ROUTER_PORT (default 9100) for the router, A2A_WATCH_PORT (default 9200) for
+# cargo lambda watch, A2A_MOTO_PORT for moto (default: a free port). This script runs its own moto
+# (infra/moto_server.py, the same pinned moto as infra/moto.sh) rather than the instance of
+# infra/moto.sh, which the adapter tests reset and stop while they run. State (pids, logs, env file, signing keys) lives in .venv-lambda/run/ (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+STATE=.venv-lambda/run
+VENV=.venv-lambda
+ROUTER_PORT=${A2A_ROUTER_PORT:-9100}
+WATCH_PORT=${A2A_WATCH_PORT:-9200}
+PREFIX=${A2A_LAMBDA_PREFIX:-a2a-lambda-local}
+BASE=http://127.0.0.1:$ROUTER_PORT
+WATCH=http://127.0.0.1:$WATCH_PORT
+MOTO_PORT=${A2A_MOTO_PORT:-}
+MOTO_VERSION=5.2.5
+
+say() { printf 'lambda-local.sh: %s\n' "$*" >&2; }
+
+install() {
+  if [ -x "$VENV/bin/cargo-lambda" ] && "$VENV/bin/cargo-lambda" lambda --version 2>/dev/null | grep -q 1.9.2 &&
+    "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+    return
+  fi
+  say "installing cargo-lambda==1.9.2, ziglang==0.17.1 and moto[server]==$MOTO_VERSION into $VENV (about a minute, once)"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check cargo-lambda==1.9.2 ziglang==0.17.1 \
+    "moto[server]==$MOTO_VERSION" >&2
+}
+
+alive() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
+
+stop_one() {
+  if alive "$1"; then
+    # Each was started as its own process group leader (setsid): stop the group.
+    kill -- "-$(cat "$STATE/$1.pid")" 2>/dev/null || kill "$(cat "$STATE/$1.pid")" 2>/dev/null || true
+  fi
+  rm -f "$STATE/$1.pid"
+}
+
+wait_for() { # url seconds
+  for _ in $(seq 1 "$(($2 * 10))"); do
+    if curl -fsS -o /dev/null "$1" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+print_env() {
+  echo "export A2A_BASE_URL=$BASE"
+  echo "export A2A_WATCH_URL=$WATCH"
+  grep -E '^(AWS_|A2A_(TABLE|WORK_QUEUE_URL|PUSH_QUEUE_URL))' "$STATE/lambda.env" | sed 's/^/export /'
+}
+
+start() {
+  mkdir -p "$STATE"
+  install
+  say "building the functions and local tools"
+  cargo build --quiet --workspace --bins >&2
+  if alive watch; then say "already running"; print_env; return; fi
+  if ! alive moto; then
+    [ -n "$MOTO_PORT" ] || MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    echo "$MOTO_PORT" >"$STATE/moto.port"
+    setsid "$VENV/bin/python" infra/moto_server.py -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
+    echo $! >"$STATE/moto.pid"
+  fi
+  MOTO=http://127.0.0.1:$(cat "$STATE/moto.port")
+  wait_for "$MOTO/moto-api/data.json" 30 || { say "moto did not start; see $STATE/moto.log"; exit 1; }
+  export AWS_ENDPOINT_URL=$MOTO AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+  local urls
+  urls=$(target/debug/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
+    --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json")
+  local work_url push_url
+  work_url=$(printf '%s\n' "$urls" | sed -n 's/^WORK_QUEUE_URL=//p')
+  push_url=$(printf '%s\n' "$urls" | sed -n 's/^PUSH_QUEUE_URL=//p')
+
+  say "starting cargo lambda watch on $WATCH"
+  PATH="$ROOT/$VENV/bin:$PATH" setsid "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+    --ignore-changes --env-file "$STATE/lambda.env" >"$STATE/watch.log" 2>&1 &
+  echo $! >"$STATE/watch.pid"
+  set -a; . "$STATE/lambda.env"; set +a
+  setsid target/debug/a2a-sqs-poller --watch "$WATCH" --visibility-secs "$A2A_WORK_VISIBILITY_SECS" \
+    --invoke-timeout-secs 120 --queue "$work_url=worker" >"$STATE/poller-work.log" 2>&1 &
+  echo $! >"$STATE/poller-work.pid"
+  setsid target/debug/a2a-sqs-poller --watch "$WATCH" --invoke-timeout-secs 60 --queue "$push_url=push" \
+    >"$STATE/poller-push.log" 2>&1 &
+  echo $! >"$STATE/poller-push.pid"
+  setsid target/debug/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
+    --routes infra/routes.json >"$STATE/router.log" 2>&1 &
+  echo $! >"$STATE/router.pid"
+  # The first request starts the card function (cargo run): give it time.
+  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+    say "the card function did not answer; see $STATE/watch.log"
+    exit 1
+  fi
+  say "ready: agent card at $BASE/.well-known/agent-card.json"
+  print_env
+}
+
+stop() {
+  for p in router poller-work poller-push watch moto; do stop_one "$p"; done
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  env) print_env ;;
+  *) say "usage: infra/lambda-local.sh [start|stop|env]"; exit 2 ;;
+esac

@@ -1,0 +1,114 @@
+//! The local front door: serves `infra/routes.json` on 127.0.0.1 and forwards each request to
+//! its function's Function URL under `cargo lambda watch` (`/lambda-url/<function>/<path>`),
+//! streaming the response back, as API Gateway does in front of the deployed functions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use a2a_lambda_tools::RouteTable;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::{IntoResponse, Response};
+use clap::Parser;
+use futures::TryStreamExt;
+
+#[derive(Debug, Parser)]
+#[command(about = "Route REST requests to the functions under `cargo lambda watch`")]
+struct Options {
+    /// Address to listen on.
+    #[arg(long, env = "A2A_ROUTER_ADDR", default_value = "127.0.0.1:9100")]
+    addr: SocketAddr,
+    /// Where `cargo lambda watch` listens.
+    #[arg(long, env = "A2A_WATCH_URL", default_value = "http://127.0.0.1:9000")]
+    watch: String,
+    /// The route table.
+    #[arg(long, default_value = "infra/routes.json")]
+    routes: std::path::PathBuf,
+}
+
+struct App {
+    routes: RouteTable,
+    watch: String,
+    http: reqwest::Client,
+}
+
+/// Hop-by-hop headers, and those the HTTP stack sets itself.
+fn skipped(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "host" | "connection" | "content-length" | "transfer-encoding" | "keep-alive"
+    )
+}
+
+async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    let Some(function) = app.routes.function_for(request.method().as_str(), &path) else {
+        let body = serde_json::json!({"error": {"code": 404, "status": "NOT_FOUND",
+            "message": format!("no route for {} {path}", request.method())}});
+        return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+    };
+    let query = request
+        .uri()
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let url = format!("{}/lambda-url/{function}{path}{query}", app.watch);
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, 16 * 1024 * 1024).await {
+        Ok(b) => b,
+        Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+    };
+    let mut upstream = app.http.request(parts.method, &url).body(body);
+    for (name, value) in &parts.headers {
+        if !skipped(name) {
+            upstream = upstream.header(name, value);
+        }
+    }
+    let response = match upstream.send().await {
+        Ok(r) => r,
+        Err(err) => {
+            tracing::error!("{function} is not reachable at {url}: {err}");
+            return (StatusCode::BAD_GATEWAY, "function not reachable").into_response();
+        }
+    };
+    let mut out = Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        if !skipped(name) {
+            out = out.header(name, value);
+        }
+    }
+    let stream = response.bytes_stream().map_err(std::io::Error::other);
+    out.body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let options = Options::parse();
+    let text = std::fs::read_to_string(&options.routes)
+        .map_err(|e| format!("cannot read {}: {e}", options.routes.display()))?;
+    let app = Arc::new(App {
+        routes: RouteTable::parse(&text)?,
+        watch: options.watch.trim_end_matches('/').to_owned(),
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string())?,
+    });
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+    tracing::info!(
+        "a2a-lambda-router on http://{} → {}",
+        options.addr,
+        app.watch
+    );
+    let router = axum::Router::new().fallback(forward).with_state(app);
+    axum::serve(listener, router)
+        .await
+        .map_err(|e| e.to_string())
+}

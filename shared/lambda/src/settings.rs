@@ -1,0 +1,335 @@
+//! The environment of a function, and what it builds from it once per instance.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
+use a2a_core::{
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, KeyFile, KeySet,
+    Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+};
+use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
+
+use crate::Error;
+
+/// Overrides the agent's name on the card (template parameter `AgentName`).
+pub const ENV_AGENT_NAME: &str = "A2A_AGENT_NAME";
+/// Overrides the agent's description on the card (template parameter `AgentDescription`).
+pub const ENV_AGENT_DESCRIPTION: &str = "A2A_AGENT_DESCRIPTION";
+/// Days tasks are kept (template parameter `RetentionDays`).
+pub const ENV_RETENTION_DAYS: &str = "A2A_RETENTION_DAYS";
+/// Seconds an SSE stream may last before it ends gracefully (`MaxStreamSeconds`).
+pub const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
+/// The public base URL of the REST binding (the JSON-RPC URL is this plus the JSON-RPC path).
+/// When unset, an HTTP function derives it from its first request (API Gateway's domain and
+/// stage), which is how the card lists the deployment's real URLs without a template cycle.
+pub const ENV_PUBLIC_BASE_URL: &str = "A2A_PUBLIC_BASE_URL";
+/// The JSON-RPC path under the base URL (default `/jsonrpc`).
+pub const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
+/// ARN of the Secrets Manager secret holding the push signing keys (`KeySet::from_json`).
+pub const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
+/// A local key file instead of the secret (created on first use; local runs only).
+pub const ENV_PUSH_SIGNING_KEYS_FILE: &str = "A2A_PUSH_SIGNING_KEYS_FILE";
+/// Webhook hosts exempt from the public-address rule (comma-separated; local runs only).
+pub const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
+/// `true` allows `http` webhooks (local runs only; the cloud requires `https`).
+pub const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
+/// Seconds a blocking SendMessage waits before it returns the task as it stands.
+pub const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
+/// Seconds a running work job stays invisible between heartbeats; also the task lease.
+pub const ENV_WORK_VISIBILITY_SECS: &str = "A2A_WORK_VISIBILITY_SECS";
+
+/// What a function reads from its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The table and queues.
+    pub aws: AwsConfig,
+    /// Card name override.
+    pub agent_name: Option<String>,
+    /// Card description override.
+    pub agent_description: Option<String>,
+    /// How long tasks are kept.
+    pub retention: Duration,
+    /// Longest SSE stream.
+    pub max_stream_duration: Duration,
+    /// Public base URL, if configured.
+    pub public_base_url: Option<String>,
+    /// JSON-RPC path.
+    pub jsonrpc_path: String,
+    /// Secrets Manager secret of the push signing keys.
+    pub push_signing_secret_arn: Option<String>,
+    /// Local key file of the push signing keys.
+    pub push_signing_keys_file: Option<String>,
+    /// Webhook allow-list (local runs).
+    pub push_allow_hosts: Vec<String>,
+    /// Allow `http` webhooks (local runs).
+    pub push_allow_http: bool,
+    /// Work job visibility and lease.
+    pub work_visibility: Duration,
+    /// How long a blocking SendMessage waits (API Gateway ends buffered responses at 29 s).
+    pub blocking_timeout: Duration,
+}
+
+impl Settings {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup` (tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let secs = |name: &str, default: u64| -> Result<Duration, String> {
+            match get(name) {
+                None => Ok(Duration::from_secs(default)),
+                Some(v) => v
+                    .parse::<u64>()
+                    .map(|n| Duration::from_secs(n.max(1)))
+                    .map_err(|_| format!("{name} must be a whole number of seconds, not {v:?}")),
+            }
+        };
+        let days = match get(ENV_RETENTION_DAYS) {
+            None => 30,
+            Some(v) => v
+                .parse::<u64>()
+                .map_err(|_| format!("{ENV_RETENTION_DAYS} must be a whole number, not {v:?}"))?
+                .max(1),
+        };
+        let aws = AwsConfig::new(
+            get(a2a_aws::ENV_TABLE).unwrap_or_default(),
+            get(a2a_aws::ENV_WORK_QUEUE_URL).unwrap_or_default(),
+            get(a2a_aws::ENV_PUSH_QUEUE_URL).unwrap_or_default(),
+        );
+        let mut missing: Vec<&str> = Vec::new();
+        for (name, value) in [
+            (a2a_aws::ENV_TABLE, &aws.table),
+            (a2a_aws::ENV_WORK_QUEUE_URL, &aws.work_queue_url),
+            (a2a_aws::ENV_PUSH_QUEUE_URL, &aws.push_queue_url),
+        ] {
+            if value.is_empty() {
+                missing.push(name);
+            }
+        }
+        if !missing.is_empty() {
+            return Err(format!(
+                "missing environment variable(s): {}",
+                missing.join(", ")
+            ));
+        }
+        Ok(Self {
+            aws,
+            agent_name: get(ENV_AGENT_NAME),
+            agent_description: get(ENV_AGENT_DESCRIPTION),
+            retention: Duration::from_secs(days * 24 * 3600),
+            max_stream_duration: secs(ENV_MAX_STREAM_SECS, 840)?,
+            public_base_url: get(ENV_PUBLIC_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
+            jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
+            push_signing_secret_arn: get(ENV_PUSH_SIGNING_SECRET_ARN),
+            push_signing_keys_file: get(ENV_PUSH_SIGNING_KEYS_FILE),
+            push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
+                .map(|v| {
+                    v.split(',')
+                        .map(|h| h.trim().to_owned())
+                        .filter(|h| !h.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            push_allow_http: get(ENV_PUSH_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
+            work_visibility: secs(ENV_WORK_VISIBILITY_SECS, 900)?,
+            blocking_timeout: secs(ENV_BLOCKING_TIMEOUT_SECS, 25)?,
+        })
+    }
+
+    /// The interfaces served under `base` (the REST base URL): JSON-RPC and HTTP+JSON.
+    pub fn interfaces(&self, base: &str) -> Vec<AgentInterface> {
+        let base = base.trim_end_matches('/');
+        vec![
+            AgentInterface {
+                url: format!("{base}{}", self.jsonrpc_path),
+                protocol_binding: BINDING_JSONRPC.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant: String::new(),
+            },
+            AgentInterface {
+                url: base.to_owned(),
+                protocol_binding: BINDING_HTTP_JSON.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant: String::new(),
+            },
+        ]
+    }
+
+    /// The service configuration of a Lambda function: no background work after a response
+    /// (a frozen instance would stall it), the cloud's strict push policy unless the local env
+    /// file relaxes it, and the lease matched to the work job's visibility.
+    pub fn service_config(&self, base: Option<&str>, signer: Option<PushSigner>) -> ServiceConfig {
+        ServiceConfig {
+            interfaces: base.map(|b| self.interfaces(b)).unwrap_or_default(),
+            retention: self.retention,
+            max_stream_duration: self.max_stream_duration,
+            background_inline: false,
+            push_policy: PushPolicy {
+                allowed_hosts: self.push_allow_hosts.clone(),
+                require_https: !self.push_allow_http,
+            },
+            push_signer: signer,
+            lease_duration: self.work_visibility,
+            blocking_timeout: self.blocking_timeout,
+            ..ServiceConfig::default()
+        }
+    }
+}
+
+/// What a function builds once per instance, in the init phase.
+pub struct Init {
+    /// The settings read.
+    pub settings: Settings,
+    /// The SDK clients (pooled connections, cached credentials).
+    pub clients: AwsClients,
+    /// The adapters on those clients.
+    pub adapters: AwsAdapters,
+    /// The push signing keys, when the function needs them.
+    pub keys: Option<KeySet>,
+    /// The agent (with the card overrides applied).
+    pub agent: Arc<dyn Agent>,
+}
+
+impl Init {
+    /// Reads the environment and builds the clients and adapters; loads the signing keys when
+    /// `with_keys` (the card function publishes them, the push function signs with them).
+    pub async fn from_env(agent: Arc<dyn Agent>, with_keys: bool) -> Result<Self, Error> {
+        crate::init_logging();
+        let settings = Settings::from_env()?;
+        let clients = AwsClients::from_env().await;
+        let adapters = AwsAdapters::new(&clients, &settings.aws);
+        let keys = if with_keys {
+            load_keys(&settings).await?
+        } else {
+            None
+        };
+        let agent = match (&settings.agent_name, &settings.agent_description) {
+            (None, None) => agent,
+            (name, description) => Arc::new(Described {
+                inner: agent,
+                name: name.clone(),
+                description: description.clone(),
+            }),
+        };
+        Ok(Self {
+            settings,
+            clients,
+            adapters,
+            keys,
+            agent,
+        })
+    }
+
+    /// The service for this function, listing the interfaces under `base` on its card.
+    pub fn service(&self, base: Option<&str>) -> A2aService {
+        let signer = self
+            .keys
+            .clone()
+            .map(|keys| PushSigner::new(keys, base.map(str::to_owned).unwrap_or_default()));
+        A2aService::new(
+            self.settings.service_config(base, signer),
+            self.agent.clone(),
+            Arc::new(self.adapters.store.clone()),
+            Arc::new(self.adapters.work.clone()),
+            Arc::new(self.adapters.push.clone()),
+        )
+    }
+}
+
+/// The push signing keys: the Secrets Manager secret in the cloud, a key file locally.
+async fn load_keys(settings: &Settings) -> Result<Option<KeySet>, Error> {
+    if let Some(arn) = &settings.push_signing_secret_arn {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .load()
+            .await;
+        let client = aws_sdk_secretsmanager::Client::new(&sdk);
+        let out = client
+            .get_secret_value()
+            .secret_id(arn)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot read the push signing secret: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+                )
+            })?;
+        let text = out
+            .secret_string()
+            .ok_or("the push signing secret has no SecretString")?;
+        let keys = KeySet::from_json(text)
+            .map_err(|e| format!("the push signing secret is not a key set: {e}"))?;
+        return Ok(Some(keys));
+    }
+    if let Some(path) = &settings.push_signing_keys_file {
+        let keys = KeyFile::new(path, SigningAlgorithm::Es256)
+            .load_or_create()
+            .map_err(|e| format!("cannot load the push signing keys from {path}: {e}"))?;
+        return Ok(Some(keys));
+    }
+    tracing::warn!(
+        "neither {ENV_PUSH_SIGNING_SECRET_ARN} nor {ENV_PUSH_SIGNING_KEYS_FILE} is set: pushes \
+         are not signed and no JWKS is served"
+    );
+    Ok(None)
+}
+
+/// An agent whose card name and description come from the deployment's parameters.
+struct Described {
+    inner: Arc<dyn Agent>,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Agent for Described {
+    fn describe(&self) -> AgentDescription {
+        let mut d = self.inner.describe();
+        if let Some(name) = &self.name {
+            d.name = name.clone();
+        }
+        if let Some(description) = &self.description {
+            d.description = description.clone();
+        }
+        d
+    }
+
+    fn placement(&self, request: &AgentRequest) -> Placement {
+        self.inner.placement(request)
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        self.inner.execute(request, emitter).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_default_to_the_cloud_and_name_what_is_missing() {
+        let err = Settings::from_lookup(|_| None).unwrap_err();
+        assert!(err.contains("A2A_TABLE") && err.contains("A2A_PUSH_QUEUE_URL"));
+        let s = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(s.max_stream_duration, Duration::from_secs(840));
+        let config = s.service_config(Some("https://x.example/prod/"), None);
+        assert!(!config.background_inline);
+        assert_eq!(config.push_policy, PushPolicy::default());
+        assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");
+        assert_eq!(config.interfaces[1].url, "https://x.example/prod");
+    }
+}

@@ -1,0 +1,326 @@
+//! `template.yaml` against the code: the functions under `functions/`, the route table
+//! (`infra/routes.json`, which the local router serves too), response streaming for every
+//! streaming function (the linters do not check it), and the table and queues of
+//! `a2a_aws::resources::Resources::named`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use a2a_aws::resources::{QueueDefinition, Resources};
+use a2a_lambda_glue::HttpFunction;
+use serde_yaml::Value;
+
+/// The stack name stands in for the resource prefix: the template names everything
+/// `${AWS::StackName}-…`, the code `<prefix>-…`.
+const PREFIX: &str = "STACK";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
+    serde_yaml::from_str(&text).expect("template.yaml parses")
+}
+
+fn routes() -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join("infra/routes.json")).expect("routes.json");
+    serde_json::from_str(&text).expect("routes.json parses")
+}
+
+/// A value with its CloudFormation short-form tag (`!Sub`, `!Ref`, …) removed.
+fn untag(v: &Value) -> &Value {
+    match v {
+        Value::Tagged(t) => &t.value,
+        other => other,
+    }
+}
+
+fn str_of(v: &Value) -> String {
+    match untag(v) {
+        Value::String(s) => s.replace("${AWS::StackName}", PREFIX),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+fn num(v: &Value) -> u64 {
+    str_of(v).parse().expect("a number")
+}
+
+fn resources_of_type<'a>(t: &'a Value, ty: &str) -> BTreeMap<String, &'a Value> {
+    t["Resources"]
+        .as_mapping()
+        .expect("Resources")
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some(ty))
+        .map(|(k, r)| (k.as_str().unwrap().to_owned(), r))
+        .collect()
+}
+
+/// The functions of the template, by binary name.
+fn functions(t: &Value) -> BTreeMap<String, &Value> {
+    resources_of_type(t, "AWS::Serverless::Function")
+        .into_values()
+        .map(|f| {
+            assert_eq!(
+                f["Metadata"]["BuildMethod"].as_str(),
+                Some("rust-cargolambda")
+            );
+            (
+                f["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .expect("Binary")
+                    .to_owned(),
+                f,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_function_crate_is_in_the_template_and_vice_versa() {
+    let t = template();
+    let in_template: BTreeSet<String> = functions(&t).into_keys().collect();
+    let crates: BTreeSet<String> = std::fs::read_dir(root().join("functions"))
+        .expect("functions/")
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(in_template, crates);
+    let r = routes();
+    let in_routes: BTreeSet<String> = r["functions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .chain(r["queueFunctions"].as_object().unwrap().keys())
+        .cloned()
+        .collect();
+    assert_eq!(in_routes, crates);
+    let http: BTreeSet<String> = HttpFunction::ALL
+        .iter()
+        .map(|f| f.name().to_owned())
+        .collect();
+    let routed: BTreeSet<String> = r["functions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(http, routed);
+    let globals = &t["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
+    assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));
+}
+
+#[test]
+fn routes_are_the_api_events_and_streaming_functions_stream() {
+    let t = template();
+    let fns = functions(&t);
+    let r = routes();
+    for f in HttpFunction::ALL {
+        let declared = r["functions"][f.name()]["streaming"].as_bool().unwrap();
+        assert_eq!(
+            declared,
+            f.streaming(),
+            "routes.json and the code disagree on {}",
+            f.name()
+        );
+        let resource = fns[f.name()];
+        let mut events = BTreeSet::new();
+        for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
+            assert_eq!(event["Type"].as_str(), Some("Api"), "{}", f.name());
+            let p = &event["Properties"];
+            events.insert((
+                p["Method"].as_str().unwrap().to_uppercase(),
+                p["Path"].as_str().unwrap().to_owned(),
+            ));
+            let mode = p.get("ResponseTransferMode").map(str_of);
+            if f.streaming() {
+                assert_eq!(
+                    mode.as_deref(),
+                    Some("RESPONSE_STREAM"),
+                    "{} must stream",
+                    f.name()
+                );
+                // The stream ends (MaxStreamSeconds) before the function and the integration do.
+                let max_stream = num(&t["Parameters"]["MaxStreamSeconds"]["MaxValue"]);
+                assert!(num(&resource["Properties"]["Timeout"]) > max_stream);
+                assert!(
+                    num(&p["TimeoutInMillis"]) >= 1000 * num(&resource["Properties"]["Timeout"])
+                );
+            } else {
+                assert_eq!(mode, None, "{} must not stream", f.name());
+            }
+        }
+        let routed: BTreeSet<(String, String)> = r["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["function"] == f.name())
+            .map(|x| {
+                (
+                    x["method"].as_str().unwrap().to_owned(),
+                    x["path"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(events, routed, "API events of {}", f.name());
+    }
+}
+
+#[test]
+fn queue_functions_report_batch_item_failures_within_the_visibility_timeout() {
+    let t = template();
+    let fns = functions(&t);
+    let resources = Resources::named(PREFIX);
+    let r = routes();
+    for (name, spec) in r["queueFunctions"].as_object().unwrap() {
+        let f = fns[name.as_str()];
+        let queue = match spec["queue"].as_str().unwrap() {
+            "work" => &resources.work_queue,
+            "push" => &resources.push_queue,
+            other => panic!("unknown queue {other}"),
+        };
+        let events = f["Properties"]["Events"].as_mapping().unwrap();
+        assert_eq!(events.len(), 1);
+        let (_, event) = events.iter().next().unwrap();
+        assert_eq!(event["Type"].as_str(), Some("SQS"));
+        let p = &event["Properties"];
+        assert_eq!(
+            p["FunctionResponseTypes"][0].as_str(),
+            Some("ReportBatchItemFailures")
+        );
+        let source = untag(&p["Queue"]).as_str().unwrap();
+        let logical = source.trim_end_matches(".Arn");
+        let q = &t["Resources"][logical]["Properties"];
+        assert_eq!(str_of(&q["QueueName"]), queue.name);
+        // SQS event sources require the queue's visibility to cover the function's timeout.
+        assert!(num(&f["Properties"]["Timeout"]) <= queue.visibility_timeout.as_secs());
+    }
+}
+
+fn check_queue(t: &Value, logical: &str, q: &QueueDefinition) {
+    let p = &t["Resources"][logical]["Properties"];
+    assert_eq!(str_of(&p["QueueName"]), q.name, "{logical}");
+    let fifo = p.get("FifoQueue").map(str_of).is_some_and(|v| v == "true");
+    assert_eq!(fifo, q.fifo, "{logical}");
+    assert_eq!(
+        num(&p["VisibilityTimeout"]),
+        q.visibility_timeout.as_secs(),
+        "{logical}"
+    );
+    assert_eq!(
+        num(&p["MessageRetentionPeriod"]),
+        q.retention.as_secs(),
+        "{logical}"
+    );
+    assert_eq!(
+        num(&p["ReceiveMessageWaitTimeSeconds"]),
+        q.receive_wait.as_secs(),
+        "{logical}"
+    );
+    for (name, value) in q.attributes() {
+        let key = name.as_str();
+        if matches!(
+            key,
+            "VisibilityTimeout" | "MessageRetentionPeriod" | "ReceiveMessageWaitTimeSeconds"
+        ) {
+            continue;
+        }
+        assert_eq!(
+            p.get(key).map(str_of),
+            Some(value.clone()),
+            "{logical}.{key}"
+        );
+    }
+    match &q.redrive {
+        None => assert!(p.get("RedrivePolicy").is_none(), "{logical}"),
+        Some(redrive) => {
+            let policy = &p["RedrivePolicy"];
+            assert_eq!(
+                num(&policy["maxReceiveCount"]),
+                u64::from(redrive.max_receive_count)
+            );
+            let target = str_of(&policy["deadLetterTargetArn"]);
+            let dlq_logical = target.trim_end_matches(".Arn");
+            assert_eq!(
+                str_of(&t["Resources"][dlq_logical]["Properties"]["QueueName"]),
+                redrive.dead_letter_queue,
+                "{logical}"
+            );
+        }
+    }
+}
+
+#[test]
+fn table_and_queues_match_the_resource_definitions() {
+    let t = template();
+    let resources = Resources::named(PREFIX);
+    let tables = resources_of_type(&t, "AWS::DynamoDB::Table");
+    assert_eq!(tables.len(), 1);
+    let p = &tables.values().next().unwrap()["Properties"];
+    let table = &resources.table;
+    assert_eq!(str_of(&p["TableName"]), table.name);
+    assert_eq!(p["BillingMode"].as_str(), Some(table.billing_mode));
+    let keys = |v: &Value| -> Vec<(String, String)> {
+        v.as_sequence()
+            .unwrap()
+            .iter()
+            .map(|k| (str_of(&k["AttributeName"]), str_of(&k["KeyType"])))
+            .collect()
+    };
+    assert_eq!(
+        keys(&p["KeySchema"]),
+        [
+            (table.partition_key.to_owned(), "HASH".to_owned()),
+            (table.sort_key.to_owned(), "RANGE".to_owned())
+        ]
+    );
+    let attributes: BTreeSet<(String, String)> = p["AttributeDefinitions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| (str_of(&a["AttributeName"]), str_of(&a["AttributeType"])))
+        .collect();
+    let expected: BTreeSet<(String, String)> = table
+        .key_attributes()
+        .into_iter()
+        .map(|a| (a.to_owned(), "S".to_owned()))
+        .collect();
+    assert_eq!(attributes, expected);
+    let indexes = p["GlobalSecondaryIndexes"].as_sequence().unwrap();
+    assert_eq!(indexes.len(), table.indexes.len());
+    for (declared, index) in indexes.iter().zip(&table.indexes) {
+        assert_eq!(str_of(&declared["IndexName"]), index.name);
+        assert_eq!(
+            keys(&declared["KeySchema"]),
+            [
+                (index.partition_key.to_owned(), "HASH".to_owned()),
+                (index.sort_key.to_owned(), "RANGE".to_owned())
+            ]
+        );
+        assert_eq!(str_of(&declared["Projection"]["ProjectionType"]), "INCLUDE");
+        let projected: Vec<String> = declared["Projection"]["NonKeyAttributes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect();
+        assert_eq!(projected, index.projected);
+    }
+    assert_eq!(
+        str_of(&p["TimeToLiveSpecification"]["AttributeName"]),
+        table.ttl_attribute
+    );
+    assert_eq!(str_of(&p["TimeToLiveSpecification"]["Enabled"]), "true");
+
+    assert_eq!(resources_of_type(&t, "AWS::SQS::Queue").len(), 4);
+    check_queue(&t, "WorkQueue", &resources.work_queue);
+    check_queue(&t, "WorkDeadLetterQueue", &resources.work_dead_letter_queue);
+    check_queue(&t, "PushQueue", &resources.push_queue);
+    check_queue(&t, "PushDeadLetterQueue", &resources.push_dead_letter_queue);
+}
