@@ -449,7 +449,14 @@ async fn post(
                 Err(err) => return Sent::failed(None, err.to_string()),
             }
         }
-        None => None,
+        None => {
+            // Said where it matters (the host that delivers), once per process.
+            static UNSIGNED: std::sync::Once = std::sync::Once::new();
+            UNSIGNED.call_once(|| {
+                tracing::warn!("no push signing keys are configured: pushes go out unsigned");
+            });
+            None
+        }
     };
     let mut request = core
         .http

@@ -230,9 +230,6 @@ impl A2aService {
             .extend(description.extended_skills.iter().cloned());
         // Webhooks are contacted through the SSRF guard, without redirects or proxies.
         let http = crate::push::webhook_client(&config);
-        if config.push_notifications && config.push_signer.is_none() {
-            tracing::warn!("push notifications are enabled but no signing keys are configured: pushes will not be signed");
-        }
         Self {
             core: Arc::new(Core {
                 config,
