@@ -307,7 +307,9 @@ impl A2aService {
         let started = self.start(ctx, request, false).await?;
         let (task_id, from_seq) = match started {
             Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
-            Started::Task { task_id, from_seq } => (task_id, from_seq),
+            Started::Task {
+                task_id, from_seq, ..
+            } => (task_id, from_seq),
         };
         if !configuration.return_immediately {
             let deadline = Instant::now() + self.core.config.blocking_timeout;
@@ -347,6 +349,7 @@ impl A2aService {
             Started::Task {
                 task_id,
                 from_seq: 0,
+                ..
             } => {
                 // A new task: its first event is the Task as created.
                 Ok(Box::pin(follow_log(
@@ -357,6 +360,12 @@ impl A2aService {
                     Instant::now() + self.core.config.max_stream_duration,
                 )))
             }
+            // The Task as it stood right after the client's message, then every event after
+            // it: loading the head now instead could already include the agent's events and
+            // the stream would skip them.
+            Started::Task {
+                head: Some(head), ..
+            } => Ok(self.snapshot_then_follow(ctx, *head)),
             Started::Task { task_id, .. } => {
                 let head = self.load(&ctx.owner, &task_id).await?;
                 Ok(self.snapshot_then_follow(ctx, head))
@@ -480,6 +489,7 @@ impl A2aService {
                 Ok(Started::Task {
                     task_id,
                     from_seq: head.version,
+                    head: Some(Box::new(head)),
                 })
             }
             (Placement::Inline, Some(head)) => {
@@ -487,10 +497,15 @@ impl A2aService {
                     .append_user_message(head, agent_request.message.clone())
                     .await?;
                 let from_seq = head.version;
+                let snapshot = Box::new(head.clone());
                 let (emitter, _first) =
                     new_emitter(&self.core, &ctx.owner, agent_request, Some(head), None);
                 tokio::spawn(run_inline(emitter));
-                Ok(Started::Task { task_id, from_seq })
+                Ok(Started::Task {
+                    task_id,
+                    from_seq,
+                    head: Some(snapshot),
+                })
             }
             (Placement::Inline, None) => {
                 let (emitter, first) =
@@ -501,6 +516,7 @@ impl A2aService {
                     Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
                         task_id,
                         from_seq: 0,
+                        head: None,
                     }),
                     Err(_) => Err(A2AError::InvalidAgentResponse(
                         "the agent stopped without creating a task or replying".into(),
@@ -779,7 +795,13 @@ impl A2aService {
 
 enum Started {
     Message(Message),
-    Task { task_id: String, from_seq: u64 },
+    Task {
+        task_id: String,
+        /// The log position the caller's view starts after (0: the task is new).
+        from_seq: u64,
+        /// The task right after the client's message was recorded, when known.
+        head: Option<Box<StoredTask>>,
+    },
 }
 
 pub(crate) fn new_emitter(
