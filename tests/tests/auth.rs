@@ -577,7 +577,8 @@ async fn api_keys_in_a_header_are_checked_hashed_and_revocable() {
     // The key file holds hashes only.
     let stored = std::fs::read_to_string(&file).unwrap();
     for key in [&admin, &reader, &doomed] {
-        let secret = key.rsplit_once('_').map(|(_, s)| s).unwrap_or(key);
+        // a2a_<id>_<secret>: the secret is base64url and may itself contain '_'.
+        let secret = key.splitn(3, '_').nth(2).expect("a2a_<id>_<secret>");
         assert!(
             !stored.contains(secret),
             "a key's secret is stored in plain text"
@@ -795,7 +796,8 @@ async fn logs_of_a_full_run_hold_no_token_key_or_push_credential() {
     }
 
     let token_signature = token.rsplit('.').next().unwrap();
-    let key_secret = api_key.rsplit_once('_').unwrap().1;
+    // a2a_<id>_<secret>: the secret is base64url and may itself contain '_'.
+    let key_secret = api_key.splitn(3, '_').nth(2).unwrap();
     for (name, server) in [("jwt", &jwt), ("api-key", &keyed)] {
         let logs = server.logs();
         assert!(logs.contains("authentication failed"), "{name}: {logs}");
