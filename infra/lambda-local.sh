@@ -64,6 +64,7 @@ print_env() {
 }
 
 start() {
+  local bin="${CARGO_TARGET_DIR:-target}/debug"
   mkdir -p "$STATE"
   install
   say "building the functions and local tools"
@@ -79,7 +80,7 @@ start() {
   wait_for "$MOTO/moto-api/data.json" 30 || { say "moto did not start; see $STATE/moto.log"; exit 1; }
   export AWS_ENDPOINT_URL=$MOTO AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
   local urls
-  urls=$(target/debug/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
+  urls=$("$bin"/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
     --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json")
   local work_url push_url
   work_url=$(printf '%s\n' "$urls" | sed -n 's/^WORK_QUEUE_URL=//p')
@@ -90,13 +91,13 @@ start() {
     --ignore-changes --env-file "$STATE/lambda.env" >"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
   set -a; . "$STATE/lambda.env"; set +a
-  setsid target/debug/a2a-sqs-poller --watch "$WATCH" --visibility-secs "$A2A_WORK_VISIBILITY_SECS" \
+  setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --visibility-secs "$A2A_WORK_VISIBILITY_SECS" \
     --invoke-timeout-secs 120 --queue "$work_url=worker" >"$STATE/poller-work.log" 2>&1 &
   echo $! >"$STATE/poller-work.pid"
-  setsid target/debug/a2a-sqs-poller --watch "$WATCH" --invoke-timeout-secs 60 --queue "$push_url=push" \
+  setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --invoke-timeout-secs 60 --queue "$push_url=push" \
     >"$STATE/poller-push.log" 2>&1 &
   echo $! >"$STATE/poller-push.pid"
-  setsid target/debug/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
+  setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
     --routes infra/routes.json >"$STATE/router.log" 2>&1 &
   echo $! >"$STATE/router.pid"
   # The first request starts the card function (cargo run): give it time.
