@@ -266,7 +266,10 @@ impl A2aService {
         }
     }
 
-    fn require_push(&self) -> Result<(), A2AError> {
+    /// The caller's push permission, then the capability: every push-config operation (and an
+    /// inline config in a send) starts with both.
+    fn require_push(&self, ctx: &CallContext) -> Result<(), A2AError> {
+        ctx.require(Permission::Push)?;
         if self.core.config.push_notifications {
             Ok(())
         } else {
@@ -402,8 +405,7 @@ impl A2aService {
         let inline_push = match configuration.task_push_notification_config {
             Some(cfg) => {
                 // An inline config is a push-config write like any other.
-                ctx.require(Permission::Push)?;
-                self.require_push()?;
+                self.require_push(ctx)?;
                 self.core.config.push_policy.check_new_url(&cfg.url).await?;
                 Some(cfg)
             }
@@ -656,8 +658,7 @@ impl A2aService {
         ctx: &CallContext,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        ctx.require(Permission::Push)?;
-        self.require_push()?;
+        self.require_push(ctx)?;
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -681,8 +682,7 @@ impl A2aService {
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        ctx.require(Permission::Push)?;
-        self.require_push()?;
+        self.require_push(ctx)?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         self.core
@@ -699,8 +699,7 @@ impl A2aService {
         ctx: &CallContext,
         request: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
-        ctx.require(Permission::Push)?;
-        self.require_push()?;
+        self.require_push(ctx)?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         let configs = self
@@ -721,8 +720,7 @@ impl A2aService {
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<(), A2AError> {
-        ctx.require(Permission::Push)?;
-        self.require_push()?;
+        self.require_push(ctx)?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         self.core
