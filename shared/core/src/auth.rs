@@ -34,6 +34,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Mutex;
 
+mod settings;
+
+pub use settings::*;
+
 /// The `realm` of every `WWW-Authenticate` challenge.
 const REALM: &str = "a2a";
 

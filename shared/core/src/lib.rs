@@ -17,7 +17,7 @@ pub mod store_contract;
 mod worker;
 
 pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
-pub use auth::{Auth, Credentials, Permission, Permissions, Principal};
+pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
 pub use event::{LoggedEvent, TaskEvent};
 pub use ports::*;
 pub use push::PushPolicy;

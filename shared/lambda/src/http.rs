@@ -117,7 +117,7 @@ impl HttpFunction {
 /// Runs `function` for `agent`: builds clients and configuration once, then serves requests
 /// until the runtime stops the instance.
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
-    let init = Init::from_env(agent, function.needs_keys()).await?;
+    let init = Init::for_callers(agent, function.needs_keys()).await?;
     let handler = LazyRouter::new(init, function);
     if function.streaming() {
         lambda_http::run_with_streaming_response(handler).await

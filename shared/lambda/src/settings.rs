@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
+use a2a_core::auth::{ApiKeySource, FetchKeyDocument};
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, KeyFile, KeySet,
-    Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
+    Emitter, KeyFile, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
 };
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
@@ -38,6 +39,13 @@ pub const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
 pub const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
 /// Seconds a running work job stays invisible between heartbeats; also the task lease.
 pub const ENV_WORK_VISIBILITY_SECS: &str = "A2A_WORK_VISIBILITY_SECS";
+/// ARN of the Secrets Manager secret holding the API key document (auth mode `api-key`).
+pub const ENV_API_KEY_SECRET_ARN: &str = "A2A_API_KEY_SECRET_ARN";
+/// A local API key document instead of the secret (local runs only).
+pub const ENV_API_KEY_FILE: &str = "A2A_API_KEY_FILE";
+/// Seconds a fetched API key document is used before it is fetched again (a revocation takes
+/// effect within this time).
+pub const ENV_API_KEY_REFRESH_SECS: &str = "A2A_API_KEY_REFRESH_SECS";
 
 /// What a function reads from its environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +76,14 @@ pub struct Settings {
     pub work_visibility: Duration,
     /// How long a blocking SendMessage waits (API Gateway ends buffered responses at 29 s).
     pub blocking_timeout: Duration,
+    /// Who may call (`A2A_AUTH`, `A2A_JWT_*`, `A2A_API_KEY_*`, as `a2a-local` reads them).
+    pub auth: AuthSettings,
+    /// Secrets Manager secret of the API key document.
+    pub api_key_secret_arn: Option<String>,
+    /// Local API key document.
+    pub api_key_file: Option<String>,
+    /// How long a fetched API key document is used.
+    pub api_key_refresh: Duration,
 }
 
 impl Settings {
@@ -141,6 +157,10 @@ impl Settings {
             push_allow_http: get(ENV_PUSH_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
             work_visibility: secs(ENV_WORK_VISIBILITY_SECS, 900)?,
             blocking_timeout: secs(ENV_BLOCKING_TIMEOUT_SECS, 25)?,
+            auth: AuthSettings::from_lookup(&lookup)?,
+            api_key_secret_arn: get(ENV_API_KEY_SECRET_ARN),
+            api_key_file: get(ENV_API_KEY_FILE),
+            api_key_refresh: secs(ENV_API_KEY_REFRESH_SECS, 60)?,
         })
     }
 
@@ -166,8 +186,14 @@ impl Settings {
     /// The service configuration of a Lambda function: no background work after a response
     /// (a frozen instance would stall it), the cloud's strict push policy unless the local env
     /// file relaxes it, and the lease matched to the work job's visibility.
-    pub fn service_config(&self, base: Option<&str>, signer: Option<PushSigner>) -> ServiceConfig {
+    pub fn service_config(
+        &self,
+        base: Option<&str>,
+        signer: Option<PushSigner>,
+        auth: Auth,
+    ) -> ServiceConfig {
         ServiceConfig {
+            auth,
             interfaces: base.map(|b| self.interfaces(b)).unwrap_or_default(),
             retention: self.retention,
             max_stream_duration: self.max_stream_duration,
@@ -194,6 +220,8 @@ pub struct Init {
     pub adapters: AwsAdapters,
     /// The push signing keys, when the function needs them.
     pub keys: Option<KeySet>,
+    /// The auth layer (one JWKS or API key cache per instance).
+    pub auth: Auth,
     /// The agent (with the card overrides applied).
     pub agent: Arc<dyn Agent>,
 }
@@ -201,15 +229,35 @@ pub struct Init {
 impl Init {
     /// Reads the environment and builds the clients and adapters; loads the signing keys when
     /// `with_keys` (the card function publishes them, the push function signs with them).
+    /// Callers are not authenticated here (the queue functions): the auth layer is `none`.
     pub async fn from_env(agent: Arc<dyn Agent>, with_keys: bool) -> Result<Self, Error> {
+        Self::load(agent, with_keys, false).await
+    }
+
+    /// As [`Self::from_env`], for a function behind the front door: also builds the auth layer
+    /// the settings describe.
+    pub async fn for_callers(agent: Arc<dyn Agent>, with_keys: bool) -> Result<Self, Error> {
+        Self::load(agent, with_keys, true).await
+    }
+
+    async fn load(agent: Arc<dyn Agent>, with_keys: bool, with_auth: bool) -> Result<Self, Error> {
         crate::init_logging();
         let settings = Settings::from_env()?;
-        let clients = AwsClients::from_env().await;
+        // One SDK configuration (credentials, region, endpoint) for every client of the instance.
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .load()
+            .await;
+        let clients = AwsClients::from_sdk_config(&sdk);
         let adapters = AwsAdapters::new(&clients, &settings.aws);
         let keys = if with_keys {
-            load_keys(&settings).await?
+            load_keys(&settings, &sdk).await?
         } else {
             None
+        };
+        let auth = if with_auth {
+            build_auth(&settings, &sdk)?
+        } else {
+            Auth::none()
         };
         let agent = match (&settings.agent_name, &settings.agent_description) {
             (None, None) => agent,
@@ -224,6 +272,7 @@ impl Init {
             clients,
             adapters,
             keys,
+            auth,
             agent,
         })
     }
@@ -235,7 +284,8 @@ impl Init {
             .clone()
             .map(|keys| PushSigner::new(keys, base.map(str::to_owned).unwrap_or_default()));
         A2aService::new(
-            self.settings.service_config(base, signer),
+            self.settings
+                .service_config(base, signer, self.auth.clone()),
             self.agent.clone(),
             Arc::new(self.adapters.store.clone()),
             Arc::new(self.adapters.work.clone()),
@@ -244,28 +294,66 @@ impl Init {
     }
 }
 
+/// The auth layer of `settings`. In mode `api-key`, the key document is the Secrets Manager
+/// secret (fetched again every `api_key_refresh`, so a revocation needs no redeploy), or a local
+/// file. A function that cannot authenticate anyone refuses to start, with the reason.
+pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Auth, String> {
+    settings.auth.build(|| {
+        if let Some(arn) = &settings.api_key_secret_arn {
+            let client = aws_sdk_secretsmanager::Client::new(sdk);
+            let arn = arn.clone();
+            let fetch: FetchKeyDocument = Arc::new(move || {
+                let (client, arn) = (client.clone(), arn.clone());
+                Box::pin(async move { read_secret(&client, &arn, "API key").await })
+            });
+            return Ok(ApiKeySource::Fetched {
+                fetch,
+                refresh: settings.api_key_refresh,
+            });
+        }
+        if let Some(path) = &settings.api_key_file {
+            return Ok(ApiKeySource::File(path.into()));
+        }
+        Err(format!(
+            "auth mode {} needs {ENV_API_KEY_SECRET_ARN} (the template's ApiKeySecretArn) or \
+             {ENV_API_KEY_FILE}",
+            AuthMode::ApiKey
+        ))
+    })
+}
+
+/// The text of a Secrets Manager secret. The error says which secret failed and why, never
+/// what it holds.
+async fn read_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+    what: &str,
+) -> Result<String, String> {
+    let out = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot read the {what} secret: {}",
+                aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+            )
+        })?;
+    out.secret_string()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("the {what} secret has no SecretString"))
+}
+
 /// The push signing keys: the Secrets Manager secret in the cloud, a key file locally.
-async fn load_keys(settings: &Settings) -> Result<Option<KeySet>, Error> {
+async fn load_keys(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Option<KeySet>, Error> {
     if let Some(arn) = &settings.push_signing_secret_arn {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .load()
-            .await;
-        let client = aws_sdk_secretsmanager::Client::new(&sdk);
-        let out = client
-            .get_secret_value()
-            .secret_id(arn)
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot read the push signing secret: {}",
-                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
-                )
-            })?;
-        let text = out
-            .secret_string()
-            .ok_or("the push signing secret has no SecretString")?;
-        let keys = KeySet::from_json(text)
+        let client = aws_sdk_secretsmanager::Client::new(sdk);
+        let text = read_secret(&client, arn, "push signing").await?;
+        let keys = KeySet::from_json(&text)
             .map_err(|e| format!("the push signing secret is not a key set: {e}"))?;
         return Ok(Some(keys));
     }
@@ -326,7 +414,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(s.max_stream_duration, Duration::from_secs(840));
-        let config = s.service_config(Some("https://x.example/prod/"), None);
+        let config = s.service_config(Some("https://x.example/prod/"), None, Auth::none());
         assert!(!config.background_inline);
         assert_eq!(config.push_policy, PushPolicy::default());
         assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");

@@ -13,17 +13,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::auth::{
-    ApiKeyConfig, ApiKeyDocument, ApiKeyLocation, ApiKeySource, JwtConfig, ScopeNames,
-};
+use a2a_core::auth::{ApiKeyDocument, ApiKeyLocation, ApiKeySource, ScopeNames};
 use a2a_core::{
-    A2aService, Agent, Auth, KeyFile, Permissions, PushPolicy, PushSigner, ServiceConfig,
-    SigningAlgorithm,
+    A2aService, Agent, Auth, AuthMode, AuthSettings, KeyFile, Permissions, PushPolicy, PushSigner,
+    ServiceConfig, SigningAlgorithm,
 };
 use a2a_http::{router, HttpOptions};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use tokio::sync::watch;
 
 /// How long a graceful shutdown waits for open requests and streams.
@@ -133,17 +131,6 @@ pub struct AuthOptions {
     pub jwt_jwks_ttl_secs: u64,
 }
 
-/// The auth modes of `--auth`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuthMode {
-    /// No authentication: every caller is the anonymous principal.
-    None,
-    /// API keys.
-    ApiKey,
-    /// Bearer JWTs from an OpenID issuer.
-    Jwt,
-}
-
 impl AuthOptions {
     /// The API key document's path.
     pub fn api_key_path(&self, data_dir: &Path) -> PathBuf {
@@ -152,63 +139,42 @@ impl AuthOptions {
             .unwrap_or_else(|| data_dir.join(API_KEY_FILE))
     }
 
+    /// The settings these options give (the same the Lambda functions read from their
+    /// environment; checked by the core).
+    pub fn settings(&self) -> AuthSettings {
+        AuthSettings {
+            mode: self.mode,
+            api_key_location: self.api_key_location,
+            api_key_name: self.api_key_name.clone(),
+            jwt_issuer: self.jwt_issuer.clone(),
+            jwt_audience: self.jwt_audience.clone(),
+            jwt_jwks_url: self.jwt_jwks_url.clone(),
+            jwt_algorithms: self.jwt_algorithms.clone(),
+            jwt_scopes: ScopeNames {
+                read: self.jwt_scope_read.clone(),
+                send: self.jwt_scope_send.clone(),
+                cancel: self.jwt_scope_cancel.clone(),
+                push: self.jwt_scope_push.clone(),
+            },
+            jwt_leeway: Duration::from_secs(self.jwt_leeway_secs),
+            jwt_jwks_ttl: Duration::from_secs(self.jwt_jwks_ttl_secs),
+        }
+    }
+
     /// The auth layer these options describe; an error names what is missing.
     pub fn build(&self, data_dir: &Path) -> Result<Auth, String> {
-        match self.mode {
-            AuthMode::None => Ok(Auth::none()),
-            AuthMode::ApiKey => {
-                let path = self.api_key_path(data_dir);
-                let doc = ApiKeyDocument::load(&path)?;
-                let active = doc.keys.iter().filter(|k| !k.revoked).count();
-                if active == 0 {
-                    tracing::warn!(
-                        "no API keys in {}: every request will be refused until you issue one \
-                         with `a2a-local keys issue`",
-                        path.display()
-                    );
-                }
-                if self.api_key_location == ApiKeyLocation::Query {
-                    tracing::warn!(
-                        "API keys in the query string end up in access logs and browser \
-                         history; prefer a header"
-                    );
-                }
-                Ok(Auth::api_keys(ApiKeyConfig {
-                    location: self.api_key_location,
-                    name: self.api_key_name.clone(),
-                    source: ApiKeySource::File(path),
-                }))
+        self.settings().build(|| {
+            let path = self.api_key_path(data_dir);
+            let doc = ApiKeyDocument::load(&path)?;
+            if doc.keys.iter().all(|k| k.revoked) {
+                tracing::warn!(
+                    "no API keys in {}: every request will be refused until you issue one \
+                     with `a2a-local keys issue`",
+                    path.display()
+                );
             }
-            AuthMode::Jwt => {
-                let issuer = self
-                    .jwt_issuer
-                    .clone()
-                    .filter(|i| !i.trim().is_empty())
-                    .ok_or("--auth jwt needs --jwt-issuer (A2A_JWT_ISSUER)")?;
-                let audience: Vec<String> = self
-                    .jwt_audience
-                    .iter()
-                    .filter(|a| !a.trim().is_empty())
-                    .cloned()
-                    .collect();
-                if audience.is_empty() {
-                    return Err("--auth jwt needs --jwt-audience (A2A_JWT_AUDIENCE)".into());
-                }
-                let mut config = JwtConfig::new(issuer, String::new());
-                config.audience = audience;
-                config.jwks_url = self.jwt_jwks_url.clone().filter(|u| !u.trim().is_empty());
-                config.algorithms = self.jwt_algorithms.clone();
-                config.scopes = ScopeNames {
-                    read: self.jwt_scope_read.clone(),
-                    send: self.jwt_scope_send.clone(),
-                    cancel: self.jwt_scope_cancel.clone(),
-                    push: self.jwt_scope_push.clone(),
-                };
-                config.leeway = Duration::from_secs(self.jwt_leeway_secs);
-                config.jwks_ttl = Duration::from_secs(self.jwt_jwks_ttl_secs.max(1));
-                Ok(Auth::jwt(config))
-            }
-        }
+            Ok(ApiKeySource::File(path))
+        })
     }
 }
 

@@ -1,0 +1,139 @@
+//! API keys in the cloud: the functions read the key document from the Secrets Manager secret
+//! named by `A2A_API_KEY_SECRET_ARN`, here moto's Secrets Manager on the real wire protocol
+//! (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it).
+
+use std::time::Duration;
+
+use a2a_core::auth::ApiKeyDocument;
+use a2a_core::{Credentials, Permission, Permissions};
+use a2a_lambda_glue::{build_auth, Settings};
+use a2a_protocol::A2AError;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_secretsmanager::config::Credentials as AwsCredentials;
+
+/// The SDK configuration for moto. Panics, saying how to start it, when it is not running:
+/// this test must never pass without having talked to Secrets Manager.
+async fn moto() -> aws_config::SdkConfig {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        !endpoint.trim().is_empty(),
+        "AWS_ENDPOINT_URL is not set: start moto with `eval \"$(infra/moto.sh env-start)\"`"
+    );
+    aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(AwsCredentials::new("test", "test", None, None, "moto"))
+        .load()
+        .await
+}
+
+fn settings(pairs: &[(&str, String)]) -> Settings {
+    let mut env: Vec<(&str, String)> = vec![
+        ("A2A_TABLE", "unused".into()),
+        ("A2A_WORK_QUEUE_URL", "http://unused".into()),
+        ("A2A_PUSH_QUEUE_URL", "http://unused".into()),
+    ];
+    env.extend(pairs.iter().cloned());
+    Settings::from_lookup(|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))
+        .expect("settings")
+}
+
+async fn caller(auth: &a2a_core::Auth, key: &str) -> Result<a2a_core::Principal, A2AError> {
+    auth.authenticate(Credentials {
+        authorization: None,
+        api_key: Some(key),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn keys_come_from_the_secret_and_a_revocation_needs_no_redeploy() {
+    let sdk = moto().await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let mut doc = ApiKeyDocument::default();
+    let (record, key) = doc
+        .issue(
+            Permissions::default().with(Permission::Read),
+            Some("alice".into()),
+            "test".into(),
+        )
+        .unwrap();
+    let name = format!("a2a-api-keys-{}", uuid::Uuid::new_v4().simple());
+    let arn = secrets
+        .create_secret()
+        .name(&name)
+        .secret_string(doc.to_json())
+        .send()
+        .await
+        .expect("create the secret on moto")
+        .arn
+        .expect("an ARN");
+
+    let mut settings = settings(&[
+        ("A2A_AUTH", "api-key".into()),
+        ("A2A_API_KEY_SECRET_ARN", arn.clone()),
+    ]);
+    // Fetch on every request, so the revocation below is seen at once.
+    settings.api_key_refresh = Duration::ZERO;
+    let auth = build_auth(&settings, &sdk).expect("auth");
+    assert!(auth.is_enabled());
+
+    let principal = caller(&auth, key.expose()).await.expect("the issued key");
+    assert_eq!(principal.id, "key:alice");
+    assert!(principal.permissions.contains(Permission::Read));
+    assert!(!principal.permissions.contains(Permission::Send));
+    let wrong = format!("{}x", key.expose());
+    assert!(matches!(
+        caller(&auth, &wrong).await,
+        Err(A2AError::Unauthenticated(_))
+    ));
+
+    // `a2a-local keys revoke` + an upload of the document: refused from the next fetch on.
+    assert!(doc.revoke(&record.id));
+    secrets
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string(doc.to_json())
+        .send()
+        .await
+        .expect("update the secret");
+    assert!(matches!(
+        caller(&auth, key.expose()).await,
+        Err(A2AError::Unauthenticated(_))
+    ));
+
+    secrets
+        .delete_secret()
+        .secret_id(&arn)
+        .force_delete_without_recovery(true)
+        .send()
+        .await
+        .expect("delete the secret");
+}
+
+#[tokio::test]
+async fn an_unreadable_secret_lets_nobody_in() {
+    let sdk = moto().await;
+    let settings = settings(&[
+        ("A2A_AUTH", "api-key".into()),
+        (
+            "A2A_API_KEY_SECRET_ARN",
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:missing-AbCdEf".into(),
+        ),
+    ]);
+    let auth = build_auth(&settings, &sdk).expect("auth");
+    let mut doc = ApiKeyDocument::default();
+    let (_, key) = doc.issue(Permissions::all(), None, String::new()).unwrap();
+    assert!(matches!(
+        caller(&auth, key.expose()).await,
+        Err(A2AError::Unauthenticated(_))
+    ));
+}
+
+#[tokio::test]
+async fn api_key_mode_without_a_key_document_refuses_to_start() {
+    let sdk = moto().await;
+    let err = build_auth(&settings(&[("A2A_AUTH", "api-key".into())]), &sdk).expect_err("an error");
+    assert!(err.contains("A2A_API_KEY_SECRET_ARN"), "{err}");
+    let err = build_auth(&settings(&[("A2A_AUTH", "jwt".into())]), &sdk).expect_err("an error");
+    assert!(err.contains("A2A_JWT_ISSUER"), "{err}");
+}
