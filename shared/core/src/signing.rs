@@ -224,6 +224,22 @@ impl fmt::Debug for SecretPem {
     }
 }
 
+/// A key set document (private keys included). Its `Debug` output is redacted.
+pub struct KeyDocumentText(String);
+
+impl KeyDocumentText {
+    /// The JSON text. Store it somewhere private; never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for KeyDocumentText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyDocumentText([redacted])")
+    }
+}
+
 /// The signing keys of a deployment: all are published, the active one signs.
 #[derive(Clone, Debug)]
 pub struct KeySet {
@@ -319,6 +335,29 @@ impl KeySet {
         Self::new(keys, &active_kid)
     }
 
+    /// A new set of one freshly generated key, and its document in the [`Self::from_json`]
+    /// format (to be stored somewhere private: a key file, a secret).
+    pub fn generate(algorithm: SigningAlgorithm) -> Result<(Self, KeyDocumentText), KeyError> {
+        let (key, pem) = SigningKey::generate(algorithm)?;
+        let doc = KeyDocument {
+            keys: vec![KeyEntry {
+                kid: Some(key.kid().to_string()),
+                alg: algorithm,
+                private_key_pem: pem.expose().to_string(),
+                active: true,
+            }],
+        };
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| KeyError::Io(format!("cannot encode the key set: {e}")))?;
+        Ok((Self::single(key), KeyDocumentText(text)))
+    }
+
+    /// Whether `text` is a key set document with no keys yet: what a deployment stores as a
+    /// placeholder for keys to be generated on first use.
+    pub fn is_empty_document(text: &str) -> bool {
+        serde_json::from_str::<KeyDocument>(text).is_ok_and(|doc| doc.keys.is_empty())
+    }
+
     /// The key that signs.
     pub fn active(&self) -> &SigningKey {
         &self.keys[self.active]
@@ -406,17 +445,9 @@ impl KeyFile {
     }
 
     fn create(&self) -> Result<KeySet, KeyError> {
-        let (key, pem) = SigningKey::generate(self.algorithm)?;
-        let doc = KeyDocument {
-            keys: vec![KeyEntry {
-                kid: Some(key.kid().to_string()),
-                alg: self.algorithm,
-                private_key_pem: pem.expose().to_string(),
-                active: true,
-            }],
-        };
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| KeyError::Io(format!("cannot encode the key file: {e}")))?;
+        let (keys, text) = KeySet::generate(self.algorithm)?;
+        let key = keys.active();
+        let text = text.0;
         let io = |what: &str, e: std::io::Error| {
             KeyError::Io(format!("cannot {what} {}: {e}", self.path.display()))
         };
@@ -437,7 +468,7 @@ impl KeyFile {
         match linked {
             Ok(()) => {
                 tracing::info!(kid = %key.kid(), path = %self.path.display(), "generated a push signing key");
-                Ok(KeySet::single(key))
+                Ok(keys)
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.load_or_create(),
             Err(e) => Err(io("create", e)),

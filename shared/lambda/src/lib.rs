@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
-pub use settings::{build_auth, Init, Settings};
+pub use settings::{build_auth, load_keys, Init, Settings};
 pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
 
 /// Logs to stdout in the form CloudWatch keeps (no colours, no timestamps: Lambda adds them).

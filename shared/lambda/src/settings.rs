@@ -346,13 +346,17 @@ async fn read_secret(
 }
 
 /// The push signing keys: the Secrets Manager secret in the cloud, a key file locally.
-async fn load_keys(
+pub async fn load_keys(
     settings: &Settings,
     sdk: &aws_config::SdkConfig,
-) -> Result<Option<KeySet>, Error> {
+) -> Result<Option<KeySet>, String> {
     if let Some(arn) = &settings.push_signing_secret_arn {
         let client = aws_sdk_secretsmanager::Client::new(sdk);
-        let text = read_secret(&client, arn, "push signing").await?;
+        let mut text = read_secret(&client, arn, "push signing").await?;
+        if KeySet::is_empty_document(&text) {
+            generate_first_key(&client, arn).await?;
+            text = read_secret(&client, arn, "push signing").await?;
+        }
         let keys = KeySet::from_json(&text)
             .map_err(|e| format!("the push signing secret is not a key set: {e}"))?;
         return Ok(Some(keys));
@@ -368,6 +372,45 @@ async fn load_keys(
          are not signed and no JWKS is served"
     );
     Ok(None)
+}
+
+/// The version token of the first key a deployment generates. Secrets Manager refuses a second
+/// value under one token, so when several instances start at once and each generates a key,
+/// exactly one key set is stored; the others read it back.
+const FIRST_KEY_VERSION: &str = "a2a-push-signing-first-key-000000001";
+
+/// Stores a newly generated key set in a secret that holds the empty placeholder (the
+/// template creates it so; nobody has to make a key by hand for pushes to be signed).
+async fn generate_first_key(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+) -> Result<(), String> {
+    let (keys, text) = KeySet::generate(SigningAlgorithm::Es256)
+        .map_err(|e| format!("cannot generate a push signing key: {e}"))?;
+    let put = client
+        .put_secret_value()
+        .secret_id(arn)
+        .client_request_token(FIRST_KEY_VERSION)
+        .secret_string(text.expose())
+        .send()
+        .await;
+    match put {
+        Ok(_) => {
+            tracing::info!(kid = %keys.active().kid(), "generated the first push signing key");
+            Ok(())
+        }
+        // Another instance stored its key first under the same token: use that one.
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_exists_exception()) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "cannot store the generated push signing key: {}",
+            aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+        )),
+    }
 }
 
 /// An agent whose card name and description come from the deployment's parameters.

@@ -1,12 +1,14 @@
-//! API keys in the cloud: the functions read the key document from the Secrets Manager secret
-//! named by `A2A_API_KEY_SECRET_ARN`, here moto's Secrets Manager on the real wire protocol
-//! (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it).
+//! The secrets of a deployment, against moto's Secrets Manager on the real wire protocol
+//! (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it): the API key
+//! document named by `A2A_API_KEY_SECRET_ARN`, and the push signing keys named by
+//! `A2A_PUSH_SIGNING_SECRET_ARN`, generated on first use when the secret holds the placeholder.
 
 use std::time::Duration;
 
 use a2a_core::auth::ApiKeyDocument;
+use a2a_core::KeySet;
 use a2a_core::{Credentials, Permission, Permissions};
-use a2a_lambda_glue::{build_auth, Settings};
+use a2a_lambda_glue::{build_auth, load_keys, Settings};
 use a2a_protocol::A2AError;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_secretsmanager::config::Credentials as AwsCredentials;
@@ -136,4 +138,81 @@ async fn api_key_mode_without_a_key_document_refuses_to_start() {
     assert!(err.contains("A2A_API_KEY_SECRET_ARN"), "{err}");
     let err = build_auth(&settings(&[("A2A_AUTH", "jwt".into())]), &sdk).expect_err("an error");
     assert!(err.contains("A2A_JWT_ISSUER"), "{err}");
+}
+
+async fn create_secret(sdk: &aws_config::SdkConfig, value: &str) -> String {
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .create_secret()
+        .name(format!("a2a-test-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(value)
+        .send()
+        .await
+        .expect("create the secret on moto")
+        .arn
+        .expect("an ARN")
+}
+
+#[tokio::test]
+async fn instances_starting_at_once_generate_one_signing_key_between_them() {
+    let sdk = moto().await;
+    // What the template stores when no signing secret is named.
+    let arn = create_secret(&sdk, r#"{"keys": []}"#).await;
+    let settings = settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn.clone())]);
+
+    // The card and push functions cold-starting together: each may generate a key, one is kept.
+    let (a, b, c) = tokio::join!(
+        load_keys(&settings, &sdk),
+        load_keys(&settings, &sdk),
+        load_keys(&settings, &sdk)
+    );
+    let kids: Vec<String> = [a, b, c]
+        .into_iter()
+        .map(|keys| {
+            keys.expect("keys")
+                .expect("a key set")
+                .active()
+                .kid()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        kids.iter().all(|k| k == &kids[0]),
+        "one key for all: {kids:?}"
+    );
+
+    // The secret now holds that key, and a later cold start reads it rather than generating.
+    let stored = aws_sdk_secretsmanager::Client::new(&sdk)
+        .get_secret_value()
+        .secret_id(&arn)
+        .send()
+        .await
+        .unwrap();
+    let stored = KeySet::from_json(stored.secret_string().unwrap()).unwrap();
+    assert_eq!(stored.active().kid(), kids[0]);
+    let later = load_keys(&settings, &sdk).await.unwrap().unwrap();
+    assert_eq!(later.active().kid(), kids[0]);
+}
+
+#[tokio::test]
+async fn a_signing_secret_with_keys_is_used_as_it_is() {
+    let sdk = moto().await;
+    let (keys, text) = KeySet::generate(a2a_core::SigningAlgorithm::Es256).unwrap();
+    let arn = create_secret(&sdk, text.expose()).await;
+    let settings = settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn)]);
+    let loaded = load_keys(&settings, &sdk).await.unwrap().unwrap();
+    assert_eq!(loaded.active().kid(), keys.active().kid());
+
+    let broken = create_secret(&sdk, r#"{"keys": [{"privateKeyPem": "not a key"}]}"#).await;
+    let err = load_keys(&settings_with_signing(&broken), &sdk)
+        .await
+        .expect_err("not a key set");
+    assert!(err.contains("not a key set"), "{err}");
+    assert!(
+        !err.contains("not a key\""),
+        "quotes no key material: {err}"
+    );
+}
+
+fn settings_with_signing(arn: &str) -> Settings {
+    settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn.to_owned())])
 }
