@@ -221,11 +221,38 @@ async fn run_one_work_job(
 }
 
 /// Delivers push jobs until `stop` flips.
-pub async fn push_loop(service: A2aService, queue: JobQueue, mut stop: watch::Receiver<bool>) {
+///
+/// On SQS, each receive takes one job: SQS counts every receive, the attempt number is the
+/// receive count, and a task's later jobs received beside a failing one would be handed back
+/// untried but counted (docs/push.md). Several pollers keep different tasks going out at once.
+/// The embedded queue hands out only the oldest job of each task, so one poller takes many.
+pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiver<bool>) {
+    let (pollers, batch) = match &queue {
+        JobQueue::Sqs(_) => (8, 1),
+        JobQueue::Embedded { .. } => (1, 16),
+    };
+    let mut polls = tokio::task::JoinSet::new();
+    for _ in 0..pollers {
+        polls.spawn(poll_pushes(
+            service.clone(),
+            queue.clone(),
+            stop.clone(),
+            batch,
+        ));
+    }
+    while polls.join_next().await.is_some() {}
+}
+
+async fn poll_pushes(
+    service: A2aService,
+    queue: JobQueue,
+    mut stop: watch::Receiver<bool>,
+    batch: usize,
+) {
     let max_attempts = service.config().max_push_attempts;
     while !stopped(&mut stop).await {
         let jobs = tokio::select! {
-            jobs = queue.receive(16, PUSH_VISIBILITY) => jobs,
+            jobs = queue.receive(batch, PUSH_VISIBILITY) => jobs,
             _ = stop.changed() => continue,
         };
         let jobs = match jobs {

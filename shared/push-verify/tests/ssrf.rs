@@ -6,7 +6,7 @@ mod support;
 
 use a2a_core::{
     CallContext, KeySet, Owner, PushAttemptResult, PushJob, PushPolicy, SigningAlgorithm,
-    SigningKey, TaskStore, JOB_FORMAT_VERSION,
+    SigningKey, JOB_FORMAT_VERSION,
 };
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use support::{AgentServer, RawListener};

@@ -10,7 +10,7 @@ use a2a_core::signing::PushClaims;
 use a2a_core::{KeySet, PushPolicy, SigningAlgorithm, SigningKey};
 use a2a_push_verify::{Verifier, VerifyError, SIGNATURE_HEADER};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
-use support::{AgentServer, Received, Webhook};
+use support::{on_every_backend, AgentServer, Backend, Received, Webhook};
 
 fn key() -> SigningKey {
     SigningKey::generate(SigningAlgorithm::Es256)
@@ -284,15 +284,22 @@ async fn rs256_keys_sign_and_verify_too() {
     }
 }
 
-#[tokio::test]
-async fn keys_rotate_without_a_gap() {
+// The rotation runs on both backends: pushes queued before a redeploy are delivered (and
+// verified) after it, on the embedded push queue and on the SQS FIFO queue alike.
+on_every_backend!(keys_rotate_without_a_gap);
+
+async fn keys_rotate_without_a_gap(backend: Backend) {
     let (old, new) = (key(), key());
-    let mut agent = AgentServer::start(KeySet::single(old.clone()), PushPolicy::local(), 3).await;
+    let mut agent =
+        AgentServer::start_on(backend, KeySet::single(old.clone()), PushPolicy::local(), 3).await;
     let hook = Webhook::start().await;
     let verifier = Verifier::for_agent(&agent.base, &hook.url).refetch_cooldown(Duration::ZERO);
 
     // Before: the old key signs, and the receiver caches a JWKS holding only it.
-    for push in pushes(&agent, &hook, "steps 1").await {
+    let before = pushes(&agent, &hook, "steps 1").await;
+    // Task, WORKING, one chunk, COMPLETED.
+    assert_eq!(before.len(), 4, "{before:?}");
+    for push in before {
         let verified = verifier.verify(&push.headers, &push.body).await.unwrap();
         assert_eq!(verified.kid, old.kid());
     }
@@ -300,10 +307,12 @@ async fn keys_rotate_without_a_gap() {
     // Step 1: publish the new key, keep signing with the old one.
     agent.rotate(KeySet::new(vec![old.clone(), new.clone()], old.kid()).unwrap());
     let in_flight = pushes(&agent, &hook, "steps 1").await;
+    assert_eq!(in_flight.len(), 4, "{in_flight:?}");
 
     // Step 2: the new key signs.
     agent.rotate(KeySet::new(vec![old.clone(), new.clone()], new.kid()).unwrap());
     let after = pushes(&agent, &hook, "steps 1").await;
+    assert_eq!(after.len(), 4, "{after:?}");
     for push in &after {
         // The cached JWKS lacks the new kid: one re-fetch finds it.
         let verified = verifier.verify(&push.headers, &push.body).await.unwrap();
@@ -325,7 +334,10 @@ async fn keys_rotate_without_a_gap() {
         fresh.verify(&signature_headers(&late), body).await,
         Err(VerifyError::UnknownKey(_))
     ));
-    for push in pushes(&agent, &hook, "steps 1").await {
+    let retired = pushes(&agent, &hook, "steps 1").await;
+    assert_eq!(retired.len(), 4, "{retired:?}");
+    for push in retired {
         fresh.verify(&push.headers, &push.body).await.unwrap();
     }
+    agent.finish().await;
 }

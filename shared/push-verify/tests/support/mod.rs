@@ -1,26 +1,34 @@
 //! What the push tests share: a tiny agent served by the real router on 127.0.0.1 (so its
-//! JWKS is live), a webhook receiver on 127.0.0.1, raw listeners that count connections, and
-//! a push loop that runs deliveries without sleeping.
+//! JWKS is live), on either backend (the embedded store, or DynamoDB and SQS on moto), a
+//! webhook receiver on 127.0.0.1, raw listeners that count connections, and a push consumer
+//! that runs deliveries without sleeping.
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use a2a_aws::resources::{self, Resources};
+use a2a_aws::{AwsAdapters, AwsClients, ReceivedMessage};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    JobOutcome, KeySet, PushJob, PushPolicy, PushSigner, ServiceConfig,
+    JobOutcome, KeySet, PushJob, PushPolicy, PushSigner, ServiceConfig, TaskStore,
 };
 use a2a_embedded::{QueueName, SqliteStore};
 use a2a_http::{router, HttpOptions};
+use a2a_lambda_glue::PushBatch;
 use a2a_protocol::{
     AgentInterface, Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest,
     SendMessageResponse, Task, TaskPushNotificationConfig,
 };
 use async_trait::async_trait;
+use aws_config::{BehaviorVersion, Region};
+use aws_lambda_events::event::sqs::SqsEvent;
+use aws_sdk_sqs::config::Credentials;
+use aws_sdk_sqs::types::QueueAttributeName;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -67,34 +75,132 @@ impl Agent for StepAgent {
     }
 }
 
-/// The agent as a receiver sees it: the service on the embedded store, served by
+/// Where the agent keeps its tasks and push jobs, and who drains its push queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `a2a-local`'s: the embedded SQLite store with its durable push queue, drained the way
+    /// `a2a-local`'s push loop does.
+    Embedded,
+    /// The cloud's: the task store on DynamoDB and the push queue on SQS FIFO (with its real
+    /// dead-letter queue and redrive policy), on the moto server named by `AWS_ENDPOINT_URL`,
+    /// drained by the push function's own batch handler (`a2a_lambda_glue::PushBatch`).
+    DynamoDbAndSqs,
+}
+
+/// Writes one test per backend for each named scenario, an `async fn(Backend)` in scope:
+/// `<scenario>::on_embedded` and `<scenario>::on_dynamodb_and_sqs`. Attributes written before
+/// a scenario's name go on its DynamoDB-and-SQS test only (`#[ignore = "why"]`).
+#[allow(unused_macros)] // Not every test binary has scenarios on both backends.
+macro_rules! on_every_backend {
+    ($($(#[$on_aws:meta])* $scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn on_embedded() {
+                super::$scenario(crate::support::Backend::Embedded).await
+            }
+
+            #[tokio::test]
+            $(#[$on_aws])*
+            async fn on_dynamodb_and_sqs() {
+                super::$scenario(crate::support::Backend::DynamoDbAndSqs).await
+            }
+        }
+    )+};
+}
+#[allow(unused_imports)]
+pub(crate) use on_every_backend;
+
+/// What a [`AgentServer::drain`] did, counted the same way on every backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Delivery attempts: jobs handed to `deliver_push` (retries included).
+    pub attempts: usize,
+    /// Attempts that failed and were put back on the queue for another try.
+    pub retries: usize,
+    /// Attempts that failed for the last time: the job went to the dead-letter queue.
+    pub dead_lettered: usize,
+}
+
+/// A push job in the dead-letter queue, with the reason it was given up on.
+#[derive(Debug, Clone)]
+pub struct DeadLetter {
+    /// The job.
+    pub job: PushJob,
+    /// Why (the last attempt's error).
+    pub reason: String,
+}
+
+/// The adapters behind an [`AgentServer`].
+enum Adapters {
+    Embedded {
+        store: Arc<SqliteStore>,
+        _dir: tempfile::TempDir,
+    },
+    Aws(Box<AwsBackend>),
+}
+
+/// A fresh, uniquely named table and queues on moto for one test.
+struct AwsBackend {
+    clients: AwsClients,
+    resources: Resources,
+    adapters: AwsAdapters,
+    /// The push queue's ARN, as the event source mapping names it in each record.
+    push_queue_arn: String,
+    /// The push queue's dead-letter queue, found through its redrive policy.
+    dead_letter_url: String,
+    /// Messages per invocation of the push function: its event source's `BatchSize` in
+    /// `template.yaml`.
+    batch_size: usize,
+}
+
+/// The agent as a receiver sees it: the service on the chosen backend, served by
 /// `a2a_http::router` on 127.0.0.1, with its JWKS live at `{base}/.well-known/jwks.json`.
 pub struct AgentServer {
     /// `http://127.0.0.1:PORT`: the issuer of its pushes.
     pub base: String,
     /// The service in force (replaced by [`Self::rotate`]).
     pub service: A2aService,
-    /// The store, shared by every service this server runs.
-    pub store: Arc<SqliteStore>,
+    /// The task store, shared by every service this server runs.
+    pub store: Arc<dyn TaskStore>,
     /// How many times the JWKS was fetched.
     pub jwks_fetches: Arc<AtomicUsize>,
+    adapters: Adapters,
     policy: PushPolicy,
     max_push_attempts: u32,
     router: Arc<RwLock<Router>>,
-    _dir: tempfile::TempDir,
 }
 
 impl AgentServer {
-    /// Starts an agent signing with `keys`, delivering under `policy`, giving up on an event
-    /// after `max_push_attempts`.
+    /// Starts an agent on the embedded store signing with `keys`, delivering under `policy`,
+    /// giving up on an event after `max_push_attempts`.
     pub async fn start(keys: KeySet, policy: PushPolicy, max_push_attempts: u32) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Arc::new(SqliteStore::open(dir.path()).expect("open the store"));
+        Self::start_on(Backend::Embedded, keys, policy, max_push_attempts).await
+    }
+
+    /// As [`Self::start`], on `backend`. On DynamoDB and SQS the push queue's redrive policy
+    /// moves a message to its dead-letter queue after `max_push_attempts` receives, as the
+    /// deployment's does after the default 8.
+    pub async fn start_on(
+        backend: Backend,
+        keys: KeySet,
+        policy: PushPolicy,
+        max_push_attempts: u32,
+    ) -> Self {
+        let adapters = match backend {
+            Backend::Embedded => {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let store = Arc::new(SqliteStore::open(dir.path()).expect("open the store"));
+                Adapters::Embedded { store, _dir: dir }
+            }
+            Backend::DynamoDbAndSqs => {
+                Adapters::Aws(Box::new(AwsBackend::create(max_push_attempts).await))
+            }
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let service = build_service(&base, keys, &policy, max_push_attempts, &store);
+        let service = build_service(&base, keys, &policy, max_push_attempts, &adapters);
         let router = Arc::new(RwLock::new(router(service.clone(), HttpOptions::default())));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
         // One listener for the server's whole life, forwarding to whichever router is current,
@@ -113,29 +219,41 @@ impl AgentServer {
         tokio::spawn(async move {
             axum::serve(listener, front).await.expect("serve");
         });
+        let store: Arc<dyn TaskStore> = match &adapters {
+            Adapters::Embedded { store, .. } => store.clone(),
+            Adapters::Aws(aws) => Arc::new(aws.adapters.store.clone()),
+        };
         Self {
             base,
             service,
             store,
             jwks_fetches,
+            adapters,
             policy,
             max_push_attempts,
             router,
-            _dir: dir,
         }
     }
 
-    /// Redeploys with another key set: same store, same URL, new signer and JWKS.
+    /// Redeploys with another key set: same store and queues, same URL, new signer and JWKS.
     pub fn rotate(&mut self, keys: KeySet) {
         self.service = build_service(
             &self.base,
             keys,
             &self.policy,
             self.max_push_attempts,
-            &self.store,
+            &self.adapters,
         );
         *self.router.write().expect("router lock") =
             router(self.service.clone(), HttpOptions::default());
+    }
+
+    /// Deletes what the test created on moto (nothing to do for the embedded store, whose
+    /// directory goes with the server). Call it at the end of a scenario.
+    pub async fn finish(self) {
+        if let Adapters::Aws(aws) = self.adapters {
+            resources::delete_all(&aws.clients, &aws.resources).await;
+        }
     }
 
     /// Sends `text` in a new task with an inline push config for `webhook`, and waits until
@@ -174,38 +292,132 @@ impl AgentServer {
         }
     }
 
-    /// The push loop without its sleeps: takes jobs from the push queue and delivers them,
-    /// retrying at once instead of after the backoff, and dead-letters a job after its last
-    /// attempt (as `a2a-local`'s push loop and the SQS redrive policy do). Returns when the
-    /// queue is empty.
-    pub async fn drain(&self) -> Vec<JobOutcome> {
-        let mut outcomes = Vec::new();
+    /// Delivers every queued push job, as the backend's consumer does, but retrying a failed
+    /// job at once instead of after its backoff; returns when the push queue is empty.
+    ///
+    /// - Embedded: `a2a-local`'s push loop without its sleeps: deliver, then delete, retry,
+    ///   or dead-letter after the last attempt.
+    /// - DynamoDB and SQS: the push function's event source mapping, played by the test:
+    ///   receive a batch from the FIFO queue, hand it to the function's batch handler as an
+    ///   SQS event, delete what it did not report as failed, and make each reported failure
+    ///   visible again at once (the function set its visibility to the backoff).
+    pub async fn drain(&self) -> Drained {
+        match &self.adapters {
+            Adapters::Embedded { store, .. } => self.drain_embedded(store).await,
+            Adapters::Aws(aws) => self.drain_sqs(aws).await,
+        }
+    }
+
+    async fn drain_embedded(&self, store: &SqliteStore) -> Drained {
+        let mut drained = Drained::default();
         for _round in 0..1000 {
-            let jobs = self
-                .store
+            let jobs = store
                 .receive(QueueName::Push, 16, Duration::from_secs(60))
                 .await
                 .expect("receive");
             if jobs.is_empty() {
-                return outcomes;
+                return drained;
             }
             for job in jobs {
                 let parsed: PushJob = serde_json::from_str(&job.body).expect("a push job");
-                let outcome = self.service.deliver_push(&parsed, job.receive_count).await;
-                match &outcome {
-                    JobOutcome::Done => self.store.delete_job(job.id).await,
+                drained.attempts += 1;
+                match self.service.deliver_push(&parsed, job.receive_count).await {
+                    JobOutcome::Done => store.delete_job(job.id).await,
                     JobOutcome::Retry { reason, .. }
                         if job.receive_count >= self.max_push_attempts =>
                     {
-                        self.store.dead_letter(job.id, reason).await
+                        drained.dead_lettered += 1;
+                        store.dead_letter(job.id, &reason).await
                     }
-                    JobOutcome::Retry { .. } => self.store.retry_job(job.id, Duration::ZERO).await,
+                    JobOutcome::Retry { .. } => {
+                        drained.retries += 1;
+                        store.retry_job(job.id, Duration::ZERO).await
+                    }
                 }
                 .expect("settle the job");
-                outcomes.push(outcome);
             }
         }
         panic!("the push queue did not drain");
+    }
+
+    async fn drain_sqs(&self, aws: &AwsBackend) -> Drained {
+        let queue = aws.adapters.push.queue();
+        let function = PushBatch {
+            service: self.service.clone(),
+            queue: queue.clone(),
+        };
+        let dead_before = aws.count(&aws.dead_letter_url).await;
+        let mut drained = Drained::default();
+        for _round in 0..1000 {
+            let mut messages = queue
+                .receive(aws.batch_size, Duration::ZERO, None)
+                .await
+                .expect("receive");
+            if messages.is_empty() {
+                let left = aws.count(queue.url()).await;
+                if left == 0 {
+                    drained.dead_lettered = aws.count(&aws.dead_letter_url).await - dead_before;
+                    return drained;
+                }
+                // Queued but not handed out yet (made visible again this very moment): a long
+                // poll returns as soon as it is.
+                messages = queue
+                    .receive(aws.batch_size, Duration::from_secs(1), None)
+                    .await
+                    .expect("receive");
+                if messages.is_empty() {
+                    continue;
+                }
+            }
+            let response = function.handle(aws.event(&messages)).await;
+            let failed: HashSet<&str> = response
+                .batch_item_failures
+                .iter()
+                .map(|f| f.item_identifier.as_str())
+                .collect();
+            // Within a group the function stops at the first failure and hands the rest back
+            // untried; every record before it was delivered, or dead-lettered on its last
+            // attempt.
+            let mut stopped: HashSet<&str> = HashSet::new();
+            for m in &messages {
+                let group = m.group_id.as_deref().unwrap_or(&m.message_id);
+                let reported = failed.contains(m.message_id.as_str());
+                if stopped.contains(group) {
+                    assert!(reported, "a record after a failure of its group was kept");
+                    continue;
+                }
+                drained.attempts += 1;
+                if reported {
+                    stopped.insert(group);
+                    drained.retries += 1;
+                    queue
+                        .change_visibility(&m.receipt_handle, Duration::ZERO)
+                        .await
+                        .expect("retry at once");
+                } else {
+                    // What the event source mapping does with every record not reported.
+                    queue.delete(&m.receipt_handle).await.expect("delete");
+                }
+            }
+        }
+        panic!("the push queue did not drain");
+    }
+
+    /// The push queue's dead letters, oldest first (per task, on SQS FIFO).
+    pub async fn dead_letters(&self) -> Vec<DeadLetter> {
+        match &self.adapters {
+            Adapters::Embedded { store, .. } => store
+                .dead_letters(QueueName::Push)
+                .await
+                .expect("dead letters")
+                .into_iter()
+                .map(|(body, reason)| DeadLetter {
+                    job: serde_json::from_str(&body).expect("a push job"),
+                    reason,
+                })
+                .collect(),
+            Adapters::Aws(aws) => aws.dead_letters().await,
+        }
     }
 }
 
@@ -214,7 +426,7 @@ fn build_service(
     keys: KeySet,
     policy: &PushPolicy,
     max_push_attempts: u32,
-    store: &Arc<SqliteStore>,
+    adapters: &Adapters,
 ) -> A2aService {
     let config = ServiceConfig {
         interfaces: vec![AgentInterface {
@@ -229,13 +441,231 @@ fn build_service(
         push_timeout: Duration::from_secs(5),
         ..ServiceConfig::default()
     };
-    A2aService::new(
-        config,
-        Arc::new(StepAgent),
-        store.clone(),
-        store.clone(),
-        store.clone(),
-    )
+    let agent = Arc::new(StepAgent);
+    match adapters {
+        Adapters::Embedded { store, .. } => {
+            A2aService::new(config, agent, store.clone(), store.clone(), store.clone())
+        }
+        Adapters::Aws(aws) => A2aService::new(
+            config,
+            agent,
+            Arc::new(aws.adapters.store.clone()),
+            Arc::new(aws.adapters.work.clone()),
+            Arc::new(aws.adapters.push.clone()),
+        ),
+    }
+}
+
+/// Clients for the moto server named by `AWS_ENDPOINT_URL`. Panics, with how to start one,
+/// when it is unset: like the a2a-aws tests, these must never pass without having talked to
+/// DynamoDB and SQS.
+async fn aws_clients() -> AwsClients {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        !endpoint.trim().is_empty(),
+        "AWS_ENDPOINT_URL is not set. The push tests on DynamoDB and SQS run against moto's \
+         server: start it with\n\
+         \n    eval \"$(infra/moto.sh env-start)\"\n\n\
+         (from the repository root), then run the tests again in that shell; `infra/moto.sh stop` \
+         stops it."
+    );
+    // Defaults for the emulator, unless the environment says otherwise. Set on the loader
+    // rather than with set_var, which is unsound while other test threads read the environment.
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none()
+    {
+        loader = loader.region(Region::new("us-east-1"));
+    }
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        loader = loader.credentials_provider(Credentials::new("test", "test", None, None, "moto"));
+    }
+    AwsClients::from_sdk_config(&loader.load().await)
+}
+
+/// The push function's `BatchSize` (its SQS event in `template.yaml`): how many messages the
+/// event source mapping hands it at once.
+fn push_function_batch_size() -> usize {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
+    let text = std::fs::read_to_string(&path).expect("template.yaml");
+    let template: serde_yaml::Value = serde_yaml::from_str(&text).expect("template.yaml parses");
+    let events = template["Resources"]["PushFunction"]["Properties"]["Events"]
+        .as_mapping()
+        .expect("the push function's events");
+    let sizes: Vec<u64> = events
+        .values()
+        .filter(|e| e["Type"].as_str() == Some("SQS"))
+        .map(|e| e["Properties"]["BatchSize"].as_u64().unwrap_or(10))
+        .collect();
+    assert_eq!(sizes.len(), 1, "one SQS event source: {sizes:?}");
+    usize::try_from(sizes[0]).expect("a batch size")
+}
+
+impl AwsBackend {
+    /// Creates the resources (prefix `pv` + 12 random hex digits), with the push queue's
+    /// redrive after `max_push_attempts` receives.
+    async fn create(max_push_attempts: u32) -> Self {
+        let clients = aws_clients().await;
+        let prefix = format!("pv{}", &a2a_core::new_id().replace('-', "")[..12]);
+        let mut resources = Resources::named(&prefix);
+        resources
+            .push_queue
+            .redrive
+            .as_mut()
+            .expect("the push queue has a dead-letter queue")
+            .max_receive_count = max_push_attempts;
+        let config = resources::create_all(&clients, &resources)
+            .await
+            .unwrap_or_else(|e| panic!("cannot create the test resources on the emulator: {e}"));
+        let adapters = AwsAdapters::new(&clients, &config);
+        let push_queue_arn = resources::queue_arn(&clients.sqs, &config.push_queue_url)
+            .await
+            .expect("the push queue's ARN");
+        let dead_letter_url = adapters
+            .push
+            .queue()
+            .dead_letter_queue_url()
+            .await
+            .expect("the push queue's dead-letter queue")
+            .to_owned();
+        // The queue as created: FIFO, and given up on by SQS after the service's last attempt.
+        let attributes = clients
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&config.push_queue_url)
+            .attribute_names(QueueAttributeName::All)
+            .send()
+            .await
+            .expect("the push queue's attributes");
+        let attribute = |name| {
+            attributes
+                .attributes()
+                .and_then(|a| a.get(&name))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert_eq!(attribute(QueueAttributeName::FifoQueue), "true");
+        let redrive: serde_json::Value =
+            serde_json::from_str(&attribute(QueueAttributeName::RedrivePolicy))
+                .expect("a redrive policy");
+        assert_eq!(
+            redrive["maxReceiveCount"].to_string().trim_matches('"'),
+            max_push_attempts.to_string()
+        );
+        assert!(dead_letter_url.ends_with(&resources.push_dead_letter_queue.name));
+        Self {
+            clients,
+            resources,
+            adapters,
+            push_queue_arn,
+            dead_letter_url,
+            batch_size: push_function_batch_size(),
+        }
+    }
+
+    /// The SQS event the event source mapping would invoke the push function with.
+    fn event(&self, messages: &[ReceivedMessage]) -> SqsEvent {
+        let records: Vec<serde_json::Value> = messages
+            .iter()
+            .map(|m| {
+                let mut attributes = serde_json::json!({
+                    "ApproximateReceiveCount": m.receive_count.to_string(),
+                    "SentTimestamp": "0",
+                    "SenderId": "push-verify-tests",
+                    "ApproximateFirstReceiveTimestamp": "0",
+                });
+                if let Some(group) = &m.group_id {
+                    attributes["MessageGroupId"] = serde_json::json!(group);
+                }
+                serde_json::json!({
+                    "messageId": m.message_id,
+                    "receiptHandle": m.receipt_handle,
+                    "body": m.body,
+                    "attributes": attributes,
+                    "messageAttributes": {},
+                    "md5OfBody": "",
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": self.push_queue_arn,
+                    "awsRegion": "us-east-1",
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({ "Records": records })).expect("an SQS event")
+    }
+
+    /// Messages in the queue at `url`: visible, in flight or delayed (exact on moto).
+    async fn count(&self, url: &str) -> usize {
+        let out = self
+            .clients
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .expect("queue attributes");
+        out.attributes()
+            .map(|a| {
+                a.values()
+                    .map(|v| v.parse::<usize>().expect("a count"))
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Reads every message of the dead-letter queue with its `reason` attribute, then makes
+    /// them visible again (so they can be read again).
+    async fn dead_letters(&self) -> Vec<DeadLetter> {
+        let sqs = &self.clients.sqs;
+        let mut letters = Vec::new();
+        let mut handles = Vec::new();
+        for _round in 0..100 {
+            let out = sqs
+                .receive_message()
+                .queue_url(&self.dead_letter_url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(0)
+                .visibility_timeout(60)
+                .message_attribute_names("reason")
+                .send()
+                .await
+                .expect("receive from the dead-letter queue");
+            let messages = out.messages.unwrap_or_default();
+            if messages.is_empty() {
+                break;
+            }
+            for m in messages {
+                let reason = m
+                    .message_attributes()
+                    .and_then(|a| a.get("reason"))
+                    .and_then(|v| v.string_value())
+                    .unwrap_or_default()
+                    .to_owned();
+                letters.push(DeadLetter {
+                    job: serde_json::from_str(m.body().unwrap_or_default()).expect("a push job"),
+                    reason,
+                });
+                handles.push(m.receipt_handle.unwrap_or_default());
+            }
+        }
+        for handle in handles {
+            sqs.change_message_visibility()
+                .queue_url(&self.dead_letter_url)
+                .receipt_handle(handle)
+                .visibility_timeout(0)
+                .send()
+                .await
+                .expect("hand a dead letter back");
+        }
+        // Nothing left unread (FIFO hands out at most one batch per message group at a time).
+        assert_eq!(
+            self.count(&self.dead_letter_url).await,
+            letters.len(),
+            "every dead letter was read"
+        );
+        letters
+    }
 }
 
 /// One POST as the webhook received it.
