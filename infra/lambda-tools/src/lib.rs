@@ -55,10 +55,12 @@ impl RouteTable {
     }
 
     /// The function serving `method path`, as API Gateway matches it: segment by segment, a
-    /// literal segment before a `{variable}` one, a trailing `/` ignored.
+    /// literal segment before a `{variable}` one (so `/tasks/{id}` wins over `/{tenant}/tasks`
+    /// for `/tasks/tasks`), a trailing `/` ignored.
     pub fn function_for(&self, method: &str, path: &str) -> Option<&str> {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-        let mut best: Option<(&Route, usize)> = None;
+        // Per segment, whether the route has a literal there: compared left to right.
+        let mut best: Option<(&Route, Vec<bool>)> = None;
         for route in &self.routes {
             if !route.method.eq_ignore_ascii_case(method) {
                 continue;
@@ -67,16 +69,17 @@ impl RouteTable {
             if pattern.len() != segments.len() {
                 continue;
             }
-            let mut literals = 0;
+            let mut literals = Vec::with_capacity(pattern.len());
             let matched = pattern.iter().zip(&segments).all(|(p, s)| {
-                if p.starts_with('{') && p.ends_with('}') {
+                let variable = p.starts_with('{') && p.ends_with('}');
+                literals.push(!variable);
+                if variable {
                     !s.is_empty()
                 } else {
-                    literals += 1;
                     p == s
                 }
             });
-            if matched && best.is_none_or(|(_, l)| literals > l) {
+            if matched && best.as_ref().is_none_or(|(_, l)| literals > *l) {
                 best = Some((route, literals));
             }
         }
@@ -111,5 +114,47 @@ mod tests {
         assert_eq!(f("POST", "/jsonrpc/"), Some("rpc"));
         assert_eq!(f("PUT", "/tasks"), None);
         assert_eq!(f("GET", "/nope"), None);
+    }
+
+    #[test]
+    fn tenant_routes_sit_beside_the_static_ones() {
+        let table =
+            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let f = |m, p| table.function_for(m, p);
+        assert_eq!(f("POST", "/acme/message:send"), Some("send"));
+        assert_eq!(f("POST", "/acme/message:stream"), Some("stream"));
+        assert_eq!(f("GET", "/acme/tasks"), Some("list"));
+        assert_eq!(f("GET", "/acme/tasks/abc:subscribe"), Some("get"));
+        assert_eq!(f("POST", "/acme/tasks/abc:cancel"), Some("cancel"));
+        assert_eq!(
+            f("GET", "/acme/tasks/abc/pushNotificationConfigs/x"),
+            Some("push-config")
+        );
+        assert_eq!(f("GET", "/acme/extendedAgentCard"), Some("card"));
+        // A literal segment wins over `{tenant}`, as in API Gateway's resource tree.
+        assert_eq!(f("GET", "/tasks/tasks"), Some("get"));
+        assert_eq!(f("GET", "/tasks/abc"), Some("get"));
+        // The documents and JSON-RPC have no tenant form.
+        assert_eq!(f("GET", "/acme/.well-known/agent-card.json"), None);
+        assert_eq!(f("POST", "/acme/jsonrpc"), None);
+        // Every operation route has its tenant form, to the same function.
+        for r in &table.routes {
+            if r.path.starts_with("/.well-known/") || r.path == "/jsonrpc" {
+                continue;
+            }
+            let (plain, tenant) = match r.path.strip_prefix("/{tenant}") {
+                Some(rest) => (rest.to_owned(), r.path.clone()),
+                None => (r.path.clone(), format!("/{{tenant}}{}", r.path)),
+            };
+            for path in [plain, tenant] {
+                assert!(
+                    table.routes.iter().any(|x| x.method == r.method
+                        && x.path == path
+                        && x.function == r.function),
+                    "{} {path} is missing",
+                    r.method
+                );
+            }
+        }
     }
 }

@@ -17,7 +17,8 @@ use tower::ServiceExt;
 use crate::{Error, Init};
 
 /// The HTTP functions, each serving a slice of the surface. The front door's routes
-/// (`infra/routes.json`) send each REST route to one of them.
+/// (`infra/routes.json`) send each REST route, and its `/{tenant}/…` form, to one of them; the
+/// request reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpFunction {
     /// `POST /message:send`.
@@ -214,6 +215,68 @@ impl tower::Service<Request> for LazyRouter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What API Gateway (REST, Lambda proxy) sends for `method path` matched to `resource`.
+    fn rest_event(method: &str, resource: &str, path: &str) -> Request {
+        let event = serde_json::json!({
+            "resource": resource,
+            "path": path,
+            "httpMethod": method,
+            "headers": {"Host": "abc123.execute-api.us-east-1.amazonaws.com"},
+            "multiValueHeaders": {"Host": ["abc123.execute-api.us-east-1.amazonaws.com"]},
+            "queryStringParameters": null,
+            "multiValueQueryStringParameters": null,
+            "pathParameters": {},
+            "stageVariables": null,
+            "requestContext": {
+                "accountId": "123456789012",
+                "resourceId": "r1",
+                "stage": "a2a",
+                "requestId": "req",
+                "identity": {"sourceIp": "203.0.113.1"},
+                "resourcePath": resource,
+                "httpMethod": method,
+                "apiId": "abc123",
+                "path": format!("/a2a{path}"),
+                "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+                "protocol": "HTTP/1.1"
+            },
+            "body": null,
+            "isBase64Encoded": false
+        });
+        lambda_http::request::from_str(&event.to_string()).expect("a REST proxy event")
+    }
+
+    /// The functions take the tenant from the path (`a2a_http` serves every REST route also under
+    /// `/{tenant}`), so what reaches the router must be the request path as sent, tenant segment
+    /// included and stage excluded (template.yaml sets AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH for
+    /// every function), and the card's base URL must not pick up the tenant.
+    #[test]
+    fn rest_events_reach_the_router_with_their_tenant() {
+        // As template.yaml's Globals do. nextest runs each test in its own process, and no other
+        // test of this crate reads the environment.
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let routes: serde_json::Value =
+            serde_json::from_str(include_str!("../../../infra/routes.json")).unwrap();
+        let mut tenant_routes = 0;
+        for route in routes["routes"].as_array().unwrap() {
+            let resource = route["path"].as_str().unwrap();
+            let method = route["method"].as_str().unwrap();
+            let path = resource
+                .replace("{tenant}", "acme")
+                .replace("{id}", "t1:subscribe")
+                .replace("{configId}", "c1");
+            let request = rest_event(method, resource, &path);
+            assert_eq!(request.uri().path(), path, "{method} {resource}");
+            assert_eq!(request.method().as_str(), method);
+            assert_eq!(
+                base_url_of(&request).as_deref(),
+                Some("https://abc123.execute-api.us-east-1.amazonaws.com/a2a")
+            );
+            tenant_routes += usize::from(resource.starts_with("/{tenant}/"));
+        }
+        assert!(tenant_routes > 0, "routes.json has no tenant routes");
+    }
 
     #[test]
     fn every_operation_is_served_over_rest_and_json_rpc() {
