@@ -4,18 +4,26 @@ through the local router, against moto. Standard library only.
 
     eval "$(infra/lambda-local.sh start)"; python3 infra/lambda-e2e.py
 
+    python3 infra/lambda-e2e.py tenant worker_dies    # only these checks
+
 Covers: the card and JWKS; an inline echo send; a queued job through SQS and the worker
 function to COMPLETED; SSE from `stream` (REST) and `rpc` (JSON-RPC) arriving incrementally;
 subscribe with Last-Event-ID; cancel; a push delivered by the push function to a listener on
-127.0.0.1; a job whose worker process dies mid-run ending terminal after redelivery.
+127.0.0.1; the `/{tenant}` routes and JSON-RPC's `params.tenant` scoping tasks; JSON-RPC at
+`/jsonrpc/`; a job whose worker process dies mid-run ending terminal after SQS redelivers it to
+a fresh worker (`infra/lambda-local.sh restart-watch` replaces the dead process).
 """
 import http.client
 import http.server
 import json
 import os
+import re
+import signal
+import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -23,6 +31,11 @@ import uuid
 BASE = os.environ.get("A2A_BASE_URL", "http://127.0.0.1:9100").rstrip("/")
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+STATE = os.path.join(ROOT, ".venv-lambda", "run")  # infra/lambda-local.sh's pids, logs, env file
+# The core ends a task FAILED on the receive after this many (ServiceConfig::max_job_receives);
+# the work queue's redrive moves a message to the dead-letter queue after 6 receives.
+MAX_JOB_RECEIVES = 5
 
 
 def call(method, path, body=None, headers=None):
@@ -30,6 +43,25 @@ def call(method, path, body=None, headers=None):
     req = urllib.request.Request(BASE + path, data=data, method=method, headers={**HEADERS, **(headers or {})})
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.loads(r.read() or b"null")
+
+
+def status_of(method, path, body=None):
+    """(HTTP status, JSON body) without raising on an error status."""
+    try:
+        return 200, call(method, path, body)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def reason(body):
+    """The A2A error reason of a REST error body (google.rpc.Status with an ErrorInfo)."""
+    details = ((body or {}).get("error") or {}).get("details") or [{}]
+    return details[0].get("reason")
+
+
+def rpc(method, params, path="/jsonrpc"):
+    r = call("POST", path, {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params})
+    return r.get("result"), r.get("error")
 
 
 def message(text, **config):
@@ -180,40 +212,200 @@ def push():
         server.shutdown()
 
 
+def jsonrpc_slash():
+    # The card's JSON-RPC URL is BASE/jsonrpc; a client that adds a slash reaches the same
+    # function (API Gateway matches /jsonrpc/ to the /jsonrpc resource, and so does the router).
+    for path in ("/jsonrpc", "/jsonrpc/"):
+        result, error = rpc("ListTasks", {"pageSize": 1}, path)
+        assert error is None and "tasks" in result, (path, error, result)
+
+
+def tenant():
+    """The REST binding's /{tenant} prefix and JSON-RPC's params.tenant scope the tasks."""
+    t = call("POST", "/acme/message:send", message("hello acme"))["task"]
+    assert t["status"]["state"] == "TASK_STATE_COMPLETED", t["status"]
+    tid = t["id"]
+    assert call("GET", f"/acme/tasks/{tid}")["id"] == tid
+    for path in (f"/tasks/{tid}", f"/other/tasks/{tid}"):
+        code, body = status_of("GET", path)
+        # The function's TaskNotFound, not the router's "no route".
+        assert (code, reason(body)) == (404, "TASK_NOT_FOUND"), (path, code, body)
+    listed = [x["id"] for x in call("GET", "/acme/tasks")["tasks"]]
+    assert tid in listed, listed
+    assert tid not in [x["id"] for x in call("GET", "/other/tasks")["tasks"]]
+    # JSON-RPC carries the tenant in params: the same task, and only in that tenant.
+    result, error = rpc("GetTask", {"id": tid, "tenant": "acme"})
+    assert error is None and result["id"] == tid, (error, result)
+    result, error = rpc("GetTask", {"id": tid})
+    assert result is None and error["code"] == -32001, (error, result)  # TaskNotFoundError
+    # Created over JSON-RPC in a tenant, found over REST under its prefix.
+    result, error = rpc("SendMessage", {**message("hold"), "tenant": "acme"})
+    assert error is None, error
+    held = result["task"]["id"]
+    assert call("GET", f"/acme/tasks/{held}")["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    # The other functions under the prefix: push-config, cancel (streaming), stream, card.
+    hook = {"url": "http://127.0.0.1:9/hook", "token": "tok-acme"}
+    cfg = call("POST", f"/acme/tasks/{held}/pushNotificationConfigs", hook)
+    assert cfg["taskId"] == held, cfg
+    configs = call("GET", f"/acme/tasks/{held}/pushNotificationConfigs")["configs"]
+    assert [c["id"] for c in configs] == [cfg["id"]], configs
+    assert call("GET", f"/acme/tasks/{held}/pushNotificationConfigs/{cfg['id']}")["id"] == cfg["id"]
+    code, body = status_of("GET", f"/tasks/{held}/pushNotificationConfigs/{cfg['id']}")
+    assert (code, reason(body)) == (404, "TASK_NOT_FOUND"), (code, body)
+    call("DELETE", f"/acme/tasks/{held}/pushNotificationConfigs/{cfg['id']}")
+    assert call("POST", f"/acme/tasks/{held}:cancel", {})["status"]["state"] == "TASK_STATE_CANCELED"
+    events = list(sse("POST", "/acme/message:stream", message("slow 2 50")))
+    streamed = events[0][2]["task"]["id"]
+    assert state_of(events[-1][2]) == "TASK_STATE_COMPLETED", events[-1][2]
+    assert call("GET", f"/acme/tasks/{streamed}")["id"] == streamed
+    # Served by the card function (the demo agent has no extended card), not the router's 404.
+    code, body = status_of("GET", "/acme/extendedAgentCard")
+    assert code == 200 or reason(body) == "UNSUPPORTED_OPERATION", (code, body)
+
+
+def target_dir():
+    # Where `cargo build` (run from the repository root by infra/lambda-local.sh) puts binaries.
+    return os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target")
+
+
 def worker_pids():
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-    exe = os.path.join(root, "target", "debug", "worker")
+    """The worker function's processes started by our `cargo lambda watch` (its children)."""
+    exe = os.path.join(target_dir(), "debug", "worker")
+    try:
+        watch = int(open(os.path.join(STATE, "watch.pid")).read())
+    except (OSError, ValueError):
+        return []
     pids = []
     for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if os.readlink(f"/proc/{pid}/exe") == exe:
-                    pids.append(int(pid))
-            except OSError:
-                pass
+        if not pid.isdigit():
+            continue
+        try:
+            path = os.readlink(f"/proc/{pid}/exe")
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        # A binary rebuilt while it runs reads as "… (deleted)".
+        if path.removesuffix(" (deleted)") == exe and ppid == watch:
+            pids.append(int(pid))
     return pids
 
 
+def local_env():
+    """The environment, completed by the functions' env file (queue URLs, moto's endpoint)."""
+    env = dict(os.environ)
+    try:
+        for line in open(os.path.join(STATE, "lambda.env")):
+            k, _, v = line.strip().partition("=")
+            if k and not k.startswith("#"):
+                env.setdefault(k, v)
+    except OSError:
+        pass
+    return env
+
+
+def sqs(action, **params):
+    """An SQS call to moto (JSON protocol; moto checks no signature)."""
+    req = urllib.request.Request(local_env()["AWS_ENDPOINT_URL"].rstrip("/") + "/", method="POST",
+                                 data=json.dumps(params).encode(), headers={
+        "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": f"AmazonSQS.{action}",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/sqs/aws4_request, "
+                         "SignedHeaders=host, Signature=0"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def queue_depth(url):
+    attrs = sqs("GetQueueAttributes", QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+def deliveries(task_id, log_offset):
+    """What the work poller logged about the task's job since `log_offset`: (receive, what)."""
+    with open(os.path.join(STATE, "poller-work.log"), errors="replace") as f:
+        f.seek(log_offset)
+        text = f.read()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # tracing's colours
+    return [(int(n), what) for n, what in re.findall(rf"task {re.escape(task_id)} receive (\d+): ([^\n]*)", text)]
+
+
 def worker_dies():
-    t = call("POST", "/message:send", message("job 30 1000", returnImmediately=True))["task"]
-    wait_state(t["id"], {"TASK_STATE_WORKING"}, 60)
+    """Lambda replaces an execution environment that dies mid-invocation; SQS hands the job out
+    again after its visibility timeout. Here: kill the worker process while the task is WORKING,
+    replace the processes (restart-watch), and follow the job to the end."""
+    work_url = local_env()["A2A_WORK_QUEUE_URL"]
+    redrive = sqs("GetQueueAttributes", QueueUrl=work_url, AttributeNames=["RedrivePolicy"])["Attributes"]
+    redrive = json.loads(redrive["RedrivePolicy"])
+    # SQS moves a message to the DLQ when it is received more often than this: the core must
+    # have failed the task before (MAX_JOB_RECEIVES + 1 receives).
+    assert int(redrive["maxReceiveCount"]) > MAX_JOB_RECEIVES, redrive
+    dlq_url = sqs("GetQueueUrl", QueueName=redrive["deadLetterTargetArn"].rsplit(":", 1)[1])["QueueUrl"]
+    dlq_before = queue_depth(dlq_url)
+    log = os.path.join(STATE, "poller-work.log")
+    offset = os.path.getsize(log)
+    # The re-run outlives the visibility timeout (A2A_WORK_VISIBILITY_SECS, 20 s locally): only
+    # the fresh worker's heartbeat keeps the job from being handed out once more meanwhile.
+    visibility = int(local_env().get("A2A_WORK_VISIBILITY_SECS", "20"))
+    assert visibility <= 60, f"A2A_WORK_VISIBILITY_SECS={visibility}: the redelivery would take that long"
+    steps, step_ms = visibility // 2 + 1, 2000
+    t = call("POST", "/message:send", message(f"job {steps} {step_ms}", returnImmediately=True))["task"]
+    tid = t["id"]
+    wait_state(tid, {"TASK_STATE_WORKING"}, 60)
     pids = worker_pids()
-    assert pids, "no worker process"
-    for pid in pids:  # the worker function's process, started by our cargo lambda watch
-        os.kill(pid, 9)
-    # Redelivered after the visibility timeout (30 s locally), the lease expired: it ends.
-    state = wait_state(t["id"], TERMINAL, 240)
-    print(f"     worker died mid-run; after redelivery the task is {state}")
+    assert pids, f"no worker process under cargo lambda watch ({os.path.join(target_dir(), 'debug', 'worker')})"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    deadline = time.time() + 10
+    while worker_pids() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not worker_pids(), "the worker did not die"
+    at = call("GET", f"/tasks/{tid}")["status"]
+    assert at["state"] == "TASK_STATE_WORKING", at  # nobody finishes it now
+    # Lambda would start a fresh environment for the next invocation; watch 1.9.2 does not.
+    subprocess.run([os.path.join(ROOT, "infra", "lambda-local.sh"), "restart-watch"], check=True,
+                   stdout=subprocess.DEVNULL)
+    # Redelivery after the visibility, a retry or two while the lease runs out, the re-run.
+    state = wait_state(tid, TERMINAL, 2 * visibility + steps * step_ms / 1000 + 60)
+    took = time.monotonic() - killed
+    task = call("GET", f"/tasks/{tid}")
+    # The lease of the dead worker ran out, so the redelivered job ran the agent again, from its
+    # message, to the end: COMPLETED (a job that keeps dying would end FAILED on receive 6).
+    assert state == "TASK_STATE_COMPLETED", task["status"]
+    assert any(p.get("text") == f"job finished: {steps} steps" for a in task.get("artifacts", []) for p in a["parts"]), task
+    # The task ends a moment before the invocation returns and the poller deletes the message.
+    deadline = time.time() + 15
+    while True:
+        seen = deliveries(tid, offset)
+        if (seen and seen[-1][1] == "done, deleted") or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    receives = [n for n, what in seen if what == "received"]
+    assert receives and receives[0] == 1, seen
+    assert max(receives) >= 2, f"the job was not redelivered: {seen}"
+    assert max(receives) <= MAX_JOB_RECEIVES, f"too many receives, the core would fail the task: {seen}"
+    # The receive that ran the job to the end was the last one: its heartbeat held it for longer
+    # than the visibility timeout.
+    assert seen[-1] == (max(receives), "done, deleted"), seen
+    # Nothing left behind: the job is deleted, not waiting for another receive or dead-lettered.
+    assert queue_depth(work_url) == 0, "the work queue is not empty"
+    assert queue_depth(dlq_url) == dlq_before, "the job went to the dead-letter queue"
+    retries = sum(1 for _, what in seen if what == "reported for retry")
+    print(f"     killed at {at.get('message', {}).get('parts', [{}])[0].get('text', '?')}; receives {receives} "
+          f"({retries} retried while the dead worker's lease ran out); COMPLETED {took:.0f} s after the kill")
+
+
+CHECKS = [("card", card), ("echo", echo), ("queued job", queued_job),
+          ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
+          ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
+          ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),
+          ("worker dies mid-run", worker_dies)]
 
 
 if __name__ == "__main__":
     only = sys.argv[1:]
-    for name, fn in [("card", card), ("echo", echo), ("queued job", queued_job),
-                     ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
-                     ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
-                     ("push", push), ("worker dies mid-run", worker_dies)]:
-        # `cargo lambda watch` does not restart a function process that died (it logs
-        # "command killed code=ForceStop" and later invocations fail), so the redelivered job
-        # never reaches a worker: run worker_dies only when asked by name.
-        if (not only and fn is not worker_dies) or fn.__name__ in only:
+    unknown = set(only) - {fn.__name__ for _, fn in CHECKS}
+    if unknown:
+        sys.exit(f"unknown checks {sorted(unknown)}; these exist: {[fn.__name__ for _, fn in CHECKS]}")
+    for name, fn in CHECKS:
+        if not only or fn.__name__ in only:
             check(name, fn)

@@ -1,13 +1,42 @@
 #!/usr/bin/env bash
 # The Lambda functions end to end, as CI runs them: starts moto + `cargo lambda watch` + the
-# SQS poller + the local router (infra/lambda-local.sh), runs infra/lambda-e2e.py and the
-# Python SDK interop suite (tests/interop) through the router, and stops everything.
-# About 4 min after a workspace build (first run: +1 min of pip installs).
+# SQS poller + the local router (infra/lambda-local.sh), runs infra/lambda-e2e.py (every check,
+# "worker dies mid-run" included: it kills the worker process and replaces it with
+# `infra/lambda-local.sh restart-watch`) and the Python SDK interop suite (tests/interop) through
+# the router, and stops everything.
+# Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
+# interop suite with a bearer token; no token may reach a log.
+# About 6 min after a workspace build (first run: +1 min of pip installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-trap 'infra/lambda-local.sh stop' EXIT
+issuer=""
+trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; infra/lambda-local.sh stop' EXIT
 infra/lambda-local.sh stop >/dev/null 2>&1 || true
 lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops the run
 eval "$lambda_env"
 python3 infra/lambda-e2e.py
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
+
+# The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
+# a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
+# the functions are restarted with its settings.
+state=.venv-lambda/run
+"${CARGO_TARGET_DIR:-target}/debug/test-issuer" >"$state/issuer.out" &
+issuer=$!
+for _ in $(seq 1 300); do
+  grep -q '^token=' "$state/issuer.out" && break
+  kill -0 "$issuer" 2>/dev/null || { echo "test-issuer exited early" >&2; exit 1; }
+  sleep 0.1
+done
+value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
+printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\n' "$(value issuer)" >"$state/auth.env"
+infra/lambda-local.sh restart-watch "$state/auth.env"
+A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
+  python3 infra/lambda-e2e-auth.py
+A2A_BEARER_TOKEN=$(value token) tests/interop/run.sh -q
+for name in token other_token read_token; do
+  if grep -qF "$(value "$name")" "$state"/*.log; then
+    echo "a log of the functions, router or pollers holds a bearer token" >&2; exit 1
+  fi
+done
+echo "lambda-e2e: no bearer token in the logs"

@@ -7,6 +7,19 @@
 #                                 the background; prints A2A_BASE_URL=http://127.0.0.1:PORT
 #   infra/lambda-local.sh stop    stop what `start` started (moto too)
 #   infra/lambda-local.sh env     print the export lines of a running setup
+#   infra/lambda-local.sh restart-watch [EXTRA_ENV_FILE]
+#                                 replace the function processes, as Lambda replaces an
+#                                 execution environment that died: restarts only `cargo lambda
+#                                 watch` (same env file, same port; moto, the pollers and the
+#                                 router keep running) and waits until it serves again. Needed
+#                                 after a function process was killed: watch 1.9.2 never starts
+#                                 a function again once its process is gone. With
+#                                 EXTRA_ENV_FILE, the functions also get its variables (e.g.
+#                                 A2A_AUTH=jwt and its issuer: infra/lambda-e2e.sh does this).
+#
+# Work jobs: the env file sets A2A_WORK_VISIBILITY_SECS (default 20 here, 900 deployed; set it
+# before `start` to change it): the visibility the poller receives with, the worker's heartbeat
+# (every third of it) and the task lease. A job whose worker died comes back within that time.
 #
 # Ports: A2A_ROUTER_PORT (default 9100) for the router, A2A_WATCH_PORT (default 9200) for
 # cargo lambda watch, A2A_MOTO_PORT for moto (default: a free port). This script runs its own moto
@@ -25,6 +38,7 @@ BASE=http://127.0.0.1:$ROUTER_PORT
 WATCH=http://127.0.0.1:$WATCH_PORT
 MOTO_PORT=${A2A_MOTO_PORT:-}
 MOTO_VERSION=5.2.5
+WORK_VISIBILITY_SECS=${A2A_WORK_VISIBILITY_SECS:-20}
 
 say() { printf 'lambda-local.sh: %s\n' "$*" >&2; }
 
@@ -47,6 +61,42 @@ stop_one() {
     kill -- "-$(cat "$STATE/$1.pid")" 2>/dev/null || kill "$(cat "$STATE/$1.pid")" 2>/dev/null || true
   fi
   rm -f "$STATE/$1.pid"
+}
+
+# The processes `cargo lambda watch` started (the functions): its children.
+watch_children() { pgrep -P "$(cat "$STATE/watch.pid")" 2>/dev/null || true; }
+
+# Starts `cargo lambda watch` on $WATCH_PORT with the env file, plus the lines of the file
+# named by $1 if any (functions.env); appends to watch.log.
+start_watch() {
+  cp "$STATE/lambda.env" "$STATE/functions.env"
+  if [ -n "${1:-}" ]; then cat "$1" >>"$STATE/functions.env"; fi
+  PATH="$ROOT/$VENV/bin:$PATH" setsid "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+    --ignore-changes --env-file "$STATE/functions.env" >>"$STATE/watch.log" 2>&1 &
+  echo $! >"$STATE/watch.pid"
+}
+
+# Stops `cargo lambda watch` and waits until it and the function processes it started are
+# gone (it stops them itself on SIGTERM; any left after 5 s get SIGKILL), so that none of them
+# is left to poll the runtime API of the next watch on the same port.
+stop_watch() {
+  alive watch || { rm -f "$STATE/watch.pid"; return 0; }
+  local pid children
+  pid=$(cat "$STATE/watch.pid")
+  children=$(watch_children)
+  stop_one watch
+  for _ in $(seq 1 50); do
+    local left=""
+    for p in $pid $children; do
+      if kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" != Z ]; then
+        left="$left $p"
+      fi
+    done
+    [ -z "$left" ] && return 0
+    sleep 0.1
+  done
+  say "still running after 5 s, killing:$left"
+  for p in $left; do kill -KILL "$p" 2>/dev/null || true; done
 }
 
 wait_for() { # url seconds
@@ -81,20 +131,23 @@ start() {
   export AWS_ENDPOINT_URL=$MOTO AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
   local urls
   urls=$("$bin"/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
-    --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json")
+    --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json" \
+    --work-visibility-secs "$WORK_VISIBILITY_SECS")
   local work_url push_url
   work_url=$(printf '%s\n' "$urls" | sed -n 's/^WORK_QUEUE_URL=//p')
   push_url=$(printf '%s\n' "$urls" | sed -n 's/^PUSH_QUEUE_URL=//p')
 
   say "starting cargo lambda watch on $WATCH"
-  PATH="$ROOT/$VENV/bin:$PATH" setsid "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
-    --ignore-changes --env-file "$STATE/lambda.env" >"$STATE/watch.log" 2>&1 &
-  echo $! >"$STATE/watch.pid"
+  : >"$STATE/watch.log"
+  start_watch
   set -a; . "$STATE/lambda.env"; set +a
   setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --visibility-secs "$A2A_WORK_VISIBILITY_SECS" \
     --invoke-timeout-secs 120 --queue "$work_url=worker" >"$STATE/poller-work.log" 2>&1 &
   echo $! >"$STATE/poller-work.pid"
-  setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --invoke-timeout-secs 60 --queue "$push_url=push" \
+  # One push job per invocation, as the template's BatchSize: the attempt number is the
+  # receive count (docs/push.md).
+  setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --invoke-timeout-secs 60 --batch-size 1 --wait-secs 1 \
+    --queue "$push_url=push" \
     >"$STATE/poller-push.log" 2>&1 &
   echo $! >"$STATE/poller-push.pid"
   setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
@@ -110,12 +163,32 @@ start() {
 }
 
 stop() {
-  for p in router poller-work poller-push watch moto; do stop_one "$p"; done
+  for p in router poller-work poller-push; do stop_one "$p"; done
+  stop_watch
+  stop_one moto
+}
+
+restart_watch() {
+  if ! alive router || [ ! -f "$STATE/lambda.env" ]; then
+    say "not running: use infra/lambda-local.sh start"
+    exit 1
+  fi
+  say "restarting cargo lambda watch on $WATCH (moto, the pollers and the router keep running)"
+  stop_watch
+  echo "---- lambda-local.sh restart-watch $(date -u +%FT%TZ)" >>"$STATE/watch.log"
+  start_watch "${1:-}"
+  # Through the router, as in start: watch listens again and the card function starts.
+  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+    say "cargo lambda watch did not come back; see $STATE/watch.log"
+    exit 1
+  fi
+  say "cargo lambda watch is serving again"
 }
 
 case "${1:-start}" in
   start) start ;;
   stop) stop ;;
   env) print_env ;;
-  *) say "usage: infra/lambda-local.sh [start|stop|env]"; exit 2 ;;
+  restart-watch) restart_watch "${2:-}" ;;
+  *) say "usage: infra/lambda-local.sh [start|stop|env|restart-watch]"; exit 2 ;;
 esac

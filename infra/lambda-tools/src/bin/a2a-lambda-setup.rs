@@ -25,8 +25,10 @@ struct Options {
     /// The push signing key file (created on first use).
     #[arg(long)]
     keys_file: PathBuf,
-    /// Work job visibility and lease, in seconds: how soon a job whose worker died comes back.
-    #[arg(long, default_value_t = 30)]
+    /// Work job visibility and lease, in seconds: how soon a job whose worker died comes back
+    /// (the deployed worker has 900). The worker extends a running job's visibility every third
+    /// of it, so it only has to cover a function's start.
+    #[arg(long, default_value_t = 20)]
     work_visibility_secs: u64,
     /// Longest SSE stream, in seconds.
     #[arg(long, default_value_t = 840)]

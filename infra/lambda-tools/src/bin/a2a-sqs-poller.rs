@@ -27,6 +27,11 @@ struct Options {
     /// How long one invocation may take before it counts as failed (the function's timeout).
     #[arg(long, default_value_t = 900)]
     invoke_timeout_secs: u64,
+    /// Seconds one receive long-polls. 20 is what Lambda's event source mapping does; moto
+    /// answers a FIFO long poll only at its end when a message group was blocked, so local
+    /// runs use 1.
+    #[arg(long, default_value_t = 20)]
+    wait_secs: u64,
     /// Invocations in flight per queue at once (Lambda runs batches concurrently too).
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
@@ -72,7 +77,11 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
             return;
         };
         let messages = match queue
-            .receive(options.batch_size, Duration::from_secs(20), visibility)
+            .receive(
+                options.batch_size,
+                Duration::from_secs(options.wait_secs),
+                visibility,
+            )
             .await
         {
             Ok(m) => m,
@@ -88,6 +97,9 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
         let event =
             json!({"Records": messages.iter().map(|m| record(&queue, m)).collect::<Vec<_>>()});
         tracing::info!("{function}: invoking with {} message(s)", messages.len());
+        for m in &messages {
+            tracing::info!("{function}: {}: received", describe(m));
+        }
         let (http, url, queue, function) =
             (http.clone(), url.clone(), queue.clone(), function.clone());
         tokio::spawn(async move {
@@ -95,6 +107,19 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
             drop(permit);
         });
     }
+}
+
+/// A message for the log: its id, its task (the jobs of both queues name one) and how many
+/// times the queue has handed it out, so a redelivery can be followed in the log.
+fn describe(m: &ReceivedMessage) -> String {
+    let task = serde_json::from_str::<Value>(&m.body)
+        .ok()
+        .and_then(|b| b["taskId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "-".into());
+    format!(
+        "message {} task {task} receive {}",
+        m.message_id, m.receive_count
+    )
 }
 
 /// One invocation: deletes what succeeded.
@@ -134,13 +159,23 @@ async fn invoke(
             }
         };
         // An invocation that failed as a whole leaves every message to come back later.
-        let Some(failed) = failed else { return };
+        let Some(failed) = failed else {
+            for m in messages {
+                tracing::info!(
+                    "{function}: {}: not handled, back after its visibility timeout",
+                    describe(m)
+                );
+            }
+            return;
+        };
         for m in messages {
             if failed.contains(&m.message_id) {
+                tracing::info!("{function}: {}: reported for retry", describe(m));
                 continue;
             }
-            if let Err(err) = queue.delete(&m.receipt_handle).await {
-                tracing::warn!("{function}: delete failed: {err}");
+            match queue.delete(&m.receipt_handle).await {
+                Ok(()) => tracing::info!("{function}: {}: done, deleted", describe(m)),
+                Err(err) => tracing::warn!("{function}: {}: delete failed: {err}", describe(m)),
             }
         }
     }
