@@ -111,6 +111,12 @@ fn every_function_crate_is_in_the_template_and_vice_versa() {
         .collect();
     assert_eq!(http, routed);
     let globals = &t["Globals"]["Function"];
+    // The functions route on the path as sent, without the stage: with the stage in it, a
+    // `/{stage}/message:send` would read as the `/{tenant}/message:send` route.
+    assert_eq!(
+        globals["Environment"]["Variables"]["AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH"].as_str(),
+        Some("true")
+    );
     assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
     assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
     assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));
@@ -169,6 +175,66 @@ fn routes_are_the_api_events_and_streaming_functions_stream() {
             })
             .collect();
         assert_eq!(events, routed, "API events of {}", f.name());
+    }
+}
+
+/// API Gateway (REST) builds a resource tree from the paths: a resource has at most one
+/// `{variable}` child, beside any number of literal ones (`/{tenant}` next to `/tasks`), and no
+/// part is empty (so `/jsonrpc/` cannot be declared: a request for it goes to `/jsonrpc`). The
+/// linters do not check this; a deployment fails on it.
+#[test]
+fn routes_form_a_valid_api_gateway_resource_tree() {
+    let r = routes();
+    let mut variables: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for route in r["routes"].as_array().unwrap() {
+        let path = route["path"].as_str().unwrap();
+        let method = route["method"].as_str().unwrap();
+        assert!(
+            seen.insert((method, path)),
+            "{method} {path} is declared twice"
+        );
+        assert!(path.starts_with('/'), "{path}");
+        let mut parent = String::new();
+        for part in path[1..].split('/') {
+            assert!(!part.is_empty(), "{path} has an empty part");
+            if part.starts_with('{') {
+                assert!(part.ends_with('}') && part.len() > 2, "{path}");
+                variables
+                    .entry(parent.clone())
+                    .or_default()
+                    .insert(part.to_owned());
+            } else {
+                assert!(!part.contains(['{', '}']), "{path}");
+            }
+            parent = format!("{parent}/{part}");
+        }
+    }
+    for (parent, names) in &variables {
+        assert_eq!(
+            names.len(),
+            1,
+            "{parent}/ has several variable children: {names:?}"
+        );
+    }
+    // Every operation route is also served under the REST binding's `/{tenant}` prefix; the
+    // documents under /.well-known and JSON-RPC (tenant in params) are not.
+    for (method, path) in &seen {
+        let tenant = path.starts_with("/{tenant}/");
+        let plain = path.strip_prefix("/{tenant}").unwrap_or(path);
+        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc";
+        assert!(!(tenant && document), "{method} {path}");
+        if !document {
+            let other = if tenant {
+                plain.to_owned()
+            } else {
+                format!("/{{tenant}}{path}")
+            };
+            assert!(
+                seen.contains(&(*method, other.as_str())),
+                "{method} {path} has no {other}"
+            );
+        }
     }
 }
 
@@ -323,4 +389,44 @@ fn table_and_queues_match_the_resource_definitions() {
     check_queue(&t, "WorkDeadLetterQueue", &resources.work_dead_letter_queue);
     check_queue(&t, "PushQueue", &resources.push_queue);
     check_queue(&t, "PushDeadLetterQueue", &resources.push_dead_letter_queue);
+}
+
+/// The stack's secrets a function's policies name (conditions included), in order.
+fn secrets_in_policies(function: &Value) -> String {
+    let policies = &untag(function)["Properties"]["Policies"];
+    let text = serde_yaml::to_string(policies).expect("policies serialise");
+    ["ApiKeysSecret", "PushSigningKeysSecret"]
+        .into_iter()
+        .filter(|name| text.contains(name))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[test]
+fn only_the_functions_that_need_a_secret_may_read_it() {
+    let t = template();
+    for (binary, function) in functions(&t) {
+        let expected = match binary.as_str() {
+            // The card publishes the signing keys and, like every function behind the front
+            // door, authenticates callers.
+            "card" => "ApiKeysSecret,PushSigningKeysSecret",
+            "push" => "PushSigningKeysSecret",
+            "worker" => "",
+            _ => "ApiKeysSecret",
+        };
+        assert_eq!(secrets_in_policies(function), expected, "{binary}");
+    }
+    // Every function reads its auth settings from the globals (the template's parameters).
+    let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
+    for name in [
+        "A2A_AUTH",
+        "A2A_API_KEY_SECRET_ARN",
+        "A2A_API_KEY_LOCATION",
+        "A2A_API_KEY_NAME",
+        "A2A_JWT_ISSUER",
+        "A2A_JWT_AUDIENCE",
+        "A2A_JWT_JWKS_URL",
+    ] {
+        assert!(!env[name].is_null(), "{name} is not set for the functions");
+    }
 }
