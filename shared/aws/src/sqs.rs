@@ -48,6 +48,34 @@ pub struct ReceivedMessage {
     pub group_id: Option<String>,
 }
 
+impl ReceivedMessage {
+    /// This message as a record of the SQS event Lambda's event source mapping invokes a
+    /// function with (`aws_lambda_events::sqs::SqsMessage` in JSON), for whatever stands in for
+    /// that mapping: the local poller, tests. `queue_arn` is the record's `eventSourceARN`.
+    pub fn to_lambda_record(&self, queue_arn: &str) -> serde_json::Value {
+        let mut attributes = serde_json::json!({
+            "ApproximateReceiveCount": self.receive_count.to_string(),
+            "SentTimestamp": "0",
+            "SenderId": "local",
+            "ApproximateFirstReceiveTimestamp": "0",
+        });
+        if let Some(group) = &self.group_id {
+            attributes["MessageGroupId"] = serde_json::json!(group);
+        }
+        serde_json::json!({
+            "messageId": self.message_id,
+            "receiptHandle": self.receipt_handle,
+            "body": self.body,
+            "attributes": attributes,
+            "messageAttributes": {},
+            "md5OfBody": "",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": "us-east-1",
+        })
+    }
+}
+
 /// One SQS queue: sending, and the consumer operations.
 ///
 /// Cloning is cheap and shares the client and the cached dead-letter queue URL.

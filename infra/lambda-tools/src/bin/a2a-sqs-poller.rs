@@ -37,28 +37,10 @@ struct Options {
     concurrency: usize,
 }
 
-fn record(queue: &SqsQueue, m: &ReceivedMessage) -> Value {
-    let mut attributes = json!({
-        "ApproximateReceiveCount": m.receive_count.to_string(),
-        "SentTimestamp": "0",
-        "SenderId": "local",
-        "ApproximateFirstReceiveTimestamp": "0",
-    });
-    if let Some(group) = &m.group_id {
-        attributes["MessageGroupId"] = json!(group);
-    }
+/// The ARN the records of `queue`'s events carry (local stand-in: account and region fixed).
+fn arn_of(queue: &SqsQueue) -> String {
     let name = queue.url().rsplit('/').next().unwrap_or_default();
-    json!({
-        "messageId": m.message_id,
-        "receiptHandle": m.receipt_handle,
-        "body": m.body,
-        "attributes": attributes,
-        "messageAttributes": {},
-        "md5OfBody": "",
-        "eventSource": "aws:sqs",
-        "eventSourceARN": format!("arn:aws:sqs:us-east-1:000000000000:{name}"),
-        "awsRegion": "us-east-1",
-    })
+    format!("arn:aws:sqs:us-east-1:000000000000:{name}")
 }
 
 async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options>) {
@@ -94,8 +76,7 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
         if messages.is_empty() {
             continue;
         }
-        let event =
-            json!({"Records": messages.iter().map(|m| record(&queue, m)).collect::<Vec<_>>()});
+        let event = json!({"Records": messages.iter().map(|m| m.to_lambda_record(&arn_of(&queue))).collect::<Vec<_>>()});
         tracing::info!("{function}: invoking with {} message(s)", messages.len());
         for m in &messages {
             tracing::info!("{function}: {}: received", describe(m));

@@ -566,28 +566,7 @@ impl AwsBackend {
     fn event(&self, messages: &[ReceivedMessage]) -> SqsEvent {
         let records: Vec<serde_json::Value> = messages
             .iter()
-            .map(|m| {
-                let mut attributes = serde_json::json!({
-                    "ApproximateReceiveCount": m.receive_count.to_string(),
-                    "SentTimestamp": "0",
-                    "SenderId": "push-verify-tests",
-                    "ApproximateFirstReceiveTimestamp": "0",
-                });
-                if let Some(group) = &m.group_id {
-                    attributes["MessageGroupId"] = serde_json::json!(group);
-                }
-                serde_json::json!({
-                    "messageId": m.message_id,
-                    "receiptHandle": m.receipt_handle,
-                    "body": m.body,
-                    "attributes": attributes,
-                    "messageAttributes": {},
-                    "md5OfBody": "",
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": self.push_queue_arn,
-                    "awsRegion": "us-east-1",
-                })
-            })
+            .map(|m| m.to_lambda_record(&self.push_queue_arn))
             .collect();
         serde_json::from_value(serde_json::json!({ "Records": records })).expect("an SQS event")
     }
