@@ -298,6 +298,12 @@ impl Init {
 /// secret (fetched again every `api_key_refresh`, so a revocation needs no redeploy), or a local
 /// file. A function that cannot authenticate anyone refuses to start, with the reason.
 pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Auth, String> {
+    if settings.auth.mode == AuthMode::None {
+        tracing::warn!(
+            "auth mode none: anyone who can reach this function may call it, and every caller \
+             shares one owner (AuthMode api-key or jwt for a public deployment)"
+        );
+    }
     settings.auth.build(|| {
         if let Some(arn) = &settings.api_key_secret_arn {
             let client = aws_sdk_secretsmanager::Client::new(sdk);
