@@ -547,15 +547,33 @@ impl DynamoTaskStore {
                 item.insert(name.to_owned(), value);
             }
         }
+        self.put_if(
+            item,
+            "attribute_not_exists(#pk) OR #exp <= :now",
+            names(&["pk", "exp"]),
+            values([(":now", n(now))]),
+        )
+        .await
+    }
+
+    /// A `PutItem` conditional on `condition`: `false` when the condition did not hold (and
+    /// nothing was written).
+    async fn put_if(
+        &self,
+        item: Item,
+        condition: &str,
+        names: HashMap<String, String>,
+        values: HashMap<String, AttributeValue>,
+    ) -> Result<bool, StoreError> {
         let size = items::item_size(&item);
         let result = self
             .client
             .put_item()
             .table_name(&*self.table)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(#pk) OR #exp <= :now")
-            .set_expression_attribute_names(Some(names(&["pk", "exp"])))
-            .set_expression_attribute_values(Some(values([(":now", n(now))])))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
@@ -1123,44 +1141,14 @@ impl TaskStore for DynamoTaskStore {
                 n(items::ttl_secs(until.millis()) + LEASE_TTL_GRACE_SECS),
             ),
         ]);
-        let size = items::item_size(&item);
-        let result = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item))
-            // Free, ours (renewal), or over: take it. Anyone else's live lease: leave it.
-            .condition_expression(
-                "attribute_not_exists(#pk) OR #holder = :holder OR #until <= :now",
-            )
-            .set_expression_attribute_names(Some(names(&["pk", "holder", "until"])))
-            .set_expression_attribute_values(Some(values([
-                (":holder", s(holder)),
-                (":now", n(now_ms())),
-            ])))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "PutItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size),
-                    0.0,
-                );
-                Ok(true)
-            }
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                self.record("PutItem", 0.0, write_units(size), 0.0);
-                Ok(false)
-            }
-            Err(err) => Err(backend("PutItem", &err)),
-        }
+        // Free, ours (renewal), or over: take it. Anyone else's live lease: leave it.
+        self.put_if(
+            item,
+            "attribute_not_exists(#pk) OR #holder = :holder OR #until <= :now",
+            names(&["pk", "holder", "until"]),
+            values([(":holder", s(holder)), (":now", n(now_ms()))]),
+        )
+        .await
     }
 
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
