@@ -271,17 +271,7 @@ async fn message_send(
     uri: Uri,
     body: Body,
 ) -> Response {
-    let limit = app.options.max_body_bytes;
-    let params = crate::body::read_object(&headers, body, limit);
-    run(
-        &app,
-        Method::SendMessage,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
+    message(&app, Method::SendMessage, path, headers, uri, body).await
 }
 
 async fn message_stream(
@@ -291,17 +281,20 @@ async fn message_stream(
     uri: Uri,
     body: Body,
 ) -> Response {
-    let limit = app.options.max_body_bytes;
-    let params = crate::body::read_object(&headers, body, limit);
-    run(
-        &app,
-        Method::SendStreamingMessage,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
+    message(&app, Method::SendStreamingMessage, path, headers, uri, body).await
+}
+
+/// SendMessage and SendStreamingMessage: the body is the request.
+async fn message(
+    app: &App,
+    method: Method,
+    path: PathParams,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let params = crate::body::read_object(&headers, body, app.options.max_body_bytes);
+    run(app, method, &headers, &uri, path.tenant(), params).await
 }
 
 async fn list_tasks(
