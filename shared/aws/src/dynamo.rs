@@ -307,6 +307,21 @@ impl DynamoTaskStore {
         Ok(out.item)
     }
 
+    /// The item of task `task_id` under sort key `sk`, decoded by `decode`, if `owner` may see
+    /// it: another owner's item and an expired one are both absent.
+    async fn get_visible<T>(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        sk: String,
+        decode: impl FnOnce(&Item) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        match self.get(items::key(items::task_pk(task_id), sk)).await? {
+            Some(item) if items::visible(&item, owner, now_ms()) => decode(&item).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// The owner's tasks on the by-owner index matching `query`, newest first: up to `want`
     /// index sort keys, and whether more match.
     async fn list_keys(
@@ -654,15 +669,8 @@ impl TaskStore for DynamoTaskStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
-        let item = self
-            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
-            .await?;
-        match item {
-            Some(item) if items::visible(&item, owner, now_ms()) => {
-                items::head_from_item(&item).map(Some)
-            }
-            _ => Ok(None),
-        }
+        self.get_visible(owner, task_id, items::HEAD_SK.into(), items::head_from_item)
+            .await
     }
 
     async fn read_events(
@@ -867,18 +875,13 @@ impl TaskStore for DynamoTaskStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
-        let item = self
-            .get(items::key(
-                items::task_pk(task_id),
-                items::config_sk(config_id),
-            ))
-            .await?;
-        match item {
-            Some(item) if items::visible(&item, owner, now_ms()) => {
-                items::config_from_item(&item).map(Some)
-            }
-            _ => Ok(None),
-        }
+        self.get_visible(
+            owner,
+            task_id,
+            items::config_sk(config_id),
+            items::config_from_item,
+        )
+        .await
     }
 
     async fn list_push_configs(
@@ -1112,18 +1115,13 @@ impl TaskStore for DynamoTaskStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<PushDeliveryState>, StoreError> {
-        let item = self
-            .get(items::key(
-                items::task_pk(task_id),
-                items::delivery_sk(config_id),
-            ))
-            .await?;
-        match item {
-            Some(item) if items::visible(&item, owner, now_ms()) => {
-                items::delivery_from_item(&item).map(Some)
-            }
-            _ => Ok(None),
-        }
+        self.get_visible(
+            owner,
+            task_id,
+            items::delivery_sk(config_id),
+            items::delivery_from_item,
+        )
+        .await
     }
 
     async fn acquire_lease(
