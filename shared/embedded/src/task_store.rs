@@ -214,6 +214,34 @@ impl SqliteStore {
         .await
     }
 
+    /// The JSON body of the row of `table` (`push_configs` or `push_deliveries`) for
+    /// `config_id` of task `task_id`, if `owner` has one that has not expired.
+    async fn config_row<T: serde::de::DeserializeOwned + Send + 'static>(
+        &self,
+        table: &'static str,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        let config_id = config_id.to_owned();
+        self.with_conn(move |conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    &format!(
+                        "SELECT body FROM {table}
+                         WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4"
+                    ),
+                    params![owner, task_id, config_id, now_ms()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+        })
+        .await
+    }
+
     fn notify_appended(&self) {
         self.inner.appended.send_modify(|n| *n = n.wrapping_add(1));
     }
@@ -508,21 +536,8 @@ impl TaskStore for SqliteStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        let config_id = config_id.to_owned();
-        self.with_conn(move |conn| {
-            let body: Option<String> = conn
-                .query_row(
-                    "SELECT body FROM push_configs
-                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
-                    params![owner, task_id, config_id, now_ms()],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
-        })
-        .await
+        self.config_row("push_configs", owner, task_id, config_id)
+            .await
     }
 
     async fn list_push_configs(
@@ -636,21 +651,8 @@ impl TaskStore for SqliteStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<PushDeliveryState>, StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        let config_id = config_id.to_owned();
-        self.with_conn(move |conn| {
-            let body: Option<String> = conn
-                .query_row(
-                    "SELECT body FROM push_deliveries
-                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
-                    params![owner, task_id, config_id, now_ms()],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
-        })
-        .await
+        self.config_row("push_deliveries", owner, task_id, config_id)
+            .await
     }
 
     async fn acquire_lease(
