@@ -21,13 +21,7 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
 # a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
 # the functions are restarted with its settings.
 state=.venv-lambda/run
-"${CARGO_TARGET_DIR:-target}/debug/test-issuer" >"$state/issuer.out" &
-issuer=$!
-for _ in $(seq 1 300); do
-  grep -q '^token=' "$state/issuer.out" && break
-  kill -0 "$issuer" 2>/dev/null || { echo "test-issuer exited early" >&2; exit 1; }
-  sleep 0.1
-done
+issuer=$(infra/test-issuer.sh "$state/issuer.out")
 value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
 printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\n' "$(value issuer)" >"$state/auth.env"
 infra/lambda-local.sh restart-watch "$state/auth.env"

@@ -77,13 +77,7 @@ step "Python SDK interoperability again, with bearer tokens (a2a-local --auth jw
 # A throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) prints its URL and a
 # token for audience a2a-e2e with every a2a:* scope; a2a-local verifies against its JWKS.
 issuer_out="$data_dir/issuer.out"
-"$target_dir/debug/test-issuer" >"$issuer_out" &
-issuer=$!
-for _ in $(seq 1 300); do
-  grep -q '^token=' "$issuer_out" && break
-  kill -0 "$issuer" 2>/dev/null || { echo "test-issuer exited early" >&2; exit 1; }
-  sleep 0.1
-done
+issuer=$("$root/infra/test-issuer.sh" "$issuer_out")
 issuer_url=$(sed -n 's/^issuer=//p' "$issuer_out")
 token=$(sed -n 's/^token=//p' "$issuer_out")
 [ -n "$token" ] || { echo "test-issuer printed no token" >&2; exit 1; }
