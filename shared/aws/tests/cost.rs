@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use a2a_aws::{Meter, Summary};
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter, Placement,
-    ServiceConfig, WorkJob,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    OperationRequest, OperationResponse, Placement, ServiceConfig, WorkJob,
 };
 use a2a_protocol::{
     Artifact, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
@@ -134,8 +134,12 @@ impl Bench {
             configuration,
             ..Default::default()
         };
-        match self.service.send_message(&self.ctx, request).await {
-            Ok(SendMessageResponse::Task(task)) => task,
+        match self
+            .service
+            .call(&self.ctx, OperationRequest::SendMessage(request))
+            .await
+        {
+            Ok(OperationResponse::Sent(SendMessageResponse::Task(task))) => task,
             other => panic!("send_message: {other:?}"),
         }
     }
@@ -148,11 +152,13 @@ impl Bench {
             )),
             ..Default::default()
         };
-        let mut stream = self
+        let Ok(OperationResponse::Stream(mut stream)) = self
             .service
-            .send_streaming_message(&self.ctx, request)
+            .call(&self.ctx, OperationRequest::SendStreamingMessage(request))
             .await
-            .expect("send_streaming_message");
+        else {
+            panic!("SendStreamingMessage did not answer with a stream");
+        };
         let mut items = 0;
         while let Some(item) = stream.next().await {
             item.expect("stream item");
@@ -195,9 +201,9 @@ async fn cost_per_operation() {
     };
     bench
         .service
-        .get_task(&bench.ctx, get)
+        .call(&bench.ctx, OperationRequest::GetTask(get))
         .await
-        .expect("get_task");
+        .expect("GetTask");
     let s = bench.row("GetTask").await;
     assert_eq!(s.dynamodb_requests(), 1, "GetTask: {s}");
     assert_eq!(s.dynamodb.get("GetItem"), Some(&1));
@@ -209,9 +215,9 @@ async fn cost_per_operation() {
     };
     bench
         .service
-        .list_tasks(&bench.ctx, page)
+        .call(&bench.ctx, OperationRequest::ListTasks(page))
         .await
-        .expect("list_tasks");
+        .expect("ListTasks");
     let s = bench.row("ListTasks, one page holds all (1 task)").await;
     assert_eq!(s.dynamodb_writes(), 0);
     for _ in 0..4 {
@@ -222,11 +228,13 @@ async fn cost_per_operation() {
         page_size: Some(2),
         ..Default::default()
     };
-    let listed = bench
+    let Ok(OperationResponse::Tasks(listed)) = bench
         .service
-        .list_tasks(&bench.ctx, page)
+        .call(&bench.ctx, OperationRequest::ListTasks(page))
         .await
-        .expect("list_tasks");
+    else {
+        panic!("ListTasks failed");
+    };
     assert_eq!(listed.tasks.len(), 2);
     assert_eq!(listed.total_size, 5);
     bench.row("ListTasks, page of 2 of 5 (+ COUNT query)").await;
@@ -241,9 +249,12 @@ async fn cost_per_operation() {
     };
     bench
         .service
-        .create_push_config(&bench.ctx, config)
+        .call(
+            &bench.ctx,
+            OperationRequest::CreateTaskPushNotificationConfig(config),
+        )
         .await
-        .expect("create_push_config");
+        .expect("CreateTaskPushNotificationConfig");
     bench.row("CreateTaskPushNotificationConfig").await;
     let reference = TaskPushNotificationConfigRef {
         task_id: echo.id.clone(),
@@ -252,9 +263,12 @@ async fn cost_per_operation() {
     };
     bench
         .service
-        .get_push_config(&bench.ctx, reference.clone())
+        .call(
+            &bench.ctx,
+            OperationRequest::GetTaskPushNotificationConfig(reference.clone()),
+        )
         .await
-        .expect("get_push_config");
+        .expect("GetTaskPushNotificationConfig");
     bench.row("GetTaskPushNotificationConfig").await;
     let list = ListTaskPushNotificationConfigsRequest {
         task_id: echo.id.clone(),
@@ -262,15 +276,21 @@ async fn cost_per_operation() {
     };
     bench
         .service
-        .list_push_configs(&bench.ctx, list)
+        .call(
+            &bench.ctx,
+            OperationRequest::ListTaskPushNotificationConfigs(list),
+        )
         .await
-        .expect("list_push_configs");
+        .expect("ListTaskPushNotificationConfigs");
     bench.row("ListTaskPushNotificationConfigs").await;
     bench
         .service
-        .delete_push_config(&bench.ctx, reference)
+        .call(
+            &bench.ctx,
+            OperationRequest::DeleteTaskPushNotificationConfig(reference),
+        )
         .await
-        .expect("delete_push_config");
+        .expect("DeleteTaskPushNotificationConfig");
     bench.row("DeleteTaskPushNotificationConfig").await;
 
     // A blocking echo with an inline push config: the config, and one push job per event.
@@ -338,11 +358,13 @@ async fn cost_per_operation() {
         id: waiting.id.clone(),
         ..Default::default()
     };
-    let canceled = bench
+    let Ok(OperationResponse::Task(canceled)) = bench
         .service
-        .cancel_task(&bench.ctx, cancel)
+        .call(&bench.ctx, OperationRequest::CancelTask(cancel))
         .await
-        .expect("cancel_task");
+    else {
+        panic!("CancelTask failed");
+    };
     assert_eq!(canceled.status.state, TaskState::Canceled);
     bench.row("CancelTask (queued task)").await;
 

@@ -24,7 +24,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use a2a_protocol::jsonrpc::Method;
 use a2a_protocol::{A2AError, SecurityRequirement, SecurityScheme, StringList};
 use base64::Engine as _;
 use futures::future::BoxFuture;
@@ -60,22 +59,6 @@ pub enum Permission {
 impl Permission {
     /// Every permission.
     pub const ALL: [Permission; 4] = [Self::Read, Self::Send, Self::Cancel, Self::Push];
-
-    /// The permission `method` needs.
-    pub fn for_method(method: Method) -> Self {
-        match method {
-            Method::GetTask
-            | Method::ListTasks
-            | Method::SubscribeToTask
-            | Method::GetExtendedAgentCard => Self::Read,
-            Method::SendMessage | Method::SendStreamingMessage => Self::Send,
-            Method::CancelTask => Self::Cancel,
-            Method::CreateTaskPushNotificationConfig
-            | Method::GetTaskPushNotificationConfig
-            | Method::ListTaskPushNotificationConfigs
-            | Method::DeleteTaskPushNotificationConfig => Self::Push,
-        }
-    }
 
     /// The name in key documents and on the command line: `read`, `send`, `cancel`, `push`.
     pub fn as_str(self) -> &'static str {
@@ -1170,23 +1153,6 @@ mod tests {
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, r#"["read","send"]"#);
         assert_eq!(serde_json::from_str::<Permissions>(&json).unwrap(), p);
-    }
-
-    #[test]
-    fn every_method_needs_one_permission() {
-        assert_eq!(Permission::for_method(Method::GetTask), Permission::Read);
-        assert_eq!(
-            Permission::for_method(Method::SendStreamingMessage),
-            Permission::Send
-        );
-        assert_eq!(
-            Permission::for_method(Method::CancelTask),
-            Permission::Cancel
-        );
-        assert_eq!(
-            Permission::for_method(Method::DeleteTaskPushNotificationConfig),
-            Permission::Push
-        );
     }
 
     fn static_keys(doc: ApiKeyDocument) -> Auth {

@@ -7,22 +7,36 @@
 
 pub mod agent;
 pub mod auth;
+pub mod config;
+pub mod context;
+pub mod emitter;
 pub mod event;
+mod execution;
+mod kernel;
+pub mod operation;
 pub mod ports;
 pub mod push;
+pub mod request;
 pub mod service;
 pub mod signing;
 #[cfg(feature = "contract")]
 pub mod store_contract;
+pub mod task_log;
 mod worker;
 
-pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
+pub use agent::{Agent, AgentDescription, Placement};
 pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
+pub use config::ServiceConfig;
+pub use context::CallContext;
+pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
+pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use ports::*;
 pub use push::PushPolicy;
-pub use service::{A2aService, CallContext, EventStream, ServiceConfig, StreamItem};
+pub use request::{AgentError, AgentRequest};
+pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
 pub use signing::{KeyFile, KeySet, KeySource, PushSigner, SigningAlgorithm, SigningKey};
+pub use task_log::{EventStream, StreamItem};
 
 /// A new random id (UUID v4) for tasks, contexts, messages, artifacts and push configs.
 pub fn new_id() -> String {

@@ -21,8 +21,9 @@ use a2a_protocol::{A2AError, TaskPushNotificationConfig, Timestamp};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use reqwest::Url;
 
+use crate::config::ServiceConfig;
+use crate::kernel::Core;
 use crate::ports::{JobOutcome, PushAttempt, PushAttemptResult, PushJob};
-use crate::service::{Core, ServiceConfig};
 use crate::signing::PUSH_SIGNATURE_HEADER;
 
 /// How long resolving a webhook host may take when a config is created.

@@ -1,187 +1,214 @@
-//! The A2A operations. [`A2aService`] is what every front door (the local router, each Lambda
-//! function) calls; it owns no state between requests beyond configuration and clients.
+//! The A2A operations. [`A2aService::call`] is what every front door (the local router, each
+//! Lambda function) calls with an [`OperationRequest`]; it owns no state between requests beyond
+//! configuration and clients. The kernel it runs on is in [`crate::kernel`].
 
-use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use a2a_protocol::{
-    A2AError, AgentCapabilities, AgentCard, AgentInterface, CancelTaskRequest,
-    GetExtendedAgentCardRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    A2AError, AgentCapabilities, AgentCard, CancelTaskRequest, GetExtendedAgentCardRequest,
+    GetTaskRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
     SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState, TaskStatus, Timestamp,
-    PROTOCOL_VERSION,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState, PROTOCOL_VERSION,
 };
-use futures::Stream;
-use tokio::sync::{oneshot, Mutex};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::agent::{
-    Agent, AgentError, AgentRequest, Emitter, EmitterState, FirstOutcome, Placement,
-};
-use crate::auth::{Auth, Permission, Permissions, Principal};
-use crate::event::{LoggedEvent, TaskEvent};
+use crate::agent::{Agent, Placement};
+use crate::auth::Permission;
+use crate::config::ServiceConfig;
+use crate::context::CallContext;
+use crate::emitter::{Emitter, FirstOutcome};
+use crate::execution::{new_emitter, Executions};
+use crate::kernel::Core;
+use crate::operation::Operation;
 use crate::ports::*;
-use crate::push::PushPolicy;
-use crate::signing::PushSigner;
+use crate::request::AgentRequest;
+use crate::task_log::{
+    ended_status, internal, store_error, AppendError, EventStream, StreamItem, TaskLog,
+};
 
-/// How the service behaves; the host (local server or Lambda function) fills it in.
+/// The decoded request of one operation.
 #[derive(Debug, Clone)]
-pub struct ServiceConfig {
-    /// The interfaces this deployment really serves, in order of preference.
-    pub interfaces: Vec<AgentInterface>,
-    /// Whether the streaming operations are offered.
-    pub streaming: bool,
-    /// Whether push notifications are offered.
-    pub push_notifications: bool,
-    /// Whether the extended card is offered. It requires authentication, so it is offered
-    /// only when `auth` is on, whatever this says.
-    pub extended_card: bool,
-    /// Who may call: turns credentials into a principal, and says so on the card.
-    pub auth: Auth,
-    /// How long tasks, events and push configs are kept.
-    pub retention: Duration,
-    /// How long a blocking SendMessage waits before it returns the task as it stands.
-    pub blocking_timeout: Duration,
-    /// How long one SSE stream may last before it ends gracefully (the client resubscribes).
-    pub max_stream_duration: Duration,
-    /// Whether inline work may go on after the response ends. True for a long-lived process;
-    /// false on Lambda, where a frozen instance would stall it: such work is queued instead.
-    pub background_inline: bool,
-    /// Which webhook URLs may be contacted.
-    pub push_policy: PushPolicy,
-    /// Signs every push (a JWT verifiable against the JWKS this service publishes). Without
-    /// one, pushes go out unsigned and no JWKS is served: hosts should always set it.
-    pub push_signer: Option<PushSigner>,
-    /// Lease holder name of this process (worker identity).
-    pub worker_id: String,
-    /// How long an execution lease lasts before another worker may take over.
-    pub lease_duration: Duration,
-    /// A work job received this many times ends its task FAILED instead of running again.
-    pub max_job_receives: u32,
-    /// Push delivery attempts per event and config before the job is dead-lettered.
-    pub max_push_attempts: u32,
-    /// Timeout of one webhook POST.
-    pub push_timeout: Duration,
+pub enum OperationRequest {
+    /// `SendMessage`.
+    SendMessage(SendMessageRequest),
+    /// `SendStreamingMessage`.
+    SendStreamingMessage(SendMessageRequest),
+    /// `GetTask`.
+    GetTask(GetTaskRequest),
+    /// `ListTasks`.
+    ListTasks(ListTasksRequest),
+    /// `CancelTask`.
+    CancelTask(CancelTaskRequest),
+    /// `SubscribeToTask`, with the `Last-Event-ID` to resume after, if any.
+    SubscribeToTask(SubscribeToTaskRequest, Option<u64>),
+    /// `CreateTaskPushNotificationConfig`.
+    CreateTaskPushNotificationConfig(TaskPushNotificationConfig),
+    /// `GetTaskPushNotificationConfig`.
+    GetTaskPushNotificationConfig(TaskPushNotificationConfigRef),
+    /// `ListTaskPushNotificationConfigs`.
+    ListTaskPushNotificationConfigs(ListTaskPushNotificationConfigsRequest),
+    /// `DeleteTaskPushNotificationConfig`.
+    DeleteTaskPushNotificationConfig(TaskPushNotificationConfigRef),
+    /// `GetExtendedAgentCard`.
+    GetExtendedAgentCard(GetExtendedAgentCardRequest),
 }
 
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        Self {
-            interfaces: Vec::new(),
-            streaming: true,
-            push_notifications: true,
-            extended_card: true,
-            auth: Auth::none(),
-            retention: Duration::from_secs(30 * 24 * 3600),
-            blocking_timeout: Duration::from_secs(120),
-            max_stream_duration: Duration::from_secs(14 * 60),
-            background_inline: true,
-            push_policy: PushPolicy::default(),
-            push_signer: None,
-            worker_id: crate::new_id(),
-            lease_duration: Duration::from_secs(60),
-            max_job_receives: 5,
-            max_push_attempts: 8,
-            push_timeout: Duration::from_secs(10),
+impl OperationRequest {
+    /// Decodes the request of `operation` from its JSON object (JSON-RPC `params`, or what the
+    /// REST binding built from path, query and body). Unknown fields are ignored; a field of the
+    /// wrong type is `InvalidParams` naming the field.
+    pub fn from_json(
+        operation: Operation,
+        params: Value,
+        last_event_id: Option<u64>,
+    ) -> Result<Self, A2AError> {
+        use Operation as O;
+        let p = params;
+        Ok(match operation {
+            O::SendMessage => Self::SendMessage(decode(operation, p)?),
+            O::SendStreamingMessage => Self::SendStreamingMessage(decode(operation, p)?),
+            O::GetTask => Self::GetTask(decode(operation, p)?),
+            O::ListTasks => Self::ListTasks(decode(operation, p)?),
+            O::CancelTask => Self::CancelTask(decode(operation, p)?),
+            O::SubscribeToTask => Self::SubscribeToTask(decode(operation, p)?, last_event_id),
+            O::CreateTaskPushNotificationConfig => {
+                Self::CreateTaskPushNotificationConfig(decode(operation, p)?)
+            }
+            O::GetTaskPushNotificationConfig => {
+                Self::GetTaskPushNotificationConfig(decode(operation, p)?)
+            }
+            O::ListTaskPushNotificationConfigs => {
+                Self::ListTaskPushNotificationConfigs(decode(operation, p)?)
+            }
+            O::DeleteTaskPushNotificationConfig => {
+                Self::DeleteTaskPushNotificationConfig(decode(operation, p)?)
+            }
+            O::GetExtendedAgentCard => Self::GetExtendedAgentCard(decode(operation, p)?),
+        })
+    }
+
+    /// Sets the request's `tenant`, so the service sees one tenant whichever binding (params or
+    /// path) supplied it.
+    pub fn set_tenant(&mut self, tenant: &str) {
+        let field = match self {
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => &mut r.tenant,
+            Self::GetTask(r) => &mut r.tenant,
+            Self::ListTasks(r) => &mut r.tenant,
+            Self::CancelTask(r) => &mut r.tenant,
+            Self::SubscribeToTask(r, _) => &mut r.tenant,
+            Self::CreateTaskPushNotificationConfig(r) => &mut r.tenant,
+            Self::GetTaskPushNotificationConfig(r) | Self::DeleteTaskPushNotificationConfig(r) => {
+                &mut r.tenant
+            }
+            Self::ListTaskPushNotificationConfigs(r) => &mut r.tenant,
+            Self::GetExtendedAgentCard(r) => &mut r.tenant,
+        };
+        tenant.clone_into(field);
+    }
+
+    /// The operation.
+    pub fn operation(&self) -> Operation {
+        use Operation as O;
+        match self {
+            Self::SendMessage(_) => O::SendMessage,
+            Self::SendStreamingMessage(_) => O::SendStreamingMessage,
+            Self::GetTask(_) => O::GetTask,
+            Self::ListTasks(_) => O::ListTasks,
+            Self::CancelTask(_) => O::CancelTask,
+            Self::SubscribeToTask(..) => O::SubscribeToTask,
+            Self::CreateTaskPushNotificationConfig(_) => O::CreateTaskPushNotificationConfig,
+            Self::GetTaskPushNotificationConfig(_) => O::GetTaskPushNotificationConfig,
+            Self::ListTaskPushNotificationConfigs(_) => O::ListTaskPushNotificationConfigs,
+            Self::DeleteTaskPushNotificationConfig(_) => O::DeleteTaskPushNotificationConfig,
+            Self::GetExtendedAgentCard(_) => O::GetExtendedAgentCard,
         }
     }
 }
 
-/// Who is calling, as the front door established it.
-#[derive(Debug, Clone)]
-pub struct CallContext {
-    /// The owner every read and write is scoped to.
-    pub owner: Owner,
-    /// The tenant from the request (opaque routing key), or empty.
-    pub tenant: String,
-    /// Extension URIs the client activated (`A2A-Extensions`).
-    pub extensions: Vec<String>,
-    /// Whether the caller was authenticated (the extended card requires it).
-    pub authenticated: bool,
-    /// What the caller may do; each operation checks its [`Permission`].
-    pub permissions: Permissions,
-}
-
-impl CallContext {
-    /// An unauthenticated caller in `tenant` (auth mode `none`).
-    pub fn anonymous(tenant: &str) -> Self {
-        Self::new(&Principal::anonymous(), tenant)
-    }
-
-    /// `principal` calling in `tenant`: its tasks are those of the owner (tenant, principal).
-    pub fn new(principal: &Principal, tenant: &str) -> Self {
-        Self {
-            owner: Owner::new(tenant, &principal.id),
-            tenant: tenant.to_string(),
-            extensions: Vec::new(),
-            authenticated: principal.authenticated,
-            permissions: principal.permissions,
-        }
-    }
-
-    /// `PermissionDenied` unless the caller holds `permission`. Checked first in every
-    /// operation: it depends on nothing but the caller, so it reveals nothing about tasks.
-    pub fn require(&self, permission: Permission) -> Result<(), A2AError> {
-        if self.permissions.contains(permission) {
-            Ok(())
+fn decode<T: DeserializeOwned>(operation: Operation, params: Value) -> Result<T, A2AError> {
+    serde_path_to_error::deserialize(params).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            A2AError::invalid_params(format!("Invalid params for {operation}: {inner}"))
         } else {
-            Err(A2AError::PermissionDenied(format!(
-                "Permission denied: this operation needs the {permission} permission"
-            )))
+            A2AError::invalid_params(format!("Invalid params for {operation}: {path}: {inner}"))
+        }
+    })
+}
+
+/// What an operation answered.
+pub enum OperationResponse {
+    /// SendMessage: the task, or the agent's direct message.
+    Sent(SendMessageResponse),
+    /// GetTask, CancelTask.
+    Task(Task),
+    /// ListTasks.
+    Tasks(ListTasksResponse),
+    /// Create/GetTaskPushNotificationConfig.
+    PushConfig(TaskPushNotificationConfig),
+    /// ListTaskPushNotificationConfigs.
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    /// DeleteTaskPushNotificationConfig (`google.protobuf.Empty`).
+    Empty,
+    /// GetExtendedAgentCard.
+    Card(AgentCard),
+    /// SendStreamingMessage, SubscribeToTask: the events.
+    Stream(EventStream),
+}
+
+impl std::fmt::Debug for OperationResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sent(r) => f.debug_tuple("Sent").field(r).finish(),
+            Self::Task(t) => f.debug_tuple("Task").field(t).finish(),
+            Self::Tasks(r) => f.debug_tuple("Tasks").field(r).finish(),
+            Self::PushConfig(c) => f.debug_tuple("PushConfig").field(c).finish(),
+            Self::PushConfigs(r) => f.debug_tuple("PushConfigs").field(r).finish(),
+            Self::Empty => f.write_str("Empty"),
+            Self::Card(c) => f.debug_tuple("Card").field(c).finish(),
+            Self::Stream(_) => f.write_str("Stream(..)"),
         }
     }
 }
 
-/// One item of an event stream, with the log sequence number that SSE sends as `id:`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamItem {
-    /// The log position this item reflects; resume after it with `Last-Event-ID`.
-    pub seq: u64,
-    /// What the client receives.
-    pub response: StreamResponse,
+/// An operation's answer as the bindings send it: one ProtoJSON value, or a stream of events.
+pub enum Reply {
+    /// The ProtoJSON result of a unary operation.
+    Json(Value),
+    /// The events of a streaming operation.
+    Stream(EventStream),
 }
 
-/// A stream of events for SendStreamingMessage and SubscribeToTask. It ends when the task is
-/// terminal or interrupted, or when the maximum stream duration is reached.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamItem, A2AError>> + Send>>;
-
-pub(crate) struct Core {
-    pub(crate) config: ServiceConfig,
-    pub(crate) agent: Arc<dyn Agent>,
-    pub(crate) store: Arc<dyn TaskStore>,
-    pub(crate) work: Arc<dyn WorkQueue>,
-    pub(crate) push: Arc<dyn PushQueue>,
-    pub(crate) card: AgentCard,
-    pub(crate) extended_card: AgentCard,
-    /// `capabilities.extendedAgentCard` as published.
-    pub(crate) offers_extended_card: bool,
-    pub(crate) http: reqwest::Client,
-    /// Inline executions running in this process, so a graceful shutdown can end their tasks
-    /// instead of leaving them WORKING. Only a courtesy: correctness never depends on it.
-    pub(crate) running: std::sync::Mutex<std::collections::HashSet<(Owner, String)>>,
+impl OperationResponse {
+    /// The answer as the bindings send it.
+    pub fn into_reply(self) -> Result<Reply, A2AError> {
+        fn json<T: Serialize>(t: &T) -> Result<Reply, A2AError> {
+            serde_json::to_value(t)
+                .map(Reply::Json)
+                .map_err(|err| internal("serialising a result failed", err))
+        }
+        match self {
+            Self::Sent(r) => json(&r),
+            Self::Task(t) => json(&t),
+            Self::Tasks(r) => json(&r),
+            Self::PushConfig(c) => json(&c),
+            Self::PushConfigs(r) => json(&r),
+            Self::Empty => Ok(Reply::Json(Value::Object(Default::default()))),
+            Self::Card(c) => json(&c),
+            Self::Stream(events) => Ok(Reply::Stream(events)),
+        }
+    }
 }
 
 /// The A2A operations, for every front door. Cheap to clone.
 #[derive(Clone)]
 pub struct A2aService {
     core: Arc<Core>,
-}
-
-/// Logs an internal failure and returns the generic error the client sees.
-pub(crate) fn internal(context: &str, err: impl std::fmt::Display) -> A2AError {
-    tracing::error!(%err, "{context}");
-    A2AError::Internal("Internal error".into())
-}
-
-fn store_error(err: StoreError) -> A2AError {
-    match err {
-        StoreError::InvalidPageToken => A2AError::invalid_params("pageToken is not valid"),
-        StoreError::TooLarge(what) => A2AError::PayloadTooLarge(what),
-        other => internal("store failure", other),
-    }
 }
 
 impl A2aService {
@@ -230,18 +257,24 @@ impl A2aService {
             .extend(description.extended_skills.iter().cloned());
         // Webhooks are contacted through the SSRF guard, without redirects or proxies.
         let http = crate::push::webhook_client(&config);
+        let log = Arc::new(TaskLog::new(
+            store.clone(),
+            push,
+            config.retention,
+            config.push_notifications,
+        ));
         Self {
             core: Arc::new(Core {
                 config,
                 agent,
                 store,
+                log,
                 work,
-                push,
                 card,
                 extended_card,
                 offers_extended_card,
                 http,
-                running: Default::default(),
+                executions: Executions::default(),
             }),
         }
     }
@@ -256,6 +289,45 @@ impl A2aService {
         &self.core.card
     }
 
+    /// Runs one operation for `ctx`: the one entry point of every front door. The caller's
+    /// permission for the operation ([`Operation::permission`]) is checked here, once, before
+    /// anything else: it depends on nothing but the caller, so it reveals nothing about tasks.
+    pub async fn call(
+        &self,
+        ctx: &CallContext,
+        request: OperationRequest,
+    ) -> Result<OperationResponse, A2AError> {
+        ctx.require(request.operation().permission())?;
+        use OperationRequest as R;
+        use OperationResponse as Out;
+        Ok(match request {
+            R::SendMessage(r) => Out::Sent(self.run_send_message(ctx, r).await?),
+            R::SendStreamingMessage(r) => {
+                Out::Stream(self.run_send_streaming_message(ctx, r).await?)
+            }
+            R::GetTask(r) => Out::Task(self.run_get_task(ctx, r).await?),
+            R::ListTasks(r) => Out::Tasks(self.run_list_tasks(ctx, r).await?),
+            R::CancelTask(r) => Out::Task(self.run_cancel_task(ctx, r).await?),
+            R::SubscribeToTask(r, after) => {
+                Out::Stream(self.run_subscribe_to_task(ctx, r, after).await?)
+            }
+            R::CreateTaskPushNotificationConfig(r) => {
+                Out::PushConfig(self.run_create_push_config(ctx, r).await?)
+            }
+            R::GetTaskPushNotificationConfig(r) => {
+                Out::PushConfig(self.run_get_push_config(ctx, r).await?)
+            }
+            R::ListTaskPushNotificationConfigs(r) => {
+                Out::PushConfigs(self.run_list_push_configs(ctx, r).await?)
+            }
+            R::DeleteTaskPushNotificationConfig(r) => {
+                self.run_delete_push_config(ctx, r).await?;
+                Out::Empty
+            }
+            R::GetExtendedAgentCard(r) => Out::Card(self.run_get_extended_card(ctx, r).await?),
+        })
+    }
+
     fn require_streaming(&self) -> Result<(), A2AError> {
         if self.core.config.streaming {
             Ok(())
@@ -266,10 +338,9 @@ impl A2aService {
         }
     }
 
-    /// The caller's push permission, then the capability: every push-config operation (and an
-    /// inline config in a send) starts with both.
-    fn require_push(&self, ctx: &CallContext) -> Result<(), A2AError> {
-        ctx.require(Permission::Push)?;
+    /// Whether push notifications are offered: every push-config operation starts with it
+    /// (after the push permission, which [`Self::call`] checks).
+    fn require_push_capability(&self) -> Result<(), A2AError> {
         if self.core.config.push_notifications {
             Ok(())
         } else {
@@ -290,22 +361,16 @@ impl A2aService {
     }
 
     async fn load(&self, owner: &Owner, task_id: &str) -> Result<StoredTask, A2AError> {
-        self.core
-            .store
-            .load_task(owner, task_id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| A2AError::task_not_found(task_id))
+        self.core.log.load(owner, task_id).await
     }
 
     /// SendMessage: blocks until the task is terminal or interrupted unless
     /// `configuration.returnImmediately` is set.
-    pub async fn send_message(
+    async fn run_send_message(
         &self,
         ctx: &CallContext,
         request: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
-        ctx.require(Permission::Send)?;
         let configuration = request.configuration.clone().unwrap_or_default();
         let started = self.start(ctx, request, false).await?;
         let (task_id, from_seq) = match started {
@@ -316,8 +381,7 @@ impl A2aService {
         };
         if !configuration.return_immediately {
             let deadline = Instant::now() + self.core.config.blocking_timeout;
-            let mut events = Box::pin(follow_log(
-                self.core.clone(),
+            let mut events = Box::pin(self.core.log.follow(
                 ctx.owner.clone(),
                 task_id.clone(),
                 from_seq,
@@ -335,12 +399,11 @@ impl A2aService {
 
     /// SendStreamingMessage: the Task (or one Message) first, then every update until the task
     /// is terminal or interrupted.
-    pub async fn send_streaming_message(
+    async fn run_send_streaming_message(
         &self,
         ctx: &CallContext,
         request: SendMessageRequest,
     ) -> Result<EventStream, A2AError> {
-        ctx.require(Permission::Send)?;
         self.require_streaming()?;
         match self.start(ctx, request, true).await? {
             Started::Message(message) => Ok(Box::pin(futures::stream::once(async move {
@@ -355,8 +418,7 @@ impl A2aService {
                 ..
             } => {
                 // A new task: its first event is the Task as created.
-                Ok(Box::pin(follow_log(
-                    self.core.clone(),
+                Ok(Box::pin(self.core.log.follow(
                     ctx.owner.clone(),
                     task_id,
                     0,
@@ -382,14 +444,23 @@ impl A2aService {
             seq: head.version,
             response: StreamResponse::Task(head.task.clone()),
         };
-        let rest = follow_log(
-            self.core.clone(),
+        let rest = self.core.log.follow(
             ctx.owner.clone(),
             head.task.id.clone(),
             head.version,
             Instant::now() + self.core.config.max_stream_duration,
         );
         Box::pin(futures::stream::once(async move { Ok(first) }).chain(rest))
+    }
+
+    /// Runs an inline execution in the background of this process.
+    fn spawn_inline(&self, emitter: Emitter) {
+        let core = self.core.clone();
+        tokio::spawn(async move {
+            core.executions
+                .run_inline(core.agent.clone(), emitter)
+                .await
+        });
     }
 
     /// Validates a send, records the message, and starts the agent (inline or queued).
@@ -404,8 +475,10 @@ impl A2aService {
         let configuration = request.configuration.clone().unwrap_or_default();
         let inline_push = match configuration.task_push_notification_config {
             Some(cfg) => {
-                // An inline config is a push-config write like any other.
-                self.require_push(ctx)?;
+                // An inline config is a push-config write like any other: it needs the push
+                // permission beside the send permission that `call` checked.
+                ctx.require(Permission::Push)?;
+                self.require_push_capability()?;
                 self.core.config.push_policy.check_new_url(&cfg.url).await?;
                 Some(cfg)
             }
@@ -453,25 +526,26 @@ impl A2aService {
         if placement == Placement::Inline && !caller_waits && !self.core.config.background_inline {
             placement = Placement::Queued;
         }
-        let writer = Writer {
-            core: &self.core,
-            owner: &ctx.owner,
-        };
         if let (Some(cfg), Some(_)) = (&inline_push, &existing) {
-            writer.put_push_config(&task_id, cfg.clone()).await?;
+            self.core
+                .log
+                .put_push_config(&ctx.owner, &task_id, cfg.clone())
+                .await?;
         }
 
         match (placement, existing) {
             (Placement::Queued, existing) => {
                 let head = match existing {
                     None => {
-                        writer
-                            .create(&agent_request, Vec::new(), inline_push.as_ref())
+                        self.core
+                            .log
+                            .create(&ctx.owner, &agent_request, Vec::new(), inline_push.as_ref())
                             .await?
                     }
                     Some(head) => {
-                        writer
-                            .append_user_message(head, agent_request.message.clone())
+                        self.core
+                            .log
+                            .append_user_message(&ctx.owner, head, agent_request.message.clone())
                             .await?
                     }
                 };
@@ -483,8 +557,10 @@ impl A2aService {
                 };
                 if let Err(err) = self.core.work.enqueue_work(&job).await {
                     // The client gets an error, and the task must not stay SUBMITTED forever.
-                    let _ = writer
-                        .finish_failed(head, "the work could not be queued")
+                    let _ = self
+                        .core
+                        .log
+                        .finish_failed(&ctx.owner, head, "the work could not be queued")
                         .await;
                     return Err(internal("work queue enqueue failed", err));
                 }
@@ -495,14 +571,16 @@ impl A2aService {
                 })
             }
             (Placement::Inline, Some(head)) => {
-                let head = writer
-                    .append_user_message(head, agent_request.message.clone())
+                let head = self
+                    .core
+                    .log
+                    .append_user_message(&ctx.owner, head, agent_request.message.clone())
                     .await?;
                 let from_seq = head.version;
                 let snapshot = Box::new(head.clone());
                 let (emitter, _first) =
-                    new_emitter(&self.core, &ctx.owner, agent_request, Some(head), None);
-                tokio::spawn(run_inline(emitter));
+                    new_emitter(&self.core.log, &ctx.owner, agent_request, Some(head), None);
+                self.spawn_inline(emitter);
                 Ok(Started::Task {
                     task_id,
                     from_seq,
@@ -511,8 +589,8 @@ impl A2aService {
             }
             (Placement::Inline, None) => {
                 let (emitter, first) =
-                    new_emitter(&self.core, &ctx.owner, agent_request, None, inline_push);
-                tokio::spawn(run_inline(emitter));
+                    new_emitter(&self.core.log, &ctx.owner, agent_request, None, inline_push);
+                self.spawn_inline(emitter);
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
                     Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
@@ -529,12 +607,11 @@ impl A2aService {
     }
 
     /// GetTask.
-    pub async fn get_task(
+    async fn run_get_task(
         &self,
         ctx: &CallContext,
         request: GetTaskRequest,
     ) -> Result<Task, A2AError> {
-        ctx.require(Permission::Read)?;
         request.validate()?;
         let mut task = self.load(&ctx.owner, &request.id).await?.task;
         task.truncate_history(request.history_length);
@@ -542,12 +619,11 @@ impl A2aService {
     }
 
     /// ListTasks: the caller's tasks, newest status first.
-    pub async fn list_tasks(
+    async fn run_list_tasks(
         &self,
         ctx: &CallContext,
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2AError> {
-        ctx.require(Permission::Read)?;
         let page_size = request.validate()?;
         let query = TaskQuery {
             context_id: (!request.context_id.is_empty()).then(|| request.context_id.clone()),
@@ -583,36 +659,20 @@ impl A2aService {
     }
 
     /// CancelTask: CANCELED, or TaskNotCancelable if the task already ended.
-    pub async fn cancel_task(
+    async fn run_cancel_task(
         &self,
         ctx: &CallContext,
         request: CancelTaskRequest,
     ) -> Result<Task, A2AError> {
-        ctx.require(Permission::Cancel)?;
         request.validate()?;
         let head = self.load(&ctx.owner, &request.id).await?;
-        let writer = Writer {
-            core: &self.core,
-            owner: &ctx.owner,
-        };
-        let event = TaskEvent::Status {
-            update: a2a_protocol::TaskStatusUpdateEvent {
-                task_id: head.task.id.clone(),
-                context_id: head.task.context_id.clone(),
-                status: TaskStatus {
-                    state: TaskState::Canceled,
-                    message: Some(Message {
-                        message_id: crate::new_id(),
-                        context_id: head.task.context_id.clone(),
-                        task_id: head.task.id.clone(),
-                        ..Message::agent_text("The task was canceled at the client's request.")
-                    }),
-                    timestamp: Some(Timestamp::now()),
-                },
-                metadata: request.metadata.clone(),
-            },
-        };
-        match writer.append(head, vec![event]).await {
+        let event = ended_status(
+            &head.task,
+            TaskState::Canceled,
+            "The task was canceled at the client's request.",
+            request.metadata.clone(),
+        );
+        match self.core.log.append(&ctx.owner, head, vec![event]).await {
             Ok(head) => Ok(head.task),
             Err(AppendError::Terminal(task)) => Err(A2AError::TaskNotCancelable {
                 task_id: task.id.clone(),
@@ -624,19 +684,17 @@ impl A2aService {
 
     /// SubscribeToTask: the Task snapshot, then live events. With `last_event_id` (SSE
     /// `Last-Event-ID`) it resumes exactly after that event instead, with no snapshot.
-    pub async fn subscribe_to_task(
+    async fn run_subscribe_to_task(
         &self,
         ctx: &CallContext,
         request: SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<EventStream, A2AError> {
-        ctx.require(Permission::Read)?;
         self.require_streaming()?;
         request.validate()?;
         let head = self.load(&ctx.owner, &request.id).await?;
         if let Some(after) = last_event_id {
-            return Ok(Box::pin(follow_log(
-                self.core.clone(),
+            return Ok(Box::pin(self.core.log.follow(
                 ctx.owner.clone(),
                 head.task.id.clone(),
                 after,
@@ -653,12 +711,12 @@ impl A2aService {
     }
 
     /// CreateTaskPushNotificationConfig.
-    pub async fn create_push_config(
+    async fn run_create_push_config(
         &self,
         ctx: &CallContext,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.require_push(ctx)?;
+        self.require_push_capability()?;
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -669,20 +727,19 @@ impl A2aService {
             .check_new_url(&config.url)
             .await?;
         let head = self.load(&ctx.owner, &config.task_id).await?;
-        let writer = Writer {
-            core: &self.core,
-            owner: &ctx.owner,
-        };
-        writer.put_push_config(&head.task.id, config).await
+        self.core
+            .log
+            .put_push_config(&ctx.owner, &head.task.id, config)
+            .await
     }
 
     /// GetTaskPushNotificationConfig.
-    pub async fn get_push_config(
+    async fn run_get_push_config(
         &self,
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.require_push(ctx)?;
+        self.require_push_capability()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         self.core
@@ -694,12 +751,12 @@ impl A2aService {
     }
 
     /// ListTaskPushNotificationConfigs (one page holds them all).
-    pub async fn list_push_configs(
+    async fn run_list_push_configs(
         &self,
         ctx: &CallContext,
         request: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
-        self.require_push(ctx)?;
+        self.require_push_capability()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         let configs = self
@@ -715,12 +772,12 @@ impl A2aService {
     }
 
     /// DeleteTaskPushNotificationConfig; deleting a config that is not there succeeds.
-    pub async fn delete_push_config(
+    async fn run_delete_push_config(
         &self,
         ctx: &CallContext,
         request: TaskPushNotificationConfigRef,
     ) -> Result<(), A2AError> {
-        self.require_push(ctx)?;
+        self.require_push_capability()?;
         request.validate()?;
         self.load(&ctx.owner, &request.task_id).await?;
         self.core
@@ -733,7 +790,7 @@ impl A2aService {
 
     /// GetExtendedAgentCard: the public card plus the agent's extended skills, for
     /// authenticated callers only.
-    pub async fn get_extended_card(
+    async fn run_get_extended_card(
         &self,
         ctx: &CallContext,
         _request: GetExtendedAgentCardRequest,
@@ -748,7 +805,6 @@ impl A2aService {
                 "Unauthenticated: the extended agent card requires authentication".into(),
             ));
         }
-        ctx.require(Permission::Read)?;
         Ok(self.core.extended_card.clone())
     }
 
@@ -756,18 +812,16 @@ impl A2aService {
     /// graceful shutdown: their work dies with the process, and nothing would redeliver it.
     /// Queued work is not touched: its job is redelivered to another worker.
     pub async fn shutdown(&self) {
-        let running: Vec<(Owner, String)> = lock_running(&self.core).drain().collect();
-        for (owner, task_id) in running {
-            let writer = Writer {
-                core: &self.core,
-                owner: &owner,
-            };
+        for (owner, task_id) in self.core.executions.drain() {
             let head = match self.core.store.load_task(&owner, &task_id).await {
                 Ok(Some(head)) if !head.task.status.state.is_terminal() => head,
                 _ => continue,
             };
-            match writer
+            match self
+                .core
+                .log
                 .finish_failed(
+                    &owner,
                     head,
                     "The server shut down while the agent was working on this task.",
                 )
@@ -791,6 +845,180 @@ impl A2aService {
     }
 }
 
+/// Typed conveniences over [`A2aService::call`] for Rust callers (tests, hosts embedding the
+/// core): each runs its operation through `call`, the permission check included.
+impl A2aService {
+    /// `SendMessage` through [`Self::call`].
+    pub async fn send_message(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2AError> {
+        match self
+            .call(ctx, OperationRequest::SendMessage(request))
+            .await?
+        {
+            OperationResponse::Sent(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `SendStreamingMessage` through [`Self::call`].
+    pub async fn send_streaming_message(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+    ) -> Result<EventStream, A2AError> {
+        match self
+            .call(ctx, OperationRequest::SendStreamingMessage(request))
+            .await?
+        {
+            OperationResponse::Stream(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `GetTask` through [`Self::call`].
+    pub async fn get_task(
+        &self,
+        ctx: &CallContext,
+        request: GetTaskRequest,
+    ) -> Result<Task, A2AError> {
+        match self.call(ctx, OperationRequest::GetTask(request)).await? {
+            OperationResponse::Task(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `ListTasks` through [`Self::call`].
+    pub async fn list_tasks(
+        &self,
+        ctx: &CallContext,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse, A2AError> {
+        match self.call(ctx, OperationRequest::ListTasks(request)).await? {
+            OperationResponse::Tasks(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `CancelTask` through [`Self::call`].
+    pub async fn cancel_task(
+        &self,
+        ctx: &CallContext,
+        request: CancelTaskRequest,
+    ) -> Result<Task, A2AError> {
+        match self
+            .call(ctx, OperationRequest::CancelTask(request))
+            .await?
+        {
+            OperationResponse::Task(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `CreateTaskPushNotificationConfig` through [`Self::call`].
+    pub async fn create_push_config(
+        &self,
+        ctx: &CallContext,
+        request: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        match self
+            .call(
+                ctx,
+                OperationRequest::CreateTaskPushNotificationConfig(request),
+            )
+            .await?
+        {
+            OperationResponse::PushConfig(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `GetTaskPushNotificationConfig` through [`Self::call`].
+    pub async fn get_push_config(
+        &self,
+        ctx: &CallContext,
+        request: TaskPushNotificationConfigRef,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        match self
+            .call(
+                ctx,
+                OperationRequest::GetTaskPushNotificationConfig(request),
+            )
+            .await?
+        {
+            OperationResponse::PushConfig(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `ListTaskPushNotificationConfigs` through [`Self::call`].
+    pub async fn list_push_configs(
+        &self,
+        ctx: &CallContext,
+        request: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
+        match self
+            .call(
+                ctx,
+                OperationRequest::ListTaskPushNotificationConfigs(request),
+            )
+            .await?
+        {
+            OperationResponse::PushConfigs(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `GetExtendedAgentCard` through [`Self::call`].
+    pub async fn get_extended_card(
+        &self,
+        ctx: &CallContext,
+        request: GetExtendedAgentCardRequest,
+    ) -> Result<AgentCard, A2AError> {
+        match self
+            .call(ctx, OperationRequest::GetExtendedAgentCard(request))
+            .await?
+        {
+            OperationResponse::Card(answer) => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `SubscribeToTask` through [`Self::call`], resuming after `last_event_id` if given.
+    pub async fn subscribe_to_task(
+        &self,
+        ctx: &CallContext,
+        request: SubscribeToTaskRequest,
+        last_event_id: Option<u64>,
+    ) -> Result<EventStream, A2AError> {
+        let request = OperationRequest::SubscribeToTask(request, last_event_id);
+        match self.call(ctx, request).await? {
+            OperationResponse::Stream(events) => Ok(events),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `DeleteTaskPushNotificationConfig` through [`Self::call`].
+    pub async fn delete_push_config(
+        &self,
+        ctx: &CallContext,
+        request: TaskPushNotificationConfigRef,
+    ) -> Result<(), A2AError> {
+        let request = OperationRequest::DeleteTaskPushNotificationConfig(request);
+        self.call(ctx, request).await.map(drop)
+    }
+}
+
+/// An answer of the wrong kind: a bug in `call`, never the client's doing.
+fn unexpected(response: OperationResponse) -> A2AError {
+    internal(
+        "an operation answered with the wrong kind",
+        format!("{response:?}"),
+    )
+}
+
 enum Started {
     Message(Message),
     Task {
@@ -800,447 +1028,4 @@ enum Started {
         /// The task right after the client's message was recorded, when known.
         head: Option<Box<StoredTask>>,
     },
-}
-
-pub(crate) fn new_emitter(
-    core: &Arc<Core>,
-    owner: &Owner,
-    request: AgentRequest,
-    head: Option<StoredTask>,
-    inline_push: Option<TaskPushNotificationConfig>,
-) -> (Emitter, oneshot::Receiver<FirstOutcome>) {
-    let (tx, rx) = oneshot::channel();
-    let emitter = Emitter {
-        core: core.clone(),
-        owner: owner.clone(),
-        request: Arc::new(request),
-        state: Arc::new(Mutex::new(EmitterState {
-            head,
-            first: Some(tx),
-            replied: false,
-            pending: Vec::new(),
-        })),
-        inline_push,
-    };
-    (emitter, rx)
-}
-
-/// Runs an inline execution, registered so that [`A2aService::shutdown`] can find it.
-async fn run_inline(emitter: Emitter) {
-    let key = (emitter.owner.clone(), emitter.task_id().to_string());
-    let core = emitter.core.clone();
-    lock_running(&core).insert(key.clone());
-    run_agent(emitter).await;
-    lock_running(&core).remove(&key);
-}
-
-fn lock_running(
-    core: &Core,
-) -> std::sync::MutexGuard<'_, std::collections::HashSet<(Owner, String)>> {
-    // A poisoned set only means a panic elsewhere while it was held; its content is still valid.
-    core.running.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs the agent to its end and makes sure the task does not stay active when it stops: an
-/// error fails the task; returning without a final state fails it too (no task stays WORKING).
-pub(crate) async fn run_agent(emitter: Emitter) {
-    let agent = emitter.core.agent.clone();
-    let request = (*emitter.request).clone();
-    let handle = tokio::spawn({
-        let emitter = emitter.clone();
-        async move { agent.execute(request, emitter).await }
-    });
-    let result = match handle.await {
-        Ok(result) => result,
-        Err(join) => {
-            tracing::error!(task_id = %emitter.task_id(), "the agent panicked: {join}");
-            Err(AgentError::Failed("The agent failed unexpectedly.".into()))
-        }
-    };
-    let (replied, state) = {
-        let state = emitter.state.lock().await;
-        (
-            state.replied,
-            state.head.as_ref().map(|h| h.task.status.state),
-        )
-    };
-    if replied {
-        return;
-    }
-    let reason = match (result, state) {
-        (Err(AgentError::TaskEnded(_)), _) => return,
-        (Err(AgentError::Failed(reason)), _) => reason,
-        (Ok(()), None) => "The agent finished without reporting a result.".to_string(),
-        (Ok(()), Some(s)) if s.is_terminal() || s.is_interrupted() => return,
-        (Ok(()), Some(_)) => "The agent finished without a final status.".to_string(),
-    };
-    if let Some(s) = state {
-        if s.is_terminal() {
-            return;
-        }
-    }
-    if let Err(err) = emitter.fail(&reason).await {
-        tracing::warn!(task_id = %emitter.task_id(), "could not mark the task failed: {err}");
-    }
-}
-
-/// Why an append did not happen.
-#[derive(Debug)]
-pub(crate) enum AppendError {
-    /// The task is terminal (it was, or became so under a concurrent writer).
-    Terminal(Box<Task>),
-    /// The task is gone (expired).
-    NotFound(String),
-    /// The event breaks the lifecycle.
-    Invalid(A2AError),
-    /// The store failed.
-    Store(StoreError),
-}
-
-impl From<AppendError> for A2AError {
-    fn from(err: AppendError) -> Self {
-        match err {
-            AppendError::Terminal(task) => A2AError::unsupported(format!(
-                "Task {} is in terminal state {}",
-                task.id, task.status.state
-            )),
-            AppendError::NotFound(id) => A2AError::task_not_found(id),
-            AppendError::Invalid(e) => e,
-            AppendError::Store(e) => store_error(e),
-        }
-    }
-}
-
-impl From<AppendError> for AgentError {
-    fn from(err: AppendError) -> Self {
-        match err {
-            AppendError::Terminal(task) => AgentError::TaskEnded(task.status.state),
-            AppendError::NotFound(_) => AgentError::TaskEnded(TaskState::Unspecified),
-            AppendError::Invalid(e) => AgentError::Failed(e.message()),
-            AppendError::Store(e) => AgentError::Failed(format!("the task store failed: {e}")),
-        }
-    }
-}
-
-/// A status event gets its timestamp when it is written, never earlier than the task's current
-/// status timestamp: ListTasks orders by it and `statusTimestampAfter` filters on it, so it must
-/// not go backwards (an emit built a moment before a concurrent write would otherwise be older).
-fn stamped(event: &TaskEvent, task: &Task, now: Timestamp) -> TaskEvent {
-    match event {
-        TaskEvent::Status { update } => {
-            let mut update = update.clone();
-            let floor = task.status.timestamp.unwrap_or(now);
-            update.status.timestamp = Some(now.max(floor));
-            TaskEvent::Status { update }
-        }
-        other => other.clone(),
-    }
-}
-
-/// Writes to the event log with conditional appends, and fans appended events out to push.
-pub(crate) struct Writer<'a> {
-    pub(crate) core: &'a Arc<Core>,
-    pub(crate) owner: &'a Owner,
-}
-
-impl Writer<'_> {
-    fn expires_at(&self) -> Timestamp {
-        Timestamp::from_millis(
-            Timestamp::now().millis() + self.core.config.retention.as_millis() as i64,
-        )
-    }
-
-    /// Appends `events` on top of `head`. On a version conflict it re-reads the head and tries
-    /// again; it gives up if the task became terminal meanwhile.
-    pub(crate) async fn append(
-        &self,
-        mut head: StoredTask,
-        events: Vec<TaskEvent>,
-    ) -> Result<StoredTask, AppendError> {
-        for _attempt in 0..32 {
-            if head.task.status.state.is_terminal() {
-                return Err(AppendError::Terminal(Box::new(head.task)));
-            }
-            let mut next = head.clone();
-            let now = Timestamp::now();
-            let mut logged = Vec::with_capacity(events.len());
-            for event in &events {
-                let event = &stamped(event, &next.task, now);
-                event.apply(&mut next.task).map_err(|e| {
-                    if next.task.status.state.is_terminal() {
-                        AppendError::Terminal(Box::new(next.task.clone()))
-                    } else {
-                        AppendError::Invalid(e)
-                    }
-                })?;
-                next.version += 1;
-                logged.push(LoggedEvent {
-                    seq: next.version,
-                    at: now,
-                    event: event.clone(),
-                });
-            }
-            next.expires_at = self.expires_at();
-            match self
-                .core
-                .store
-                .append_events(&next, head.version, &logged)
-                .await
-            {
-                Ok(()) => {
-                    self.fan_out(&next.task.id, &logged).await;
-                    return Ok(next);
-                }
-                Err(StoreError::Conflict) => {
-                    head = self
-                        .core
-                        .store
-                        .load_task(self.owner, &head.task.id)
-                        .await
-                        .map_err(AppendError::Store)?
-                        .ok_or_else(|| AppendError::NotFound(head.task.id.clone()))?;
-                }
-                Err(other) => return Err(AppendError::Store(other)),
-            }
-        }
-        Err(AppendError::Store(StoreError::Backend(
-            "too many concurrent writers on one task".into(),
-        )))
-    }
-
-    /// Creates a task for `request` (SUBMITTED, with the message in its history), followed by
-    /// `events`, in one atomic write. An inline push config is stored first so that it sees
-    /// every event.
-    pub(crate) async fn create(
-        &self,
-        request: &AgentRequest,
-        events: Vec<TaskEvent>,
-        inline_push: Option<&TaskPushNotificationConfig>,
-    ) -> Result<StoredTask, AppendError> {
-        if let Some(cfg) = inline_push {
-            self.put_push_config(&request.task_id, cfg.clone())
-                .await
-                .map_err(AppendError::Invalid)?;
-        }
-        let now = Timestamp::now();
-        let created = Task {
-            id: request.task_id.clone(),
-            context_id: request.context_id.clone(),
-            status: TaskStatus {
-                state: TaskState::Submitted,
-                message: None,
-                timestamp: Some(now),
-            },
-            artifacts: Vec::new(),
-            history: vec![request.message.clone()],
-            metadata: None,
-        };
-        let mut head = StoredTask {
-            owner: self.owner.clone(),
-            task: Task::default(),
-            version: 0,
-            expires_at: self.expires_at(),
-        };
-        let mut logged = Vec::new();
-        for event in std::iter::once(TaskEvent::Created { task: created }).chain(events) {
-            let event = stamped(&event, &head.task, now);
-            event.apply(&mut head.task).map_err(AppendError::Invalid)?;
-            head.version += 1;
-            logged.push(LoggedEvent {
-                seq: head.version,
-                at: now,
-                event,
-            });
-        }
-        self.core
-            .store
-            .create_task(&head, &logged)
-            .await
-            .map_err(AppendError::Store)?;
-        self.fan_out(&head.task.id, &logged).await;
-        Ok(head)
-    }
-
-    pub(crate) async fn append_user_message(
-        &self,
-        head: StoredTask,
-        message: Message,
-    ) -> Result<StoredTask, A2AError> {
-        self.append(head, vec![TaskEvent::UserMessage { message }])
-            .await
-            .map_err(A2AError::from)
-    }
-
-    /// Ends the task FAILED with `reason` (best effort, for paths that are already failing).
-    pub(crate) async fn finish_failed(
-        &self,
-        head: StoredTask,
-        reason: &str,
-    ) -> Result<StoredTask, AppendError> {
-        let task = &head.task;
-        let event = TaskEvent::Status {
-            update: a2a_protocol::TaskStatusUpdateEvent {
-                task_id: task.id.clone(),
-                context_id: task.context_id.clone(),
-                status: TaskStatus {
-                    state: TaskState::Failed,
-                    message: Some(Message {
-                        message_id: crate::new_id(),
-                        context_id: task.context_id.clone(),
-                        task_id: task.id.clone(),
-                        ..Message::agent_text(reason)
-                    }),
-                    timestamp: Some(Timestamp::now()),
-                },
-                metadata: None,
-            },
-        };
-        self.append(head, vec![event]).await
-    }
-
-    pub(crate) async fn put_push_config(
-        &self,
-        task_id: &str,
-        mut config: TaskPushNotificationConfig,
-    ) -> Result<TaskPushNotificationConfig, A2AError> {
-        config.task_id = task_id.to_string();
-        if config.id.is_empty() {
-            config.id = crate::new_id();
-        }
-        self.core
-            .store
-            .put_push_config(self.owner, &config, self.expires_at())
-            .await
-            .map_err(store_error)?;
-        Ok(config)
-    }
-
-    /// One push job per appended event and push config. A failure here is logged, not
-    /// returned: the event is in the log, which is what the client is promised.
-    async fn fan_out(&self, task_id: &str, events: &[LoggedEvent]) {
-        if !self.core.config.push_notifications {
-            return;
-        }
-        let visible: Vec<&LoggedEvent> = events
-            .iter()
-            .filter(|e| e.event.to_stream_response().is_some())
-            .collect();
-        if visible.is_empty() {
-            return;
-        }
-        let configs = match self.core.store.list_push_configs(self.owner, task_id).await {
-            Ok(configs) if configs.is_empty() => return,
-            Ok(configs) => configs,
-            Err(err) => {
-                tracing::error!(%task_id, "listing push configs failed; pushes for these events are lost: {err}");
-                return;
-            }
-        };
-        let jobs: Vec<PushJob> = visible
-            .iter()
-            .flat_map(|e| {
-                configs.iter().map(move |c| PushJob {
-                    v: JOB_FORMAT_VERSION,
-                    owner: self.owner.clone(),
-                    task_id: task_id.to_string(),
-                    seq: e.seq,
-                    config_id: c.id.clone(),
-                })
-            })
-            .collect();
-        if let Err(err) = self.core.push.enqueue_push(&jobs).await {
-            tracing::error!(%task_id, "enqueueing push jobs failed: {err}");
-        }
-    }
-}
-
-/// Follows a task's log from `after_seq`: yields every stream-visible event in order and ends
-/// after a terminal or interrupted status, or at `deadline`.
-pub(crate) fn follow_log(
-    core: Arc<Core>,
-    owner: Owner,
-    task_id: String,
-    after_seq: u64,
-    deadline: Instant,
-) -> impl Stream<Item = Result<StreamItem, A2AError>> + Send + 'static {
-    struct State {
-        core: Arc<Core>,
-        owner: Owner,
-        task_id: String,
-        after: u64,
-        buffer: VecDeque<LoggedEvent>,
-        done: bool,
-        deadline: Instant,
-    }
-    let state = State {
-        core,
-        owner,
-        task_id,
-        after: after_seq,
-        buffer: VecDeque::new(),
-        done: false,
-        deadline,
-    };
-    futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if st.done {
-                return None;
-            }
-            if let Some(event) = st.buffer.pop_front() {
-                st.after = event.seq;
-                if event.event.closes_stream() {
-                    st.done = true;
-                }
-                if let Some(response) = event.event.to_stream_response() {
-                    let item = StreamItem {
-                        seq: event.seq,
-                        response,
-                    };
-                    return Some((Ok(item), st));
-                }
-                continue;
-            }
-            match st
-                .core
-                .store
-                .read_events(&st.owner, &st.task_id, st.after, 100)
-                .await
-            {
-                Ok(events) if !events.is_empty() => {
-                    st.buffer.extend(events);
-                    continue;
-                }
-                Ok(_) => {}
-                Err(err) => {
-                    st.done = true;
-                    return Some((Err(store_error(err)), st));
-                }
-            }
-            let now = Instant::now();
-            if now >= st.deadline {
-                return None;
-            }
-            match st.core.store.load_task(&st.owner, &st.task_id).await {
-                Ok(Some(head))
-                    if head.version <= st.after && head.task.status.state.is_terminal() =>
-                {
-                    return None
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    st.done = true;
-                    return Some((Err(A2AError::task_not_found(&st.task_id)), st));
-                }
-                Err(err) => {
-                    st.done = true;
-                    return Some((Err(store_error(err)), st));
-                }
-            }
-            let wait = (st.deadline - now).min(Duration::from_secs(5));
-            st.core
-                .store
-                .wait_for_append(&st.task_id, st.after, wait)
-                .await;
-        }
-    })
 }

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use a2a_protocol::Timestamp;
 
-use crate::agent::AgentRequest;
 use crate::event::TaskEvent;
+use crate::execution::{new_emitter, run_agent};
+use crate::kernel::Core;
 use crate::ports::{JobOutcome, WorkJob};
-use crate::service::{new_emitter, run_agent, Core, Writer};
+use crate::request::AgentRequest;
+use crate::task_log::AppendError;
 
 pub(crate) async fn run_work_job(
     core: &Arc<Core>,
@@ -16,10 +18,6 @@ pub(crate) async fn run_work_job(
     receive_count: u32,
 ) -> JobOutcome {
     let store = &core.store;
-    let writer = Writer {
-        core,
-        owner: &job.owner,
-    };
     let retry = |reason: String| JobOutcome::Retry {
         reason,
         after: Duration::from_secs(5),
@@ -39,8 +37,8 @@ pub(crate) async fn run_work_job(
             receive_count - 1
         );
         tracing::error!(task_id = %job.task_id, receive_count, "work job exhausted its attempts");
-        return match writer.finish_failed(head, &reason).await {
-            Ok(_) | Err(crate::service::AppendError::Terminal(_)) => JobOutcome::Done,
+        return match core.log.finish_failed(&job.owner, head, &reason).await {
+            Ok(_) | Err(AppendError::Terminal(_)) => JobOutcome::Done,
             Err(err) => retry(format!("could not fail the task: {err:?}")),
         };
     }
@@ -95,7 +93,7 @@ pub(crate) async fn run_work_job(
         streaming: false,
         metadata: None,
     };
-    let (emitter, _first) = new_emitter(core, &job.owner, request, Some(head), None);
+    let (emitter, _first) = new_emitter(&core.log, &job.owner, request, Some(head), None);
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let renew = {
         let store = store.clone();
@@ -113,7 +111,7 @@ pub(crate) async fn run_work_job(
             }
         })
     };
-    run_agent(emitter).await;
+    run_agent(core.agent.clone(), emitter).await;
     renew.abort();
     if let Err(err) = store
         .release_lease(&job.task_id, &core.config.worker_id)

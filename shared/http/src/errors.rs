@@ -1,7 +1,6 @@
 //! Errors as the HTTP layer answers them.
 
-use a2a_core::{Auth, Permission};
-use a2a_protocol::jsonrpc::Method;
+use a2a_core::{Auth, Operation};
 use a2a_protocol::A2AError;
 use axum::http::{header, HeaderValue, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -70,14 +69,14 @@ pub(crate) fn is_auth_failure(error: &A2AError) -> bool {
 }
 
 /// Adds the `WWW-Authenticate` challenge of `auth` to the answer to an auth failure of
-/// `method` (RFC 9110 §11.6.1 requires one on every 401).
+/// `operation` (RFC 9110 §11.6.1 requires one on every 401).
 pub(crate) fn with_challenge(
     mut response: Response,
     auth: &Auth,
     error: &A2AError,
-    method: Option<Method>,
+    operation: Option<Operation>,
 ) -> Response {
-    let permission = method.map(Permission::for_method);
+    let permission = operation.map(Operation::permission);
     if let Some(value) = auth
         .challenge(error, permission)
         .and_then(|c| HeaderValue::from_str(&c).ok())

@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use a2a_protocol::jsonrpc::{self, Method, Request};
+use a2a_core::{operation::is_legacy_method_name, Operation, Reply};
+use a2a_protocol::jsonrpc::{self, Request};
 use a2a_protocol::A2AError;
 use axum::body::Body;
 use axum::extract::State;
@@ -22,15 +23,14 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::context::{authenticate, call_context, check_version, last_event_id};
+use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{is_auth_failure, json_response, with_challenge};
-use crate::ops::{invoke, OpRequest, Outcome};
 use crate::sse::{self, Framing};
 use crate::App;
 
 /// The answer to an authentication or authorization failure: HTTP 401/403 with the JSON-RPC
 /// error as the body and the deployment's challenge.
-fn auth_answer(app: &App, id: &Value, error: &A2AError, method: Option<Method>) -> Response {
+fn auth_answer(app: &App, id: &Value, error: &A2AError, method: Option<Operation>) -> Response {
     let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::UNAUTHORIZED);
     let response = json_response(status, &jsonrpc::failure(id, error));
     with_challenge(response, &app.service.config().auth, error, method)
@@ -66,14 +66,14 @@ pub(crate) async fn handle(
         params,
     } = request;
     // A method this router does not serve is as unknown as a misspelt one.
-    let method = Method::from_name(&name).filter(|m| app.operations.contains(*m));
+    let method = Operation::from_name(&name).filter(|m| app.operations.contains(*m));
     // Authentication before anything else about the call is looked at; the body had to be
     // parsed first only so that the error can echo the request id.
     let principal = match authenticate(&app.service.config().auth, &headers, &uri).await {
         Ok(principal) => principal,
         Err(error) => return auth_answer(&app, &id, &error, method),
     };
-    if Method::is_legacy_name(&name) {
+    if is_legacy_method_name(&name) {
         return answer(
             &id,
             &A2AError::VersionNotSupported(format!(
@@ -93,22 +93,16 @@ pub(crate) async fn handle(
             .unwrap_or_default()
             .to_owned();
         let ctx = call_context(&principal, &headers, &tenant);
-        let resume_after = if method == Method::SubscribeToTask {
-            last_event_id(&headers)?
-        } else {
-            None
-        };
-        let request = OpRequest::decode(method, params, resume_after)?;
-        invoke(&app.service, &ctx, request).await
+        crate::invoke(&app, &ctx, method, params, &headers).await
     }
     .await;
     match outcome {
-        Ok(Outcome::Json(result)) => json_response(StatusCode::OK, &jsonrpc::success(&id, result)),
-        Ok(Outcome::Stream(events)) => {
+        Ok(Reply::Json(result)) => json_response(StatusCode::OK, &jsonrpc::success(&id, result)),
+        Ok(Reply::Stream(events)) => {
             sse::stream_response(events, Framing::JsonRpc(id), app.options.keep_alive)
         }
         Err(error) if is_auth_failure(&error) => auth_answer(&app, &id, &error, method),
-        Err(error) if method.is_some_and(Method::is_streaming) => {
+        Err(error) if method.is_some_and(Operation::is_streaming) => {
             tracing::debug!(
                 code = error.json_rpc_code(),
                 reason = error.reason(),

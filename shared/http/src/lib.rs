@@ -3,11 +3,12 @@
 //! [`A2aService`].
 //!
 //! The same router runs in the local server and inside each Lambda function. A function that
-//! serves only some operations mounts a subset with [`router_for`] or [`router_with`]; the
-//! mapping of each operation to HTTP exists once ([`ops`]) and both bindings go through it.
+//! serves only some operations mounts a subset with [`router_for`] or [`router_with`]. What each
+//! operation is (name, permission, streaming, REST route) is the core's operation table
+//! ([`a2a_core::OPERATIONS`]); both bindings decode into an [`a2a_core::OperationRequest`] and
+//! go through [`a2a_core::A2aService::call`].
 //!
 //! Module map:
-//! - [`ops`]: decoding an operation's request and calling the service (shared by both bindings);
 //! - `jsonrpc`: the JSON-RPC endpoint (envelope, errors, SSE framing);
 //! - `rest`: the REST routes (paths, query parameters, Status errors, SSE framing);
 //! - `context`: version negotiation, extensions, `Last-Event-ID`, and the one place where a
@@ -19,9 +20,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use a2a_core::A2aService;
-use a2a_protocol::jsonrpc::Method;
+use a2a_core::{A2aService, CallContext, Operation, OperationRequest, Reply};
+use a2a_protocol::A2AError;
 use axum::extract::Request;
+use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::post;
@@ -32,7 +34,6 @@ mod card;
 mod context;
 mod errors;
 mod jsonrpc;
-pub mod ops;
 mod rest;
 mod sse;
 
@@ -71,7 +72,7 @@ impl Default for HttpOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Surface {
     /// The operations served.
-    pub operations: Vec<Method>,
+    pub operations: Vec<Operation>,
     /// Whether the JSON-RPC endpoint is mounted (for the listed operations).
     pub jsonrpc: bool,
     /// Whether the REST routes are mounted (for the listed operations).
@@ -85,7 +86,7 @@ impl Surface {
     /// Everything: all eleven operations on both bindings, and the card.
     pub fn all() -> Self {
         Self {
-            operations: Method::ALL.to_vec(),
+            operations: Operation::ALL.to_vec(),
             jsonrpc: true,
             rest: true,
             card: true,
@@ -103,7 +104,7 @@ pub fn router(service: A2aService, options: HttpOptions) -> Router {
 pub fn router_for(
     service: A2aService,
     options: HttpOptions,
-    operations: &[Method],
+    operations: &[Operation],
     card: bool,
 ) -> Router {
     let surface = Surface {
@@ -180,35 +181,43 @@ pub(crate) struct App {
     pub(crate) jwks: Option<card::CardDocument>,
 }
 
-/// A set of operations. `Method` is not `Hash`, and eleven flags are all it takes.
+/// A set of operations: eleven flags are all it takes.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct OperationSet([bool; Method::ALL.len()]);
+pub(crate) struct OperationSet([bool; Operation::ALL.len()]);
 
 impl OperationSet {
-    fn new(operations: &[Method]) -> Self {
+    fn new(operations: &[Operation]) -> Self {
         let mut set = Self::default();
         for op in operations {
-            set.0[Self::index(*op)] = true;
+            set.0[*op as usize] = true;
         }
         set
     }
 
-    fn index(op: Method) -> usize {
-        Method::ALL
-            .iter()
-            .position(|m| *m == op)
-            .expect("Method::ALL lists every method")
-    }
-
     /// Whether `op` is served.
-    pub(crate) fn contains(&self, op: Method) -> bool {
-        self.0[Self::index(op)]
+    pub(crate) fn contains(&self, op: Operation) -> bool {
+        self.0[op as usize]
     }
+}
 
-    /// Whether any of `ops` is served.
-    pub(crate) fn any(&self, ops: &[Method]) -> bool {
-        ops.iter().any(|op| self.contains(*op))
-    }
+/// Runs `operation` for `ctx` with its JSON request object: what both bindings do once they
+/// know the caller and the operation. The `Last-Event-ID` header resumes a subscription.
+pub(crate) async fn invoke(
+    app: &App,
+    ctx: &CallContext,
+    operation: Operation,
+    params: serde_json::Value,
+    headers: &HeaderMap,
+) -> Result<Reply, A2AError> {
+    let resume_after = if operation == Operation::SubscribeToTask {
+        context::last_event_id(headers)?
+    } else {
+        None
+    };
+    let mut request = OperationRequest::from_json(operation, params, resume_after)?;
+    // The service sees one tenant whichever binding (params or path) supplied it.
+    request.set_tenant(&ctx.tenant);
+    app.service.call(ctx, request).await?.into_reply()
 }
 
 /// Logs each request's method, path and status. Never headers, query strings or bodies: they

@@ -1,16 +1,16 @@
-//! The HTTP+JSON (REST) binding: the routes of `a2a.proto`'s `google.api.http` annotations,
-//! each also under a `/{tenant}` prefix.
+//! The HTTP+JSON (REST) binding: the routes of the operation table ([`a2a_core::OPERATIONS`],
+//! after `a2a.proto`'s `google.api.http` annotations), each also under a `/{tenant}` prefix.
 //!
-//! Each handler turns its path, query and body into the operation's JSON request object and
-//! hands it to [`crate::ops`], the same path JSON-RPC takes. Errors are `google.rpc.Status`
-//! bodies with the status of the A2A error table; a stream that fails before it starts is an
-//! ordinary error response.
+//! One handler serves every route: it picks the operation by method, path and the `:action`
+//! suffix of the last segment, turns path parameters, typed query parameters and the body into
+//! the operation's JSON request object, and calls the service, as JSON-RPC does. Errors are
+//! `google.rpc.Status` bodies with the status of the A2A error table; a stream that fails before
+//! it starts is an ordinary error response.
 
-use std::collections::HashMap;
-use std::future::Future;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use a2a_protocol::jsonrpc::Method;
+use a2a_core::{HttpVerb, Operation, QueryKind, Reply, RestRoute};
 use a2a_protocol::{A2AError, TaskState, Timestamp};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -18,92 +18,221 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, Uri};
 use axum::response::Response;
-use axum::routing::MethodRouter;
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use serde_json::{Map, Value};
 
-use crate::context::{authenticate, call_context, check_version, last_event_id};
+use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{self, json_response, HttpError};
-use crate::ops::{invoke, OpRequest, Outcome};
 use crate::sse::{self, Framing};
 use crate::{App, OperationSet};
 
 type AppRouter = Router<Arc<App>>;
 
+/// A route of the table as axum matches it: the path with an `{param}:action` last segment
+/// reduced to `{param}` (matchit cannot match inside a segment), and the action apart.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    operation: Operation,
+    route: &'static RestRoute,
+    /// The `:action` suffix the last path segment must carry (`cancel`, `subscribe`), if any.
+    action: Option<&'static str>,
+    /// The name of the path parameter the action is attached to.
+    action_param: Option<&'static str>,
+}
+
+/// Splits a table path into the path axum routes and the action of its last segment.
+fn axum_path(path: &'static str) -> (String, Option<&'static str>, Option<&'static str>) {
+    match path.rsplit_once('/') {
+        Some((prefix, last)) if last.starts_with('{') && last.contains("}:") => {
+            let (param, action) = last.split_once(':').expect("contains ':'");
+            let name = param.trim_start_matches('{').trim_end_matches('}');
+            (format!("{prefix}/{param}"), Some(action), Some(name))
+        }
+        _ => (path.to_string(), None, None),
+    }
+}
+
+fn filter(verb: HttpVerb) -> MethodFilter {
+    match verb {
+        HttpVerb::Get => MethodFilter::GET,
+        HttpVerb::Post => MethodFilter::POST,
+        HttpVerb::Delete => MethodFilter::DELETE,
+    }
+}
+
 /// Adds the REST routes of the served operations, with and without the tenant prefix. A path
 /// whose operations are all absent is not routed at all (404); a served path answers other
-/// HTTP methods with 405.
+/// HTTP methods with 405, and an operation of the table that this router does not serve with
+/// 404.
 pub(crate) fn mount(mut router: AppRouter, ops: &OperationSet) -> AppRouter {
-    use Method as M;
-    let mut add = |path: &str, methods: MethodRouter<Arc<App>>| {
-        let prefixed = format!("/{{tenant}}{path}");
-        let r = std::mem::take(&mut router);
-        router = r.route(path, methods.clone()).route(&prefixed, methods);
-    };
-    if ops.contains(M::SendMessage) {
-        add("/message:send", MethodRouter::new().post(message_send));
+    // Every route of the table, grouped by the path axum sees and by method.
+    let mut paths: BTreeMap<String, BTreeMap<&'static str, (HttpVerb, Vec<Candidate>)>> =
+        BTreeMap::new();
+    for operation in Operation::ALL {
+        for route in operation.rest_routes() {
+            let (path, action, action_param) = axum_path(route.path);
+            paths
+                .entry(path)
+                .or_default()
+                .entry(route.verb.as_str())
+                .or_insert_with(|| (route.verb, Vec::new()))
+                .1
+                .push(Candidate {
+                    operation,
+                    route,
+                    action,
+                    action_param,
+                });
+        }
     }
-    if ops.contains(M::SendStreamingMessage) {
-        add("/message:stream", MethodRouter::new().post(message_stream));
-    }
-    if ops.contains(M::ListTasks) {
-        add("/tasks", MethodRouter::new().get(list_tasks));
-    }
-    // `{id}:cancel` cannot be matched inside one segment: route the segment and split it.
-    let mut task = MethodRouter::new();
-    if ops.any(&[M::GetTask, M::SubscribeToTask]) {
-        task = task.get(task_get);
-    }
-    if ops.any(&[M::CancelTask, M::SubscribeToTask]) {
-        task = task.post(task_post);
-    }
-    if ops.any(&[M::GetTask, M::SubscribeToTask, M::CancelTask]) {
-        add("/tasks/{rest}", task);
-    }
-    let mut configs = MethodRouter::new();
-    if ops.contains(M::CreateTaskPushNotificationConfig) {
-        configs = configs.post(push_create);
-    }
-    if ops.contains(M::ListTaskPushNotificationConfigs) {
-        configs = configs.get(push_list);
-    }
-    if ops.any(&[
-        M::CreateTaskPushNotificationConfig,
-        M::ListTaskPushNotificationConfigs,
-    ]) {
-        add("/tasks/{taskId}/pushNotificationConfigs", configs);
-    }
-    let mut config = MethodRouter::new();
-    if ops.contains(M::GetTaskPushNotificationConfig) {
-        config = config.get(push_get);
-    }
-    if ops.contains(M::DeleteTaskPushNotificationConfig) {
-        config = config.delete(push_delete);
-    }
-    if ops.any(&[
-        M::GetTaskPushNotificationConfig,
-        M::DeleteTaskPushNotificationConfig,
-    ]) {
-        add("/tasks/{taskId}/pushNotificationConfigs/{id}", config);
-    }
-    if ops.contains(M::GetExtendedAgentCard) {
-        add("/extendedAgentCard", MethodRouter::new().get(extended_card));
+    for (path, verbs) in paths {
+        let mut methods = MethodRouter::new();
+        let mut served = false;
+        for (_, (verb, candidates)) in verbs {
+            if !candidates.iter().any(|c| ops.contains(c.operation)) {
+                continue;
+            }
+            served = true;
+            let candidates = Arc::new(candidates);
+            methods = methods.merge(on(
+                filter(verb),
+                move |state: State<Arc<App>>,
+                      http_method: HttpMethod,
+                      params: PathParams,
+                      headers: HeaderMap,
+                      uri: Uri,
+                      body: Body| {
+                    let candidates = candidates.clone();
+                    async move {
+                        handle(state, &candidates, http_method, params, headers, uri, body).await
+                    }
+                },
+            ));
+        }
+        if served {
+            let prefixed = format!("/{{tenant}}{path}");
+            router = router
+                .route(&path, methods.clone())
+                .route(&prefixed, methods);
+        }
     }
     router
 }
 
-/// The path parameters of the matched route (none on the unprefixed static routes).
-struct PathParams(HashMap<String, String>);
-
-impl PathParams {
-    fn get(&self, name: &str) -> String {
-        self.0.get(name).cloned().unwrap_or_default()
+/// The candidate the request names: its path's last segment carries the candidate's action, or
+/// no known action when the candidate has none. The path parameters come back with the action
+/// taken off.
+fn pick(
+    candidates: &[Candidate],
+    mut params: HashMap<String, String>,
+) -> Option<(Candidate, HashMap<String, String>)> {
+    // Every action of the table is known on every method: `GET /tasks/t1:cancel` is the
+    // cancel route with the wrong method (405), not the task `t1:cancel`.
+    let known = |action: &str| {
+        Operation::ALL
+            .iter()
+            .flat_map(|op| op.rest_routes())
+            .any(|r| axum_path(r.path).1 == Some(action))
+    };
+    for candidate in candidates {
+        let Some(name) = candidate.action_param.or_else(|| {
+            // A route without an action: the last parameter must carry no known action.
+            candidates.iter().find_map(|c| c.action_param)
+        }) else {
+            return Some((*candidate, params));
+        };
+        let value = params.get(name).cloned().unwrap_or_default();
+        let (id, action) = match value.rsplit_once(':') {
+            Some((id, action)) if known(action) => (id.to_string(), Some(action)),
+            _ => (value, None),
+        };
+        if action == candidate.action {
+            params.insert(name.to_string(), id);
+            return Some((*candidate, params));
+        }
     }
+    None
+}
 
-    fn tenant(&self) -> Option<String> {
-        self.0.get("tenant").cloned()
+/// Runs one REST call: picks the operation, authenticates, checks the version, builds the
+/// operation's JSON request from path, query and body, and calls the service.
+async fn handle(
+    State(app): State<Arc<App>>,
+    candidates: &[Candidate],
+    http_method: HttpMethod,
+    path: PathParams,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let Some((candidate, mut path_params)) = pick(candidates, path.0) else {
+        return errors::method_not_allowed(http_method, uri).await;
+    };
+    let operation = candidate.operation;
+    if !app.operations.contains(operation) {
+        return not_served(&http_method, &uri);
+    }
+    let path_tenant = path_params.remove("tenant");
+    let outcome = async {
+        // Authentication first: an unauthenticated caller learns nothing else, and its body is
+        // never read.
+        let principal = authenticate(&app.service.config().auth, &headers, &uri).await?;
+        check_version(&headers, &uri)?;
+        // The body is read only once the version is known to be served; a route without body
+        // fields (subscribe) does not look at whatever a client sends along.
+        let mut params = if candidate.route.body {
+            crate::body::read_object(&headers, body, app.options.max_body_bytes).await?
+        } else {
+            Map::new()
+        };
+        params.extend(query_params(&uri, candidate.route.query)?);
+        for (name, value) in path_params {
+            params.insert(name, Value::String(value));
+        }
+        if let Some(tenant) = path_tenant {
+            // The path's tenant binds the request's field, as in gRPC transcoding.
+            params.insert("tenant".into(), Value::String(tenant));
+        }
+        let tenant = params
+            .get("tenant")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let ctx = call_context(&principal, &headers, &tenant);
+        Ok::<_, HttpError>(
+            crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
+        )
+    }
+    .await;
+    match outcome {
+        Ok(Reply::Json(result)) => json_response(StatusCode::OK, &result),
+        Ok(Reply::Stream(events)) => {
+            sse::stream_response(events, Framing::Rest, app.options.keep_alive)
+        }
+        Err(rejected) => {
+            tracing::debug!(
+                status = rejected.status.as_u16(),
+                reason = rejected.error.reason(),
+                "REST error"
+            );
+            let response = rejected.rest_response();
+            if errors::is_auth_failure(&rejected.error) {
+                errors::with_challenge(
+                    response,
+                    &app.service.config().auth,
+                    &rejected.error,
+                    Some(operation),
+                )
+            } else {
+                response
+            }
+        }
     }
 }
+
+/// The path parameters of the matched route (none on the unprefixed static routes).
+struct PathParams(HashMap<String, String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for PathParams {
     type Rejection = Response;
@@ -121,84 +250,9 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParams {
     }
 }
 
-/// Runs one REST call: the version check, then `params` (path, query and body as the
-/// operation's JSON object), the caller's context, and the operation.
-async fn run<F>(
-    app: &App,
-    method: Method,
-    headers: &HeaderMap,
-    uri: &Uri,
-    path_tenant: Option<String>,
-    params: F,
-) -> Response
-where
-    F: Future<Output = Result<Map<String, Value>, HttpError>>,
-{
-    let outcome = async {
-        // Authentication first: an unauthenticated caller learns nothing else, and its body is
-        // never read.
-        let principal = authenticate(&app.service.config().auth, headers, uri).await?;
-        check_version(headers, uri)?;
-        // The body is read only once the version is known to be served.
-        let mut params = params.await?;
-        if let Some(tenant) = path_tenant {
-            // The path's tenant binds the request's field, as in gRPC transcoding.
-            params.insert("tenant".into(), Value::String(tenant));
-        }
-        let tenant = params
-            .get("tenant")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let ctx = call_context(&principal, headers, &tenant);
-        let resume_after = if method == Method::SubscribeToTask {
-            last_event_id(headers)?
-        } else {
-            None
-        };
-        let request = OpRequest::decode(method, Value::Object(params), resume_after)?;
-        Ok::<_, HttpError>(invoke(&app.service, &ctx, request).await?)
-    }
-    .await;
-    match outcome {
-        Ok(Outcome::Json(result)) => json_response(StatusCode::OK, &result),
-        Ok(Outcome::Stream(events)) => {
-            sse::stream_response(events, Framing::Rest, app.options.keep_alive)
-        }
-        Err(rejected) => {
-            tracing::debug!(
-                status = rejected.status.as_u16(),
-                reason = rejected.error.reason(),
-                "REST error"
-            );
-            let response = rejected.rest_response();
-            if errors::is_auth_failure(&rejected.error) {
-                errors::with_challenge(
-                    response,
-                    &app.service.config().auth,
-                    &rejected.error,
-                    Some(method),
-                )
-            } else {
-                response
-            }
-        }
-    }
-}
-
-/// The kind of a query parameter, for a clear error naming it when its value is malformed.
-#[derive(Clone, Copy)]
-enum Kind {
-    Text,
-    Int,
-    Bool,
-    State,
-    Time,
-}
-
 /// Picks `fields` (lowerCamelCase names, snake_case accepted too) out of the query string as
 /// typed JSON values; other parameters (such as `A2A-Version`) are ignored.
-fn query_params(uri: &Uri, fields: &[(&str, Kind)]) -> Result<Map<String, Value>, HttpError> {
+fn query_params(uri: &Uri, fields: &[(&str, QueryKind)]) -> Result<Map<String, Value>, HttpError> {
     let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri).map_err(|err| {
         HttpError::from(A2AError::invalid_params(format!(
             "The query string is malformed: {}",
@@ -219,19 +273,21 @@ fn query_params(uri: &Uri, fields: &[(&str, Kind)]) -> Result<Map<String, Value>
             )))
         };
         let value = match kind {
-            Kind::Text => Value::String(raw.clone()),
-            Kind::Int => Value::from(raw.trim().parse::<i32>().map_err(|_| bad("an integer"))?),
-            Kind::Bool => match raw.trim().to_ascii_lowercase().as_str() {
+            QueryKind::Text => Value::String(raw.clone()),
+            QueryKind::Int => {
+                Value::from(raw.trim().parse::<i32>().map_err(|_| bad("an integer"))?)
+            }
+            QueryKind::Bool => match raw.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" => Value::Bool(true),
                 "false" | "0" => Value::Bool(false),
                 _ => return Err(bad("true or false")),
             },
-            Kind::State => {
+            QueryKind::State => {
                 let state = TaskState::parse(raw.trim())
                     .ok_or_else(|| bad("a task state such as TASK_STATE_WORKING"))?;
                 Value::String(state.as_str().to_string())
             }
-            Kind::Time => {
+            QueryKind::Time => {
                 let time = Timestamp::parse(raw.trim())
                     .map_err(|_| bad("an RFC 3339 timestamp such as 2025-11-09T10:30:00Z"))?;
                 Value::String(time.to_string())
@@ -264,257 +320,67 @@ fn not_served(method: &HttpMethod, uri: &Uri) -> Response {
     .rest_response()
 }
 
-async fn message_send(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    message(&app, Method::SendMessage, path, headers, uri, body).await
-}
-
-async fn message_stream(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    message(&app, Method::SendStreamingMessage, path, headers, uri, body).await
-}
-
-/// SendMessage and SendStreamingMessage: the body is the request.
-async fn message(
-    app: &App,
-    method: Method,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let params = crate::body::read_object(&headers, body, app.options.max_body_bytes);
-    run(app, method, &headers, &uri, path.tenant(), params).await
-}
-
-async fn list_tasks(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    const FIELDS: &[(&str, Kind)] = &[
-        ("contextId", Kind::Text),
-        ("status", Kind::State),
-        ("pageSize", Kind::Int),
-        ("pageToken", Kind::Text),
-        ("historyLength", Kind::Int),
-        ("statusTimestampAfter", Kind::Time),
-        ("includeArtifacts", Kind::Bool),
-    ];
-    let params = async { query_params(&uri, FIELDS) };
-    run(
-        &app,
-        Method::ListTasks,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
-/// Splits `{id}:{action}`; an id without a known action suffix is the whole segment.
-fn split_action(rest: &str) -> (&str, Option<&str>) {
-    match rest.rsplit_once(':') {
-        Some((id, action @ ("cancel" | "subscribe"))) => (id, Some(action)),
-        _ => (rest, None),
-    }
-}
-
-/// `GET /tasks/{id}` (GetTask) and `GET /tasks/{id}:subscribe`.
-async fn task_get(
-    State(app): State<Arc<App>>,
-    http_method: HttpMethod,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let rest = path.get("rest");
-    let (id, action) = split_action(&rest);
-    let (method, fields): (Method, &[(&str, Kind)]) = match action {
-        None => (Method::GetTask, &[("historyLength", Kind::Int)]),
-        Some("subscribe") => (Method::SubscribeToTask, &[]),
-        Some(_) => return errors::method_not_allowed(http_method, uri).await,
-    };
-    if !app.operations.contains(method) {
-        return not_served(&http_method, &uri);
-    }
-    let params = async {
-        let mut params = query_params(&uri, fields)?;
-        params.insert("id".into(), Value::String(id.to_string()));
-        Ok(params)
-    };
-    run(&app, method, &headers, &uri, path.tenant(), params).await
-}
-
-/// `POST /tasks/{id}:cancel` (optional body `{metadata}`) and `POST /tasks/{id}:subscribe`.
-async fn task_post(
-    State(app): State<Arc<App>>,
-    http_method: HttpMethod,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let rest = path.get("rest");
-    let (id, action) = split_action(&rest);
-    let method = match action {
-        Some("cancel") => Method::CancelTask,
-        Some("subscribe") => Method::SubscribeToTask,
-        _ => return errors::method_not_allowed(http_method, uri).await,
-    };
-    if !app.operations.contains(method) {
-        return not_served(&http_method, &uri);
-    }
-    let limit = app.options.max_body_bytes;
-    let params = async {
-        let mut params = if method == Method::CancelTask {
-            crate::body::read_object(&headers, body, limit).await?
-        } else {
-            // Subscribe has no body; whatever a client sends along is not looked at.
-            Map::new()
-        };
-        params.insert("id".into(), Value::String(id.to_string()));
-        Ok(params)
-    };
-    run(&app, method, &headers, &uri, path.tenant(), params).await
-}
-
-async fn push_create(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let limit = app.options.max_body_bytes;
-    let task_id = path.get("taskId");
-    let params = async {
-        let mut params = crate::body::read_object(&headers, body, limit).await?;
-        params.insert("taskId".into(), Value::String(task_id));
-        Ok(params)
-    };
-    run(
-        &app,
-        Method::CreateTaskPushNotificationConfig,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
-async fn push_list(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let task_id = path.get("taskId");
-    let params = async {
-        let mut params = query_params(&uri, &[("pageSize", Kind::Int), ("pageToken", Kind::Text)])?;
-        params.insert("taskId".into(), Value::String(task_id));
-        Ok(params)
-    };
-    run(
-        &app,
-        Method::ListTaskPushNotificationConfigs,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
-fn config_ref(path: &PathParams) -> Map<String, Value> {
-    let mut params = Map::new();
-    params.insert("taskId".into(), Value::String(path.get("taskId")));
-    params.insert("id".into(), Value::String(path.get("id")));
-    params
-}
-
-async fn push_get(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let params = std::future::ready(Ok(config_ref(&path)));
-    run(
-        &app,
-        Method::GetTaskPushNotificationConfig,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
-async fn push_delete(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let params = std::future::ready(Ok(config_ref(&path)));
-    run(
-        &app,
-        Method::DeleteTaskPushNotificationConfig,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
-async fn extended_card(
-    State(app): State<Arc<App>>,
-    path: PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let params = std::future::ready(Ok(Map::new()));
-    run(
-        &app,
-        Method::GetExtendedAgentCard,
-        &headers,
-        &uri,
-        path.tenant(),
-        params,
-    )
-    .await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn candidates_of(path: &str, verb: HttpVerb) -> Vec<Candidate> {
+        Operation::ALL
+            .into_iter()
+            .flat_map(|operation| operation.rest_routes().iter().map(move |r| (operation, r)))
+            .filter(|(_, r)| r.verb == verb && axum_path(r.path).0 == path)
+            .map(|(operation, route)| {
+                let (_, action, action_param) = axum_path(route.path);
+                Candidate {
+                    operation,
+                    route,
+                    action,
+                    action_param,
+                }
+            })
+            .collect()
+    }
+
+    fn picked(path: &str, verb: HttpVerb, id: &str) -> Option<(Operation, String)> {
+        let params = HashMap::from([("id".to_string(), id.to_string())]);
+        pick(&candidates_of(path, verb), params).map(|(c, p)| (c.operation, p["id"].clone()))
+    }
+
     #[test]
     fn actions_are_split_off_the_last_colon() {
-        assert_eq!(split_action("t1:cancel"), ("t1", Some("cancel")));
-        assert_eq!(split_action("t1:subscribe"), ("t1", Some("subscribe")));
-        assert_eq!(split_action("t1"), ("t1", None));
-        assert_eq!(split_action("a:b"), ("a:b", None));
+        use HttpVerb::{Get, Post};
+        let id = |s: &str| s.to_string();
+        assert_eq!(
+            picked("/tasks/{id}", Post, "t1:cancel"),
+            Some((Operation::CancelTask, id("t1")))
+        );
+        assert_eq!(
+            picked("/tasks/{id}", Post, "t1:subscribe"),
+            Some((Operation::SubscribeToTask, id("t1")))
+        );
+        assert_eq!(
+            picked("/tasks/{id}", Get, "t1:subscribe"),
+            Some((Operation::SubscribeToTask, id("t1")))
+        );
+        assert_eq!(
+            picked("/tasks/{id}", Get, "t1"),
+            Some((Operation::GetTask, id("t1")))
+        );
+        // An unknown suffix is part of the id; a known action on the wrong method is no route.
+        assert_eq!(
+            picked("/tasks/{id}", Get, "a:b"),
+            Some((Operation::GetTask, id("a:b")))
+        );
+        assert_eq!(picked("/tasks/{id}", Get, "t1:cancel"), None);
+        assert_eq!(picked("/tasks/{id}", Post, "t1"), None);
     }
 
     #[test]
     fn query_values_are_typed_and_named_in_errors() {
-        let fields = &[("pageSize", Kind::Int), ("includeArtifacts", Kind::Bool)];
+        let fields = &[
+            ("pageSize", QueryKind::Int),
+            ("includeArtifacts", QueryKind::Bool),
+        ];
         let uri: Uri = "/tasks?pageSize=5&include_artifacts=true&A2A-Version=1.0"
             .parse()
             .unwrap();

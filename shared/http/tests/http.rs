@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_core::Operation;
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, ServiceConfig,
 };
 use a2a_embedded::SqliteStore;
 use a2a_http::{router_with, HttpOptions, Surface};
-use a2a_protocol::jsonrpc::Method;
 use a2a_protocol::{AgentExtension, AgentInterface, AgentSkill, Artifact, Message, Part};
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, ETAG};
@@ -1044,7 +1044,7 @@ async fn extensions_header_reaches_the_service() {
 #[tokio::test]
 async fn a_subset_router_serves_only_its_operations() {
     let surface = Surface {
-        operations: vec![Method::GetTask],
+        operations: vec![Operation::GetTask],
         jsonrpc: true,
         rest: true,
         card: false,

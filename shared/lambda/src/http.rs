@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use a2a_core::Agent;
+use a2a_core::Operation;
 use a2a_http::{router_with, HttpOptions, Surface};
-use a2a_protocol::jsonrpc::Method;
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
@@ -67,52 +67,88 @@ impl HttpFunction {
         }
     }
 
-    /// Whether the function answers in response-streaming mode (it serves an SSE operation).
-    /// The template's front door must use `RESPONSE_STREAM` for exactly these.
+    /// Whether the function answers in response-streaming mode: it serves an SSE operation.
+    /// The template's front door must use `RESPONSE_STREAM` for exactly these (a test checks
+    /// `template.yaml` and `infra/routes.json` against this).
     pub fn streaming(self) -> bool {
-        matches!(self, Self::Get | Self::Cancel | Self::Stream | Self::Rpc)
+        self.surface().operations.iter().any(|op| op.is_streaming())
     }
 
-    /// The slice of the surface the function serves.
+    /// The slice of the surface the function serves, derived from the front door's route table
+    /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
+    /// REST route the table sends to this function, all of them on JSON-RPC for the function
+    /// behind the JSON-RPC path, and the card for the one behind `/.well-known/…`.
     pub fn surface(self) -> Surface {
-        use Method as M;
-        let rest = |operations: Vec<Method>| Surface {
-            operations,
+        let mut surface = Surface {
+            operations: Vec::new(),
             jsonrpc: false,
-            rest: true,
+            rest: false,
             card: false,
         };
-        match self {
-            Self::Send => rest(vec![M::SendMessage]),
-            Self::Get => rest(vec![M::GetTask, M::SubscribeToTask]),
-            Self::List => rest(vec![M::ListTasks]),
-            Self::Cancel => rest(vec![M::CancelTask, M::SubscribeToTask]),
-            Self::PushConfig => rest(vec![
-                M::CreateTaskPushNotificationConfig,
-                M::GetTaskPushNotificationConfig,
-                M::ListTaskPushNotificationConfigs,
-                M::DeleteTaskPushNotificationConfig,
-            ]),
-            Self::Card => Surface {
-                operations: vec![M::GetExtendedAgentCard],
-                jsonrpc: false,
-                rest: true,
-                card: true,
-            },
-            Self::Stream => rest(vec![M::SendStreamingMessage, M::SubscribeToTask]),
-            Self::Rpc => Surface {
-                operations: Method::ALL.to_vec(),
-                jsonrpc: true,
-                rest: false,
-                card: false,
-            },
+        for route in route_table().iter().filter(|r| r.function == self.name()) {
+            if route.path == "/jsonrpc" {
+                surface.jsonrpc = true;
+                surface.operations = Operation::ALL.to_vec();
+            } else if route.path.starts_with("/.well-known/") {
+                surface.card = true;
+            } else if !route.path.starts_with("/{tenant}/") {
+                for op in Operation::ALL {
+                    let routed = op.rest_routes().iter().any(|r| {
+                        r.verb.as_str() == route.method
+                            && path_shape(r.path) == path_shape(&route.path)
+                    });
+                    if routed && !surface.operations.contains(&op) {
+                        surface.rest = true;
+                        surface.operations.push(op);
+                    }
+                }
+            }
         }
+        surface
     }
 
     /// Whether the function needs the push signing keys (the card function publishes them).
     pub fn needs_keys(self) -> bool {
         self == Self::Card
     }
+}
+
+/// One route of `infra/routes.json`: which function serves `method path`.
+#[derive(Debug, serde::Deserialize)]
+struct Route {
+    method: String,
+    path: String,
+    function: String,
+}
+
+/// The front door's routes (`infra/routes.json`, compiled in).
+fn route_table() -> &'static [Route] {
+    #[derive(serde::Deserialize)]
+    struct Table {
+        routes: Vec<Route>,
+    }
+    static TABLE: OnceLock<Vec<Route>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str::<Table>(include_str!("../../../infra/routes.json"))
+            .expect("infra/routes.json is valid (a test parses it)")
+            .routes
+    })
+}
+
+/// A path as API Gateway routes it: parameters unnamed, and the `:action` after a parameter
+/// dropped (API Gateway cannot route on a suffix inside a segment, so `/tasks/{id}:cancel`
+/// reaches the function behind `/tasks/{id}`).
+fn path_shape(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            if segment.starts_with('{') {
+                "{}"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Runs `function` for `agent`: builds clients and configuration once, then serves requests
@@ -280,7 +316,7 @@ mod tests {
 
     #[test]
     fn every_operation_is_served_over_rest_and_json_rpc() {
-        for op in Method::ALL {
+        for op in Operation::ALL {
             assert!(HttpFunction::Rpc.surface().operations.contains(&op));
             assert!(
                 HttpFunction::ALL
@@ -289,14 +325,21 @@ mod tests {
                 "{op:?} has no REST function"
             );
         }
-        // Every function serving an SSE operation streams.
+        // Every function serving an SSE operation streams, and every function of the route
+        // table serves something.
         for f in HttpFunction::ALL {
-            let sse = f
-                .surface()
-                .operations
-                .iter()
-                .any(|op| matches!(op, Method::SendStreamingMessage | Method::SubscribeToTask));
+            let sse = f.surface().operations.iter().any(|op| {
+                matches!(
+                    op,
+                    Operation::SendStreamingMessage | Operation::SubscribeToTask
+                )
+            });
             assert_eq!(sse, f.streaming(), "{f:?}");
+            let surface = f.surface();
+            assert!(
+                surface.card || !surface.operations.is_empty(),
+                "{f:?} serves nothing"
+            );
         }
     }
 }

@@ -4,71 +4,6 @@ use serde_json::{json, Value};
 
 use crate::error::A2AError;
 
-/// The eleven A2A 1.0 methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    SendMessage,
-    SendStreamingMessage,
-    GetTask,
-    ListTasks,
-    CancelTask,
-    SubscribeToTask,
-    CreateTaskPushNotificationConfig,
-    GetTaskPushNotificationConfig,
-    ListTaskPushNotificationConfigs,
-    DeleteTaskPushNotificationConfig,
-    GetExtendedAgentCard,
-}
-
-impl Method {
-    /// Every method, in the order of the spec.
-    pub const ALL: [Method; 11] = [
-        Self::SendMessage,
-        Self::SendStreamingMessage,
-        Self::GetTask,
-        Self::ListTasks,
-        Self::CancelTask,
-        Self::SubscribeToTask,
-        Self::CreateTaskPushNotificationConfig,
-        Self::GetTaskPushNotificationConfig,
-        Self::ListTaskPushNotificationConfigs,
-        Self::DeleteTaskPushNotificationConfig,
-        Self::GetExtendedAgentCard,
-    ];
-
-    /// The method name on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::SendMessage => "SendMessage",
-            Self::SendStreamingMessage => "SendStreamingMessage",
-            Self::GetTask => "GetTask",
-            Self::ListTasks => "ListTasks",
-            Self::CancelTask => "CancelTask",
-            Self::SubscribeToTask => "SubscribeToTask",
-            Self::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
-            Self::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
-            Self::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
-            Self::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
-            Self::GetExtendedAgentCard => "GetExtendedAgentCard",
-        }
-    }
-
-    /// Looks a method up by its wire name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// Whether the method answers with an SSE stream.
-    pub fn is_streaming(self) -> bool {
-        matches!(self, Self::SendStreamingMessage | Self::SubscribeToTask)
-    }
-
-    /// Whether the name is a 0.3 method (`message/send`, `tasks/get`, …).
-    pub fn is_legacy_name(name: &str) -> bool {
-        name.contains('/')
-    }
-}
-
 /// A parsed JSON-RPC request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -169,14 +104,5 @@ mod tests {
         assert_eq!(err.json_rpc_code(), -32602);
         let ok = Request::parse(br#"{"jsonrpc":"2.0","id":1,"method":"GetTask"}"#).unwrap();
         assert_eq!(ok.params, json!({}));
-    }
-
-    #[test]
-    fn method_names_round_trip() {
-        for m in Method::ALL {
-            assert_eq!(Method::from_name(m.name()), Some(m));
-        }
-        assert_eq!(Method::from_name("message/send"), None);
-        assert!(Method::is_legacy_name("message/send"));
     }
 }

@@ -1,0 +1,72 @@
+//! The service's configuration, filled in by the host (the local server or a Lambda function).
+
+use std::time::Duration;
+
+use a2a_protocol::AgentInterface;
+
+use crate::auth::Auth;
+use crate::push::PushPolicy;
+use crate::signing::PushSigner;
+
+/// How the service behaves; the host (local server or Lambda function) fills it in.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// The interfaces this deployment really serves, in order of preference.
+    pub interfaces: Vec<AgentInterface>,
+    /// Whether the streaming operations are offered.
+    pub streaming: bool,
+    /// Whether push notifications are offered.
+    pub push_notifications: bool,
+    /// Whether the extended card is offered. It requires authentication, so it is offered
+    /// only when `auth` is on, whatever this says.
+    pub extended_card: bool,
+    /// Who may call: turns credentials into a principal, and says so on the card.
+    pub auth: Auth,
+    /// How long tasks, events and push configs are kept.
+    pub retention: Duration,
+    /// How long a blocking SendMessage waits before it returns the task as it stands.
+    pub blocking_timeout: Duration,
+    /// How long one SSE stream may last before it ends gracefully (the client resubscribes).
+    pub max_stream_duration: Duration,
+    /// Whether inline work may go on after the response ends. True for a long-lived process;
+    /// false on Lambda, where a frozen instance would stall it: such work is queued instead.
+    pub background_inline: bool,
+    /// Which webhook URLs may be contacted.
+    pub push_policy: PushPolicy,
+    /// Signs every push (a JWT verifiable against the JWKS this service publishes). Without
+    /// one, pushes go out unsigned and no JWKS is served: hosts should always set it.
+    pub push_signer: Option<PushSigner>,
+    /// Lease holder name of this process (worker identity).
+    pub worker_id: String,
+    /// How long an execution lease lasts before another worker may take over.
+    pub lease_duration: Duration,
+    /// A work job received this many times ends its task FAILED instead of running again.
+    pub max_job_receives: u32,
+    /// Push delivery attempts per event and config before the job is dead-lettered.
+    pub max_push_attempts: u32,
+    /// Timeout of one webhook POST.
+    pub push_timeout: Duration,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            interfaces: Vec::new(),
+            streaming: true,
+            push_notifications: true,
+            extended_card: true,
+            auth: Auth::none(),
+            retention: Duration::from_secs(30 * 24 * 3600),
+            blocking_timeout: Duration::from_secs(120),
+            max_stream_duration: Duration::from_secs(14 * 60),
+            background_inline: true,
+            push_policy: PushPolicy::default(),
+            push_signer: None,
+            worker_id: crate::new_id(),
+            lease_duration: Duration::from_secs(60),
+            max_job_receives: 5,
+            max_push_attempts: 8,
+            push_timeout: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Who is calling: the [`CallContext`] a front door builds for each request.
+
+use a2a_protocol::A2AError;
+
+use crate::auth::{Permission, Permissions, Principal};
+use crate::ports::Owner;
+
+/// Who is calling, as the front door established it.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The owner every read and write is scoped to.
+    pub owner: Owner,
+    /// The tenant from the request (opaque routing key), or empty.
+    pub tenant: String,
+    /// Extension URIs the client activated (`A2A-Extensions`).
+    pub extensions: Vec<String>,
+    /// Whether the caller was authenticated (the extended card requires it).
+    pub authenticated: bool,
+    /// What the caller may do; each operation checks its [`Permission`].
+    pub permissions: Permissions,
+}
+
+impl CallContext {
+    /// An unauthenticated caller in `tenant` (auth mode `none`).
+    pub fn anonymous(tenant: &str) -> Self {
+        Self::new(&Principal::anonymous(), tenant)
+    }
+
+    /// `principal` calling in `tenant`: its tasks are those of the owner (tenant, principal).
+    pub fn new(principal: &Principal, tenant: &str) -> Self {
+        Self {
+            owner: Owner::new(tenant, &principal.id),
+            tenant: tenant.to_string(),
+            extensions: Vec::new(),
+            authenticated: principal.authenticated,
+            permissions: principal.permissions,
+        }
+    }
+
+    /// `PermissionDenied` unless the caller holds `permission`. Checked first in every
+    /// operation: it depends on nothing but the caller, so it reveals nothing about tasks.
+    pub fn require(&self, permission: Permission) -> Result<(), A2AError> {
+        if self.permissions.contains(permission) {
+            Ok(())
+        } else {
+            Err(A2AError::PermissionDenied(format!(
+                "Permission denied: this operation needs the {permission} permission"
+            )))
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The [`Emitter`]: the agent's handle on its task. Every emit is a conditional append to the
+//! task's event log through [`TaskLog`]; the emitter knows nothing of the operations.
+
+use std::sync::Arc;
+
+use a2a_protocol::{
+    Artifact, Message, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, Timestamp,
+};
+use tokio::sync::{oneshot, Mutex};
+
+use crate::event::TaskEvent;
+use crate::ports::{Owner, StoredTask};
+use crate::request::{AgentError, AgentRequest};
+use crate::task_log::{AppendError, TaskLog};
+
+/// How the agent's first report resolved the request: a task exists now, or a direct reply.
+#[derive(Debug)]
+pub(crate) enum FirstOutcome {
+    /// The task exists in the store.
+    TaskStarted,
+    /// The agent answered with a message and no task.
+    Message(Message),
+}
+
+pub(crate) struct EmitterState {
+    /// The task head as this emitter last wrote it; `None` until the task exists (a new task is
+    /// created by the agent's first emit).
+    pub(crate) head: Option<StoredTask>,
+    pub(crate) first: Option<oneshot::Sender<FirstOutcome>>,
+    pub(crate) replied: bool,
+    /// Artifacts emitted before the task's first status: they are written together with that
+    /// status, in the one write that creates the task. An echo-like agent (artifact, then
+    /// complete) thus costs one store write instead of two, and nobody can observe the
+    /// difference: the task becomes visible to streams, pushes and reads with that write.
+    pub(crate) pending: Vec<TaskEvent>,
+}
+
+/// The agent's handle on its task. Cheap to clone; every emit is a conditional append to the
+/// task's event log. An emit after the task ended (for example it was canceled) returns
+/// [`AgentError::TaskEnded`].
+#[derive(Clone)]
+pub struct Emitter {
+    pub(crate) log: Arc<TaskLog>,
+    pub(crate) owner: Owner,
+    pub(crate) request: Arc<AgentRequest>,
+    pub(crate) state: Arc<Mutex<EmitterState>>,
+    pub(crate) inline_push: Option<a2a_protocol::TaskPushNotificationConfig>,
+}
+
+impl Emitter {
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.request.task_id
+    }
+
+    /// The context id.
+    pub fn context_id(&self) -> &str {
+        &self.request.context_id
+    }
+
+    /// Builds an agent message in this task's context (with a fresh message id).
+    pub fn agent_message(&self, parts: Vec<Part>) -> Message {
+        Message {
+            message_id: crate::new_id(),
+            context_id: self.request.context_id.clone(),
+            task_id: self.request.task_id.clone(),
+            role: Role::Agent,
+            parts,
+            ..Message::default()
+        }
+    }
+
+    /// Replies with a single message and no task. Only allowed before any task event.
+    pub async fn reply(&self, mut message: Message) -> Result<(), AgentError> {
+        let mut state = self.state.lock().await;
+        if state.head.is_some() || state.replied || !state.pending.is_empty() {
+            return Err(AgentError::Failed(
+                "a direct message reply is only possible before the task exists".into(),
+            ));
+        }
+        message.role = Role::Agent;
+        if message.message_id.is_empty() {
+            message.message_id = crate::new_id();
+        }
+        message.context_id = self.request.context_id.clone();
+        message.task_id.clear();
+        state.replied = true;
+        if let Some(tx) = state.first.take() {
+            let _ = tx.send(FirstOutcome::Message(message));
+        }
+        Ok(())
+    }
+
+    /// Sets the task's status, with an optional message (which gets this task's ids).
+    pub async fn status(
+        &self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<(), AgentError> {
+        let message = message.map(|mut m| {
+            m.role = Role::Agent;
+            if m.message_id.is_empty() {
+                m.message_id = crate::new_id();
+            }
+            m.context_id = self.request.context_id.clone();
+            m.task_id = self.request.task_id.clone();
+            m
+        });
+        let event = TaskEvent::Status {
+            update: TaskStatusUpdateEvent {
+                task_id: self.request.task_id.clone(),
+                context_id: self.request.context_id.clone(),
+                status: TaskStatus {
+                    state,
+                    message,
+                    timestamp: Some(Timestamp::now()),
+                },
+                metadata: None,
+            },
+        };
+        self.emit(event).await
+    }
+
+    fn text_message(&self, text: Option<&str>) -> Option<Message> {
+        text.map(|t| self.agent_message(vec![Part::text(t)]))
+    }
+
+    /// WORKING, with an optional progress text.
+    pub async fn working(&self, text: Option<&str>) -> Result<(), AgentError> {
+        self.status(TaskState::Working, self.text_message(text))
+            .await
+    }
+
+    /// COMPLETED, with an optional final text.
+    pub async fn complete(&self, text: Option<&str>) -> Result<(), AgentError> {
+        self.status(TaskState::Completed, self.text_message(text))
+            .await
+    }
+
+    /// FAILED, with the reason.
+    pub async fn fail(&self, reason: &str) -> Result<(), AgentError> {
+        self.status(TaskState::Failed, self.text_message(Some(reason)))
+            .await
+    }
+
+    /// REJECTED, with the reason.
+    pub async fn reject(&self, reason: &str) -> Result<(), AgentError> {
+        self.status(TaskState::Rejected, self.text_message(Some(reason)))
+            .await
+    }
+
+    /// INPUT_REQUIRED, with the question for the client.
+    pub async fn input_required(&self, question: &str) -> Result<(), AgentError> {
+        self.status(TaskState::InputRequired, self.text_message(Some(question)))
+            .await
+    }
+
+    /// AUTH_REQUIRED, explaining what credential is needed.
+    pub async fn auth_required(&self, explanation: &str) -> Result<(), AgentError> {
+        self.status(
+            TaskState::AuthRequired,
+            self.text_message(Some(explanation)),
+        )
+        .await
+    }
+
+    /// Adds or replaces an artifact (`append == false`), or appends its parts to the artifact
+    /// with the same id (`append == true`). `last_chunk` marks the final chunk.
+    pub async fn artifact(
+        &self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), AgentError> {
+        let event = TaskEvent::Artifact {
+            update: TaskArtifactUpdateEvent {
+                task_id: self.request.task_id.clone(),
+                context_id: self.request.context_id.clone(),
+                artifact,
+                append,
+                last_chunk,
+                metadata: None,
+            },
+        };
+        self.emit(event).await
+    }
+
+    /// Appends one event; creates the task first if it does not exist yet.
+    async fn emit(&self, event: TaskEvent) -> Result<(), AgentError> {
+        let mut state = self.state.lock().await;
+        if state.replied {
+            return Err(AgentError::Failed(
+                "the agent already replied with a message; no task events may follow".into(),
+            ));
+        }
+        let result = match state.head.clone() {
+            Some(head) => self.log.append(&self.owner, head, vec![event]).await,
+            None if matches!(event, TaskEvent::Artifact { .. }) => {
+                state.pending.push(event);
+                return Ok(());
+            }
+            None => {
+                let mut events = std::mem::take(&mut state.pending);
+                events.push(event);
+                let created = self
+                    .log
+                    .create(
+                        &self.owner,
+                        &self.request,
+                        events,
+                        self.inline_push.as_ref(),
+                    )
+                    .await;
+                if created.is_ok() {
+                    if let Some(tx) = state.first.take() {
+                        let _ = tx.send(FirstOutcome::TaskStarted);
+                    }
+                }
+                created
+            }
+        };
+        match result {
+            Ok(head) => {
+                state.head = Some(head);
+                Ok(())
+            }
+            Err(AppendError::Terminal(task)) => {
+                let ended = task.status.state;
+                if let Some(head) = state.head.as_mut() {
+                    head.task = *task;
+                }
+                Err(AgentError::TaskEnded(ended))
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+}

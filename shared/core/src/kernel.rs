@@ -1,0 +1,30 @@
+//! The kernel: what the operations ([`crate::service`]), the worker ([`crate::worker`]) and push
+//! delivery ([`crate::push`]) share — configuration, the agent, the task log, the queues, the
+//! cards and the executions of this process. It imports none of them.
+
+use std::sync::Arc;
+
+use a2a_protocol::AgentCard;
+
+use crate::agent::Agent;
+use crate::config::ServiceConfig;
+use crate::execution::Executions;
+use crate::ports::{TaskStore, WorkQueue};
+use crate::task_log::TaskLog;
+
+/// The kernel's state. Holds no request state: every fact that matters is in the store.
+pub(crate) struct Core {
+    pub(crate) config: ServiceConfig,
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    /// Writes and follows task logs (and fans events out to the push queue).
+    pub(crate) log: Arc<TaskLog>,
+    pub(crate) work: Arc<dyn WorkQueue>,
+    pub(crate) card: AgentCard,
+    pub(crate) extended_card: AgentCard,
+    /// `capabilities.extendedAgentCard` as published.
+    pub(crate) offers_extended_card: bool,
+    pub(crate) http: reqwest::Client,
+    /// Inline executions running in this process.
+    pub(crate) executions: Executions,
+}
