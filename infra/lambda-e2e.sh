@@ -2,10 +2,10 @@
 # The Lambda functions end to end, as CI runs them: starts moto + `cargo lambda watch` + the
 # SQS poller + the local router (infra/lambda-local.sh), runs infra/lambda-e2e.py (every check,
 # "worker dies mid-run" included: it kills the worker process and replaces it with
-# `infra/lambda-local.sh restart-watch`) and the Python SDK interop suite (tests/interop) through
-# the router, and stops everything.
+# `infra/lambda-local.sh restart-watch`) and the Python and JS SDK interop suites (tests/interop,
+# tests/interop-js) through the router, and stops everything.
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
-# interop suite with a bearer token; no token may reach a log.
+# interop suites with a bearer token; no token may reach a log.
 # About 6 min after a workspace build (first run: +1 min of pip installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops 
 eval "$lambda_env"
 python3 infra/lambda-e2e.py
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
 # a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
@@ -28,6 +29,7 @@ infra/lambda-local.sh restart-watch "$state/auth.env"
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
   python3 infra/lambda-e2e-auth.py
 A2A_BEARER_TOKEN=$(value token) tests/interop/run.sh -q
+A2A_BEARER_TOKEN=$(value token) tests/interop-js/run.sh
 for name in token other_token read_token; do
   if grep -qF "$(value "$name")" "$state"/*.log; then
     echo "a log of the functions, router or pollers holds a bearer token" >&2; exit 1

@@ -4,11 +4,12 @@
 #   2. the Rust suites: unit tests per layer, the store contract on SQLite and on DynamoDB,
 #      the SQS queues and the races (against moto's server, pinned, in a local venv), and the
 #      end-to-end tests over real sockets
-#   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv)
-#      drives a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens
+#   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv) and
+#      the official JS SDK client (@a2a-js/sdk, pinned, npm ci into tests/interop-js) drive
+#      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
-#      with the Python SDK client
+#      with the Python and JS SDK clients
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -73,6 +74,9 @@ done
 [ -n "$base" ] || { cat "$log"; echo "a2a-local did not start" >&2; exit 1; }
 A2A_BASE_URL="$base" "$root/tests/interop/run.sh"
 
+step "JS SDK interoperability (@a2a-js/sdk client against the same a2a-local)"
+A2A_BASE_URL="$base" "$root/tests/interop-js/run.sh"
+
 step "Python SDK interoperability again, with bearer tokens (a2a-local --auth jwt, test issuer)"
 # A throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) prints its URL and a
 # token for audience a2a-e2e with every a2a:* scope; a2a-local verifies against its JWKS.
@@ -94,6 +98,9 @@ for _ in $(seq 1 300); do
 done
 [ -n "$auth_base" ] || { cat "$auth_log"; echo "a2a-local --auth jwt did not start" >&2; exit 1; }
 A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop/run.sh"
+
+step "JS SDK interoperability again, with bearer tokens (the same a2a-local --auth jwt)"
+A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-js/run.sh"
 if grep -qF "$token" "$auth_log"; then
   echo "a2a-local logged the bearer token" >&2; exit 1
 fi

@@ -83,6 +83,11 @@ impl TaskEvent {
                 if task.status.state.is_terminal() {
                     return Err(terminal_error(task));
                 }
+                // The agent's last word (e.g. the question of INPUT_REQUIRED) came before this
+                // reply, so it enters history first, as the Python SDK's task manager does.
+                if let Some(previous) = task.status.message.take() {
+                    task.history.push(previous);
+                }
                 task.history.push(message.clone());
             }
             Self::Status { update } => {
@@ -138,7 +143,7 @@ fn terminal_error(task: &Task) -> A2AError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2a_protocol::{Artifact, Part, TaskStatus};
+    use a2a_protocol::{Artifact, Part, Role, TaskStatus};
 
     fn task(state: TaskState) -> Task {
         Task {
@@ -214,6 +219,46 @@ mod tests {
         assert_eq!(t.history.len(), 1);
         assert_eq!(t.history[0].first_text(), Some("one"));
         assert_eq!(t.status.message.as_ref().unwrap().first_text(), Some("two"));
+    }
+
+    #[test]
+    fn history_keeps_each_agent_question_before_the_reply_to_it() {
+        let user = |id: &str| TaskEvent::UserMessage {
+            message: Message::user_text(id, id),
+        };
+        let mut t = task(TaskState::Submitted);
+        t.history.push(Message::user_text("hold", "hold"));
+        status(TaskState::InputRequired, Some("on hold"))
+            .apply(&mut t)
+            .unwrap();
+        user("follow-up-1").apply(&mut t).unwrap();
+        // The question left the status for history; the state waits for the agent.
+        assert_eq!(t.status.state, TaskState::InputRequired);
+        assert_eq!(t.status.message, None);
+        status(TaskState::Working, None).apply(&mut t).unwrap();
+        status(TaskState::InputRequired, Some("more input"))
+            .apply(&mut t)
+            .unwrap();
+        user("follow-up-2").apply(&mut t).unwrap();
+        status(TaskState::Completed, Some("done"))
+            .apply(&mut t)
+            .unwrap();
+        let history: Vec<_> = t
+            .history
+            .iter()
+            .map(|m| (m.role, m.first_text().unwrap()))
+            .collect();
+        assert_eq!(
+            history,
+            [
+                (Role::User, "hold"),
+                (Role::Agent, "on hold"),
+                (Role::User, "follow-up-1"),
+                (Role::Agent, "more input"),
+                (Role::User, "follow-up-2"),
+            ]
+        );
+        assert_eq!(t.status.message.unwrap().first_text(), Some("done"));
     }
 
     #[test]

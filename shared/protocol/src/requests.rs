@@ -3,13 +3,17 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::A2AError;
-use crate::types::*;
+use crate::types::{null_as_default, *};
 
 /// How a SendMessage call should behave.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -18,7 +22,7 @@ pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
 }
@@ -27,7 +31,11 @@ pub struct SendMessageConfiguration {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
     #[serde(default)]
     pub message: Option<Message>,
@@ -77,9 +85,13 @@ fn require_id(value: &str, field: &str) -> Result<(), A2AError> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
@@ -98,9 +110,17 @@ impl GetTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     #[serde(alias = "context_id")]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,7 +128,11 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     #[serde(alias = "page_token")]
     pub page_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,15 +174,15 @@ impl ListTasksRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub tasks: Vec<Task>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "next_page_token")]
     pub next_page_token: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "page_size")]
     pub page_size: i32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "total_size")]
     pub total_size: i32,
 }
@@ -167,9 +191,13 @@ pub struct ListTasksResponse {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelTaskRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
@@ -186,9 +214,13 @@ impl CancelTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeToTaskRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
 }
 
@@ -203,12 +235,16 @@ impl SubscribeToTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfigRef {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
 }
 
@@ -224,15 +260,23 @@ impl TaskPushNotificationConfigRef {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "page_size")]
     pub page_size: i32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     #[serde(alias = "page_token")]
     pub page_token: String,
 }
@@ -252,9 +296,9 @@ impl ListTaskPushNotificationConfigsRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub configs: Vec<TaskPushNotificationConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "next_page_token")]
     pub next_page_token: String,
 }
@@ -263,6 +307,220 @@ pub struct ListTaskPushNotificationConfigsResponse {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetExtendedAgentCardRequest {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub tenant: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::{json, Value};
+    use std::fmt::Debug;
+
+    // The samples below are struct literals without `..Default::default()`: a field added later
+    // breaks the build here until the sample sets it, so the walk covers every field.
+
+    fn metadata() -> Option<Metadata> {
+        json!({"k": [1, null]}).as_object().cloned()
+    }
+
+    fn part() -> Part {
+        // Deserialization does not check the oneof, so one part can carry every member.
+        Part {
+            text: Some("t".into()),
+            raw: Some(Bytes(vec![1, 2])),
+            url: Some("https://example.com/f".into()),
+            data: Some(json!({"d": 1})),
+            metadata: metadata(),
+            filename: "f.txt".into(),
+            media_type: "text/plain".into(),
+        }
+    }
+
+    fn message() -> Message {
+        Message {
+            message_id: "m".into(),
+            context_id: "c".into(),
+            task_id: "t".into(),
+            role: Role::User,
+            parts: vec![part()],
+            metadata: metadata(),
+            extensions: vec!["https://example.com/ext".into()],
+            reference_task_ids: vec!["t0".into()],
+        }
+    }
+
+    fn push_config() -> TaskPushNotificationConfig {
+        TaskPushNotificationConfig {
+            tenant: "tn".into(),
+            id: "p".into(),
+            task_id: "t".into(),
+            url: "https://example.com/hook".into(),
+            token: "tok".into(),
+            authentication: Some(AuthenticationInfo {
+                scheme: "Bearer".into(),
+                credentials: "cred".into(),
+            }),
+        }
+    }
+
+    /// Every member below `value` as a JSON pointer, except `data` and the insides of
+    /// `metadata`: those are free-form JSON, where `null` is a value.
+    fn member_pointers(value: &Value, at: &str, out: &mut Vec<String>) {
+        match value {
+            Value::Object(members) => {
+                for (key, inner) in members {
+                    if key == "data" {
+                        continue;
+                    }
+                    let pointer = format!("{at}/{key}");
+                    out.push(pointer.clone());
+                    if key != "metadata" {
+                        member_pointers(inner, &pointer, out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    member_pointers(inner, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn split(pointer: &str) -> (&str, &str) {
+        pointer.rsplit_once('/').expect("a member pointer")
+    }
+
+    /// Reads `nulled` and `absent` as `T` and checks that they are the same request.
+    fn assert_same<T: DeserializeOwned + PartialEq + Debug>(
+        what: &str,
+        nulled: Value,
+        absent: Value,
+    ) {
+        let from_null: T = serde_json::from_value(nulled.clone())
+            .unwrap_or_else(|e| panic!("{what} = null is rejected: {e} in {nulled}"));
+        let from_absent: T = serde_json::from_value(absent.clone())
+            .unwrap_or_else(|e| panic!("{what} absent is rejected: {e} in {absent}"));
+        assert_eq!(from_null, from_absent, "{what}: null must read as absent");
+    }
+
+    /// For every member of `sample`'s wire form, at any depth: the member set to `null` reads
+    /// exactly as the member left out. Then the same with every member of one object at once.
+    fn null_reads_as_absent<T: Serialize + DeserializeOwned + PartialEq + Debug>(sample: T) {
+        let wire = serde_json::to_value(&sample).unwrap();
+        assert_eq!(serde_json::from_value::<T>(wire.clone()).unwrap(), sample);
+        let mut pointers = Vec::new();
+        member_pointers(&wire, "", &mut pointers);
+        for pointer in &pointers {
+            let (parent, key) = split(pointer);
+            let mut nulled = wire.clone();
+            *nulled.pointer_mut(pointer).unwrap() = Value::Null;
+            let mut absent = wire.clone();
+            absent
+                .pointer_mut(parent)
+                .unwrap()
+                .as_object_mut()
+                .unwrap()
+                .remove(key);
+            assert_same::<T>(pointer, nulled, absent);
+        }
+        let mut parents: Vec<&str> = pointers.iter().map(|p| split(p).0).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        for parent in parents {
+            let mut nulled = wire.clone();
+            let mut absent = wire.clone();
+            let members = nulled.pointer_mut(parent).unwrap().as_object_mut().unwrap();
+            for (key, value) in members.iter_mut() {
+                if key != "data" {
+                    *value = Value::Null;
+                    absent
+                        .pointer_mut(parent)
+                        .unwrap()
+                        .as_object_mut()
+                        .unwrap()
+                        .remove(key);
+                }
+            }
+            assert_same::<T>(&format!("every member of {parent:?}"), nulled, absent);
+        }
+    }
+
+    #[test]
+    fn null_reads_as_absent_in_every_request() {
+        null_reads_as_absent(SendMessageRequest {
+            tenant: "tn".into(),
+            message: Some(message()),
+            configuration: Some(SendMessageConfiguration {
+                accepted_output_modes: vec!["text/plain".into()],
+                task_push_notification_config: Some(push_config()),
+                history_length: Some(3),
+                return_immediately: true,
+            }),
+            metadata: metadata(),
+        });
+        null_reads_as_absent(GetTaskRequest {
+            tenant: "tn".into(),
+            id: "t".into(),
+            history_length: Some(2),
+        });
+        null_reads_as_absent(ListTasksRequest {
+            tenant: "tn".into(),
+            context_id: "c".into(),
+            status: Some(TaskState::Working),
+            page_size: Some(10),
+            page_token: "tok".into(),
+            history_length: Some(1),
+            status_timestamp_after: Some(Timestamp::from_millis(1_767_225_600_000)),
+            include_artifacts: Some(true),
+        });
+        null_reads_as_absent(CancelTaskRequest {
+            tenant: "tn".into(),
+            id: "t".into(),
+            metadata: metadata(),
+        });
+        null_reads_as_absent(SubscribeToTaskRequest {
+            tenant: "tn".into(),
+            id: "t".into(),
+        });
+        null_reads_as_absent(push_config());
+        null_reads_as_absent(TaskPushNotificationConfigRef {
+            tenant: "tn".into(),
+            task_id: "t".into(),
+            id: "p".into(),
+        });
+        null_reads_as_absent(ListTaskPushNotificationConfigsRequest {
+            tenant: "tn".into(),
+            task_id: "t".into(),
+            page_size: 5,
+            page_token: "tok".into(),
+        });
+        null_reads_as_absent(GetExtendedAgentCardRequest {
+            tenant: "tn".into(),
+        });
+    }
+
+    #[test]
+    fn the_js_clients_nulls_are_accepted() {
+        // What @a2a-js/sdk 1.3.0 sends for `listTaskPushNotificationConfig({taskId})`.
+        let list: ListTaskPushNotificationConfigsRequest =
+            serde_json::from_value(json!({"taskId": "t", "pageSize": null, "pageToken": null}))
+                .unwrap();
+        assert_eq!(list.page_size, 0);
+        assert!(list.validate().is_ok());
+        let tasks: ListTasksRequest =
+            serde_json::from_value(json!({"contextId": null, "pageSize": null})).unwrap();
+        assert_eq!(tasks, ListTasksRequest::default());
+        assert_eq!(
+            tasks.validate().unwrap(),
+            LIST_TASKS_DEFAULT_PAGE_SIZE as usize
+        );
+    }
 }
