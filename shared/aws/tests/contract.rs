@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use a2a_core::store_contract;
+use a2a_store_contract as store_contract;
 use common::Env;
 
 macro_rules! contract_tests {

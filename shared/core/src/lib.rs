@@ -12,8 +12,6 @@ pub mod ports;
 pub mod push;
 pub mod service;
 pub mod signing;
-#[cfg(feature = "contract")]
-pub mod store_contract;
 mod worker;
 
 pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
