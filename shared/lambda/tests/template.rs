@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use a2a_aws::resources::{QueueDefinition, Resources};
 use a2a_lambda_glue::HttpFunction;
-use serde_yaml::Value;
+use serde_norway::Value;
 
 /// The stack name stands in for the resource prefix: the template names everything
 /// `${AWS::StackName}-…`, the code `<prefix>-…`.
@@ -20,7 +20,7 @@ fn root() -> PathBuf {
 
 fn template() -> Value {
     let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
-    serde_yaml::from_str(&text).expect("template.yaml parses")
+    serde_norway::from_str(&text).expect("template.yaml parses")
 }
 
 fn routes() -> serde_json::Value {
@@ -394,7 +394,7 @@ fn table_and_queues_match_the_resource_definitions() {
 /// The stack's secrets a function's policies name (conditions included), in order.
 fn secrets_in_policies(function: &Value) -> String {
     let policies = &untag(function)["Properties"]["Policies"];
-    let text = serde_yaml::to_string(policies).expect("policies serialise");
+    let text = serde_norway::to_string(policies).expect("policies serialise");
     ["ApiKeysSecret", "PushSigningKeysSecret"]
         .into_iter()
         .filter(|name| text.contains(name))

@@ -25,9 +25,7 @@ use a2a_protocol::{
     SendMessageResponse, Task, TaskPushNotificationConfig,
 };
 use async_trait::async_trait;
-use aws_config::{BehaviorVersion, Region};
 use aws_lambda_events::event::sqs::SqsEvent;
-use aws_sdk_sqs::config::Credentials;
 use aws_sdk_sqs::types::QueueAttributeName;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -102,6 +100,9 @@ macro_rules! on_every_backend {
             #[tokio::test]
             $(#[$on_aws])*
             async fn on_dynamodb_and_sqs() {
+                if !crate::support::emulator_available().await {
+                    return;
+                }
                 super::$scenario(crate::support::Backend::DynamoDbAndSqs).await
             }
         }
@@ -456,30 +457,21 @@ fn build_service(
     }
 }
 
-/// Clients for the moto server named by `AWS_ENDPOINT_URL`. Panics, with how to start one,
-/// when it is unset: like the a2a-aws tests, these must never pass without having talked to
-/// DynamoDB and SQS.
+/// Clients for the moto server named by `AWS_ENDPOINT_URL` (the DynamoDB-and-SQS tests skip
+/// without one, see [`emulator_available`]).
 async fn aws_clients() -> AwsClients {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        !endpoint.trim().is_empty(),
-        "AWS_ENDPOINT_URL is not set. The push tests on DynamoDB and SQS run against moto's \
-         server: start it with\n\
-         \n    eval \"$(infra/moto.sh env-start)\"\n\n\
-         (from the repository root), then run the tests again in that shell; `infra/moto.sh stop` \
-         stops it."
-    );
-    // Defaults for the emulator, unless the environment says otherwise. Set on the loader
-    // rather than with set_var, which is unsound while other test threads read the environment.
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none()
-    {
-        loader = loader.region(Region::new("us-east-1"));
-    }
-    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        loader = loader.credentials_provider(Credentials::new("test", "test", None, None, "moto"));
-    }
-    AwsClients::from_sdk_config(&loader.load().await)
+    let sdk = a2a_test_support::emulator("push-verify DynamoDB and SQS")
+        .await
+        .expect("the emulator (checked by the test before it started)");
+    AwsClients::from_sdk_config(&sdk)
+}
+
+/// Whether the DynamoDB-and-SQS tests can run: `false` (and a skip note, or a panic under
+/// `A2A_REQUIRE_EMULATOR=1`) without an emulator.
+pub async fn emulator_available() -> bool {
+    a2a_test_support::emulator("push-verify DynamoDB and SQS")
+        .await
+        .is_some()
 }
 
 /// The push function's `BatchSize` (its SQS event in `template.yaml`): how many messages the
@@ -487,7 +479,8 @@ async fn aws_clients() -> AwsClients {
 fn push_function_batch_size() -> usize {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
     let text = std::fs::read_to_string(&path).expect("template.yaml");
-    let template: serde_yaml::Value = serde_yaml::from_str(&text).expect("template.yaml parses");
+    let template: serde_norway::Value =
+        serde_norway::from_str(&text).expect("template.yaml parses");
     let events = template["Resources"]["PushFunction"]["Properties"]["Events"]
         .as_mapping()
         .expect("the push function's events");

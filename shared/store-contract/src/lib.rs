@@ -9,7 +9,7 @@
 //! #[tokio::test]
 //! async fn contract() {
 //!     let store: Arc<dyn TaskStore> = Arc::new(MyStore::new());
-//!     a2a_core::store_contract::run_all_shared(store).await;
+//!     a2a_store_contract::run_all_shared(store).await;
 //! }
 //! ```
 
@@ -21,10 +21,9 @@ use a2a_protocol::{
     TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 
-use crate::event::{LoggedEvent, TaskEvent};
-use crate::ports::{
-    Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError, StoredTask, TaskQuery,
-    TaskStore,
+use a2a_core::{
+    LoggedEvent, Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError, StoredTask,
+    TaskEvent, TaskQuery, TaskStore,
 };
 
 /// A fresh id, unique across calls and processes.

@@ -1,0 +1,194 @@
+//! [`TaskStore`] on one DynamoDB table (layout in [`crate::items`] and `docs/aws-adapters.md`).
+//!
+//! Correctness rests on conditional writes only: a create is conditional on the head not
+//! existing (or having expired), an append is one `TransactWriteItems` conditional on the head's
+//! version, owner and expiry. No locks, no in-process state.
+//!
+//! One file per part of the store: [`table`] (what they share: expressions, metering, the one
+//! paged query), [`log`] (heads and events), [`list`] (ListTasks on the by-owner index),
+//! [`push_configs`] (push configs and delivery records) and [`leases`]. The [`TaskStore`]
+//! implementation below only routes each call to its part.
+
+mod leases;
+mod list;
+mod log;
+mod push_configs;
+mod table;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_core::{
+    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
+    TaskQuery, TaskStore,
+};
+use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use async_trait::async_trait;
+
+use crate::meter::Meter;
+
+/// First pause of [`TaskStore::wait_for_append`]'s polling (and of a batch read's retry); it
+/// doubles up to [`MAX_POLL`].
+const FIRST_POLL: Duration = Duration::from_millis(50);
+/// Longest pause between two polls: the worst added latency of a stream that waits for
+/// another instance's events, traded against one small query per pause while idle.
+const MAX_POLL: Duration = Duration::from_millis(500);
+
+/// The task store on DynamoDB.
+///
+/// Cloning is cheap and shares the client. Build it once per process with a client built once
+/// ([`crate::AwsClients`]).
+#[derive(Clone)]
+pub struct DynamoTaskStore {
+    client: aws_sdk_dynamodb::Client,
+    table: Arc<str>,
+    meter: Option<Meter>,
+}
+
+impl fmt::Debug for DynamoTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamoTaskStore")
+            .field("table", &self.table)
+            .field("metered", &self.meter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamoTaskStore {
+    /// A store on `table`, through `client`.
+    pub fn new(client: aws_sdk_dynamodb::Client, table: &str) -> Self {
+        Self {
+            client,
+            table: Arc::from(table),
+            meter: None,
+        }
+    }
+
+    /// Records every request of this store (and asks DynamoDB to report consumed capacity).
+    pub fn with_meter(mut self, meter: Meter) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// The table this store writes to.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+// Each method calls the inherent method of the same name in its part's module (inherent
+// methods take precedence over trait methods).
+#[async_trait]
+impl TaskStore for DynamoTaskStore {
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        Self::create_task(self, head, events).await
+    }
+
+    async fn append_events(
+        &self,
+        head: &StoredTask,
+        expected_version: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        Self::append_events(self, head, expected_version, events).await
+    }
+
+    async fn load_task(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        Self::load_task(self, owner, task_id).await
+    }
+
+    async fn read_events(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        Self::read_events(self, owner, task_id, after_seq, limit).await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        Self::list_tasks(self, owner, query).await
+    }
+
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
+        Self::wait_for_append(self, task_id, after_version, max_wait).await;
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        Self::put_push_config(self, owner, config, expires_at).await
+    }
+
+    async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        Self::get_push_config(self, owner, task_id, config_id).await
+    }
+
+    async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        Self::list_push_configs(self, owner, task_id).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        Self::delete_push_config(self, owner, task_id, config_id).await
+    }
+
+    async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        Self::record_push_attempt(self, owner, task_id, config_id, attempt, expires_at).await
+    }
+
+    async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError> {
+        Self::get_push_delivery(self, owner, task_id, config_id).await
+    }
+
+    async fn acquire_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Self::acquire_lease(self, task_id, holder, until).await
+    }
+
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
+        Self::release_lease(self, task_id, holder).await
+    }
+}

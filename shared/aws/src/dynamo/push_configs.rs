@@ -1,0 +1,346 @@
+//! Push notification configs (`P#<id>` items) and push delivery records (`D#<id>` items) under
+//! the task's partition, each scoped to its owner and expiring with the task.
+
+use a2a_core::{Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError};
+use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use aws_sdk_dynamodb::types::ReturnValue;
+
+use super::table::{
+    backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
+};
+use super::DynamoTaskStore;
+use crate::items::{self, attr, n, s};
+use crate::now_ms;
+
+impl DynamoTaskStore {
+    /// [`a2a_core::TaskStore::put_push_config`].
+    pub(super) async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let item = items::config_item(owner, config, expires_at)?;
+        let size = items::check_size(&item, || format!("push config {}", config.id))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&*self.table)
+            .set_item(Some(item))
+            // Never overwrite another owner's live config.
+            .condition_expression("attribute_not_exists(#pk) OR #own = :own OR #exp <= :now")
+            .set_expression_attribute_names(Some(names(&["pk", "own", "exp"])))
+            .set_expression_attribute_values(Some(values([
+                (":own", s(owner.as_str())),
+                (":now", n(now_ms())),
+            ])))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                self.record(
+                    "PutItem",
+                    capacity(out.consumed_capacity()),
+                    write_units(size),
+                    0.0,
+                );
+                Ok(())
+            }
+            Err(err) if condition_failed(&err) => Err(StoreError::Conflict),
+            Err(err) => Err(backend("PutItem", &err)),
+        }
+    }
+
+    /// [`a2a_core::TaskStore::get_push_config`].
+    pub(super) async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        self.get_visible(
+            owner,
+            task_id,
+            items::config_sk(config_id),
+            items::config_from_item,
+        )
+        .await
+    }
+
+    /// [`a2a_core::TaskStore::list_push_configs`].
+    pub(super) async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        let now = now_ms();
+        let mut configs = Vec::new();
+        let query = self
+            .client
+            .query()
+            .table_name(&*self.table)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .set_expression_attribute_names(Some(names(&["pk", "sk"])))
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(items::task_pk(task_id))),
+                (":prefix", s(items::CONFIG_PREFIX)),
+            ])))
+            .consistent_read(true);
+        self.query_pages(query, ReadCost::Consistent, |page| {
+            for item in page.items() {
+                if items::visible(item, owner, now) {
+                    configs.push(items::config_from_item(item)?);
+                }
+            }
+            Ok(Next::More(None))
+        })
+        .await?;
+        // Sort keys are `P#<id>`: DynamoDB's byte order is already id order.
+        Ok(configs)
+    }
+
+    /// [`a2a_core::TaskStore::delete_push_config`].
+    pub(super) async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(
+                items::task_pk(task_id),
+                items::config_sk(config_id),
+            )))
+            .condition_expression("#own = :own")
+            .set_expression_attribute_names(Some(names(&["own"])))
+            .set_expression_attribute_values(Some(values([(":own", s(owner.as_str()))])))
+            .return_values(ReturnValue::AllOld)
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let old = out.attributes.unwrap_or_default();
+                self.record(
+                    "DeleteItem",
+                    capacity(out.consumed_capacity.as_ref()),
+                    write_units(items::item_size(&old)),
+                    0.0,
+                );
+                // An expired config was already invisible: deleting it is not deleting "one".
+                Ok(items::visible(&old, owner, now_ms()))
+            }
+            // Missing, or another owner's: nothing of ours to delete.
+            Err(err) if condition_failed(&err) => {
+                self.record("DeleteItem", 0.0, 1.0, 0.0);
+                Ok(false)
+            }
+            Err(err) => Err(backend("DeleteItem", &err)),
+        }
+    }
+
+    /// [`a2a_core::TaskStore::record_push_attempt`].
+    pub(super) async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let exp = expires_at.millis();
+        // One UpdateItem applies `PushDeliveryState::record` atomically: counters with ADD,
+        // the rest with SET/REMOVE, chosen by the attempt's result (known here).
+        let mut set = vec![
+            "#own = :own",
+            "#exp = :exp",
+            "#ttl = :ttl",
+            "#lseq = :seq",
+            "#lat = :at",
+            "#lres = :res",
+        ];
+        let mut add = vec!["#att :one"];
+        let mut remove = Vec::new();
+        let mut used = vec!["pk", "own", "exp", "ttl", "lseq", "lat", "lres", "att"];
+        let mut vals = values([
+            (":own", s(owner.as_str())),
+            (":exp", n(exp)),
+            (":ttl", n(items::ttl_secs(exp))),
+            (":seq", n(attempt.seq)),
+            (":at", n(attempt.at.millis())),
+            (":res", items::result_value(attempt.result)),
+            (":one", n(1)),
+            (":now", n(now_ms())),
+        ]);
+        used.push("lstat");
+        match attempt.http_status {
+            Some(status) => {
+                set.push("#lstat = :status");
+                vals.insert(":status".into(), n(status));
+            }
+            None => remove.push("#lstat"),
+        }
+        let records_error = match attempt.result {
+            PushAttemptResult::Delivered => {
+                set.push("#cf = :zero");
+                set.push("#lsucc = :at");
+                add.push("#dlv :one");
+                used.extend(["cf", "lsucc", "dlv"]);
+                vals.insert(":zero".into(), n(0));
+                false
+            }
+            PushAttemptResult::Failed | PushAttemptResult::Refused => {
+                add.push("#cf :one");
+                used.push("cf");
+                true
+            }
+            PushAttemptResult::Gone => {
+                set.push("#dis = :dis");
+                used.push("dis");
+                let reason = attempt
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the webhook answered 410 Gone".into());
+                vals.insert(":dis".into(), s(reason));
+                true
+            }
+        };
+        if records_error {
+            used.push("lerr");
+            match &attempt.error {
+                Some(error) => {
+                    set.push("#lerr = :err");
+                    vals.insert(":err".into(), s(error));
+                }
+                None => remove.push("#lerr"),
+            }
+        }
+        if attempt.final_attempt {
+            add.push("#dl :one");
+            used.push("dl");
+        }
+        let mut update = format!("SET {} ADD {}", set.join(", "), add.join(", "));
+        if !remove.is_empty() {
+            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+
+        for _round in 0..3 {
+            let result = self
+                .client
+                .update_item()
+                .table_name(&*self.table)
+                .set_key(Some(items::key(
+                    items::task_pk(task_id),
+                    items::delivery_sk(config_id),
+                )))
+                .update_expression(&update)
+                // Only our own live record is continued; an expired one starts afresh below.
+                .condition_expression("attribute_not_exists(#pk) OR (#own = :own AND #exp > :now)")
+                .set_expression_attribute_names(Some(names(&used)))
+                .set_expression_attribute_values(Some(vals.clone()))
+                .return_values(ReturnValue::AllNew)
+                .set_return_consumed_capacity(self.return_capacity())
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    let size = out.attributes().map_or(0, items::item_size);
+                    self.record(
+                        "UpdateItem",
+                        capacity(out.consumed_capacity()),
+                        write_units(size),
+                        0.0,
+                    );
+                    return Ok(());
+                }
+                Err(err) if condition_failed(&err) => {
+                    self.record("UpdateItem", 0.0, 1.0, 0.0);
+                    if self
+                        .put_fresh_delivery(owner, task_id, config_id, attempt, exp, now_ms())
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                    // A live record appeared between the two writes: update it.
+                }
+                Err(err) => return Err(backend("UpdateItem", &err)),
+            }
+        }
+        // Still failing: the record belongs to another owner's live task of the same id.
+        Err(StoreError::Conflict)
+    }
+
+    /// [`a2a_core::TaskStore::get_push_delivery`].
+    pub(super) async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError> {
+        self.get_visible(
+            owner,
+            task_id,
+            items::delivery_sk(config_id),
+            items::delivery_from_item,
+        )
+        .await
+    }
+    /// Writes a fresh delivery record holding only `attempt`, replacing an expired one.
+    /// `false` if a live record appeared meanwhile (the caller updates that one instead).
+    async fn put_fresh_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        exp: i64,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let mut state = PushDeliveryState::default();
+        state.record(attempt);
+        let mut item = items::key(items::task_pk(task_id), items::delivery_sk(config_id));
+        item.extend([
+            (attr::OWNER.to_owned(), s(owner.as_str())),
+            (attr::EXPIRES.to_owned(), n(exp)),
+            (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
+            (attr::ATTEMPTS.to_owned(), n(state.attempts)),
+            (attr::DELIVERED.to_owned(), n(state.delivered)),
+            (
+                attr::CONSECUTIVE_FAILURES.to_owned(),
+                n(state.consecutive_failures),
+            ),
+            (attr::DEAD_LETTERED.to_owned(), n(state.dead_lettered)),
+            (attr::LAST_SEQ.to_owned(), n(state.last_seq)),
+            (attr::LAST_AT.to_owned(), n(attempt.at.millis())),
+            (
+                attr::LAST_RESULT.to_owned(),
+                items::result_value(attempt.result),
+            ),
+        ]);
+        let optional = [
+            (attr::LAST_STATUS, state.last_status.map(n)),
+            (attr::LAST_ERROR, state.last_error.map(s)),
+            (
+                attr::LAST_SUCCESS,
+                state.last_success_at.map(|t| n(t.millis())),
+            ),
+            (attr::DISABLED, state.disabled_reason.map(s)),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                item.insert(name.to_owned(), value);
+            }
+        }
+        self.put_if(
+            item,
+            "attribute_not_exists(#pk) OR #exp <= :now",
+            names(&["pk", "exp"]),
+            values([(":now", n(now))]),
+        )
+        .await
+    }
+}
