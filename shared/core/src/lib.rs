@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod auth;
 pub mod event;
+pub mod jobs;
 pub mod ports;
 pub mod push;
 pub mod service;
@@ -19,6 +20,7 @@ mod worker;
 pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
 pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
 pub use event::{LoggedEvent, TaskEvent};
+pub use jobs::{JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
 pub use ports::*;
 pub use push::PushPolicy;
 pub use service::{A2aService, CallContext, EventStream, ServiceConfig, StreamItem};
