@@ -5,35 +5,28 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use a2a_core::jobs::{run_jobs, JobPolicy, Settled, Settlement};
-use a2a_core::{JobOutcome, Owner, PushJob, PushQueue, WorkJob, WorkQueue, JOB_FORMAT_VERSION};
-use a2a_embedded::{QueueName, SqliteStore};
+use a2a_core::jobs::{run_jobs, JobPolicy, ReceivedJob, Settled, Settlement};
+use a2a_core::{JobOutcome, PushJob, PushQueue, WorkJob, WorkQueue};
+use a2a_embedded::{EmbeddedQueue, QueueName};
 
-const LONG: Duration = Duration::from_secs(60);
+use super::{open, push_job, work_job, LONG};
 
-fn open() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(dir.path()).expect("open");
-    (dir, store)
-}
-
-fn work_job(task_id: &str) -> WorkJob {
-    WorkJob {
-        v: JOB_FORMAT_VERSION,
-        owner: Owner::anonymous("t"),
-        task_id: task_id.into(),
-        trigger_seq: 1,
+/// Work jobs named `tasks`, received at once and put in the given message groups, as an SQS
+/// FIFO receive may return several jobs of a group.
+async fn received_in_groups(
+    store: &a2a_embedded::SqliteStore,
+    tasks: &[(&str, &str)],
+) -> (EmbeddedQueue, Vec<ReceivedJob<i64>>) {
+    let queue = store.queue(QueueName::Work);
+    for (task, _) in tasks {
+        store.enqueue_work(&work_job(task)).await.expect("enqueue");
     }
-}
-
-fn push_job(task_id: &str, seq: u64) -> PushJob {
-    PushJob {
-        v: JOB_FORMAT_VERSION,
-        owner: Owner::anonymous("t"),
-        task_id: task_id.into(),
-        seq,
-        config_id: "cfg".into(),
+    let mut jobs = queue.receive(10, LONG).await.expect("receive");
+    assert_eq!(jobs.len(), tasks.len());
+    for (job, (_, group)) in jobs.iter_mut().zip(tasks) {
+        job.group = Some((*group).into());
     }
+    (queue, jobs)
 }
 
 fn retry(reason: &str, after: Duration) -> JobOutcome {
@@ -168,16 +161,7 @@ async fn an_unreadable_body_is_dead_lettered_with_the_parse_error_untried() {
 #[tokio::test]
 async fn after_a_job_that_stays_queued_its_group_s_later_jobs_are_handed_back_untried() {
     let (_dir, store) = open();
-    let queue = store.queue(QueueName::Work);
-    for id in ["a1", "a2", "b1"] {
-        store.enqueue_work(&work_job(id)).await.expect("enqueue");
-    }
-    let mut jobs = queue.receive(10, LONG).await.expect("receive");
-    assert_eq!(jobs.len(), 3);
-    // As an SQS FIFO receive may return them: two of task a's jobs, one of task b's.
-    for (job, group) in jobs.iter_mut().zip(["a", "a", "b"]) {
-        job.group = Some(group.into());
-    }
+    let (queue, jobs) = received_in_groups(&store, &[("a1", "a"), ("a2", "a"), ("b1", "b")]).await;
     let tried = Mutex::new(Vec::new());
     let out = run_jobs(&queue, jobs, JobPolicy::default(), |job: WorkJob, _| {
         tried.lock().unwrap().push(job.task_id.clone());
@@ -210,14 +194,7 @@ async fn after_a_job_that_stays_queued_its_group_s_later_jobs_are_handed_back_un
 #[tokio::test]
 async fn a_dead_lettered_job_does_not_hold_up_its_group() {
     let (_dir, store) = open();
-    let queue = store.queue(QueueName::Work);
-    for id in ["a1", "a2"] {
-        store.enqueue_work(&work_job(id)).await.expect("enqueue");
-    }
-    let mut jobs = queue.receive(10, LONG).await.expect("receive");
-    for job in &mut jobs {
-        job.group = Some("a".into());
-    }
+    let (queue, jobs) = received_in_groups(&store, &[("a1", "a"), ("a2", "a")]).await;
     let policy = JobPolicy {
         max_attempts: Some(1),
         visibility: None,
