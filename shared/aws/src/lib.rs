@@ -27,7 +27,7 @@ use aws_config::BehaviorVersion;
 pub use dynamo::DynamoTaskStore;
 pub use items::MAX_ITEM_BYTES;
 pub use meter::{Call, Meter, Service, Summary};
-pub use sqs::{ReceivedMessage, SqsPushQueue, SqsQueue, SqsWorkQueue};
+pub use sqs::{ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsWorkQueue};
 
 /// Environment variable naming the DynamoDB table.
 pub const ENV_TABLE: &str = "A2A_TABLE";

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_core::jobs::{self, JobQueue, Settlement};
 use a2a_core::{PushJob, PushQueue, StoreError, WorkJob, WorkQueue};
 use async_trait::async_trait;
 use aws_sdk_sqs::error::{DisplayErrorContext, SdkError};
@@ -48,7 +49,29 @@ pub struct ReceivedMessage {
     pub group_id: Option<String>,
 }
 
+/// What settles an SQS receipt: the [`JobQueue::Receipt`] of [`SqsQueue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqsReceipt {
+    /// The receipt handle (valid for this receipt only).
+    pub receipt_handle: String,
+    /// SQS's message id (the de-duplication id of a dead letter on a FIFO queue).
+    pub message_id: String,
+}
+
 impl ReceivedMessage {
+    /// This message as a job for the core's runner.
+    pub fn into_job(self) -> jobs::ReceivedJob<SqsReceipt> {
+        jobs::ReceivedJob {
+            body: self.body,
+            receive_count: self.receive_count,
+            group: self.group_id,
+            receipt: SqsReceipt {
+                receipt_handle: self.receipt_handle,
+                message_id: self.message_id,
+            },
+        }
+    }
+
     /// This message as a record of the SQS event Lambda's event source mapping invokes a
     /// function with (`aws_lambda_events::sqs::SqsMessage` in JSON), for whatever stands in for
     /// that mapping: the local poller, tests. `queue_arn` is the record's `eventSourceARN`.
@@ -260,6 +283,24 @@ impl SqsQueue {
         message: &ReceivedMessage,
         reason: &str,
     ) -> Result<(), StoreError> {
+        self.move_to_dead_letters(
+            &message.body,
+            message.group_id.as_deref(),
+            &message.message_id,
+            &message.receipt_handle,
+            reason,
+        )
+        .await
+    }
+
+    async fn move_to_dead_letters(
+        &self,
+        body: &str,
+        group_id: Option<&str>,
+        message_id: &str,
+        receipt_handle: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
         let dlq = self.dead_letter_queue_url().await?;
         let mut reason = reason.to_owned();
         if reason.len() > MAX_REASON {
@@ -273,7 +314,7 @@ impl SqsQueue {
             .client
             .send_message()
             .queue_url(dlq)
-            .message_body(&message.body)
+            .message_body(body)
             .message_attributes(
                 "reason",
                 MessageAttributeValue::builder()
@@ -288,13 +329,13 @@ impl SqsQueue {
             );
         if dlq.ends_with(".fifo") {
             send = send
-                .message_group_id(sqs_id(message.group_id.as_deref().unwrap_or("dead-letter")))
-                .message_deduplication_id(sqs_id(&message.message_id));
+                .message_group_id(sqs_id(group_id.unwrap_or("dead-letter")))
+                .message_deduplication_id(sqs_id(message_id));
         }
         send.send().await.map_err(|e| backend("SendMessage", &e))?;
         self.record("SendMessage");
         // Sent before deleted: a failure in between leaves a duplicate, never a loss.
-        self.delete(&message.receipt_handle).await
+        self.delete(receipt_handle).await
     }
 
     /// The dead-letter queue's URL, from the queue's redrive policy (looked up once).
@@ -406,6 +447,36 @@ impl SqsQueue {
             pause *= 2;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl JobQueue for SqsQueue {
+    type Receipt = SqsReceipt;
+
+    async fn settle(
+        &self,
+        job: &jobs::ReceivedJob<SqsReceipt>,
+        settlement: &Settlement,
+    ) -> Result<(), StoreError> {
+        let receipt = &job.receipt;
+        match settlement {
+            Settlement::Delete => self.delete(&receipt.receipt_handle).await,
+            Settlement::RetryAfter(after) => {
+                self.change_visibility(&receipt.receipt_handle, *after)
+                    .await
+            }
+            Settlement::DeadLetter(reason) => {
+                self.move_to_dead_letters(
+                    &job.body,
+                    job.group.as_deref(),
+                    &receipt.message_id,
+                    &receipt.receipt_handle,
+                    reason,
+                )
+                .await
+            }
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use a2a_core::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::watch;
 
-pub use queue::{QueueName, ReceivedJob};
+pub use queue::{EmbeddedQueue, QueueName, ReceivedJob};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE_NAME: &str = "a2a.sqlite3";

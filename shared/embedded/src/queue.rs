@@ -1,8 +1,9 @@
 //! The work and push queues: the in-process stand-in for SQS, durable in the same file.
 //!
-//! Producers use the core's [`WorkQueue`] and [`PushQueue`] ports; the local server's worker
-//! and push loops consume with [`SqliteStore::receive`], then settle each job with
-//! [`SqliteStore::delete_job`], [`SqliteStore::retry_job`] or [`SqliteStore::dead_letter`].
+//! Producers use the core's [`WorkQueue`] and [`PushQueue`] ports; consumers receive with
+//! [`SqliteStore::receive`], then settle each job with [`SqliteStore::delete_job`],
+//! [`SqliteStore::retry_job`] or [`SqliteStore::dead_letter`]. [`EmbeddedQueue`] is one queue
+//! as the core's job runner consumes it (its [`JobQueue`] port).
 //!
 //! Like SQS, delivery is at least once: a job whose visibility timeout passes before it is
 //! settled is handed out again, with a higher `receive_count`. Jobs are settled by id (there
@@ -11,6 +12,7 @@
 
 use std::time::Duration;
 
+use a2a_core::jobs::{self, JobQueue, Settlement};
 use a2a_core::{PushJob, PushQueue, StoreError, WorkJob, WorkQueue};
 use async_trait::async_trait;
 use rusqlite::{params, Connection};
@@ -44,7 +46,7 @@ impl QueueName {
     fn eligible_sql(self) -> &'static str {
         match self {
             Self::Work => {
-                "SELECT id, body, receive_count FROM jobs
+                "SELECT id, body, receive_count, group_key FROM jobs
                  WHERE queue = 'work' AND visible_at_ms <= ?1
                  ORDER BY id LIMIT ?2"
             }
@@ -52,7 +54,7 @@ impl QueueName {
             // when it is visible. While it is in flight (or waiting for a retry) the jobs behind
             // it wait too, so a receiver sees a task's events in order.
             Self::Push => {
-                "SELECT j.id, j.body, j.receive_count FROM jobs j
+                "SELECT j.id, j.body, j.receive_count, j.group_key FROM jobs j
                  WHERE j.queue = 'push' AND j.visible_at_ms <= ?1
                    AND j.id = (SELECT MIN(k.id) FROM jobs k
                                WHERE k.queue = 'push' AND k.group_key = j.group_key)
@@ -71,6 +73,19 @@ pub struct ReceivedJob {
     pub body: String,
     /// How many times the job has been handed out, this time included (1 on the first).
     pub receive_count: u32,
+    /// The push job's task (its FIFO group); `None` on the work queue.
+    pub group: Option<String>,
+}
+
+impl From<ReceivedJob> for jobs::ReceivedJob<i64> {
+    fn from(job: ReceivedJob) -> Self {
+        Self {
+            body: job.body,
+            receive_count: job.receive_count,
+            group: job.group,
+            receipt: job.id,
+        }
+    }
 }
 
 fn eligible(
@@ -86,6 +101,7 @@ fn eligible(
                 id: r.get(0)?,
                 body: r.get(1)?,
                 receive_count: u32::try_from(r.get::<_, i64>(2)?).unwrap_or(u32::MAX),
+                group: r.get(3)?,
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
@@ -225,6 +241,64 @@ impl SqliteStore {
                 return;
             }
             wait_tick(&mut rx, deadline).await;
+        }
+    }
+}
+
+/// One queue of the embedded store, as the core's job runner consumes it. Cloning is cheap.
+#[derive(Clone)]
+pub struct EmbeddedQueue {
+    store: SqliteStore,
+    name: QueueName,
+}
+
+impl SqliteStore {
+    /// The consumer side of one of the store's queues.
+    pub fn queue(&self, name: QueueName) -> EmbeddedQueue {
+        EmbeddedQueue {
+            store: self.clone(),
+            name,
+        }
+    }
+}
+
+impl EmbeddedQueue {
+    /// Which queue this is.
+    pub fn name(&self) -> QueueName {
+        self.name
+    }
+
+    /// Claims up to `max` jobs, each invisible for `visibility`, as [`SqliteStore::receive`].
+    pub async fn receive(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<jobs::ReceivedJob<i64>>, StoreError> {
+        let received = self.store.receive(self.name, max, visibility).await?;
+        Ok(received.into_iter().map(Into::into).collect())
+    }
+
+    /// Returns once a job may be eligible, or after `max_wait`, as
+    /// [`SqliteStore::wait_for_job`].
+    pub async fn wait_for_job(&self, max_wait: Duration) {
+        self.store.wait_for_job(self.name, max_wait).await;
+    }
+}
+
+#[async_trait]
+impl JobQueue for EmbeddedQueue {
+    /// The job's row id.
+    type Receipt = i64;
+
+    async fn settle(
+        &self,
+        job: &jobs::ReceivedJob<i64>,
+        settlement: &Settlement,
+    ) -> Result<(), StoreError> {
+        match settlement {
+            Settlement::Delete => self.store.delete_job(job.receipt).await,
+            Settlement::RetryAfter(after) => self.store.retry_job(job.receipt, *after).await,
+            Settlement::DeadLetter(reason) => self.store.dead_letter(job.receipt, reason).await,
         }
     }
 }

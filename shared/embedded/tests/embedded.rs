@@ -1,5 +1,7 @@
 //! Behaviour specific to the SQLite adapter: durability, several stores on one file, the
-//! queues, wake-ups and the purge.
+//! queues, wake-ups and the purge; and the core's job runner over those queues (`runner`).
+
+mod runner;
 
 use std::sync::Arc;
 use std::time::Duration;

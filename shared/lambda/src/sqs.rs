@@ -2,11 +2,14 @@
 //! webhooks), each answering with partial batch failures (`ReportBatchItemFailures`): records
 //! not listed are deleted by the event source mapping, listed ones come back later.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_aws::{ReceivedMessage, SqsQueue};
-use a2a_core::{A2aService, Agent, JobOutcome, PushJob, WorkJob};
+use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
+use a2a_core::jobs::{run_jobs, JobPolicy, JobQueue, ReceivedJob, Settlement};
+use a2a_core::{A2aService, Agent, JobOutcome, PushJob, StoreError, WorkJob};
+use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde::de::DeserializeOwned;
@@ -69,20 +72,52 @@ fn failures(ids: impl IntoIterator<Item = String>) -> SqsBatchResponse {
     response
 }
 
-/// Parses a job; an unreadable one is moved to the dead-letter queue (it never gets better)
-/// and counts as handled.
-async fn parse<T: DeserializeOwned>(queue: &SqsQueue, message: &ReceivedMessage) -> Option<T> {
-    match serde_json::from_str(&message.body) {
-        Ok(job) => Some(job),
-        Err(err) => {
-            let reason = format!("unreadable job body: {err}");
-            tracing::error!(message_id = %message.message_id, "{reason}");
-            if let Err(err) = queue.dead_letter(message, &reason).await {
-                tracing::error!("dead-lettering an unreadable job failed: {err}");
-            }
-            None
+/// The queue as the event source mapping presents it: a job left alone is deleted by the
+/// mapping unless reported, so deleting is nothing to do here; the rest is the queue's own.
+struct EventSource<'a>(&'a SqsQueue);
+
+#[async_trait]
+impl JobQueue for EventSource<'_> {
+    type Receipt = SqsReceipt;
+
+    async fn settle(
+        &self,
+        job: &ReceivedJob<SqsReceipt>,
+        settlement: &Settlement,
+    ) -> Result<(), StoreError> {
+        match settlement {
+            Settlement::Delete => Ok(()),
+            other => self.0.settle(job, other).await,
         }
     }
+}
+
+/// Runs a batch through the job runner; the records that stay queued are the batch item
+/// failures.
+async fn run_batch<T, F, Fut>(
+    queue: &SqsQueue,
+    event: SqsEvent,
+    policy: JobPolicy,
+    handler: F,
+) -> SqsBatchResponse
+where
+    T: DeserializeOwned,
+    F: Fn(T, u32) -> Fut,
+    Fut: Future<Output = JobOutcome>,
+{
+    let jobs: Vec<_> = event
+        .records
+        .iter()
+        .map(|record| received(record).into_job())
+        .collect();
+    let ids: Vec<String> = jobs.iter().map(|j| j.receipt.message_id.clone()).collect();
+    let settled = run_jobs(&EventSource(queue), jobs, policy, handler).await;
+    failures(
+        ids.into_iter()
+            .zip(settled)
+            .filter(|(_, s)| s.stays_queued())
+            .map(|(id, _)| id),
+    )
 }
 
 /// The worker's batch handler.
@@ -96,48 +131,19 @@ pub struct WorkBatch {
 }
 
 impl WorkBatch {
-    /// Runs every record's job and reports the ones to retry.
+    /// Runs every record's job, concurrently, and reports the ones to retry. Work jobs are
+    /// never dead-lettered here: the core fails the task itself after too many receives.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        let runs = event.records.iter().map(|record| self.run_one(record));
-        let failed = futures::future::join_all(runs).await;
-        failures(failed.into_iter().flatten())
-    }
-
-    /// Runs one job; `Some(message id)` when it must be retried.
-    async fn run_one(&self, record: &SqsMessage) -> Option<String> {
-        let message = received(record);
-        let job: WorkJob = parse(&self.queue, &message).await?;
-        // Keep the message invisible while the agent runs; the core's lease on the task keeps
-        // a redelivery from running it twice at once.
-        let heartbeat = {
-            let queue = self.queue.clone();
-            let handle = message.receipt_handle.clone();
-            let visibility = self.visibility;
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(visibility / 3).await;
-                    if let Err(err) = queue.change_visibility(&handle, visibility).await {
-                        tracing::warn!("extending a running job's visibility failed: {err}");
-                    }
-                }
-            })
+        let service = &self.service;
+        let policy = JobPolicy {
+            max_attempts: None,
+            // The core's lease on the task keeps a redelivery from running it twice at once.
+            visibility: Some(self.visibility),
         };
-        let outcome = self.service.run_work_job(&job, message.receive_count).await;
-        heartbeat.abort();
-        match outcome {
-            JobOutcome::Done => None,
-            JobOutcome::Retry { reason, after } => {
-                tracing::warn!(task_id = %job.task_id, "will retry a work job in {after:?}: {reason}");
-                if let Err(err) = self
-                    .queue
-                    .change_visibility(&message.receipt_handle, after)
-                    .await
-                {
-                    tracing::warn!("delaying a work job's retry failed: {err}");
-                }
-                Some(message.message_id)
-            }
-        }
+        run_batch(&self.queue, event, policy, |job: WorkJob, receive_count| async move {
+            service.run_work_job(&job, receive_count).await
+        })
+        .await
     }
 }
 
@@ -150,78 +156,19 @@ pub struct PushBatch {
 }
 
 impl PushBatch {
-    /// Delivers the records, in order within each message group, groups concurrently.
+    /// Delivers the records, in order within each message group, groups concurrently; reports
+    /// a record not delivered together with every later record of its group (handed back
+    /// untried, so a receiver never sees a task's events out of order).
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        let mut groups: Vec<(String, Vec<ReceivedMessage>)> = Vec::new();
-        for record in &event.records {
-            let message = received(record);
-            let group = message
-                .group_id
-                .clone()
-                .unwrap_or_else(|| message.message_id.clone());
-            match groups.iter_mut().find(|(g, _)| *g == group) {
-                Some((_, messages)) => messages.push(message),
-                None => groups.push((group, vec![message])),
-            }
-        }
-        let runs = groups
-            .into_iter()
-            .map(|(_, group)| self.deliver_group(group));
-        let failed = futures::future::join_all(runs).await;
-        failures(failed.into_iter().flatten())
-    }
-
-    /// Delivers one group in order; returns the message ids to report as failures: the first
-    /// one not delivered and every later one.
-    async fn deliver_group(&self, group: Vec<ReceivedMessage>) -> Vec<String> {
-        let max_attempts = self.service.config().max_push_attempts;
-        let mut messages = group.into_iter();
-        let mut failed = Vec::new();
-        for message in messages.by_ref() {
-            let Some(job) = parse::<PushJob>(&self.queue, &message).await else {
-                continue;
-            };
-            match self.service.deliver_push(&job, message.receive_count).await {
-                JobOutcome::Done => {}
-                JobOutcome::Retry { reason, .. } if message.receive_count >= max_attempts => {
-                    tracing::error!(task_id = %job.task_id, "giving up on a push after its last attempt: {reason}");
-                    match self.queue.dead_letter(&message, &reason).await {
-                        // Moved (and deleted here): handled.
-                        Ok(()) => {}
-                        Err(err) => {
-                            tracing::error!("dead-lettering a push job failed: {err}");
-                            failed.push(message.message_id);
-                            break;
-                        }
-                    }
-                }
-                JobOutcome::Retry { reason, after } => {
-                    tracing::warn!(task_id = %job.task_id, "will retry a push in {after:?}: {reason}");
-                    if let Err(err) = self
-                        .queue
-                        .change_visibility(&message.receipt_handle, after)
-                        .await
-                    {
-                        tracing::warn!("delaying a push retry failed: {err}");
-                    }
-                    failed.push(message.message_id);
-                    break;
-                }
-            }
-        }
-        // The later records of the group go back at once: SQS hands them out again only after
-        // the failed one, so a receiver never sees a task's events out of order.
-        for message in messages {
-            if let Err(err) = self
-                .queue
-                .change_visibility(&message.receipt_handle, Duration::ZERO)
-                .await
-            {
-                tracing::warn!("handing back a push job failed: {err}");
-            }
-            failed.push(message.message_id);
-        }
-        failed
+        let service = &self.service;
+        let policy = JobPolicy {
+            max_attempts: Some(service.config().max_push_attempts),
+            visibility: None,
+        };
+        run_batch(&self.queue, event, policy, |job: PushJob, receive_count| async move {
+            service.deliver_push(&job, receive_count).await
+        })
+        .await
     }
 }
 

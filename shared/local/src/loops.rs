@@ -1,14 +1,15 @@
 //! The in-process stand-ins for the Lambda worker and push functions: each loop takes jobs from
-//! a durable queue (the embedded one in the store file, or SQS) and hands them to the same core
-//! handlers the Lambda functions call.
+//! a durable queue (the embedded one in the store file, or SQS) and hands them to the core's job
+//! runner with the same handlers the Lambda functions use.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_aws::{ReceivedMessage, SqsQueue};
-use a2a_core::{A2aService, JobOutcome, PushJob, StoreError, WorkJob};
-use a2a_embedded::{QueueName, SqliteStore};
-use serde::de::DeserializeOwned;
+use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
+use a2a_core::jobs::{self, run_jobs, JobPolicy, ReceivedJob};
+use a2a_core::{A2aService, PushJob, StoreError, WorkJob};
+use a2a_embedded::{EmbeddedQueue, QueueName, SqliteStore};
+use async_trait::async_trait;
 use tokio::sync::{watch, Semaphore};
 
 /// How long a received push job stays invisible before the queue hands it out again.
@@ -32,121 +33,46 @@ pub enum JobQueue {
     Sqs(SqsQueue),
 }
 
-/// A job handed out by a [`JobQueue`], to settle with it.
-pub struct Received {
-    body: String,
-    receive_count: u32,
-    receipt: Receipt,
-}
-
-enum Receipt {
-    Embedded(i64),
-    Sqs(Box<ReceivedMessage>),
-}
-
-impl JobQueue {
+/// A queue the loops poll: the receive side, beside the runner's settle side.
+#[async_trait]
+trait Poll: jobs::JobQueue + Clone + 'static {
     /// Up to `max` jobs, each invisible to other consumers for `visibility`; waits a little
     /// when there are none, so an idle loop does not spin.
-    async fn receive(&self, max: usize, visibility: Duration) -> Result<Vec<Received>, StoreError> {
-        match self {
-            Self::Embedded { store, queue } => {
-                let jobs = store.receive(*queue, max, visibility).await?;
-                if jobs.is_empty() {
-                    store.wait_for_job(*queue, IDLE_WAIT).await;
-                }
-                Ok(jobs
-                    .into_iter()
-                    .map(|j| Received {
-                        body: j.body,
-                        receive_count: j.receive_count,
-                        receipt: Receipt::Embedded(j.id),
-                    })
-                    .collect())
-            }
-            Self::Sqs(queue) => Ok(queue
-                .receive(max, IDLE_WAIT, Some(visibility))
-                .await?
-                .into_iter()
-                .map(|m| Received {
-                    body: m.body.clone(),
-                    receive_count: m.receive_count,
-                    receipt: Receipt::Sqs(Box::new(m)),
-                })
-                .collect()),
-        }
-    }
+    async fn receive(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<ReceivedJob<Self::Receipt>>, StoreError>;
+}
 
-    /// The job was handled: remove it.
-    async fn delete(&self, job: &Received) -> Result<(), StoreError> {
-        match (self, &job.receipt) {
-            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => store.delete_job(*id).await,
-            (Self::Sqs(queue), Receipt::Sqs(m)) => queue.delete(&m.receipt_handle).await,
-            _ => Err(mismatch()),
+#[async_trait]
+impl Poll for EmbeddedQueue {
+    async fn receive(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<ReceivedJob<i64>>, StoreError> {
+        let jobs = EmbeddedQueue::receive(self, max, visibility).await?;
+        if jobs.is_empty() {
+            self.wait_for_job(IDLE_WAIT).await;
         }
-    }
-
-    /// Hands the job out again `after` from now (a retry, or a heartbeat while it runs).
-    async fn retry(&self, job: &Received, after: Duration) -> Result<(), StoreError> {
-        match (self, &job.receipt) {
-            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => {
-                store.retry_job(*id, after).await
-            }
-            (Self::Sqs(queue), Receipt::Sqs(m)) => {
-                queue.change_visibility(&m.receipt_handle, after).await
-            }
-            _ => Err(mismatch()),
-        }
-    }
-
-    /// Gives up on the job: moves it to the dead-letter queue with `reason`.
-    async fn dead_letter(&self, job: &Received, reason: &str) -> Result<(), StoreError> {
-        match (self, &job.receipt) {
-            (Self::Embedded { store, .. }, Receipt::Embedded(id)) => {
-                store.dead_letter(*id, reason).await
-            }
-            (Self::Sqs(queue), Receipt::Sqs(m)) => queue.dead_letter(m, reason).await,
-            _ => Err(mismatch()),
-        }
-    }
-
-    /// Parses a job's body; an unreadable one is dead-lettered (it would never get better).
-    async fn parse<T: DeserializeOwned>(&self, job: &Received) -> Option<T> {
-        match serde_json::from_str(&job.body) {
-            Ok(parsed) => Some(parsed),
-            Err(err) => {
-                let reason = format!("unreadable job body: {err}");
-                tracing::error!("{reason}");
-                if let Err(err) = self.dead_letter(job, &reason).await {
-                    tracing::error!("dead-lettering an unreadable job failed: {err}");
-                }
-                None
-            }
-        }
-    }
-
-    /// Applies a handler's outcome: delete, retry later, or dead-letter after the last attempt.
-    async fn settle(&self, job: &Received, outcome: JobOutcome, max_attempts: Option<u32>) {
-        let result = match outcome {
-            JobOutcome::Done => self.delete(job).await,
-            JobOutcome::Retry { reason, .. }
-                if max_attempts.is_some_and(|max| job.receive_count >= max) =>
-            {
-                tracing::error!("giving up on a job after its last attempt: {reason}");
-                self.dead_letter(job, &reason).await
-            }
-            JobOutcome::Retry { reason, after } => {
-                tracing::warn!("will retry a job in {after:?}: {reason}");
-                self.retry(job, after).await
-            }
-        };
-        if let Err(err) = result {
-            tracing::error!("queue update failed: {err}");
-        }
+        Ok(jobs)
     }
 }
 
-fn mismatch() -> StoreError {
-    StoreError::Backend("a job was settled on a queue of another kind".into())
+#[async_trait]
+impl Poll for SqsQueue {
+    async fn receive(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<ReceivedJob<SqsReceipt>>, StoreError> {
+        let messages = SqsQueue::receive(self, max, IDLE_WAIT, Some(visibility)).await?;
+        Ok(messages
+            .into_iter()
+            .map(ReceivedMessage::into_job)
+            .collect())
+    }
 }
 
 async fn stopped(stop: &mut watch::Receiver<bool>) -> bool {
@@ -158,8 +84,28 @@ pub async fn worker_loop(
     service: A2aService,
     queue: JobQueue,
     visibility: Duration,
+    stop: watch::Receiver<bool>,
+) {
+    match queue {
+        JobQueue::Embedded { store, queue } => {
+            run_work(service, store.queue(queue), visibility, stop).await;
+        }
+        JobQueue::Sqs(queue) => run_work(service, queue, visibility, stop).await,
+    }
+}
+
+async fn run_work<Q: Poll>(
+    service: A2aService,
+    queue: Q,
+    visibility: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
+    // The core ends a task FAILED itself when its job exhausted its attempts, so work jobs are
+    // never dead-lettered here; the queue's own redrive policy is the backstop.
+    let policy = JobPolicy {
+        max_attempts: None,
+        visibility: Some(visibility),
+    };
     let permits = Arc::new(Semaphore::new(WORK_CONCURRENCY));
     while !stopped(&mut stop).await {
         let free = permits.available_permits().max(1);
@@ -170,7 +116,7 @@ pub async fn worker_loop(
         let jobs = match jobs {
             Ok(jobs) => jobs,
             Err(err) => {
-                tracing::error!("work queue receive failed: {err}");
+                tracing::error!(error = %err, "work queue receive failed");
                 wait(&mut stop, Duration::from_secs(1)).await;
                 continue;
             }
@@ -182,42 +128,20 @@ pub async fn worker_loop(
             let service = service.clone();
             let queue = queue.clone();
             tokio::spawn(async move {
-                run_one_work_job(&service, &queue, job, visibility).await;
+                let service = &service;
+                run_jobs(
+                    &queue,
+                    vec![job],
+                    policy,
+                    |job: WorkJob, receive_count| async move {
+                        service.run_work_job(&job, receive_count).await
+                    },
+                )
+                .await;
                 drop(permit);
             });
         }
     }
-}
-
-async fn run_one_work_job(
-    service: &A2aService,
-    queue: &JobQueue,
-    job: Received,
-    visibility: Duration,
-) {
-    let Some(parsed) = queue.parse::<WorkJob>(&job).await else {
-        return;
-    };
-    // Keep the job invisible while the agent runs (the twin of the Lambda worker's visibility
-    // extension).
-    let job = Arc::new(job);
-    let heartbeat = {
-        let queue = queue.clone();
-        let job = job.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(visibility / 3).await;
-                if let Err(err) = queue.retry(&job, visibility).await {
-                    tracing::warn!("extending a running job's visibility failed: {err}");
-                }
-            }
-        })
-    };
-    let outcome = service.run_work_job(&parsed, job.receive_count).await;
-    heartbeat.abort();
-    // The core ends a task FAILED itself when its job exhausted its attempts, so work jobs are
-    // never dead-lettered here; the queue's own redrive policy is the backstop.
-    queue.settle(&job, outcome, None).await;
 }
 
 /// Delivers push jobs until `stop` flips.
@@ -227,10 +151,21 @@ async fn run_one_work_job(
 /// untried but counted (docs/push.md). Several pollers keep different tasks going out at once.
 /// The embedded queue hands out only the oldest job of each task, so one poller takes many.
 pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiver<bool>) {
-    let (pollers, batch) = match &queue {
-        JobQueue::Sqs(_) => (8, 1),
-        JobQueue::Embedded { .. } => (1, 16),
-    };
+    match queue {
+        JobQueue::Sqs(queue) => run_pushes(service, queue, stop, 8, 1).await,
+        JobQueue::Embedded { store, queue } => {
+            run_pushes(service, store.queue(queue), stop, 1, 16).await;
+        }
+    }
+}
+
+async fn run_pushes<Q: Poll>(
+    service: A2aService,
+    queue: Q,
+    stop: watch::Receiver<bool>,
+    pollers: usize,
+    batch: usize,
+) {
     let mut polls = tokio::task::JoinSet::new();
     for _ in 0..pollers {
         polls.spawn(poll_pushes(
@@ -243,13 +178,17 @@ pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiv
     while polls.join_next().await.is_some() {}
 }
 
-async fn poll_pushes(
+async fn poll_pushes<Q: Poll>(
     service: A2aService,
-    queue: JobQueue,
+    queue: Q,
     mut stop: watch::Receiver<bool>,
     batch: usize,
 ) {
-    let max_attempts = service.config().max_push_attempts;
+    let policy = JobPolicy {
+        max_attempts: Some(service.config().max_push_attempts),
+        visibility: None,
+    };
+    let service = &service;
     while !stopped(&mut stop).await {
         let jobs = tokio::select! {
             jobs = queue.receive(batch, PUSH_VISIBILITY) => jobs,
@@ -258,59 +197,17 @@ async fn poll_pushes(
         let jobs = match jobs {
             Ok(jobs) => jobs,
             Err(err) => {
-                tracing::error!("push queue receive failed: {err}");
+                tracing::error!(error = %err, "push queue receive failed");
                 wait(&mut stop, Duration::from_secs(1)).await;
                 continue;
             }
         };
         // One task's jobs go out one after another, in the order received (an SQS FIFO receive
         // may return several of a group at once); different tasks go out concurrently.
-        let mut by_task: Vec<(String, Vec<(Received, PushJob)>)> = Vec::new();
-        for job in jobs {
-            let Some(parsed) = queue.parse::<PushJob>(&job).await else {
-                continue;
-            };
-            match by_task.iter_mut().find(|(task, _)| *task == parsed.task_id) {
-                Some((_, group)) => group.push((job, parsed)),
-                None => by_task.push((parsed.task_id.clone(), vec![(job, parsed)])),
-            }
-        }
-        let mut deliveries = Vec::with_capacity(by_task.len());
-        for (_, group) in by_task {
-            let service = service.clone();
-            let queue = queue.clone();
-            deliveries.push(tokio::spawn(async move {
-                deliver_in_order(&service, &queue, group, max_attempts).await;
-            }));
-        }
-        for delivery in deliveries {
-            let _ = delivery.await;
-        }
-    }
-}
-
-/// Delivers one task's jobs in order. After a job that was not delivered, the later ones are
-/// handed back at once: the queue gives them out again only after the earlier one, so a
-/// receiver never sees a task's events out of order.
-async fn deliver_in_order(
-    service: &A2aService,
-    queue: &JobQueue,
-    group: Vec<(Received, PushJob)>,
-    max_attempts: u32,
-) {
-    let mut jobs = group.into_iter();
-    for (job, parsed) in jobs.by_ref() {
-        let outcome = service.deliver_push(&parsed, job.receive_count).await;
-        let delivered = outcome == JobOutcome::Done;
-        queue.settle(&job, outcome, Some(max_attempts)).await;
-        if !delivered {
-            break;
-        }
-    }
-    for (job, _) in jobs {
-        if let Err(err) = queue.retry(&job, Duration::ZERO).await {
-            tracing::warn!("handing back a push job failed: {err}");
-        }
+        run_jobs(&queue, jobs, policy, |job: PushJob, receive_count| async move {
+            service.deliver_push(&job, receive_count).await
+        })
+        .await;
     }
 }
 

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, ReceivedMessage};
+use a2a_core::jobs::{run_jobs, JobPolicy, Settlement};
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    JobOutcome, KeySet, PushJob, PushPolicy, PushSigner, ServiceConfig, TaskStore,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter, KeySet,
+    PushJob, PushPolicy, PushSigner, ServiceConfig, TaskStore,
 };
 use a2a_embedded::{QueueName, SqliteStore};
 use a2a_http::{router, HttpOptions};
@@ -296,8 +297,9 @@ impl AgentServer {
     /// Delivers every queued push job, as the backend's consumer does, but retrying a failed
     /// job at once instead of after its backoff; returns when the push queue is empty.
     ///
-    /// - Embedded: `a2a-local`'s push loop without its sleeps: deliver, then delete, retry,
-    ///   or dead-letter after the last attempt.
+    /// - Embedded: `a2a-local`'s push loop without its sleeps: the core's job runner delivers,
+    ///   then deletes, retries, or dead-letters after the last attempt; a retry is made visible
+    ///   again at once.
     /// - DynamoDB and SQS: the push function's event source mapping, played by the test:
     ///   receive a batch from the FIFO queue, hand it to the function's batch handler as an
     ///   SQS event, delete what it did not report as failed, and make each reported failure
@@ -310,32 +312,47 @@ impl AgentServer {
     }
 
     async fn drain_embedded(&self, store: &SqliteStore) -> Drained {
+        let queue = store.queue(QueueName::Push);
+        let policy = JobPolicy {
+            max_attempts: Some(self.max_push_attempts),
+            visibility: None,
+        };
+        let service = &self.service;
         let mut drained = Drained::default();
         for _round in 0..1000 {
-            let jobs = store
-                .receive(QueueName::Push, 16, Duration::from_secs(60))
+            let jobs = queue
+                .receive(16, Duration::from_secs(60))
                 .await
                 .expect("receive");
             if jobs.is_empty() {
                 return drained;
             }
-            for job in jobs {
-                let parsed: PushJob = serde_json::from_str(&job.body).expect("a push job");
+            let ids: Vec<i64> = jobs.iter().map(|job| job.receipt).collect();
+            let settled = run_jobs(
+                &queue,
+                jobs,
+                policy,
+                |job: PushJob, receive_count| async move {
+                    service.deliver_push(&job, receive_count).await
+                },
+            )
+            .await;
+            for (id, settled) in ids.into_iter().zip(settled) {
+                assert!(settled.attempted, "a push job, handed to deliver_push");
+                assert!(settled.applied, "settle the job");
                 drained.attempts += 1;
-                match self.service.deliver_push(&parsed, job.receive_count).await {
-                    JobOutcome::Done => store.delete_job(job.id).await,
-                    JobOutcome::Retry { reason, .. }
-                        if job.receive_count >= self.max_push_attempts =>
-                    {
-                        drained.dead_lettered += 1;
-                        store.dead_letter(job.id, &reason).await
-                    }
-                    JobOutcome::Retry { .. } => {
+                match settled.settlement {
+                    Settlement::Delete => {}
+                    Settlement::DeadLetter(_) => drained.dead_lettered += 1,
+                    Settlement::RetryAfter(_) => {
                         drained.retries += 1;
-                        store.retry_job(job.id, Duration::ZERO).await
+                        // At once instead of after the backoff.
+                        store
+                            .retry_job(id, Duration::ZERO)
+                            .await
+                            .expect("retry at once");
                     }
                 }
-                .expect("settle the job");
             }
         }
         panic!("the push queue did not drain");
