@@ -1,5 +1,6 @@
 //! The A2A core: every operation of the protocol on the task event log, the [`Agent`] trait
-//! users implement, and the ports (store, queues) the adapters implement.
+//! users implement, and the ports (store, queues, webhook sender, JWKS source, API key source)
+//! the adapters implement. The core itself does no network or disk I/O.
 //!
 //! The same core runs in the local server, in each Lambda function and in tests. It keeps no
 //! state between requests that correctness depends on: tasks, events, push configs and leases
@@ -10,19 +11,22 @@ pub mod auth;
 pub mod event;
 pub mod ports;
 pub mod push;
+pub mod push_policy;
 pub mod service;
 pub mod signing;
 #[cfg(feature = "contract")]
 pub mod store_contract;
+pub mod webhook;
 mod worker;
 
 pub use agent::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
 pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
 pub use event::{LoggedEvent, TaskEvent};
 pub use ports::*;
-pub use push::PushPolicy;
+pub use push_policy::{HostResolver, PushPolicy};
 pub use service::{A2aService, CallContext, EventStream, ServiceConfig, StreamItem};
-pub use signing::{KeyFile, KeySet, KeySource, PushSigner, SigningAlgorithm, SigningKey};
+pub use signing::{KeySet, PushSigner, SigningAlgorithm, SigningKey};
+pub use webhook::{NoWebhookSender, WebhookOutcome, WebhookRequest, WebhookSender};
 
 /// A new random id (UUID v4) for tasks, contexts, messages, artifacts and push configs.
 pub fn new_id() -> String {

@@ -24,8 +24,9 @@ use crate::agent::{
 use crate::auth::{Auth, Permission, Permissions, Principal};
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::ports::*;
-use crate::push::PushPolicy;
+use crate::push_policy::PushPolicy;
 use crate::signing::PushSigner;
+use crate::webhook::{NoWebhookSender, WebhookSender};
 
 /// How the service behaves; the host (local server or Lambda function) fills it in.
 #[derive(Debug, Clone)]
@@ -52,6 +53,9 @@ pub struct ServiceConfig {
     pub background_inline: bool,
     /// Which webhook URLs may be contacted.
     pub push_policy: PushPolicy,
+    /// Sends the webhook POSTs through the SSRF guard (the host's network adapter). The
+    /// default refuses every send.
+    pub push_sender: Arc<dyn WebhookSender>,
     /// Signs every push (a JWT verifiable against the JWKS this service publishes). Without
     /// one, pushes go out unsigned and no JWKS is served: hosts should always set it.
     pub push_signer: Option<PushSigner>,
@@ -80,6 +84,7 @@ impl Default for ServiceConfig {
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
             push_policy: PushPolicy::default(),
+            push_sender: Arc::new(NoWebhookSender),
             push_signer: None,
             worker_id: crate::new_id(),
             lease_duration: Duration::from_secs(60),
@@ -158,7 +163,6 @@ pub(crate) struct Core {
     pub(crate) extended_card: AgentCard,
     /// `capabilities.extendedAgentCard` as published.
     pub(crate) offers_extended_card: bool,
-    pub(crate) http: reqwest::Client,
     /// Inline executions running in this process, so a graceful shutdown can end their tasks
     /// instead of leaving them WORKING. Only a courtesy: correctness never depends on it.
     pub(crate) running: std::sync::Mutex<std::collections::HashSet<(Owner, String)>>,
@@ -228,8 +232,6 @@ impl A2aService {
         extended_card
             .skills
             .extend(description.extended_skills.iter().cloned());
-        // Webhooks are contacted through the SSRF guard, without redirects or proxies.
-        let http = crate::push::webhook_client(&config);
         Self {
             core: Arc::new(Core {
                 config,
@@ -240,7 +242,6 @@ impl A2aService {
                 card,
                 extended_card,
                 offers_extended_card,
-                http,
                 running: Default::default(),
             }),
         }
@@ -406,7 +407,11 @@ impl A2aService {
             Some(cfg) => {
                 // An inline config is a push-config write like any other.
                 self.require_push(ctx)?;
-                self.core.config.push_policy.check_new_url(&cfg.url).await?;
+                self.core
+                    .config
+                    .push_policy
+                    .check_new_url(&cfg.url, &*self.core.config.push_sender)
+                    .await?;
                 Some(cfg)
             }
             None => None,
@@ -666,7 +671,7 @@ impl A2aService {
         self.core
             .config
             .push_policy
-            .check_new_url(&config.url)
+            .check_new_url(&config.url, &*self.core.config.push_sender)
             .await?;
         let head = self.load(&ctx.owner, &config.task_id).await?;
         let writer = Writer {
