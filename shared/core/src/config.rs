@@ -1,12 +1,14 @@
 //! The service's configuration, filled in by the host (the local server or a Lambda function).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_protocol::AgentInterface;
 
 use crate::auth::Auth;
-use crate::push::PushPolicy;
+use crate::push_policy::PushPolicy;
 use crate::signing::PushSigner;
+use crate::webhook::{NoWebhookSender, WebhookSender};
 
 /// How the service behaves; the host (local server or Lambda function) fills it in.
 #[derive(Debug, Clone)]
@@ -33,6 +35,9 @@ pub struct ServiceConfig {
     pub background_inline: bool,
     /// Which webhook URLs may be contacted.
     pub push_policy: PushPolicy,
+    /// Sends the webhook POSTs through the SSRF guard (the host's network adapter). The
+    /// default refuses every send.
+    pub push_sender: Arc<dyn WebhookSender>,
     /// Signs every push (a JWT verifiable against the JWKS this service publishes). Without
     /// one, pushes go out unsigned and no JWKS is served: hosts should always set it.
     pub push_signer: Option<PushSigner>,
@@ -61,6 +66,7 @@ impl Default for ServiceConfig {
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
             push_policy: PushPolicy::default(),
+            push_sender: Arc::new(NoWebhookSender),
             push_signer: None,
             worker_id: crate::new_id(),
             lease_duration: Duration::from_secs(60),

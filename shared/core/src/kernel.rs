@@ -24,7 +24,6 @@ pub(crate) struct Core {
     pub(crate) extended_card: AgentCard,
     /// `capabilities.extendedAgentCard` as published.
     pub(crate) offers_extended_card: bool,
-    pub(crate) http: reqwest::Client,
     /// Inline executions running in this process.
     pub(crate) executions: Executions,
 }

@@ -255,8 +255,6 @@ impl A2aService {
         extended_card
             .skills
             .extend(description.extended_skills.iter().cloned());
-        // Webhooks are contacted through the SSRF guard, without redirects or proxies.
-        let http = crate::push::webhook_client(&config);
         let log = Arc::new(TaskLog::new(
             store.clone(),
             push,
@@ -273,7 +271,6 @@ impl A2aService {
                 card,
                 extended_card,
                 offers_extended_card,
-                http,
                 executions: Executions::default(),
             }),
         }
@@ -479,7 +476,11 @@ impl A2aService {
                 // permission beside the send permission that `call` checked.
                 ctx.require(Permission::Push)?;
                 self.require_push_capability()?;
-                self.core.config.push_policy.check_new_url(&cfg.url).await?;
+                self.core
+                    .config
+                    .push_policy
+                    .check_new_url(&cfg.url, &*self.core.config.push_sender)
+                    .await?;
                 Some(cfg)
             }
             None => None,
@@ -724,7 +725,7 @@ impl A2aService {
         self.core
             .config
             .push_policy
-            .check_new_url(&config.url)
+            .check_new_url(&config.url, &*self.core.config.push_sender)
             .await?;
         let head = self.load(&ctx.owner, &config.task_id).await?;
         self.core

@@ -1,5 +1,6 @@
-//! Signing push notifications: the keys, the key file and secret format, and the JWT each
-//! webhook POST carries so that a receiver can check it came from this agent, unaltered.
+//! Signing push notifications: the keys, their document format (kept in a key file locally and
+//! in a secret in the cloud, by the hosts' adapters), and the JWT each webhook POST carries so
+//! that a receiver can check it came from this agent, unaltered.
 //!
 //! A [`KeySet`] holds one or more private keys. The *active* key signs; every key is published
 //! in the JWKS (`/.well-known/jwks.json`), so a key can be rotated without a gap: publish the
@@ -10,11 +11,9 @@
 //! errors name the key (its `kid`) and what is wrong, never its bytes.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use async_trait::async_trait;
 use base64::Engine as _;
 use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -381,140 +380,6 @@ impl KeySet {
     }
 }
 
-/// Where a deployment's keys come from. Locally a [`KeyFile`]; in the cloud, the Lambda host
-/// implements it by fetching a Secrets Manager secret or SSM SecureString parameter (named by
-/// the template) and passing its text to [`KeySet::from_json`].
-#[async_trait]
-pub trait KeySource: Send + Sync {
-    /// Loads the current key set.
-    async fn load(&self) -> Result<KeySet, KeyError>;
-}
-
-/// A key set already in memory (tests; a host that fetched the secret itself).
-#[async_trait]
-impl KeySource for KeySet {
-    async fn load(&self) -> Result<KeySet, KeyError> {
-        Ok(self.clone())
-    }
-}
-
-/// The local key file: the [`KeySet::from_json`] format in a file readable by its owner only,
-/// generated with one new key on first use.
-#[derive(Debug, Clone)]
-pub struct KeyFile {
-    path: PathBuf,
-    algorithm: SigningAlgorithm,
-}
-
-impl KeyFile {
-    /// The usual name of the key file in a data directory.
-    pub const FILE_NAME: &'static str = "push-signing-keys.json";
-
-    /// The key file at `path`; a generated key uses `algorithm`.
-    pub fn new(path: impl Into<PathBuf>, algorithm: SigningAlgorithm) -> Self {
-        Self {
-            path: path.into(),
-            algorithm,
-        }
-    }
-
-    /// The key file [`Self::FILE_NAME`] in `data_dir`.
-    pub fn in_dir(data_dir: &Path, algorithm: SigningAlgorithm) -> Self {
-        Self::new(data_dir.join(Self::FILE_NAME), algorithm)
-    }
-
-    /// Where the file is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Reads the file, creating it first if it does not exist.
-    pub fn load_or_create(&self) -> Result<KeySet, KeyError> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => {
-                warn_if_readable_by_others(&self.path);
-                KeySet::from_json(&text)
-                    .map_err(|e| KeyError::Invalid(format!("{}: {e}", self.path.display())))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create(),
-            Err(e) => Err(KeyError::Io(format!(
-                "cannot read {}: {e}",
-                self.path.display()
-            ))),
-        }
-    }
-
-    fn create(&self) -> Result<KeySet, KeyError> {
-        let (keys, text) = KeySet::generate(self.algorithm)?;
-        let key = keys.active();
-        let text = text.0;
-        let io = |what: &str, e: std::io::Error| {
-            KeyError::Io(format!("cannot {what} {}: {e}", self.path.display()))
-        };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;
-        }
-        // Written under a temporary name and linked into place, so that the file is never seen
-        // half-written, and two processes starting at once cannot both create it: the loser of
-        // the link reads the winner's file.
-        let tmp = self
-            .path
-            .with_extension(format!("tmp.{}", std::process::id()));
-        // A leftover of a process that died mid-write (same pid, much later) is stale.
-        let _ = std::fs::remove_file(&tmp);
-        write_private(&tmp, text.as_bytes()).map_err(|e| io("write", e))?;
-        let linked = std::fs::hard_link(&tmp, &self.path);
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {
-                tracing::info!(kid = %key.kid(), path = %self.path.display(), "generated a push signing key");
-                Ok(keys)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.load_or_create(),
-            Err(e) => Err(io("create", e)),
-        }
-    }
-}
-
-#[async_trait]
-impl KeySource for KeyFile {
-    async fn load(&self) -> Result<KeySet, KeyError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.load_or_create())
-            .await
-            .map_err(|e| KeyError::Io(format!("loading the key file did not complete: {e}")))?
-    }
-}
-
-/// Creates `path` (which must not exist) readable and writable by its owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-fn warn_if_readable_by_others(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        if let Ok(meta) = std::fs::metadata(path) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(path = %path.display(), "the push signing key file is readable by other users; chmod 600 it");
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-}
-
 /// The SHA-256 of `body`, base64url without padding (the `bodySha256` claim).
 pub fn body_sha256(body: &[u8]) -> String {
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body);
@@ -683,22 +548,6 @@ mod tests {
                 "{text}"
             );
         }
-    }
-
-    #[test]
-    fn the_key_file_is_created_once_and_private() {
-        let dir = std::env::temp_dir().join(format!("a2a-keyfile-{}", uuid::Uuid::new_v4()));
-        let file = KeyFile::in_dir(&dir, SigningAlgorithm::Es256);
-        let first = file.load_or_create().unwrap();
-        let again = file.load_or_create().unwrap();
-        assert_eq!(first.active().kid(), again.active().kid());
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -96,12 +96,16 @@ pub(crate) async fn run_work_job(
     let (emitter, _first) = new_emitter(&core.log, &job.owner, request, Some(head), None);
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
-    crate::jobs::while_running(run_agent(core.agent.clone(), emitter), lease / 3, || async move {
-        let until = lease_until(lease);
-        if let Err(err) = store.acquire_lease(&job.task_id, holder, until).await {
-            tracing::warn!(task_id = %job.task_id, "lease renewal failed: {err}");
-        }
-    })
+    crate::jobs::while_running(
+        run_agent(core.agent.clone(), emitter),
+        lease / 3,
+        || async move {
+            let until = lease_until(lease);
+            if let Err(err) = store.acquire_lease(&job.task_id, holder, until).await {
+                tracing::warn!(task_id = %job.task_id, "lease renewal failed: {err}");
+            }
+        },
+    )
     .await;
     if let Err(err) = store
         .release_lease(&job.task_id, &core.config.worker_id)

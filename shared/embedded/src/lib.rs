@@ -1,4 +1,5 @@
-//! Embedded adapters: the task store, the work queue and the push queue in one SQLite file.
+//! Embedded adapters: the task store, the work queue and the push queue in one SQLite file,
+//! and the local files of the auth and signing keys.
 //!
 //! [`SqliteStore`] implements [`TaskStore`](a2a_core::TaskStore),
 //! [`WorkQueue`](a2a_core::WorkQueue) and [`PushQueue`](a2a_core::PushQueue) on
@@ -10,6 +11,8 @@
 //! transaction, so several processes may share the file. In-process channels only wake waiters
 //! early; a short poll interval notices writes made by other processes.
 
+mod api_key_file;
+mod key_file;
 mod queue;
 mod schema;
 mod task_store;
@@ -22,6 +25,8 @@ use a2a_core::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::watch;
 
+pub use api_key_file::ApiKeyFile;
+pub use key_file::KeyFile;
 pub use queue::{EmbeddedQueue, QueueName, ReceivedJob};
 
 /// Name of the database file inside the data directory.

@@ -4,11 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
-use a2a_core::auth::{ApiKeySource, FetchKeyDocument};
+use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
-    Emitter, KeyFile, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+    Emitter, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
 };
+use a2a_embedded::{ApiKeyFile, KeyFile};
+use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
 use crate::Error;
@@ -202,6 +204,7 @@ impl Settings {
                 allowed_hosts: self.push_allow_hosts.clone(),
                 require_https: !self.push_allow_http,
             },
+            push_sender: Arc::new(WebhookClient::new()),
             push_signer: signer,
             lease_duration: self.work_visibility,
             blocking_timeout: self.blocking_timeout,
@@ -304,28 +307,47 @@ pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Au
              shares one owner (AuthMode api-key or jwt for a public deployment)"
         );
     }
-    settings.auth.build(|| {
-        if let Some(arn) = &settings.api_key_secret_arn {
-            let client = aws_sdk_secretsmanager::Client::new(sdk);
-            let arn = arn.clone();
-            let fetch: FetchKeyDocument = Arc::new(move || {
-                let (client, arn) = (client.clone(), arn.clone());
-                Box::pin(async move { read_secret(&client, &arn, "API key").await })
-            });
-            return Ok(ApiKeySource::Fetched {
-                fetch,
-                refresh: settings.api_key_refresh,
-            });
-        }
-        if let Some(path) = &settings.api_key_file {
-            return Ok(ApiKeySource::File(path.into()));
-        }
-        Err(format!(
-            "auth mode {} needs {ENV_API_KEY_SECRET_ARN} (the template's ApiKeySecretArn) or \
-             {ENV_API_KEY_FILE}",
-            AuthMode::ApiKey
-        ))
-    })
+    settings.auth.build(
+        || {
+            if let Some(arn) = &settings.api_key_secret_arn {
+                return Ok(Arc::new(SecretApiKeys {
+                    client: aws_sdk_secretsmanager::Client::new(sdk),
+                    arn: arn.clone(),
+                    refresh: settings.api_key_refresh,
+                }));
+            }
+            if let Some(path) = &settings.api_key_file {
+                return Ok(Arc::new(ApiKeyFile::new(path)));
+            }
+            Err(format!(
+                "auth mode {} needs {ENV_API_KEY_SECRET_ARN} (the template's ApiKeySecretArn) or \
+                 {ENV_API_KEY_FILE}",
+                AuthMode::ApiKey
+            ))
+        },
+        |jwt| Arc::new(OpenIdJwks::new(jwt)),
+    )
+}
+
+/// The API key document in a Secrets Manager secret, fetched again every `refresh` (a
+/// revocation takes effect within that time, with no redeploy).
+#[derive(Debug)]
+struct SecretApiKeys {
+    client: aws_sdk_secretsmanager::Client,
+    arn: String,
+    refresh: Duration,
+}
+
+#[async_trait::async_trait]
+impl ApiKeySource for SecretApiKeys {
+    async fn load(&self) -> Result<Option<ApiKeyDocument>, String> {
+        let text = read_secret(&self.client, &self.arn, "API key").await?;
+        ApiKeyDocument::from_json(&text).map(Some)
+    }
+
+    fn refresh(&self) -> Duration {
+        self.refresh
+    }
 }
 
 /// The text of a Secrets Manager secret. The error says which secret failed and why, never

@@ -13,12 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::auth::{ApiKeyDocument, ApiKeyLocation, ApiKeySource, ScopeNames};
+use a2a_core::auth::{ApiKeyLocation, ScopeNames};
 use a2a_core::{
-    A2aService, Agent, Auth, AuthMode, AuthSettings, KeyFile, Permissions, PushPolicy, PushSigner,
+    A2aService, Agent, Auth, AuthMode, AuthSettings, Permissions, PushPolicy, PushSigner,
     ServiceConfig, SigningAlgorithm,
 };
+use a2a_embedded::{ApiKeyFile, KeyFile};
 use a2a_http::{router, HttpOptions};
+use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
 use clap::{Args, Parser, Subcommand};
@@ -163,18 +165,21 @@ impl AuthOptions {
 
     /// The auth layer these options describe; an error names what is missing.
     pub fn build(&self, data_dir: &Path) -> Result<Auth, String> {
-        self.settings().build(|| {
-            let path = self.api_key_path(data_dir);
-            let doc = ApiKeyDocument::load(&path)?;
-            if doc.keys.iter().all(|k| k.revoked) {
-                tracing::warn!(
-                    "no API keys in {}: every request will be refused until you issue one \
-                     with `a2a-local keys issue`",
-                    path.display()
-                );
-            }
-            Ok(ApiKeySource::File(path))
-        })
+        self.settings().build(
+            || {
+                let file = ApiKeyFile::new(self.api_key_path(data_dir));
+                let doc = file.read()?;
+                if doc.keys.iter().all(|k| k.revoked) {
+                    tracing::warn!(
+                        "no API keys in {}: every request will be refused until you issue one \
+                         with `a2a-local keys issue`",
+                        file.path().display()
+                    );
+                }
+                Ok(Arc::new(file))
+            },
+            |jwt| Arc::new(OpenIdJwks::new(jwt)),
+        )
     }
 }
 
@@ -234,8 +239,9 @@ pub enum KeysCommand {
 /// `keys issue`, and is never logged.
 pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
     let Command::Keys(keys) = command;
-    let path = options.auth.api_key_path(&options.data_dir);
-    let mut doc = ApiKeyDocument::load(&path)?;
+    let file = ApiKeyFile::new(options.auth.api_key_path(&options.data_dir));
+    let path = file.path();
+    let mut doc = file.read()?;
     match keys {
         KeysCommand::Issue {
             permissions,
@@ -244,7 +250,7 @@ pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
         } => {
             let permissions = Permissions::parse_list(permissions)?;
             let (record, key) = doc.issue(permissions, principal.clone(), description.clone())?;
-            doc.save(&path)?;
+            file.write(&doc)?;
             eprintln!(
                 "issued key {} (principal {}, permissions {}) into {}; it is shown once:",
                 record.id,
@@ -270,7 +276,7 @@ pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
             if !doc.revoke(id) {
                 return Err(format!("no key {id} in {}", path.display()));
             }
-            doc.save(&path)?;
+            file.write(&doc)?;
             eprintln!("revoked key {id}");
         }
     }
@@ -359,6 +365,7 @@ pub async fn serve(
             allowed_hosts: options.push_allow_hosts.clone(),
             require_https: false,
         },
+        push_sender: Arc::new(WebhookClient::new()),
         // The issuer is the base URL: receivers find the JWKS at `{iss}/.well-known/jwks.json`.
         push_signer: Some(PushSigner::new(keys, base.clone())),
         // The lease on a task must not outlive the job's visibility, or a redelivered job

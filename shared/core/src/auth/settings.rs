@@ -5,12 +5,14 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
 
 use super::{
-    ApiKeyConfig, ApiKeyLocation, ApiKeySource, Auth, JwtConfig, ScopeNames, DEFAULT_JWT_ALGORITHMS,
+    ApiKeyConfig, ApiKeyLocation, ApiKeySource, Auth, JwksSource, JwtConfig, ScopeNames,
+    DEFAULT_JWT_ALGORITHMS,
 };
 
 /// `none`, `api-key` or `jwt` (template parameter `AuthMode`).
@@ -240,11 +242,13 @@ impl AuthSettings {
         Ok(config)
     }
 
-    /// The auth layer. `api_keys` says where the key document is kept; it is asked only in
-    /// mode `api-key`.
+    /// The auth layer, on the host's adapters: `api_keys` says where the key document is kept
+    /// (asked only in mode `api-key`), `jwks` fetches the issuer's keys (asked only in mode
+    /// `jwt`).
     pub fn build(
         &self,
-        api_keys: impl FnOnce() -> Result<ApiKeySource, String>,
+        api_keys: impl FnOnce() -> Result<Arc<dyn ApiKeySource>, String>,
+        jwks: impl FnOnce(&JwtConfig) -> Arc<dyn JwksSource>,
     ) -> Result<Auth, String> {
         match self.mode {
             AuthMode::None => Ok(Auth::none()),
@@ -264,7 +268,11 @@ impl AuthSettings {
                     source: api_keys()?,
                 }))
             }
-            AuthMode::Jwt => Ok(Auth::jwt(self.jwt_config()?)),
+            AuthMode::Jwt => {
+                let config = self.jwt_config()?;
+                let source = jwks(&config);
+                Ok(Auth::jwt(config, source))
+            }
         }
     }
 }
@@ -273,6 +281,16 @@ impl AuthSettings {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// The JWKS of an issuer these tests never call.
+    struct NoJwks;
+
+    #[async_trait::async_trait]
+    impl JwksSource for NoJwks {
+        async fn fetch(&self) -> Result<jsonwebtoken::jwk::JwkSet, super::super::JwksUnavailable> {
+            Err(super::super::JwksUnavailable("not in these tests".into()))
+        }
+    }
 
     fn read(pairs: &[(&str, &str)]) -> Result<AuthSettings, String> {
         let env: HashMap<String, String> = pairs
@@ -288,7 +306,10 @@ mod tests {
         assert_eq!(s, AuthSettings::default());
         assert_eq!(s.mode, AuthMode::None);
         assert!(!s
-            .build(|| panic!("no key source in mode none"))
+            .build(
+                || panic!("no key source in mode none"),
+                |_| panic!("no JWKS in mode none")
+            )
             .unwrap()
             .is_enabled());
     }
@@ -324,7 +345,7 @@ mod tests {
         assert_eq!(config.leeway, Duration::from_secs(5));
         assert_eq!(config.jwks_ttl, Duration::from_secs(1));
         assert!(s
-            .build(|| panic!("no key source in mode jwt"))
+            .build(|| panic!("no key source in mode jwt"), |_| Arc::new(NoJwks))
             .unwrap()
             .is_enabled());
     }
@@ -341,10 +362,14 @@ mod tests {
         assert!(err.contains(ENV_API_KEY_LOCATION), "{err}");
 
         let no_issuer = read(&[(ENV_AUTH, "jwt"), (ENV_JWT_AUDIENCE, "a")]).unwrap();
-        let err = no_issuer.build(|| unreachable!()).unwrap_err();
+        let err = no_issuer
+            .build(|| unreachable!(), |_| unreachable!())
+            .unwrap_err();
         assert!(err.contains(ENV_JWT_ISSUER), "{err}");
         let no_audience = read(&[(ENV_AUTH, "jwt"), (ENV_JWT_ISSUER, "https://i")]).unwrap();
-        let err = no_audience.build(|| unreachable!()).unwrap_err();
+        let err = no_audience
+            .build(|| unreachable!(), |_| unreachable!())
+            .unwrap_err();
         assert!(err.contains(ENV_JWT_AUDIENCE), "{err}");
     }
 
@@ -357,14 +382,20 @@ mod tests {
         ])
         .unwrap();
         let auth = s
-            .build(|| Ok(ApiKeySource::Static(Default::default())))
+            .build(
+                || Ok(Arc::new(super::super::ApiKeyDocument::default())),
+                |_| unreachable!(),
+            )
             .unwrap();
         assert_eq!(
             auth.api_key_location(),
             Some((ApiKeyLocation::Query, "key"))
         );
         let err = s
-            .build(|| Err("the secret is unreadable".into()))
+            .build(
+                || Err("the secret is unreadable".into()),
+                |_| unreachable!(),
+            )
             .unwrap_err();
         assert_eq!(err, "the secret is unreadable");
     }

@@ -454,6 +454,7 @@ fn build_service(
             tenant: String::new(),
         }],
         push_policy: policy.clone(),
+        push_sender: Arc::new(a2a_net::WebhookClient::new()),
         push_signer: Some(PushSigner::new(keys, base)),
         max_push_attempts,
         push_timeout: Duration::from_secs(5),
