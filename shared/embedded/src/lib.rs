@@ -11,8 +11,6 @@
 //! transaction, so several processes may share the file. In-process channels only wake waiters
 //! early; a short poll interval notices writes made by other processes.
 
-mod api_key_file;
-mod key_file;
 mod queue;
 mod schema;
 mod task_store;
@@ -25,8 +23,6 @@ use a2a_core::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::watch;
 
-pub use api_key_file::ApiKeyFile;
-pub use key_file::KeyFile;
 pub use queue::{EmbeddedQueue, QueueName, ReceivedJob};
 
 /// Name of the database file inside the data directory.

@@ -9,7 +9,7 @@ use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
     Emitter, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
 };
-use a2a_embedded::{ApiKeyFile, KeyFile};
+use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 

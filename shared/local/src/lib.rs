@@ -18,7 +18,7 @@ use a2a_core::{
     A2aService, Agent, Auth, AuthMode, AuthSettings, Permissions, PushPolicy, PushSigner,
     ServiceConfig, SigningAlgorithm,
 };
-use a2a_embedded::{ApiKeyFile, KeyFile};
+use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, HttpOptions};
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
