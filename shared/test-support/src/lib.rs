@@ -17,6 +17,7 @@ pub mod server;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 
+use std::io::Write as _;
 use std::sync::Once;
 
 /// Environment variable that turns a skip for want of the emulator into a failure
@@ -44,7 +45,10 @@ pub fn emulator_configured(suite: &str) -> bool {
     }
     static SKIP_NOTE: Once = Once::new();
     SKIP_NOTE.call_once(|| {
-        eprintln!(
+        // Straight to the process's stderr: the test harness captures `eprintln!` of a
+        // passing test, and this line must show under plain `cargo test`.
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED: the {suite} tests need the AWS emulator (AWS_ENDPOINT_URL is not set); \
              {how}. ({REQUIRE_EMULATOR}=1 turns this skip into a failure.)"
         );
