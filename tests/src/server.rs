@@ -171,26 +171,45 @@ pub fn http_client() -> reqwest::Client {
         .expect("build the HTTP client")
 }
 
+/// Whether this run asks for the servers on DynamoDB + SQS (`A2A_E2E_STORE=dynamodb`).
+fn on_dynamodb() -> bool {
+    std::env::var("A2A_E2E_STORE").as_deref() == Ok("dynamodb")
+}
+
+/// Whether the servers of this run can start, checked first thing by every test: always on
+/// the embedded store; with `A2A_E2E_STORE=dynamodb`, only if an emulator is configured.
+///
+/// Without one the test returns at once, and the first says on stderr that these tests need
+/// `infra/test-all.sh` or `eval "$(infra/moto.sh env-start)"` (with `A2A_REQUIRE_EMULATOR=1`,
+/// it fails with that message instead), rather than every test waiting for a server that
+/// cannot reach AWS.
+pub fn store_ready() -> bool {
+    !on_dynamodb() || a2a_test_support::emulator_configured("end-to-end (A2A_E2E_STORE=dynamodb)")
+}
+
 /// With `A2A_E2E_STORE=dynamodb` the servers run on DynamoDB + SQS (an emulator named by
 /// `AWS_ENDPOINT_URL`, e.g. moto started by `infra/moto.sh`), each server on its own table and
 /// queues, named after its data directory so a restart finds them again.
 fn store_env(data_dir: &Path) -> Vec<(String, String)> {
-    match std::env::var("A2A_E2E_STORE").as_deref() {
-        Ok("dynamodb") => {
-            let unique = data_dir
-                .file_name()
-                .map(|n| {
-                    n.to_string_lossy()
-                        .replace(|c: char| !c.is_ascii_alphanumeric(), "")
-                })
-                .unwrap_or_default();
-            vec![
-                ("A2A_STORE".into(), "dynamodb".into()),
-                ("A2A_CREATE_RESOURCES".into(), format!("e2e{unique}")),
-            ]
-        }
-        _ => Vec::new(),
+    if !on_dynamodb() {
+        return Vec::new();
     }
+    assert!(
+        std::env::var("AWS_ENDPOINT_URL").is_ok_and(|url| !url.trim().is_empty()),
+        "A2A_E2E_STORE=dynamodb without an emulator: a test must check `store_ready()` before \
+         it starts a server"
+    );
+    let unique = data_dir
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        })
+        .unwrap_or_default();
+    vec![
+        ("A2A_STORE".into(), "dynamodb".into()),
+        ("A2A_CREATE_RESOURCES".into(), format!("e2e{unique}")),
+    ]
 }
 
 impl Server {

@@ -4,8 +4,8 @@
 
 use a2a_e2e::issuer::{now, TestIssuer, ALL_SCOPES, AUDIENCE};
 use a2a_e2e::{
-    both_bindings, err, follow_up, id_of, ok, send_request, state, ApiError, Binding, Client,
-    Server, Webhook, A2A_VERSION, EVENT_TIMEOUT,
+    both_bindings, err, follow_up, id_of, ok, send_request, state, store_ready, ApiError, Binding,
+    Client, Server, Webhook, A2A_VERSION, EVENT_TIMEOUT,
 };
 use base64::Engine as _;
 use reqwest::Method;
@@ -109,6 +109,9 @@ fn tampered(token: &str, claims: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_forged_or_misused_token_is_refused_with_401() {
+    if !store_ready() {
+        return;
+    }
     let issuer = TestIssuer::start().await;
     let other = TestIssuer::start().await;
     let server = jwt_server(&issuer).await;
@@ -226,6 +229,9 @@ async fn every_forged_or_misused_token_is_refused_with_401() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_declares_the_schemes_and_the_extended_card_needs_a_token() {
+    if !store_ready() {
+        return;
+    }
     let issuer = TestIssuer::start().await;
     let server = jwt_server(&issuer).await;
 
@@ -569,6 +575,9 @@ fn key_id(key: &str) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_in_a_header_are_checked_hashed_and_revocable() {
+    if !store_ready() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("api-keys.json");
     let admin = issue_key(&file, "all");
@@ -657,6 +666,9 @@ async fn api_keys_in_a_header_are_checked_hashed_and_revocable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_in_the_query_string_as_the_card_says() {
+    if !store_ready() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("keys.json");
     let key = issue_key(&file, "all");
@@ -728,6 +740,9 @@ async fn api_keys_in_the_query_string_as_the_card_says() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_of_a_full_run_hold_no_token_key_or_push_credential() {
+    if !store_ready() {
+        return;
+    }
     let issuer = TestIssuer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("api-keys.json");

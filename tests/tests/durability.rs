@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_survive_a_sigkill_and_restart() {
+    if !store_ready() {
+        return;
+    }
     let mut server = Server::start().await;
     let mut before: Vec<Value> = Vec::new();
     for (b, text) in [
@@ -90,6 +93,9 @@ async fn tasks_survive_a_sigkill_and_restart() {
 /// (shortened to 3 s here; 60 s by default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_job_in_flight_is_finished_after_a_restart() {
+    if !store_ready() {
+        return;
+    }
     let mut server = Server::start_with_env(&[("A2A_WORK_VISIBILITY_SECS", "3")]).await;
     let response = ok(server
         .send(

@@ -599,6 +599,9 @@ async fn extended_card_is_not_offered(b: Binding) {
 /// tenant and are invisible from another one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tenant_prefix_routes_and_scoping() {
+    if !store_ready() {
+        return;
+    }
     let server = Server::start().await;
     let response = server
         .rest(
@@ -640,6 +643,9 @@ async fn tenant_prefix_routes_and_scoping() {
 /// GetTask must not break the call).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_request_fields_are_ignored() {
+    if !store_ready() {
+        return;
+    }
     let server = Server::start().await;
     let task = server.send_text(Binding::JsonRpc, "lenient").await;
     let id = id_of(&task);

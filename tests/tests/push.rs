@@ -11,7 +11,7 @@ both_bindings!(
 );
 
 fn is_completed_status(push: &Push) -> bool {
-    push.body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    push.json()["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 }
 
 /// Checks the headers of every push and that each body is one StreamResponse of `task_id`.
@@ -40,23 +40,24 @@ fn check_pushes(pushes: &[Push], task_id: &str, credentials: &str, token: &str) 
             "{:?}",
             push.headers
         );
-        let k = kind(&push.body);
-        let inner = &push.body[k];
+        let body = push.json();
+        let k = kind(&body);
+        let inner = &body[k];
         let id = if k == "task" {
             &inner["id"]
         } else {
             &inner["taskId"]
         };
-        assert_eq!(id, &json!(task_id), "{}", push.body);
+        assert_eq!(id, &json!(task_id), "{body}");
         let _: a2a_protocol::StreamResponse =
-            serde_json::from_value(push.body.clone()).expect("the body is a StreamResponse");
+            serde_json::from_value(body.clone()).expect("the body is a StreamResponse");
     }
 }
 
 fn states(pushes: &[Push]) -> Vec<String> {
     pushes
         .iter()
-        .filter_map(|p| event_state(&p.body).map(str::to_string))
+        .filter_map(|p| event_state(&p.json()).map(str::to_string))
         .collect()
 }
 
@@ -90,7 +91,7 @@ async fn inline_push_config_receives_every_event(b: Binding) {
     check_pushes(&pushes, &id, "cred-inline", "tok-inline");
     // In log order: the task as created, INPUT_REQUIRED, then the follow-up's echo artifact,
     // then COMPLETED last.
-    assert_eq!(kind(&pushes[0].body), "task", "{:?}", pushes[0].body);
+    assert_eq!(kind(&pushes[0].json()), "task", "{:?}", pushes[0].json());
     let seen = states(&pushes);
     let input = seen
         .iter()
@@ -102,18 +103,18 @@ async fn inline_push_config_receives_every_event(b: Binding) {
     );
     let artifact = pushes
         .iter()
-        .position(|p| p.body.get("artifactUpdate").is_some())
+        .position(|p| p.json().get("artifactUpdate").is_some())
         .expect("the echo artifact is pushed");
     let input_at = pushes
         .iter()
-        .position(|p| event_state(&p.body) == Some("TASK_STATE_INPUT_REQUIRED"))
+        .position(|p| event_state(&p.json()) == Some("TASK_STATE_INPUT_REQUIRED"))
         .unwrap();
     assert!(
         input_at < artifact && artifact < pushes.len() - 1,
         "order: {seen:?} (input at {input})"
     );
     assert_eq!(
-        artifact_text(&pushes[artifact].body["artifactUpdate"]["artifact"]),
+        artifact_text(&pushes[artifact].json()["artifactUpdate"]["artifact"]),
         "finish it"
     );
     // The pushes are the task's log. Replaying the log with Last-Event-ID (a stream closes at
@@ -133,7 +134,7 @@ async fn inline_push_config_receives_every_event(b: Binding) {
             break;
         }
     }
-    let pushed: Vec<Value> = pushes.iter().map(|p| p.body.clone()).collect();
+    let pushed: Vec<Value> = pushes.iter().map(|p| p.json()).collect();
     assert_eq!(pushed, logged, "one push per event, in sequence order");
     // Credentials and tokens are secrets: never logged.
     let logs = server.logs();
@@ -176,9 +177,9 @@ async fn created_push_config_receives_later_events(b: Binding) {
     assert!(
         pushes
             .iter()
-            .any(|p| artifact_text(&p.body["artifactUpdate"]["artifact"]) == "after the config"),
+            .any(|p| artifact_text(&p.json()["artifactUpdate"]["artifact"]) == "after the config"),
         "the follow-up's artifact is pushed: {:?}",
-        pushes.iter().map(|p| &p.body).collect::<Vec<_>>()
+        pushes.iter().map(|p| p.json()).collect::<Vec<_>>()
     );
     assert_eq!(
         states(&pushes).last().map(String::as_str),

@@ -5,12 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::Operation;
-use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, ServiceConfig,
-};
-use a2a_embedded::SqliteStore;
+use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, ServiceConfig};
 use a2a_http::{router_with, HttpOptions, Surface};
-use a2a_protocol::{AgentExtension, AgentInterface, AgentSkill, Artifact, Message, Part};
+use a2a_protocol::{AgentExtension, AgentSkill, Artifact, Message, Part};
+use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, ETAG};
 use reqwest::StatusCode;
@@ -89,10 +87,11 @@ impl Agent for TestAgent {
     }
 }
 
+/// The test agent on the embedded store, served in-process, with a client to call it.
 struct Server {
-    base: String,
+    served: InProcessServer,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    _store: EmbeddedStore,
 }
 
 async fn start() -> Server {
@@ -100,42 +99,25 @@ async fn start() -> Server {
 }
 
 async fn start_with(options: HttpOptions, surface: Surface, require_extension: bool) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(dir.path()).unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let config = ServiceConfig {
-        interfaces: vec![
-            AgentInterface {
-                url: format!("{base}/jsonrpc"),
-                protocol_binding: "JSONRPC".into(),
-                protocol_version: "1.0".into(),
-                tenant: String::new(),
-            },
-            AgentInterface {
-                url: base.clone(),
-                protocol_binding: "HTTP+JSON".into(),
-                protocol_version: "1.0".into(),
-                tenant: String::new(),
-            },
-        ],
-        // Push configs in these tests point at 127.0.0.1 over http, as on the local server.
-        push_policy: a2a_core::PushPolicy::local(),
-        ..ServiceConfig::default()
-    };
-    let service = A2aService::new(
-        config,
-        Arc::new(TestAgent { require_extension }),
-        store.clone(),
-        store.clone(),
-        store,
-    );
-    let app = router_with(service, options, &surface);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let store = EmbeddedStore::open();
+    let served = InProcessServer::start(|base| {
+        let config = ServiceConfig {
+            interfaces: vec![
+                interface(format!("{base}/jsonrpc"), "JSONRPC"),
+                interface(base, "HTTP+JSON"),
+            ],
+            // Push configs in these tests point at 127.0.0.1 over http, as on the local server.
+            push_policy: a2a_core::PushPolicy::local(),
+            ..ServiceConfig::default()
+        };
+        let service = store.service(config, Arc::new(TestAgent { require_extension }));
+        router_with(service, options, &surface)
+    })
+    .await;
     Server {
-        base,
+        served,
         http: reqwest::Client::new(),
-        _dir: dir,
+        _store: store,
     }
 }
 
@@ -145,7 +127,7 @@ fn send_params(text: &str) -> Value {
 
 impl Server {
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        self.served.url(path)
     }
 
     /// A JSON-RPC call with `A2A-Version: 1.0`; returns the HTTP status and the body.

@@ -9,7 +9,8 @@ use a2a_core::{
     KeySet, Owner, PushAttemptResult, PushDeliveryState, PushPolicy, SigningAlgorithm, SigningKey,
 };
 use a2a_push_verify::Verifier;
-use support::{on_every_backend, AgentServer, Backend, Drained, Webhook};
+use a2a_test_support::webhook::Webhook;
+use support::{on_every_backend, AgentServer, Backend, Drained};
 
 on_every_backend!(
     a_receiver_that_comes_back_gets_every_event_in_order,

@@ -9,7 +9,8 @@ use a2a_core::{
     SigningKey, JOB_FORMAT_VERSION,
 };
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
-use support::{AgentServer, RawListener};
+use a2a_test_support::webhook::RawListener;
+use support::AgentServer;
 
 fn keys() -> KeySet {
     KeySet::single(

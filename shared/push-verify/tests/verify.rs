@@ -9,8 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use a2a_core::signing::PushClaims;
 use a2a_core::{KeySet, PushPolicy, SigningAlgorithm, SigningKey};
 use a2a_push_verify::{Verifier, VerifyError, SIGNATURE_HEADER};
+use a2a_test_support::webhook::{Push, Webhook};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
-use support::{on_every_backend, AgentServer, Backend, Received, Webhook};
+use support::{on_every_backend, AgentServer, Backend};
 
 fn key() -> SigningKey {
     SigningKey::generate(SigningAlgorithm::Es256)
@@ -47,7 +48,7 @@ fn signature_headers(token: &str) -> HeaderMap {
 }
 
 /// Runs a task that emits several events and returns what the webhook received.
-async fn pushes(agent: &AgentServer, hook: &Webhook, text: &str) -> Vec<Received> {
+async fn pushes(agent: &AgentServer, hook: &Webhook, text: &str) -> Vec<Push> {
     let before = hook.received().len();
     agent.run_task(text, &hook.url).await;
     agent.drain().await;
@@ -93,10 +94,7 @@ async fn pushes_verify_against_the_live_jwks() {
     // In log order, each event once.
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     // One fetch served every verification: the JWKS is cached.
-    assert_eq!(
-        agent.jwks_fetches.load(std::sync::atomic::Ordering::SeqCst),
-        1
-    );
+    assert_eq!(agent.jwks_fetches(), 1);
 }
 
 #[tokio::test]
@@ -249,7 +247,7 @@ async fn an_unknown_kid_is_refused_after_one_fresh_fetch() {
     let verifier = Verifier::for_agent(&agent.base, &hook.url).refetch_cooldown(Duration::ZERO);
     let push = pushes(&agent, &hook, "steps 1").await.remove(0);
     verifier.verify(&push.headers, &push.body).await.unwrap();
-    let fetches = || agent.jwks_fetches.load(std::sync::atomic::Ordering::SeqCst);
+    let fetches = || agent.jwks_fetches();
     assert_eq!(fetches(), 1);
 
     let body = b"{}";

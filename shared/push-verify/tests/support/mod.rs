@@ -1,14 +1,13 @@
 //! What the push tests share: a tiny agent served by the real router on 127.0.0.1 (so its
-//! JWKS is live), on either backend (the embedded store, or DynamoDB and SQS on moto), a
-//! webhook receiver on 127.0.0.1, raw listeners that count connections, and a push consumer
-//! that runs deliveries without sleeping.
+//! JWKS is live), on either backend (the embedded store, or DynamoDB and SQS on moto), and a
+//! push consumer that runs deliveries without sleeping. The webhook receiver and the raw
+//! listener are `a2a_test_support`'s, as is the in-process server under the agent.
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::resources::{self, Resources};
@@ -22,18 +21,13 @@ use a2a_embedded::{QueueName, SqliteStore};
 use a2a_http::{router, HttpOptions};
 use a2a_lambda_glue::PushBatch;
 use a2a_protocol::{
-    AgentInterface, Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, Task, TaskPushNotificationConfig,
+    Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    Task, TaskPushNotificationConfig,
 };
+use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::QueueAttributeName;
-use axum::body::Bytes;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::Router;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tower::ServiceExt as _;
 
 /// The test agent. By the message text: `hold` parks in INPUT_REQUIRED; `steps N` goes
 /// WORKING, streams N chunks of one artifact and completes.
@@ -134,10 +128,7 @@ pub struct DeadLetter {
 
 /// The adapters behind an [`AgentServer`].
 enum Adapters {
-    Embedded {
-        store: Arc<SqliteStore>,
-        _dir: tempfile::TempDir,
-    },
+    Embedded(EmbeddedStore),
     Aws(Box<AwsBackend>),
 }
 
@@ -164,12 +155,10 @@ pub struct AgentServer {
     pub service: A2aService,
     /// The task store, shared by every service this server runs.
     pub store: Arc<dyn TaskStore>,
-    /// How many times the JWKS was fetched.
-    pub jwks_fetches: Arc<AtomicUsize>,
+    server: InProcessServer,
     adapters: Adapters,
     policy: PushPolicy,
     max_push_attempts: u32,
-    router: Arc<RwLock<Router>>,
 }
 
 impl AgentServer {
@@ -189,55 +178,42 @@ impl AgentServer {
         max_push_attempts: u32,
     ) -> Self {
         let adapters = match backend {
-            Backend::Embedded => {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let store = Arc::new(SqliteStore::open(dir.path()).expect("open the store"));
-                Adapters::Embedded { store, _dir: dir }
-            }
+            Backend::Embedded => Adapters::Embedded(EmbeddedStore::open()),
             Backend::DynamoDbAndSqs => {
                 Adapters::Aws(Box::new(AwsBackend::create(max_push_attempts).await))
             }
         };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let service = build_service(&base, keys, &policy, max_push_attempts, &adapters);
-        let router = Arc::new(RwLock::new(router(service.clone(), HttpOptions::default())));
-        let jwks_fetches = Arc::new(AtomicUsize::new(0));
-        // One listener for the server's whole life, forwarding to whichever router is current,
-        // so that a key rotation keeps the issuer URL (as a redeploy would).
-        let front = {
-            let router = router.clone();
-            let fetches = jwks_fetches.clone();
-            Router::new().fallback(move |request: Request| {
-                if request.uri().path() == "/.well-known/jwks.json" {
-                    fetches.fetch_add(1, Ordering::SeqCst);
-                }
-                let current = router.read().expect("router lock").clone();
-                async move { current.oneshot(request).await }
-            })
-        };
-        tokio::spawn(async move {
-            axum::serve(listener, front).await.expect("serve");
-        });
+        // The service needs the server's URL (its card, the issuer of its pushes).
+        let mut service = None;
+        let server = InProcessServer::start(|base| {
+            let built = build_service(base, keys, &policy, max_push_attempts, &adapters);
+            service = Some(built.clone());
+            router(built, HttpOptions::default())
+        })
+        .await;
+        let service = service.expect("the router was built");
         let store: Arc<dyn TaskStore> = match &adapters {
-            Adapters::Embedded { store, .. } => store.clone(),
+            Adapters::Embedded(embedded) => embedded.store.clone(),
             Adapters::Aws(aws) => Arc::new(aws.adapters.store.clone()),
         };
         Self {
-            base,
+            base: server.base.clone(),
             service,
             store,
-            jwks_fetches,
+            server,
             adapters,
             policy,
             max_push_attempts,
-            router,
         }
     }
 
-    /// Redeploys with another key set: same store and queues, same URL, new signer and JWKS.
+    /// How many times the JWKS was fetched.
+    pub fn jwks_fetches(&self) -> usize {
+        self.server.hits("/.well-known/jwks.json")
+    }
+
+    /// Redeploys with another key set: same store and queues, same URL (as a redeploy keeps
+    /// it), new signer and JWKS.
     pub fn rotate(&mut self, keys: KeySet) {
         self.service = build_service(
             &self.base,
@@ -246,8 +222,8 @@ impl AgentServer {
             self.max_push_attempts,
             &self.adapters,
         );
-        *self.router.write().expect("router lock") =
-            router(self.service.clone(), HttpOptions::default());
+        self.server
+            .replace(router(self.service.clone(), HttpOptions::default()));
     }
 
     /// Deletes what the test created on moto (nothing to do for the embedded store, whose
@@ -306,7 +282,7 @@ impl AgentServer {
     ///   visible again at once (the function set its visibility to the backoff).
     pub async fn drain(&self) -> Drained {
         match &self.adapters {
-            Adapters::Embedded { store, .. } => self.drain_embedded(store).await,
+            Adapters::Embedded(embedded) => self.drain_embedded(&embedded.store).await,
             Adapters::Aws(aws) => self.drain_sqs(aws).await,
         }
     }
@@ -424,7 +400,8 @@ impl AgentServer {
     /// The push queue's dead letters, oldest first (per task, on SQS FIFO).
     pub async fn dead_letters(&self) -> Vec<DeadLetter> {
         match &self.adapters {
-            Adapters::Embedded { store, .. } => store
+            Adapters::Embedded(embedded) => embedded
+                .store
                 .dead_letters(QueueName::Push)
                 .await
                 .expect("dead letters")
@@ -447,12 +424,7 @@ fn build_service(
     adapters: &Adapters,
 ) -> A2aService {
     let config = ServiceConfig {
-        interfaces: vec![AgentInterface {
-            url: base.to_string(),
-            protocol_binding: "HTTP+JSON".into(),
-            protocol_version: "1.0".into(),
-            tenant: String::new(),
-        }],
+        interfaces: vec![interface(base, "HTTP+JSON")],
         push_policy: policy.clone(),
         push_sender: Arc::new(a2a_net::WebhookClient::new()),
         push_signer: Some(PushSigner::new(keys, base)),
@@ -462,9 +434,7 @@ fn build_service(
     };
     let agent = Arc::new(StepAgent);
     match adapters {
-        Adapters::Embedded { store, .. } => {
-            A2aService::new(config, agent, store.clone(), store.clone(), store.clone())
-        }
+        Adapters::Embedded(embedded) => embedded.service(config, agent),
         Adapters::Aws(aws) => A2aService::new(
             config,
             agent,
@@ -655,142 +625,5 @@ impl AwsBackend {
             "every dead letter was read"
         );
         letters
-    }
-}
-
-/// One POST as the webhook received it.
-#[derive(Debug, Clone)]
-pub struct Received {
-    /// Its headers.
-    pub headers: HeaderMap,
-    /// Its exact body bytes.
-    pub body: Bytes,
-}
-
-impl Received {
-    /// The body as JSON.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).expect("a JSON body")
-    }
-}
-
-#[derive(Default)]
-struct HookState {
-    received: Mutex<Vec<Received>>,
-    /// Statuses to answer, in order; 200 once they run out.
-    script: Mutex<VecDeque<u16>>,
-    /// Answer this to every request after the script (default 200).
-    then: Mutex<u16>,
-}
-
-/// A webhook receiver on 127.0.0.1 that records each POST (headers and body bytes) and
-/// answers the statuses it is told to.
-pub struct Webhook {
-    /// `http://127.0.0.1:PORT/hook`.
-    pub url: String,
-    state: Arc<HookState>,
-}
-
-impl Webhook {
-    /// Starts a receiver answering 200.
-    pub async fn start() -> Self {
-        let state = Arc::new(HookState {
-            then: Mutex::new(200),
-            ..HookState::default()
-        });
-        let app = Router::new()
-            .route("/hook", axum::routing::post(record))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("serve");
-        });
-        Self { url, state }
-    }
-
-    /// Answers `statuses` to the next requests, in order, then `then` to every later one.
-    pub fn script(&self, statuses: &[u16], then: u16) {
-        *self.state.script.lock().unwrap() = statuses.iter().copied().collect();
-        *self.state.then.lock().unwrap() = then;
-    }
-
-    /// Every POST received so far (answered with whatever status), in order.
-    pub fn received(&self) -> Vec<Received> {
-        self.state.received.lock().unwrap().clone()
-    }
-}
-
-async fn record(
-    State(state): State<Arc<HookState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    state
-        .received
-        .lock()
-        .unwrap()
-        .push(Received { headers, body });
-    let code = state
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or(*state.then.lock().unwrap());
-    StatusCode::from_u16(code).expect("a valid status")
-}
-
-/// A raw listener on 127.0.0.1 that counts accepted connections and answers each with
-/// `response` (bytes of a whole HTTP response).
-pub struct RawListener {
-    /// Its port.
-    pub port: u16,
-    accepted: Arc<AtomicUsize>,
-}
-
-impl RawListener {
-    /// Starts a listener answering every connection with `response`.
-    pub async fn start(response: String) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                let response = response.clone();
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    let _ = socket.read(&mut buf).await;
-                    let _ = socket.write_all(response.as_bytes()).await;
-                    let _ = socket.shutdown().await;
-                });
-            }
-        });
-        Self { port, accepted }
-    }
-
-    /// A listener that answers 200 to anything: it would "deliver" every push it receives.
-    pub async fn ok() -> Self {
-        Self::start("HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into())
-            .await
-    }
-
-    /// A listener that redirects every request to `location`.
-    pub async fn redirect(location: &str) -> Self {
-        Self::start(format!(
-            "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\
-             connection: close\r\n\r\n"
-        ))
-        .await
-    }
-
-    /// How many connections it accepted.
-    pub fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
     }
 }
