@@ -325,7 +325,10 @@ def deliveries(task_id, log_offset):
         f.seek(log_offset)
         text = f.read()
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # tracing's colours
-    return [(int(n), what) for n, what in re.findall(rf"task {re.escape(task_id)} receive (\d+): ([^\n]*)", text)]
+    # One line per step, its fields after the message: `… a2a_sqs_poller: <what> function=…
+    # message_id=… task_id=<task> receive=<n>`.
+    fields = rf" function=\S+ message_id=\S+ task_id={re.escape(task_id)} receive=(\d+)"
+    return [(int(n), what) for what, n in re.findall(r": ([^\n]*?)" + fields, text)]
 
 
 def worker_dies():

@@ -77,7 +77,7 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     let result = match handle.await {
         Ok(result) => result,
         Err(join) => {
-            tracing::error!(task_id = %emitter.task_id(), "the agent panicked: {join}");
+            tracing::error!(task_id = %emitter.task_id(), error = %join, "the agent panicked");
             Err(AgentError::Failed("The agent failed unexpectedly.".into()))
         }
     };
@@ -104,6 +104,6 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
         }
     }
     if let Err(err) = emitter.fail(&reason).await {
-        tracing::warn!(task_id = %emitter.task_id(), "could not mark the task failed: {err}");
+        tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not mark the task failed");
     }
 }

@@ -105,7 +105,7 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         .await
     {
         // The attempt itself stands; only its record is missing.
-        tracing::warn!(task_id = %job.task_id, config_id = %job.config_id, "recording the push attempt failed: {err}");
+        tracing::warn!(task_id = %job.task_id, config_id = %job.config_id, error = %err, "recording the push attempt failed");
     }
 
     match attempt.result {
@@ -116,7 +116,7 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
                 .delete_push_config(&job.owner, &job.task_id, &job.config_id)
                 .await
             {
-                tracing::warn!(task_id = %job.task_id, config_id = %job.config_id, "deleting the gone push config failed: {err}");
+                tracing::warn!(task_id = %job.task_id, config_id = %job.config_id, error = %err, "deleting the gone push config failed");
             }
             JobOutcome::Done
         }

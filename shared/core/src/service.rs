@@ -829,7 +829,9 @@ impl A2aService {
                 .await
             {
                 Ok(_) | Err(AppendError::Terminal(_)) => {}
-                Err(err) => tracing::warn!(%task_id, "could not end the task at shutdown: {err:?}"),
+                Err(err) => {
+                    tracing::warn!(%task_id, error = ?err, "could not end the task at shutdown")
+                }
             }
         }
     }

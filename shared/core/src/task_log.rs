@@ -35,7 +35,7 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamItem, A2AError>> +
 
 /// Logs an internal failure and returns the generic error the client sees.
 pub(crate) fn internal(context: &str, err: impl std::fmt::Display) -> A2AError {
-    tracing::error!(%err, "{context}");
+    tracing::error!(%err, context, "internal error");
     A2AError::Internal("Internal error".into())
 }
 
@@ -336,7 +336,7 @@ impl TaskLog {
             Ok(configs) if configs.is_empty() => return,
             Ok(configs) => configs,
             Err(err) => {
-                tracing::error!(%task_id, "listing push configs failed; pushes for these events are lost: {err}");
+                tracing::error!(%task_id, error = %err, "listing push configs failed; pushes for these events are lost");
                 return;
             }
         };
@@ -353,7 +353,7 @@ impl TaskLog {
             })
             .collect();
         if let Err(err) = self.push.enqueue_push(&jobs).await {
-            tracing::error!(%task_id, "enqueueing push jobs failed: {err}");
+            tracing::error!(%task_id, error = %err, "enqueueing push jobs failed");
         }
     }
 

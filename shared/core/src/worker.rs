@@ -102,7 +102,7 @@ pub(crate) async fn run_work_job(
         || async move {
             let until = lease_until(lease);
             if let Err(err) = store.acquire_lease(&job.task_id, holder, until).await {
-                tracing::warn!(task_id = %job.task_id, "lease renewal failed: {err}");
+                tracing::warn!(task_id = %job.task_id, error = %err, "lease renewal failed");
             }
         },
     )
@@ -111,7 +111,7 @@ pub(crate) async fn run_work_job(
         .release_lease(&job.task_id, &core.config.worker_id)
         .await
     {
-        tracing::warn!(task_id = %job.task_id, "lease release failed: {err}");
+        tracing::warn!(task_id = %job.task_id, error = %err, "lease release failed");
     }
     JobOutcome::Done
 }

@@ -90,7 +90,7 @@ pub(crate) fn with_challenge(
 
 /// The generic error for a failure that must not show its details to the client.
 pub(crate) fn internal(context: &str, err: impl std::fmt::Display) -> A2AError {
-    tracing::error!(%err, "{context}");
+    tracing::error!(%err, context, "internal error");
     A2AError::Internal("Internal error".into())
 }
 

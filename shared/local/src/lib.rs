@@ -171,9 +171,9 @@ impl AuthOptions {
                 let doc = file.read()?;
                 if doc.keys.iter().all(|k| k.revoked) {
                     tracing::warn!(
-                        "no API keys in {}: every request will be refused until you issue one \
-                         with `a2a-local keys issue`",
-                        file.path().display()
+                        path = %file.path().display(),
+                        "no API keys in the key file: every request will be refused until you \
+                         issue one with `a2a-local keys issue`"
                     );
                 }
                 Ok(Arc::new(file))
@@ -402,10 +402,11 @@ pub async fn serve(
         )));
     }
     tracing::info!(auth = ?options.auth.mode, "authentication mode");
+    // The address stays in the text: the e2e harness and infra/test-all.sh read it from here.
     tracing::info!(
+        backend = %backend.description,
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
-         signing keys at {base}/.well-known/jwks.json ({})",
-        backend.description
+         signing keys at {base}/.well-known/jwks.json"
     );
     let app = router(service.clone(), http_options);
     // Open SSE streams would hold a graceful shutdown for as long as they last: once the signal

@@ -217,8 +217,8 @@ pub async fn purge_loop(store: Arc<SqliteStore>, mut stop: watch::Receiver<bool>
     while !stopped(&mut stop).await {
         match store.purge_expired().await {
             Ok(0) => {}
-            Ok(n) => tracing::info!("purged {n} expired tasks"),
-            Err(err) => tracing::warn!("purging expired tasks failed: {err}"),
+            Ok(n) => tracing::info!(tasks = n, "purged expired tasks"),
+            Err(err) => tracing::warn!(error = %err, "purging expired tasks failed"),
         }
         wait(&mut stop, Duration::from_secs(600)).await;
     }

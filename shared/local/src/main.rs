@@ -18,7 +18,7 @@ async fn main() -> std::process::ExitCode {
     match a2a_local::run(cli.options, a2a_local::shutdown_signal()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            tracing::error!("a2a-local stopped: {err}");
+            tracing::error!(error = %err, "a2a-local stopped");
             std::process::ExitCode::FAILURE
         }
     }

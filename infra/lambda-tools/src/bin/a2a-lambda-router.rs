@@ -68,7 +68,14 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let response = match upstream.send().await {
         Ok(r) => r,
         Err(err) => {
-            tracing::error!("{function} is not reachable at {url}: {err}");
+            // Not the URL: its query may hold an API key.
+            tracing::error!(
+                %function,
+                watch = %app.watch,
+                %path,
+                error = %err.without_url(),
+                "function is not reachable"
+            );
             return (StatusCode::BAD_GATEWAY, "function not reachable").into_response();
         }
     };
@@ -102,11 +109,7 @@ async fn main() -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
-    tracing::info!(
-        "a2a-lambda-router on http://{} → {}",
-        options.addr,
-        app.watch
-    );
+    tracing::info!(addr = %options.addr, watch = %app.watch, "a2a-lambda-router listening");
     let router = axum::Router::new().fallback(forward).with_state(app);
     axum::serve(listener, router)
         .await

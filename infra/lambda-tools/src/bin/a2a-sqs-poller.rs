@@ -68,7 +68,7 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
         {
             Ok(m) => m,
             Err(err) => {
-                tracing::error!("receive from {} failed: {err}", queue.url());
+                tracing::error!(queue = queue.url(), error = %err, "receive failed");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
@@ -77,9 +77,15 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
             continue;
         }
         let event = json!({"Records": messages.iter().map(|m| m.to_lambda_record(&arn_of(&queue))).collect::<Vec<_>>()});
-        tracing::info!("{function}: invoking with {} message(s)", messages.len());
+        tracing::info!(%function, messages = messages.len(), "invoking");
         for m in &messages {
-            tracing::info!("{function}: {}: received", describe(m));
+            tracing::info!(
+                %function,
+                message_id = %m.message_id,
+                task_id = %task_of(m),
+                receive = m.receive_count,
+                "received"
+            );
         }
         let (http, url, queue, function) =
             (http.clone(), url.clone(), queue.clone(), function.clone());
@@ -90,17 +96,14 @@ async fn poll(queue: SqsQueue, function: String, options: std::sync::Arc<Options
     }
 }
 
-/// A message for the log: its id, its task (the jobs of both queues name one) and how many
-/// times the queue has handed it out, so a redelivery can be followed in the log.
-fn describe(m: &ReceivedMessage) -> String {
-    let task = serde_json::from_str::<Value>(&m.body)
+/// The task a message's job names (the jobs of both queues name one), for the log: with the
+/// message id and its receive count, a redelivery can be followed (`infra/lambda-e2e.py` reads
+/// these fields).
+fn task_of(m: &ReceivedMessage) -> String {
+    serde_json::from_str::<Value>(&m.body)
         .ok()
         .and_then(|b| b["taskId"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "-".into());
-    format!(
-        "message {} task {task} receive {}",
-        m.message_id, m.receive_count
-    )
+        .unwrap_or_else(|| "-".into())
 }
 
 /// One invocation: deletes what succeeded.
@@ -126,16 +129,16 @@ async fn invoke(
                         .unwrap_or_default(),
                 ),
                 Err(err) => {
-                    tracing::warn!("{function}: unreadable response: {err}");
+                    tracing::warn!(%function, error = %err, "unreadable response");
                     None
                 }
             },
             Ok(r) => {
-                tracing::warn!("{function}: invocation failed with {}", r.status());
+                tracing::warn!(%function, status = %r.status(), "invocation failed");
                 None
             }
             Err(err) => {
-                tracing::warn!("{function}: invocation failed: {err}");
+                tracing::warn!(%function, error = %err, "invocation failed");
                 None
             }
         };
@@ -143,20 +146,46 @@ async fn invoke(
         let Some(failed) = failed else {
             for m in messages {
                 tracing::info!(
-                    "{function}: {}: not handled, back after its visibility timeout",
-                    describe(m)
+                    %function,
+                    message_id = %m.message_id,
+                    task_id = %task_of(m),
+                    receive = m.receive_count,
+                    "not handled, back after its visibility timeout"
                 );
             }
             return;
         };
         for m in messages {
             if failed.contains(&m.message_id) {
-                tracing::info!("{function}: {}: reported for retry", describe(m));
+                tracing::info!(
+                    %function,
+                    message_id = %m.message_id,
+                    task_id = %task_of(m),
+                    receive = m.receive_count,
+                    "reported for retry"
+                );
                 continue;
             }
             match queue.delete(&m.receipt_handle).await {
-                Ok(()) => tracing::info!("{function}: {}: done, deleted", describe(m)),
-                Err(err) => tracing::warn!("{function}: {}: delete failed: {err}", describe(m)),
+                Ok(()) => {
+                    tracing::info!(
+                        %function,
+                        message_id = %m.message_id,
+                        task_id = %task_of(m),
+                        receive = m.receive_count,
+                        "done, deleted"
+                    );
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        %function,
+                        message_id = %m.message_id,
+                        task_id = %task_of(m),
+                        receive = m.receive_count,
+                        error = %err,
+                        "delete failed"
+                    );
+                }
             }
         }
     }
@@ -175,7 +204,7 @@ async fn main() -> Result<(), String> {
             .rsplit_once('=')
             .ok_or_else(|| format!("--queue takes <queue URL>=<function>, not {pair}"))?;
         let queue = SqsQueue::new(clients.sqs.clone(), url);
-        tracing::info!("polling {url} for {function}");
+        tracing::info!(queue = url, function, "polling");
         tasks.push(tokio::spawn(poll(
             queue,
             function.to_owned(),

@@ -229,7 +229,7 @@ impl Auth {
                 match jwt.verify(token).await {
                     Ok(result) => result.map_err(AuthFailure::into_error),
                     Err(JwksUnavailable(reason)) => {
-                        tracing::error!("cannot verify bearer tokens: {reason}");
+                        tracing::error!(%reason, "cannot verify bearer tokens");
                         Err(A2AError::Internal(
                             "The token issuer's keys are unavailable; try again later".into(),
                         ))
