@@ -7,7 +7,7 @@ mod loops;
 
 pub use backend::StoreKind;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +24,11 @@ use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
 use clap::{Args, Parser, Subcommand};
-use tokio::sync::watch;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{watch, Semaphore};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// How long a graceful shutdown waits for open requests and streams.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -74,6 +78,16 @@ pub struct Options {
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
+    /// Seconds a client has to send a request's line and headers; a connection that stays
+    /// silent or half-sent longer is closed.
+    #[arg(long, env = "A2A_HEADER_TIMEOUT_SECS", default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body.
+    #[arg(long, env = "A2A_BODY_TIMEOUT_SECS", default_value_t = 60)]
+    pub body_timeout_secs: u64,
+    /// Connections served at once; further ones wait in the listen backlog until one closes.
+    #[arg(long, env = "A2A_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
     /// Who may call, and how they are authenticated.
     #[command(flatten)]
     pub auth: AuthOptions,
@@ -408,28 +422,85 @@ pub async fn serve(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
          signing keys at {base}/.well-known/jwks.json"
     );
-    let app = router(service.clone(), http_options);
-    // Open SSE streams would hold a graceful shutdown for as long as they last: once the signal
-    // came, give in-flight requests a moment, then stop regardless.
-    let signalled = Arc::new(tokio::sync::Notify::new());
-    let notify = signalled.clone();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        tracing::info!("shutting down");
-        notify.notify_one();
-    });
-    let served = tokio::select! {
-        served = serve.into_future() => served.map_err(|e| format!("server error: {e}")),
-        _ = async {
-            signalled.notified().await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => Ok(()),
+    let app = router(service.clone(), http_options).layer(RequestBodyTimeoutLayer::new(
+        Duration::from_secs(options.body_timeout_secs.max(1)),
+    ));
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_secs(options.header_timeout_secs.max(1)),
+        max_connections: options.max_connections.max(1),
     };
+    serve_http(listener, app, limits, shutdown).await;
     let _ = stop_tx.send(true);
     service.shutdown().await;
     for handle in loops {
         let _ = handle.await;
     }
     tracing::info!("a2a-local stopped");
-    served
+    Ok(())
+}
+
+/// What one connection may take from the server.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionLimits {
+    header_timeout: Duration,
+    max_connections: usize,
+}
+
+/// Serves `app` over HTTP/1 until `shutdown` resolves, then lets open connections finish for
+/// [`SHUTDOWN_GRACE`] and drops the rest (open SSE streams would otherwise hold the shutdown
+/// for as long as they last).
+///
+/// A loop of our own rather than `axum::serve`, which sets no header read timeout: without one,
+/// a client that sends half a request holds its connection (and a task) forever.
+async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    // A permit per open connection: at the cap, the next one is not accepted (it waits in
+    // the kernel's backlog) until one closes.
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = slots.clone().acquire_owned() => {
+                permit.expect("the connection semaphore is never closed")
+            }
+        };
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of file descriptors and the like: back off a little rather than
+                    // spin on an error that the next accept would give again.
+                    tracing::warn!("cannot accept a connection: {err}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let connection =
+            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!("connection ended: {err}");
+            }
+            drop(permit);
+        });
+    }
+    tracing::info!("shutting down");
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("open connections did not finish in time: closing them");
+    }
 }

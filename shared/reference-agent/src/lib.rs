@@ -104,18 +104,25 @@ fn skill(id: &str, name: &str, description: &str, examples: &[&str]) -> AgentSki
     }
 }
 
-fn text_artifact(name: &str, text: &str) -> Artifact {
+/// The id of the task's artifact playing `role`. Deterministic, so that a re-run of the same
+/// job (a queued job is delivered at least once: a worker may crash mid-run) replaces the
+/// output of the run before instead of adding a second artifact.
+fn artifact_id(task_id: &str, role: &str) -> String {
+    format!("{task_id}-{role}")
+}
+
+fn text_artifact(task_id: &str, name: &str, text: &str) -> Artifact {
     Artifact {
-        artifact_id: a2a_core::new_id(),
+        artifact_id: artifact_id(task_id, name),
         name: name.into(),
         parts: vec![Part::text(text)],
         ..Artifact::default()
     }
 }
 
-fn file_artifact() -> Artifact {
+fn file_artifact(task_id: &str) -> Artifact {
     Artifact {
-        artifact_id: a2a_core::new_id(),
+        artifact_id: artifact_id(task_id, "file"),
         name: "output.txt".into(),
         parts: vec![Part {
             filename: "output.txt".into(),
@@ -133,6 +140,7 @@ async fn working_artifact_complete(e: &Emitter, artifact: Artifact) -> Result<()
 }
 
 async fn scenario(name: &str, e: &Emitter) -> Result<(), AgentError> {
+    let task_id = e.task_id();
     match name {
         "tck-complete-task" => e.complete(Some("Hello from TCK")).await,
         "tck-input-required" => e.input_required("Please provide more input.").await,
@@ -141,17 +149,21 @@ async fn scenario(name: &str, e: &Emitter) -> Result<(), AgentError> {
                 .await
         }
         "tck-artifact-text" => {
-            e.artifact(text_artifact("text", "Generated text content"), false, true)
-                .await?;
+            e.artifact(
+                text_artifact(task_id, "text", "Generated text content"),
+                false,
+                true,
+            )
+            .await?;
             e.complete(None).await
         }
         "tck-artifact-file" => {
-            e.artifact(file_artifact(), false, true).await?;
+            e.artifact(file_artifact(task_id), false, true).await?;
             e.complete(None).await
         }
         "tck-artifact-file-url" => {
             let artifact = Artifact {
-                artifact_id: a2a_core::new_id(),
+                artifact_id: artifact_id(task_id, "file-url"),
                 name: "output.txt".into(),
                 parts: vec![Part {
                     filename: "output.txt".into(),
@@ -165,7 +177,7 @@ async fn scenario(name: &str, e: &Emitter) -> Result<(), AgentError> {
         }
         "tck-artifact-data" => {
             let artifact = Artifact {
-                artifact_id: a2a_core::new_id(),
+                artifact_id: artifact_id(task_id, "data"),
                 name: "data".into(),
                 parts: vec![Part::data(json!({"key": "value", "count": 42}))],
                 ..Artifact::default()
@@ -174,21 +186,24 @@ async fn scenario(name: &str, e: &Emitter) -> Result<(), AgentError> {
             e.complete(None).await
         }
         "tck-stream-001" => {
-            working_artifact_complete(e, text_artifact("text", "Stream hello from TCK")).await
+            working_artifact_complete(e, text_artifact(task_id, "text", "Stream hello from TCK"))
+                .await
         }
         "tck-stream-002" => e.complete(None).await,
         "tck-stream-003" => {
-            working_artifact_complete(e, text_artifact("text", "Stream task lifecycle")).await
+            working_artifact_complete(e, text_artifact(task_id, "text", "Stream task lifecycle"))
+                .await
         }
         "tck-stream-ordering-001" => {
-            working_artifact_complete(e, text_artifact("text", "Ordered output")).await
+            working_artifact_complete(e, text_artifact(task_id, "text", "Ordered output")).await
         }
         "tck-stream-artifact-text" => {
-            working_artifact_complete(e, text_artifact("text", "Streamed text content")).await
+            working_artifact_complete(e, text_artifact(task_id, "text", "Streamed text content"))
+                .await
         }
-        "tck-stream-artifact-file" => working_artifact_complete(e, file_artifact()).await,
+        "tck-stream-artifact-file" => working_artifact_complete(e, file_artifact(task_id)).await,
         "tck-stream-artifact-chunked" => {
-            let id = a2a_core::new_id();
+            let id = artifact_id(task_id, "chunked");
             let chunk = |text: &str| Artifact {
                 artifact_id: id.clone(),
                 name: "chunked".into(),
@@ -258,9 +273,9 @@ impl Agent for ReferenceAgent {
             Behaviour::Scenario(name) => scenario(name, &e).await,
             Behaviour::Echo => {
                 let artifact = match request.message.first_text() {
-                    Some(text) => text_artifact("echo", text),
+                    Some(text) => text_artifact(&request.task_id, "echo", text),
                     None => Artifact {
-                        artifact_id: a2a_core::new_id(),
+                        artifact_id: artifact_id(&request.task_id, "echo"),
                         name: "echo".into(),
                         parts: request.message.parts.clone(),
                         ..Artifact::default()
@@ -271,7 +286,9 @@ impl Agent for ReferenceAgent {
             }
             Behaviour::Slow { chunks, interval } => {
                 e.working(None).await?;
-                let artifact_id = a2a_core::new_id();
+                // The first chunk is written with append=false, so a re-run starts the
+                // artifact afresh.
+                let artifact_id = artifact_id(&request.task_id, "slow");
                 for i in 1..=chunks {
                     tokio::time::sleep(interval).await;
                     let chunk = Artifact {
@@ -294,7 +311,11 @@ impl Agent for ReferenceAgent {
                     tokio::time::sleep(step).await;
                 }
                 e.artifact(
-                    text_artifact("report", &format!("job finished: {steps} steps")),
+                    text_artifact(
+                        &request.task_id,
+                        "report",
+                        &format!("job finished: {steps} steps"),
+                    ),
                     false,
                     true,
                 )
@@ -372,6 +393,24 @@ mod tests {
         assert_eq!(
             choose(&request("tck-complete-task-2", "x", Some(parked))),
             Behaviour::Scenario("tck-complete-task")
+        );
+    }
+
+    #[test]
+    fn artifact_ids_are_the_same_on_every_run_of_a_task() {
+        // A re-run (at-least-once delivery) writes the same ids, so it replaces its output.
+        let first = text_artifact("t", "echo", "a");
+        let again = text_artifact("t", "echo", "a");
+        assert_eq!(first.artifact_id, again.artifact_id);
+        assert_eq!(first.artifact_id, "t-echo");
+        assert_ne!(
+            first.artifact_id,
+            text_artifact("u", "echo", "a").artifact_id,
+            "tasks do not share artifact ids"
+        );
+        assert_eq!(
+            file_artifact("t").artifact_id,
+            file_artifact("t").artifact_id
         );
     }
 

@@ -204,6 +204,12 @@ impl JwtVerifier {
         let Ok(header) = jsonwebtoken::decode_header(token) else {
             return Ok(Err(AuthFailure::Malformed));
         };
+        // RFC 7515 §4.1.11: a recipient must refuse a token whose `crit` names an extension
+        // it does not understand, and we understand none. `jsonwebtoken` parses the list but
+        // does not enforce it.
+        if header.crit.as_ref().is_some_and(|crit| !crit.is_empty()) {
+            return Ok(Err(AuthFailure::Malformed));
+        }
         if !self.config.algorithms.contains(&header.alg) {
             return Ok(Err(AuthFailure::Algorithm));
         }
@@ -410,6 +416,42 @@ mod tests {
         tokio::time::advance(Duration::from_secs(600)).await;
         jwt.verify(&token(&old, "")).await.unwrap().unwrap();
         assert_eq!(issuer.fetches(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_critical_header_extension_is_refused() {
+        let issuer = Arc::new(FakeIssuer::default());
+        let (key, pem) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
+        issuer.publish(&[&key]);
+        let jwt = verifier(&issuer);
+        let encoding = jsonwebtoken::EncodingKey::from_ec_pem(pem.expose().as_bytes()).unwrap();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = serde_json::json!({
+            "iss": "https://issuer", "aud": "aud", "sub": "alice",
+            "iat": now, "exp": now + 3600, "exp-ext": true,
+        });
+        let signed = |crit: Option<Vec<String>>| {
+            let mut header = jsonwebtoken::Header::new(Algorithm::ES256);
+            header.kid = Some(key.kid().to_string());
+            header.crit = crit;
+            jsonwebtoken::encode(&header, &claims, &encoding).unwrap()
+        };
+
+        let refused = jwt
+            .verify(&signed(Some(vec!["exp-ext".into()])))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(refused, AuthFailure::Malformed);
+        // No extension named: nothing to understand, the token is fine.
+        jwt.verify(&signed(Some(Vec::new())))
+            .await
+            .unwrap()
+            .unwrap();
+        jwt.verify(&signed(None)).await.unwrap().unwrap();
     }
 
     #[tokio::test(start_paused = true)]
