@@ -34,7 +34,8 @@ impl Agent for Shouter {
         let loud = request.text().to_uppercase();
         emitter.working(None).await?;
         let artifact = Artifact {
-            artifact_id: a2a_core::new_id(),
+            // Derived from the task: a re-run after a crash replaces this artifact.
+            artifact_id: format!("{}-shout", request.task_id),
             name: "shout".into(),
             parts: vec![Part::text(&loud)],
             ..Artifact::default()

@@ -21,34 +21,20 @@ impl DynamoTaskStore {
         expires_at: Timestamp,
     ) -> Result<(), StoreError> {
         let item = items::config_item(owner, config, expires_at)?;
-        let size = items::check_size(&item, || format!("push config {}", config.id))?;
-        let result = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item))
-            // Never overwrite another owner's live config.
-            .condition_expression("attribute_not_exists(#pk) OR #own = :own OR #exp <= :now")
-            .set_expression_attribute_names(Some(names(&["pk", "own", "exp"])))
-            .set_expression_attribute_values(Some(values([
-                (":own", s(owner.as_str())),
-                (":now", n(now_ms())),
-            ])))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "PutItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size),
-                    0.0,
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => Err(StoreError::Conflict),
-            Err(err) => Err(backend("PutItem", &err)),
+        items::check_size(&item, || format!("push config {}", config.id))?;
+        // Never overwrite another owner's live config.
+        let written = self
+            .put_if(
+                item,
+                "attribute_not_exists(#pk) OR #own = :own OR #exp <= :now",
+                names(&["pk", "own", "exp"]),
+                values([(":own", s(owner.as_str())), (":now", n(now_ms()))]),
+            )
+            .await?;
+        if written {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict)
         }
     }
 
