@@ -88,8 +88,6 @@ pub(crate) mod attr {
 
 /// Sort key of the head.
 pub(crate) const HEAD_SK: &str = "H";
-/// Sort key of the lease.
-pub(crate) const LEASE_SK: &str = "L";
 /// Sort key prefix of push configs.
 pub(crate) const CONFIG_PREFIX: &str = "P#";
 

@@ -40,6 +40,7 @@ contract_tests!(
     push_config_crud,
     push_delivery_records,
     leases,
+    inline_leases,
     large_items_are_kept_whole_or_refused,
 );
 
@@ -49,6 +50,15 @@ async fn concurrent_appends_are_gapless() {
         return;
     };
     store_contract::concurrent_appends_are_gapless(Arc::new(env.store())).await;
+    env.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_ends_orphaned_inline_executions() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    store_contract::sweep_ends_orphaned_inline_executions(Arc::new(env.store())).await;
     env.cleanup().await;
 }
 

@@ -2,6 +2,7 @@
 //! task's event log through [`TaskLog`]; the emitter knows nothing of the operations.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use a2a_protocol::{
     Artifact, Message, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -34,6 +35,23 @@ pub(crate) struct EmitterState {
     /// complete) thus costs one store write instead of two, and nobody can observe the
     /// difference: the task becomes visible to streams, pushes and reads with that write.
     pub(crate) pending: Vec<TaskEvent>,
+    /// Whether this execution holds the task's inline lease now (see [`InlineLease`]).
+    pub(crate) lease_held: bool,
+}
+
+/// The terms of an inline execution's lease on its task: who holds it and for how long each
+/// take or renewal lasts. A crashed process stops renewing; once the lease is over, a sweep
+/// ends the task FAILED (`A2aService::sweep_expired_executions`).
+#[derive(Debug, Clone)]
+pub(crate) struct InlineLease {
+    pub(crate) holder: String,
+    pub(crate) duration: Duration,
+}
+
+impl InlineLease {
+    pub(crate) fn until(&self) -> Timestamp {
+        Timestamp::from_millis(Timestamp::now().millis() + self.duration.as_millis() as i64)
+    }
 }
 
 /// The agent's handle on its task. Cheap to clone; every emit is a conditional append to the
@@ -46,6 +64,9 @@ pub struct Emitter {
     pub(crate) request: Arc<AgentRequest>,
     pub(crate) state: Arc<Mutex<EmitterState>>,
     pub(crate) inline_push: Option<a2a_protocol::TaskPushNotificationConfig>,
+    /// Set for inline executions: the emitter holds the task's lease while the task is active.
+    /// Queued executions leave it `None`: their worker holds the lease.
+    pub(crate) lease: Option<InlineLease>,
 }
 
 impl Emitter {
@@ -194,6 +215,7 @@ impl Emitter {
                 "the agent already replied with a message; no task events may follow".into(),
             ));
         }
+        self.lease_before(&mut state, &event).await?;
         let result = match state.head.clone() {
             Some(head) => self.log.append(&self.owner, head, vec![event]).await,
             None if matches!(event, TaskEvent::Artifact { .. }) => {
@@ -222,7 +244,11 @@ impl Emitter {
         };
         match result {
             Ok(head) => {
+                let stopped = !is_active(head.task.status.state);
                 state.head = Some(head);
+                if stopped {
+                    self.release_lease(&mut state).await;
+                }
                 Ok(())
             }
             Err(AppendError::Terminal(task)) => {
@@ -230,9 +256,98 @@ impl Emitter {
                 if let Some(head) = state.head.as_mut() {
                     head.task = *task;
                 }
+                self.release_lease(&mut state).await;
                 Err(AgentError::TaskEnded(ended))
             }
             Err(other) => Err(other.into()),
         }
     }
+
+    /// Takes the inline lease right before the first write that leaves the task active, so
+    /// that a task born terminal (an echo) never pays for one, and an active task is never
+    /// durable without one (a crash in between leaves a lease on a task that is missing or
+    /// fine: the sweep just removes it).
+    async fn lease_before(
+        &self,
+        state: &mut EmitterState,
+        event: &TaskEvent,
+    ) -> Result<(), AgentError> {
+        let Some(lease) = &self.lease else {
+            return Ok(());
+        };
+        if state.lease_held {
+            return Ok(());
+        }
+        let next = match event {
+            TaskEvent::Status { update } => Some(update.status.state),
+            _ => state.head.as_ref().map(|h| h.task.status.state),
+        };
+        // Artifacts before the first status are only buffered: nothing is written yet.
+        if !next.is_some_and(is_active) {
+            return Ok(());
+        }
+        let taken = self
+            .log
+            .store
+            .acquire_inline_lease(&self.owner, self.task_id(), &lease.holder, lease.until())
+            .await
+            .map_err(|e| AgentError::Failed(format!("the task store failed: {e}")))?;
+        if !taken {
+            return Err(AgentError::Failed(
+                "another execution is running on this task".into(),
+            ));
+        }
+        state.lease_held = true;
+        Ok(())
+    }
+
+    /// Renews the inline lease, if this execution holds it (the heartbeat of a running agent).
+    pub(crate) async fn renew_lease(&self) {
+        let state = self.state.lock().await;
+        let Some(lease) = self.lease.as_ref().filter(|_| state.lease_held) else {
+            return;
+        };
+        // The state lock stays held so that a renewal cannot revive a lease just released.
+        match self
+            .log
+            .store
+            .acquire_inline_lease(&self.owner, self.task_id(), &lease.holder, lease.until())
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(task_id = %self.task_id(), "the task's lease was taken over")
+            }
+            Err(err) => {
+                tracing::warn!(task_id = %self.task_id(), error = %err, "lease renewal failed")
+            }
+        }
+    }
+
+    /// Gives the inline lease back once the execution ended (or the task stopped).
+    pub(crate) async fn finish_lease(&self) {
+        let mut state = self.state.lock().await;
+        self.release_lease(&mut state).await;
+    }
+
+    async fn release_lease(&self, state: &mut EmitterState) {
+        let Some(lease) = self.lease.as_ref().filter(|_| state.lease_held) else {
+            return;
+        };
+        state.lease_held = false;
+        if let Err(err) = self
+            .log
+            .store
+            .release_lease(self.task_id(), &lease.holder)
+            .await
+        {
+            // It expires on its own; the sweep then finds the task stopped and removes it.
+            tracing::warn!(task_id = %self.task_id(), error = %err, "lease release failed");
+        }
+    }
+}
+
+/// A state in which the task's execution is still going: neither terminal nor interrupted.
+pub(crate) fn is_active(state: TaskState) -> bool {
+    !state.is_terminal() && !state.is_interrupted()
 }

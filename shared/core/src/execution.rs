@@ -1,17 +1,21 @@
 //! Running the agent: one execution per client message, inline (in this process) or from the
 //! work queue, and what makes sure its task does not stay active when it stops.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use a2a_protocol::TaskPushNotificationConfig;
+use a2a_protocol::{A2AError, TaskPushNotificationConfig, Timestamp};
 use tokio::sync::oneshot;
 
 use crate::agent::Agent;
-use crate::emitter::{Emitter, EmitterState, FirstOutcome};
-use crate::ports::{Owner, StoredTask};
+use crate::config::ServiceConfig;
+use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
+use crate::kernel::Core;
+use crate::ports::{Owner, StoreError, StoredTask, TaskStore};
 use crate::request::{AgentError, AgentRequest};
-use crate::task_log::TaskLog;
+use crate::task_log::{store_error, AppendError, TaskLog};
 
 /// An emitter for `request` on `log`, and the receiver of how the agent's first report resolved
 /// it (a task, or a direct message). `head` is the task as it stands, if it exists already.
@@ -32,38 +36,154 @@ pub(crate) fn new_emitter(
             first: Some(tx),
             replied: false,
             pending: Vec::new(),
+            lease_held: false,
         })),
         inline_push,
+        lease: None,
     };
     (emitter, rx)
 }
 
 /// The inline executions running in this process, so a graceful shutdown can end their tasks
-/// instead of leaving them WORKING. Only a courtesy: correctness never depends on it.
+/// instead of leaving them WORKING until the sweep finds their expired leases.
 #[derive(Default)]
 pub(crate) struct Executions {
-    running: Mutex<HashSet<(Owner, String)>>,
+    running: Mutex<HashMap<u64, Emitter>>,
+    next: AtomicU64,
 }
 
 impl Executions {
-    fn lock(&self) -> MutexGuard<'_, HashSet<(Owner, String)>> {
-        // A poisoned set only means a panic elsewhere while it was held; its content is still
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Emitter>> {
+        // A poisoned map only means a panic elsewhere while it was held; its content is still
         // valid.
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs an inline execution to its end, registered while it runs.
+    /// Runs an inline execution to its end, registered while it runs, renewing the task's
+    /// inline lease (if the emitter holds one) every third of its duration, and giving it back
+    /// at the end whatever happened.
     pub(crate) async fn run_inline(&self, agent: Arc<dyn Agent>, emitter: Emitter) {
-        let key = (emitter.owner.clone(), emitter.task_id().to_string());
-        self.lock().insert(key.clone());
-        run_agent(agent, emitter).await;
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(key, emitter.clone());
+        match emitter.lease.as_ref().map(|l| l.duration / 3) {
+            Some(period) => {
+                let beat = emitter.clone();
+                crate::jobs::while_running(run_agent(agent, emitter.clone()), period, || {
+                    let beat = beat.clone();
+                    async move { beat.renew_lease().await }
+                })
+                .await
+            }
+            None => run_agent(agent, emitter.clone()).await,
+        }
+        emitter.finish_lease().await;
         self.lock().remove(&key);
     }
 
-    /// Takes every registered execution out of the set.
-    pub(crate) fn drain(&self) -> Vec<(Owner, String)> {
-        self.lock().drain().collect()
+    /// Ends the task of every execution still running here FAILED with `reason`, through its
+    /// emitter (so the FAILED event reaches followers and pushes, and the lease is given
+    /// back). The agents run on; their next emit finds the task ended.
+    pub(crate) async fn shutdown(&self, reason: &str) {
+        let running: Vec<Emitter> = self.lock().drain().map(|(_, e)| e).collect();
+        for emitter in running {
+            let exists = emitter.state.lock().await.head.is_some();
+            if !exists {
+                continue;
+            }
+            match emitter.fail(reason).await {
+                Ok(()) | Err(AgentError::TaskEnded(_)) => {}
+                Err(err) => {
+                    tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not end the task at shutdown")
+                }
+            }
+            emitter.finish_lease().await;
+        }
     }
+}
+
+impl Emitter {
+    /// This emitter with the inline lease terms of `config`; `held` if the lease was already
+    /// taken (a follow-up takes it before its message is written).
+    pub(crate) fn leased(mut self, config: &ServiceConfig, held: bool) -> Self {
+        self.lease = Some(inline_lease(config));
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.get_mut().lease_held = held;
+        }
+        self
+    }
+}
+
+/// The inline lease terms of this process.
+pub(crate) fn inline_lease(config: &ServiceConfig) -> InlineLease {
+    InlineLease {
+        holder: config.worker_id.clone(),
+        duration: config.lease_duration,
+    }
+}
+
+/// Takes the inline lease of a task before a follow-up message makes it active again. The
+/// previous execution gives the lease back right after it wrote the interrupted state the
+/// client reacted to, so a lease still held by someone else gets a few short tries first.
+pub(crate) async fn take_follow_up_lease(
+    store: &dyn TaskStore,
+    owner: &Owner,
+    task_id: &str,
+    config: &ServiceConfig,
+) -> Result<(), A2AError> {
+    let lease = inline_lease(config);
+    for attempt in 0..5 {
+        let taken = store
+            .acquire_inline_lease(owner, task_id, &lease.holder, lease.until())
+            .await
+            .map_err(store_error)?;
+        if taken {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+    }
+    Err(A2AError::unsupported(format!(
+        "Task {task_id} is still running an execution; send the message again shortly"
+    )))
+}
+
+/// Why the sweep ends a task whose inline execution stopped without finishing it.
+pub(crate) const ORPHANED_REASON: &str = "The execution of this task stopped before it finished \
+    (its server went away); send the message again to retry.";
+
+/// Ends the tasks of up to `limit` expired inline leases FAILED (those still active) and
+/// removes the leases; returns how many tasks it ended. See
+/// `A2aService::sweep_expired_executions`.
+pub(crate) async fn sweep_expired(core: &Core, limit: usize) -> Result<usize, StoreError> {
+    let expired = core
+        .store
+        .list_expired_inline_leases(Timestamp::now(), limit)
+        .await?;
+    let mut ended = 0;
+    for lease in expired {
+        let head = core.store.load_task(&lease.owner, &lease.task_id).await?;
+        if let Some(head) = head.filter(|h| is_active(h.task.status.state)) {
+            // A conditional append like any other: if the execution is alive after all and
+            // writes its own final state first, this one finds the task terminal and stops.
+            match core
+                .log
+                .finish_failed(&lease.owner, head, ORPHANED_REASON)
+                .await
+            {
+                Ok(_) => {
+                    tracing::warn!(task_id = %lease.task_id, holder = %lease.holder, "ended an orphaned task");
+                    ended += 1;
+                }
+                Err(AppendError::Terminal(_) | AppendError::NotFound(_)) => {}
+                Err(err) => {
+                    // Keep the lease: the next sweep tries again.
+                    tracing::warn!(task_id = %lease.task_id, error = ?err, "could not end an orphaned task");
+                    continue;
+                }
+            }
+        }
+        core.store.remove_expired_lease(&lease).await?;
+    }
+    Ok(ended)
 }
 
 /// Runs the agent to its end and makes sure the task does not stay active when it stops: an

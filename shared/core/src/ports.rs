@@ -197,6 +197,44 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Gives the lease back, if `holder` still holds it.
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError>;
+
+    /// Like [`TaskStore::acquire_lease`], for an inline execution: the lease also records the
+    /// task's owner and that nothing would redeliver its work, so that once it expires
+    /// [`TaskStore::list_expired_inline_leases`] lists it and a sweep can end the task. The
+    /// same lease as the queued one: whichever kind holds it, the other waits.
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Up to `limit` inline leases that ended at or before `now` and were not released: their
+    /// execution stopped without giving its task back (a crashed process). Queued leases are
+    /// never listed: the queue redelivers their work.
+    async fn list_expired_inline_leases(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError>;
+
+    /// Removes `lease` if it is still exactly this expired lease (same holder, same end):
+    /// `false` if it was renewed, taken over or removed meanwhile.
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError>;
+}
+
+/// An inline execution lease that ended without being released, as listed for the sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredLease {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task.
+    pub task_id: String,
+    /// Who held it (a process's `worker_id`).
+    pub holder: String,
+    /// When it ended.
+    pub until: Timestamp,
 }
 
 /// Current format version of queue message bodies.

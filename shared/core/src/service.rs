@@ -21,7 +21,7 @@ use crate::auth::Permission;
 use crate::config::ServiceConfig;
 use crate::context::CallContext;
 use crate::emitter::{Emitter, FirstOutcome};
-use crate::execution::{new_emitter, Executions};
+use crate::execution::{new_emitter, take_follow_up_lease, Executions};
 use crate::kernel::Core;
 use crate::operation::Operation;
 use crate::ports::*;
@@ -572,15 +572,27 @@ impl A2aService {
                 })
             }
             (Placement::Inline, Some(head)) => {
-                let head = self
+                // The message makes the task active again: lease first (see the emitter).
+                take_follow_up_lease(&*self.core.store, &ctx.owner, &task_id, &self.core.config)
+                    .await?;
+                let head = match self
                     .core
                     .log
                     .append_user_message(&ctx.owner, head, agent_request.message.clone())
-                    .await?;
+                    .await
+                {
+                    Ok(head) => head,
+                    Err(err) => {
+                        let holder = &self.core.config.worker_id;
+                        let _ = self.core.store.release_lease(&task_id, holder).await;
+                        return Err(err);
+                    }
+                };
                 let from_seq = head.version;
                 let snapshot = Box::new(head.clone());
                 let (emitter, _first) =
                     new_emitter(&self.core.log, &ctx.owner, agent_request, Some(head), None);
+                let emitter = emitter.leased(&self.core.config, true);
                 self.spawn_inline(emitter);
                 Ok(Started::Task {
                     task_id,
@@ -591,7 +603,7 @@ impl A2aService {
             (Placement::Inline, None) => {
                 let (emitter, first) =
                     new_emitter(&self.core.log, &ctx.owner, agent_request, None, inline_push);
-                self.spawn_inline(emitter);
+                self.spawn_inline(emitter.leased(&self.core.config, false));
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
                     Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
@@ -811,29 +823,23 @@ impl A2aService {
 
     /// Ends the tasks of inline executions still running in this process as FAILED, for a
     /// graceful shutdown: their work dies with the process, and nothing would redeliver it.
-    /// Queued work is not touched: its job is redelivered to another worker.
+    /// Their leases are given back. Queued work is not touched: its job is redelivered to
+    /// another worker.
     pub async fn shutdown(&self) {
-        for (owner, task_id) in self.core.executions.drain() {
-            let head = match self.core.store.load_task(&owner, &task_id).await {
-                Ok(Some(head)) if !head.task.status.state.is_terminal() => head,
-                _ => continue,
-            };
-            match self
-                .core
-                .log
-                .finish_failed(
-                    &owner,
-                    head,
-                    "The server shut down while the agent was working on this task.",
-                )
-                .await
-            {
-                Ok(_) | Err(AppendError::Terminal(_)) => {}
-                Err(err) => {
-                    tracing::warn!(%task_id, error = ?err, "could not end the task at shutdown")
-                }
-            }
-        }
+        self.core
+            .executions
+            .shutdown("The server shut down while the agent was working on this task.")
+            .await
+    }
+
+    /// Ends the tasks of inline executions that stopped without finishing (their process
+    /// crashed, a Lambda instance was lost): for up to `limit` inline leases that expired
+    /// without being given back, a task still active is ended FAILED with a reason, through
+    /// its log like any other final event, and the lease is removed. Returns how many tasks
+    /// it ended. Hosts call it on a schedule; it is safe to run anywhere, any number of times
+    /// at once.
+    pub async fn sweep_expired_executions(&self, limit: usize) -> Result<usize, StoreError> {
+        crate::execution::sweep_expired(&self.core, limit).await
     }
 
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`

@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Version 1 of the schema.
 ///
@@ -108,6 +108,20 @@ CREATE TABLE IF NOT EXISTS push_deliveries (
 CREATE INDEX IF NOT EXISTS push_deliveries_by_expiry ON push_deliveries (expires_at_ms);
 ";
 
+/// Version 3 lets a lease say whose task it is and whether it is an inline execution's: only
+/// those are listed by the sweep once expired (queued work is redelivered by its queue). The
+/// partial index holds inline leases only, ordered by their end, so the sweep's query reads
+/// just the expired ones.
+const SCHEMA_V3_COLUMNS: [(&str, &str); 2] = [
+    ("owner", "ALTER TABLE leases ADD COLUMN owner TEXT"),
+    (
+        "inline",
+        "ALTER TABLE leases ADD COLUMN inline INTEGER NOT NULL DEFAULT 0",
+    ),
+];
+const SCHEMA_V3_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS leases_inline_by_until ON leases (until_ms) WHERE inline = 1";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -124,6 +138,21 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
     }
     if version < 2 {
         tx.execute_batch(SCHEMA_V2)?;
+    }
+    if version < 3 {
+        // Column by column, so that a file whose version number was rolled back (the
+        // upgrade tests do that) upgrades too: SQLite has no ADD COLUMN IF NOT EXISTS.
+        for (column, add) in SCHEMA_V3_COLUMNS {
+            let exists: bool = tx.query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('leases') WHERE name = ?1",
+                [column],
+                |r| r.get(0),
+            )?;
+            if !exists {
+                tx.execute_batch(add)?;
+            }
+        }
+        tx.execute_batch(SCHEMA_V3_INDEX)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use a2a_core::{
-    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
-    TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
+    TaskPage, TaskQuery, TaskStore,
 };
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -16,6 +16,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::{now_ms, to_i64, wait_tick, write_tx, DbError, SqliteStore};
+
+/// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
+const LEASE_PURGE_GRACE_MS: i64 = 24 * 3600 * 1000;
 
 /// A head as written to the `tasks` table, serialised before entering the blocking pool.
 struct HeadRow {
@@ -184,6 +187,37 @@ impl SqliteStore {
         .await
     }
 
+    /// Takes a task's lease: queued (`owner` is `None`) or inline (with the task's owner).
+    async fn take_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+        owner: Option<String>,
+    ) -> Result<bool, StoreError> {
+        let task_id = task_id.to_owned();
+        let holder = holder.to_owned();
+        let until_ms = until.millis();
+        self.with_conn(move |conn| {
+            let tx = write_tx(conn)?;
+            let inline = owner.is_some();
+            // The upsert's WHERE decides in one statement: take a free or expired lease, renew
+            // our own, leave anyone else's alone (then no row changes).
+            let changed = tx.execute(
+                "INSERT INTO leases (task_id, holder, until_ms, owner, inline)
+                 VALUES (?1, ?2, ?3, ?5, ?6)
+                 ON CONFLICT (task_id) DO UPDATE
+                 SET holder = excluded.holder, until_ms = excluded.until_ms,
+                     owner = excluded.owner, inline = excluded.inline
+                 WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4",
+                params![task_id, holder, until_ms, now_ms(), owner, inline],
+            )?;
+            tx.commit()?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     /// Deletes expired tasks (with their events), push configs, leases and de-duplication
     /// keys. Returns how many tasks were removed.
     ///
@@ -206,7 +240,12 @@ impl SqliteStore {
                 "DELETE FROM push_deliveries WHERE expires_at_ms <= ?1",
                 [now],
             )?;
-            tx.execute("DELETE FROM leases WHERE until_ms <= ?1", [now])?;
+            // Expired inline leases are the sweep's to find (it ends their tasks); they are
+            // purged only if no sweep ran for a day, like DynamoDB's TTL does.
+            tx.execute(
+                "DELETE FROM leases WHERE until_ms <= ?1 AND (inline = 0 OR until_ms <= ?2)",
+                [now, now - LEASE_PURGE_GRACE_MS],
+            )?;
             tx.execute("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
             tx.commit()?;
             Ok(tasks)
@@ -661,22 +700,55 @@ impl TaskStore for SqliteStore {
         holder: &str,
         until: Timestamp,
     ) -> Result<bool, StoreError> {
-        let task_id = task_id.to_owned();
-        let holder = holder.to_owned();
-        let until_ms = until.millis();
+        self.take_lease(task_id, holder, until, None).await
+    }
+
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.take_lease(task_id, holder, until, Some(owner.as_str().to_owned()))
+            .await
+    }
+
+    async fn list_expired_inline_leases(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        let limit = to_i64(limit as u64);
+        self.with_conn(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT task_id, owner, holder, until_ms FROM leases
+                 WHERE inline = 1 AND until_ms <= ?1 ORDER BY until_ms LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![now.millis(), limit], |r| {
+                Ok(ExpiredLease {
+                    task_id: r.get(0)?,
+                    owner: Owner(r.get::<_, Option<String>>(1)?.unwrap_or_default()),
+                    holder: r.get(2)?,
+                    until: Timestamp::from_millis(r.get(3)?),
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
+        let lease = lease.clone();
         self.with_conn(move |conn| {
             let tx = write_tx(conn)?;
-            // The upsert's WHERE decides in one statement: take a free or expired lease, renew
-            // our own, leave anyone else's alone (then no row changes).
-            let changed = tx.execute(
-                "INSERT INTO leases (task_id, holder, until_ms) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (task_id) DO UPDATE
-                 SET holder = excluded.holder, until_ms = excluded.until_ms
-                 WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4",
-                params![task_id, holder, until_ms, now_ms()],
+            let removed = tx.execute(
+                "DELETE FROM leases
+                 WHERE task_id = ?1 AND holder = ?2 AND until_ms = ?3 AND inline = 1",
+                params![lease.task_id, lease.holder, lease.until.millis()],
             )?;
             tx.commit()?;
-            Ok(changed == 1)
+            Ok(removed == 1)
         })
         .await
     }

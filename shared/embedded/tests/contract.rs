@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
-    TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
+    TaskPage, TaskQuery, TaskStore,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
@@ -50,6 +50,7 @@ contract_tests!(
     push_config_crud,
     push_delivery_records,
     leases,
+    inline_leases,
     large_items_are_kept_whole_or_refused,
 );
 
@@ -57,6 +58,12 @@ contract_tests!(
 async fn concurrent_appends_are_gapless() {
     let (_dir, store) = open();
     store_contract::concurrent_appends_are_gapless(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_ends_orphaned_inline_executions() {
+    let (_dir, store) = open();
+    store_contract::sweep_ends_orphaned_inline_executions(Arc::new(store)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,6 +209,30 @@ impl TaskStore for RoundRobin {
 
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         self.pick().release_lease(task_id, holder).await
+    }
+
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.pick()
+            .acquire_inline_lease(owner, task_id, holder, until)
+            .await
+    }
+
+    async fn list_expired_inline_leases(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        self.pick().list_expired_inline_leases(now, limit).await
+    }
+
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
+        self.pick().remove_expired_lease(lease).await
     }
 }
 

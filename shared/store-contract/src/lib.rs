@@ -16,14 +16,22 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use futures::StreamExt as _;
+
 use a2a_protocol::{
-    Artifact, AuthenticationInfo, Message, Part, Task, TaskArtifactUpdateEvent,
-    TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
+    Artifact, AuthenticationInfo, Message, Part, SendMessageRequest, SendMessageResponse,
+    StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState,
+    TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 
 use a2a_core::{
-    LoggedEvent, Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError, StoredTask,
-    TaskEvent, TaskQuery, TaskStore,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    OperationRequest, OperationResponse, Placement, PushJob, PushQueue, ServiceConfig, WorkJob,
+    WorkQueue,
+};
+use a2a_core::{
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushAttemptResult, PushDeliveryState,
+    StoreError, StoredTask, TaskEvent, TaskQuery, TaskStore,
 };
 
 /// A fresh id, unique across calls and processes.
@@ -365,12 +373,14 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     push_config_crud(store).await;
     push_delivery_records(store).await;
     leases(store).await;
+    inline_leases(store).await;
     large_items_are_kept_whole_or_refused(store).await;
 }
 
 /// Runs [`run_all`] and the checks that share the store between spawned tasks.
 pub async fn run_all_shared(store: Arc<dyn TaskStore>) {
     run_all(&*store).await;
+    sweep_ends_orphaned_inline_executions(store.clone()).await;
     concurrent_appends_are_gapless(store).await;
 }
 
@@ -1054,6 +1064,136 @@ pub async fn leases<S: TaskStore + ?Sized>(store: &S) {
         .expect("release");
 }
 
+/// The inline leases of `task_ids` that `list_expired_inline_leases` returns at `now` (the
+/// store is shared: other checks' leases are listed too).
+async fn expired_among<S: TaskStore + ?Sized>(
+    store: &S,
+    now: Timestamp,
+    task_ids: &[&str],
+) -> Vec<ExpiredLease> {
+    let mut leases = store
+        .list_expired_inline_leases(now, 10_000)
+        .await
+        .expect("list expired inline leases");
+    leases.retain(|l| task_ids.contains(&l.task_id.as_str()));
+    leases.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    leases
+}
+
+/// Inline leases: once expired (and not released, renewed or taken over by a queued
+/// execution) they are listed with their owner, holder and end; queued leases never are; a
+/// listed lease is removed only while it is still the one listed.
+pub async fn inline_leases<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    let later = hours_from_now(1);
+    let expired_id = unique("task");
+    let live = unique("task");
+    let queued = unique("task");
+    let released = unique("task");
+    let taken_over = unique("task");
+    let ids = [expired_id.as_str(), &live, &queued, &released, &taken_over];
+    assert!(store
+        .acquire_inline_lease(&owner, &expired_id, "w1", past)
+        .await
+        .expect("acquire"));
+    assert!(store
+        .acquire_inline_lease(&owner, &live, "w1", later)
+        .await
+        .expect("acquire"));
+    assert!(store
+        .acquire_lease(&queued, "w1", past)
+        .await
+        .expect("acquire"));
+    assert!(store
+        .acquire_inline_lease(&owner, &released, "w1", past)
+        .await
+        .expect("acquire"));
+    store.release_lease(&released, "w1").await.expect("release");
+    // A queued execution takes over an expired inline lease: its queue redelivers the work.
+    assert!(store
+        .acquire_inline_lease(&owner, &taken_over, "w1", past)
+        .await
+        .expect("acquire"));
+    assert!(store
+        .acquire_lease(&taken_over, "w2", later)
+        .await
+        .expect("acquire"));
+    // An inline lease is the task's one lease: someone else's live one keeps it.
+    assert!(!store
+        .acquire_inline_lease(&owner, &live, "w2", later)
+        .await
+        .expect("acquire"));
+
+    let listed = expired_among(store, Timestamp::now(), &ids).await;
+    assert_eq!(
+        listed,
+        vec![ExpiredLease {
+            owner: owner.clone(),
+            task_id: expired_id.clone(),
+            holder: "w1".into(),
+            until: past,
+        }]
+    );
+    // Later, the live one is over too; the queued ones still are not listed.
+    let mut ids_then: Vec<String> = expired_among(store, hours_from_now(2), &ids)
+        .await
+        .into_iter()
+        .map(|l| l.task_id)
+        .collect();
+    ids_then.sort();
+    let mut expected = vec![expired_id.clone(), live.clone()];
+    expected.sort();
+    assert_eq!(ids_then, expected);
+    // The limit holds.
+    assert!(
+        store
+            .list_expired_inline_leases(hours_from_now(2), 1)
+            .await
+            .expect("list")
+            .len()
+            <= 1
+    );
+
+    // Removal is conditional on the lease still being the one listed.
+    let stale = listed[0].clone();
+    assert!(store
+        .acquire_inline_lease(&owner, &expired_id, "w1", later)
+        .await
+        .expect("renew"));
+    assert!(!store
+        .remove_expired_lease(&stale)
+        .await
+        .expect("remove a renewed lease"));
+    assert!(!store
+        .acquire_inline_lease(&owner, &expired_id, "w2", later)
+        .await
+        .expect("the renewed lease is still held"));
+    let listed = expired_among(store, hours_from_now(2), &[&expired_id]).await;
+    assert_eq!(listed.len(), 1);
+    assert!(store
+        .remove_expired_lease(&listed[0])
+        .await
+        .expect("remove"));
+    assert!(!store
+        .remove_expired_lease(&listed[0])
+        .await
+        .expect("remove again"));
+    assert!(expired_among(store, hours_from_now(2), &[&expired_id])
+        .await
+        .is_empty());
+    // Removed means free.
+    assert!(store
+        .acquire_inline_lease(&owner, &expired_id, "w2", later)
+        .await
+        .expect("acquire"));
+    for id in ids {
+        for holder in ["w1", "w2"] {
+            store.release_lease(id, holder).await.expect("release");
+        }
+    }
+}
+
 /// Eight writers race to append to one task, each re-reading after a `Conflict`. The log ends
 /// gapless (1..=N) with every writer's events exactly once, and the head matches the log.
 pub async fn concurrent_appends_are_gapless(store: Arc<dyn TaskStore>) {
@@ -1221,4 +1361,193 @@ pub async fn large_items_are_kept_whole_or_refused<S: TaskStore + ?Sized>(store:
         }
         Err(other) => panic!("a large append must be stored or refused as TooLarge: {other:?}"),
     }
+}
+
+/// The sweep's agent: `echo` completes at once (born terminal); `hang` reports WORKING and
+/// never finishes, like an execution whose process is gone.
+struct SweepAgent;
+
+#[async_trait::async_trait]
+impl Agent for SweepAgent {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "sweep".into(),
+            description: "checks the sweep".into(),
+            version: "1".into(),
+            ..Default::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Inline
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        if request.text() == "hang" {
+            emitter.working(None).await?;
+            std::future::pending::<()>().await;
+        }
+        emitter.complete(Some("done")).await
+    }
+}
+
+/// Queues that accept and forget (the sweep checks run nothing queued).
+struct NoQueue;
+
+#[async_trait::async_trait]
+impl WorkQueue for NoQueue {
+    async fn enqueue_work(&self, _job: &WorkJob) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl PushQueue for NoQueue {
+    async fn enqueue_push(&self, _jobs: &[PushJob]) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// The core's sweep on this store, through the real service: a task born terminal never
+/// writes a lease; a live inline execution holds one; an active task whose inline lease
+/// expired ends FAILED with the reason, a terminal or interrupted one is left as it is, and
+/// the expired leases are removed.
+pub async fn sweep_ends_orphaned_inline_executions(store: Arc<dyn TaskStore>) {
+    let service = A2aService::new(
+        ServiceConfig::default(),
+        Arc::new(SweepAgent),
+        store.clone(),
+        Arc::new(NoQueue),
+        Arc::new(NoQueue),
+    );
+    let ctx = CallContext::anonymous(&unique("tenant"));
+    let send = |text: &str| SendMessageRequest {
+        message: Some(Message::user_text(unique("msg"), text)),
+        ..Default::default()
+    };
+
+    // Born terminal: no lease, not even a released one (the listing sees every inline lease
+    // whose end is before "in two hours").
+    let echo = match service
+        .call(&ctx, OperationRequest::SendMessage(send("echo")))
+        .await
+    {
+        Ok(OperationResponse::Sent(SendMessageResponse::Task(task))) => task,
+        other => panic!("SendMessage: {other:?}"),
+    };
+    assert_eq!(echo.status.state, TaskState::Completed);
+
+    // A live execution holds its lease: listed only once it would be over.
+    let Ok(OperationResponse::Stream(mut stream)) = service
+        .call(&ctx, OperationRequest::SendStreamingMessage(send("hang")))
+        .await
+    else {
+        panic!("SendStreamingMessage did not answer with a stream");
+    };
+    let live = loop {
+        let item = stream.next().await.expect("an event").expect("no error");
+        if let StreamResponse::StatusUpdate(update) = item.response {
+            assert_eq!(update.status.state, TaskState::Working);
+            break update.task_id;
+        }
+    };
+    drop(stream);
+    assert!(expired_among(&*store, Timestamp::now(), &[&live])
+        .await
+        .is_empty());
+    let held = expired_among(&*store, hours_from_now(2), &[&live, &echo.id]).await;
+    assert_eq!(held.len(), 1, "only the live execution holds a lease");
+    assert_eq!(
+        (held[0].task_id.as_str(), &held[0].owner),
+        (live.as_str(), &ctx.owner)
+    );
+
+    // Orphans: tasks whose execution died, as a crash leaves them.
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    let orphan = |state| {
+        let store = store.clone();
+        let owner = ctx.owner.clone();
+        async move {
+            let (head, events) = new_task(
+                &owner,
+                &unique("task"),
+                &unique("ctx"),
+                state,
+                Timestamp::now(),
+                hours_from_now(24),
+            );
+            store.create_task(&head, &events).await.expect("create");
+            assert!(store
+                .acquire_inline_lease(&owner, &head.task.id, "gone", past)
+                .await
+                .expect("lease"));
+            head
+        }
+    };
+    let working = orphan(TaskState::Working).await;
+    let submitted = orphan(TaskState::Submitted).await;
+    let completed = orphan(TaskState::Completed).await;
+    let waiting = orphan(TaskState::InputRequired).await;
+    let ids = [
+        working.task.id.as_str(),
+        &submitted.task.id,
+        &completed.task.id,
+        &waiting.task.id,
+    ];
+
+    let ended = service
+        .sweep_expired_executions(10_000)
+        .await
+        .expect("sweep");
+    assert!(ended >= 2, "ended {ended}");
+    for head in [&working, &submitted] {
+        let now = store
+            .load_task(&ctx.owner, &head.task.id)
+            .await
+            .expect("load")
+            .expect("task");
+        assert_eq!(now.task.status.state, TaskState::Failed);
+        assert_eq!(now.version, head.version + 1, "one FAILED event");
+        let reason = now.task.status.message.expect("a reason");
+        let text = reason.parts[0].text.as_deref().unwrap_or_default();
+        assert!(text.contains("stopped before it finished"), "{text}");
+        let events = store
+            .read_events(&ctx.owner, &head.task.id, head.version, 10)
+            .await
+            .expect("events");
+        assert!(
+            matches!(&events[..], [LoggedEvent { event: TaskEvent::Status { update }, .. }] if update.status.state == TaskState::Failed)
+        );
+    }
+    for head in [&completed, &waiting] {
+        let now = store
+            .load_task(&ctx.owner, &head.task.id)
+            .await
+            .expect("load")
+            .expect("task");
+        assert_eq!(now, *head, "a stopped task is left alone");
+    }
+    assert!(expired_among(&*store, hours_from_now(2), &ids)
+        .await
+        .is_empty());
+    // The live execution was not touched: its lease is not over.
+    let head = store
+        .load_task(&ctx.owner, &live)
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(head.task.status.state, TaskState::Working);
+
+    // A second sweep finds nothing of these.
+    service
+        .sweep_expired_executions(10_000)
+        .await
+        .expect("sweep");
+    let again = store
+        .load_task(&ctx.owner, &working.task.id)
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(again.version, working.version + 1);
+    service.shutdown().await;
 }

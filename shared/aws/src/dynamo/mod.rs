@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask, TaskPage,
-    TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
+    TaskPage, TaskQuery, TaskStore,
 };
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -185,10 +185,32 @@ impl TaskStore for DynamoTaskStore {
         holder: &str,
         until: Timestamp,
     ) -> Result<bool, StoreError> {
-        Self::acquire_lease(self, task_id, holder, until).await
+        Self::acquire_lease(self, task_id, holder, until, None).await
     }
 
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         Self::release_lease(self, task_id, holder).await
+    }
+
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Self::acquire_lease(self, task_id, holder, until, Some(owner)).await
+    }
+
+    async fn list_expired_inline_leases(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        Self::list_expired_inline_leases(self, now, limit).await
+    }
+
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
+        Self::remove_expired_lease(self, lease).await
     }
 }
