@@ -172,7 +172,7 @@ pub fn http_client() -> reqwest::Client {
 }
 
 /// Whether this run asks for the servers on DynamoDB + SQS (`A2A_E2E_STORE=dynamodb`).
-fn on_dynamodb() -> bool {
+pub fn on_dynamodb() -> bool {
     std::env::var("A2A_E2E_STORE").as_deref() == Ok("dynamodb")
 }
 
@@ -302,6 +302,41 @@ impl Server {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push_str("---- e2e: server killed (SIGKILL) ----\n");
+    }
+
+    /// Sends SIGINT (a graceful stop, like Ctrl-C) to the server.
+    pub fn interrupt(&self) {
+        let child = self.child.as_ref().expect("the server is running");
+        let status = Command::new("kill")
+            .arg("-INT")
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -INT failed");
+    }
+
+    /// Waits (polling the process with a deadline) until the server exits; its exit status.
+    pub async fn wait_for_exit(&mut self, within: std::time::Duration) -> std::process::ExitStatus {
+        let deadline = tokio::time::Instant::now() + within;
+        let child = self.child.as_mut().expect("the server was started");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for the server") {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server did not exit within {within:?}; its log:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The environment that puts another server on this server's store (with
+    /// `A2A_E2E_STORE=dynamodb`: its table and queues; empty on the embedded store).
+    pub fn store_env(&self) -> Vec<(String, String)> {
+        store_env(self.data_dir.path())
     }
 
     /// Starts the server again on the same data directory (killing it first if it runs). The

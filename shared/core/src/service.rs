@@ -825,11 +825,16 @@ impl A2aService {
     /// graceful shutdown: their work dies with the process, and nothing would redeliver it.
     /// Their leases are given back. Queued work is not touched: its job is redelivered to
     /// another worker.
+    ///
+    /// Then every open stream of this process (SendStreamingMessage, SubscribeToTask, a
+    /// blocking SendMessage's wait) delivers what the log holds (those FAILED events
+    /// included) and ends cleanly; a client resubscribes elsewhere for a task still running.
     pub async fn shutdown(&self) {
         self.core
             .executions
             .shutdown("The server shut down while the agent was working on this task.")
-            .await
+            .await;
+        self.core.log.stop_following();
     }
 
     /// Ends the tasks of inline executions that stopped without finishing (their process

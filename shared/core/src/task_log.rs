@@ -140,6 +140,8 @@ pub struct TaskLog {
     push: Arc<dyn PushQueue>,
     retention: Duration,
     push_notifications: bool,
+    /// Set when the process stops: followers drain the log and end their streams cleanly.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl TaskLog {
@@ -156,7 +158,14 @@ impl TaskLog {
             push,
             retention,
             push_notifications,
+            stopping: tokio::sync::watch::channel(false).0,
         }
+    }
+
+    /// Ends every stream following this log once it has delivered what the log holds now
+    /// (a graceful stop: the final events just written still reach their clients).
+    pub(crate) fn stop_following(&self) {
+        self.stopping.send_replace(true);
     }
 
     fn expires_at(&self) -> Timestamp {
@@ -374,8 +383,10 @@ impl TaskLog {
             buffer: VecDeque<LoggedEvent>,
             done: bool,
             deadline: Instant,
+            stopping: tokio::sync::watch::Receiver<bool>,
         }
         let state = State {
+            stopping: self.stopping.subscribe(),
             log: self.clone(),
             owner,
             task_id,
@@ -419,7 +430,7 @@ impl TaskLog {
                     }
                 }
                 let now = Instant::now();
-                if now >= st.deadline {
+                if now >= st.deadline || *st.stopping.borrow_and_update() {
                     return None;
                 }
                 match store.load_task(&st.owner, &st.task_id).await {
@@ -439,7 +450,10 @@ impl TaskLog {
                     }
                 }
                 let wait = (st.deadline - now).min(Duration::from_secs(5));
-                store.wait_for_append(&st.task_id, st.after, wait).await;
+                tokio::select! {
+                    () = store.wait_for_append(&st.task_id, st.after, wait) => {}
+                    _ = st.stopping.changed() => {}
+                }
             }
         })
     }

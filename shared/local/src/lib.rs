@@ -75,6 +75,14 @@ pub struct Options {
     /// died is redelivered after this.
     #[arg(long, env = "A2A_WORK_VISIBILITY_SECS", default_value_t = 60)]
     pub work_visibility_secs: u64,
+    /// Seconds an execution lease lasts between renewals (every third of it). A task whose
+    /// execution died with its process (kill -9, a crash) is ended FAILED by a sweep within
+    /// this plus --sweep-interval-secs, by this server or another one on the same store.
+    #[arg(long, env = "A2A_EXECUTION_LEASE_SECS", default_value_t = 30)]
+    pub execution_lease_secs: u64,
+    /// Seconds between sweeps for tasks whose execution lease expired (one runs at start-up).
+    #[arg(long, env = "A2A_SWEEP_INTERVAL_SECS", default_value_t = 10)]
+    pub sweep_interval_secs: u64,
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
@@ -384,7 +392,12 @@ pub async fn serve(
         push_signer: Some(PushSigner::new(keys, base.clone())),
         // The lease on a task must not outlive the job's visibility, or a redelivered job
         // would wait for a lease that nobody renews.
-        lease_duration: Duration::from_secs(options.work_visibility_secs.max(1)),
+        lease_duration: Duration::from_secs(
+            options
+                .execution_lease_secs
+                .min(options.work_visibility_secs)
+                .max(1),
+        ),
         auth,
         ..ServiceConfig::default()
     };
@@ -409,6 +422,12 @@ pub async fn serve(
             stop_rx.clone(),
         )),
     ];
+    // Once now (tasks a crash left behind), then periodically.
+    loops.push(tokio::spawn(loops::sweep_loop(
+        service.clone(),
+        Duration::from_secs(options.sweep_interval_secs.max(1)),
+        stop_rx.clone(),
+    )));
     if let Some(store) = &backend.embedded {
         loops.push(tokio::spawn(loops::purge_loop(
             store.clone(),
@@ -429,9 +448,14 @@ pub async fn serve(
         header_timeout: Duration::from_secs(options.header_timeout_secs.max(1)),
         max_connections: options.max_connections.max(1),
     };
-    serve_http(listener, app, limits, shutdown).await;
+    // Between the last accepted connection and the grace period: end this process's inline
+    // executions and let the open streams deliver their final events and end.
+    let stopping = {
+        let service = service.clone();
+        async move { service.shutdown().await }
+    };
+    serve_http(listener, app, limits, shutdown, stopping).await;
     let _ = stop_tx.send(true);
-    service.shutdown().await;
     for handle in loops {
         let _ = handle.await;
     }
@@ -446,9 +470,9 @@ struct ConnectionLimits {
     max_connections: usize,
 }
 
-/// Serves `app` over HTTP/1 until `shutdown` resolves, then lets open connections finish for
-/// [`SHUTDOWN_GRACE`] and drops the rest (open SSE streams would otherwise hold the shutdown
-/// for as long as they last).
+/// Serves `app` over HTTP/1 until `shutdown` resolves, then stops accepting, runs `stopping`
+/// (which ends the open streams cleanly), lets open connections finish for
+/// [`SHUTDOWN_GRACE`] and drops the rest.
 ///
 /// A loop of our own rather than `axum::serve`, which sets no header read timeout: without one,
 /// a client that sends half a request holds its connection (and a task) forever.
@@ -457,6 +481,7 @@ async fn serve_http(
     app: axum::Router,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    stopping: impl Future<Output = ()>,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -497,6 +522,8 @@ async fn serve_http(
         });
     }
     tracing::info!("shutting down");
+    drop(listener);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, stopping).await;
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()

@@ -224,6 +224,22 @@ pub async fn purge_loop(store: Arc<SqliteStore>, mut stop: watch::Receiver<bool>
     }
 }
 
+/// How many expired leases one sweep handles; the next sweep takes the rest.
+const SWEEP_BATCH: usize = 100;
+
+/// Ends the tasks whose inline execution died (its lease expired): at start-up, then every
+/// `interval`. Any number of servers may sweep one store at once.
+pub async fn sweep_loop(service: A2aService, interval: Duration, mut stop: watch::Receiver<bool>) {
+    while !stopped(&mut stop).await {
+        match service.sweep_expired_executions(SWEEP_BATCH).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(tasks = n, "ended tasks whose execution stopped"),
+            Err(err) => tracing::warn!(error = %err, "sweeping expired executions failed"),
+        }
+        wait(&mut stop, interval).await;
+    }
+}
+
 async fn wait(stop: &mut watch::Receiver<bool>, d: Duration) {
     tokio::select! {
         _ = tokio::time::sleep(d) => {}
