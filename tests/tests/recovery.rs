@@ -148,7 +148,10 @@ async fn a_graceful_stop_delivers_the_final_event_and_ends_streams_cleanly() {
     let task = ok(server.get_task(Binding::JsonRpc, &id, None).await);
     assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
     let job = ok(server.get_task(Binding::JsonRpc, &job_id, None).await);
-    assert!(!is_terminal(state(&job)), "the queued job stays queued: {job}");
+    assert!(
+        !is_terminal(state(&job)),
+        "the queued job stays queued: {job}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,7 +161,11 @@ async fn two_servers_on_one_table_recover_each_other_s_orphans() {
     }
     let mut first = Server::start_with_env(&SHORT_LEASE).await;
     let mut env: Vec<(String, String)> = first.store_env();
-    env.extend(SHORT_LEASE.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env.extend(
+        SHORT_LEASE
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let second = Server::start_with_env(&env).await;
 

@@ -13,11 +13,13 @@ use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::{Error, Init};
 
-/// The worker function: runs each record's work job, concurrently, and reports the ones to
-/// retry.
+/// The worker function: runs each record's work job of an SQS batch, concurrently, and
+/// reports the ones to retry; invoked by its schedule instead, it sweeps for tasks whose
+/// inline execution died (see [`WorkBatch::handle_invocation`]).
 pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::from_env(agent, false).await?;
     let batch = Arc::new(WorkBatch {
@@ -25,12 +27,15 @@ pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
         queue: SqsQueue::new(init.clients.sqs.clone(), &init.settings.aws.work_queue_url),
         visibility: init.settings.work_visibility,
     });
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let batch = batch.clone();
-        async move { Ok::<_, Error>(batch.handle(event.payload).await) }
+        async move { batch.handle_invocation(event.payload).await }
     }))
     .await
 }
+
+/// Expired inline leases one scheduled sweep handles at most; the next run takes the rest.
+const SWEEP_BATCH: usize = 500;
 
 /// The push function: delivers each message group's records in order, and reports a failed
 /// record together with every later record of its group.
@@ -144,6 +149,30 @@ impl WorkBatch {
             service.run_work_job(&job, receive_count).await
         })
         .await
+    }
+
+    /// One invocation of the worker function: an SQS batch (it has `Records`) is run as
+    /// [`Self::handle`] does; the scheduled event (EventBridge, `"source": "aws.events"`)
+    /// runs the sweep of expired inline executions
+    /// ([`A2aService::sweep_expired_executions`]) and answers `{"endedTasks": N}`. Anything
+    /// else is refused, so a misrouted event shows up as a failed invocation.
+    pub async fn handle_invocation(&self, event: Value) -> Result<Value, Error> {
+        if event.get("Records").is_some() {
+            let batch: SqsEvent = serde_json::from_value(event)?;
+            return Ok(serde_json::to_value(self.handle(batch).await)?);
+        }
+        if event.get("source").and_then(Value::as_str) == Some("aws.events") {
+            let ended = self
+                .service
+                .sweep_expired_executions(SWEEP_BATCH)
+                .await
+                .map_err(|e| format!("the sweep failed: {e}"))?;
+            if ended > 0 {
+                tracing::warn!(tasks = ended, "ended tasks whose execution stopped");
+            }
+            return Ok(serde_json::json!({ "endedTasks": ended }));
+        }
+        Err("the worker takes an SQS batch or its scheduled event".into())
     }
 }
 
