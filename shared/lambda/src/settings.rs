@@ -39,8 +39,12 @@ pub const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
 pub const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
 /// Seconds a blocking SendMessage waits before it returns the task as it stands.
 pub const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
-/// Seconds a running work job stays invisible between heartbeats; also the task lease.
+/// Seconds a running work job stays invisible between heartbeats; the task lease never
+/// outlasts it.
 pub const ENV_WORK_VISIBILITY_SECS: &str = "A2A_WORK_VISIBILITY_SECS";
+/// Seconds an execution lease lasts between renewals: a task whose inline execution was lost
+/// with its instance is ended by the worker's scheduled sweep within this plus the schedule.
+pub const ENV_EXECUTION_LEASE_SECS: &str = "A2A_EXECUTION_LEASE_SECS";
 /// ARN of the Secrets Manager secret holding the API key document (auth mode `api-key`).
 pub const ENV_API_KEY_SECRET_ARN: &str = "A2A_API_KEY_SECRET_ARN";
 /// A local API key document instead of the secret (local runs only).
@@ -74,8 +78,10 @@ pub struct Settings {
     pub push_allow_hosts: Vec<String>,
     /// Allow `http` webhooks (local runs).
     pub push_allow_http: bool,
-    /// Work job visibility and lease.
+    /// Work job visibility (and the longest lease).
     pub work_visibility: Duration,
+    /// Execution lease (see [`ENV_EXECUTION_LEASE_SECS`]).
+    pub execution_lease: Duration,
     /// How long a blocking SendMessage waits (API Gateway ends buffered responses at 29 s).
     pub blocking_timeout: Duration,
     /// Who may call (`A2A_AUTH`, `A2A_JWT_*`, `A2A_API_KEY_*`, as `a2a-local` reads them).
@@ -158,6 +164,7 @@ impl Settings {
                 .unwrap_or_default(),
             push_allow_http: get(ENV_PUSH_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
             work_visibility: secs(ENV_WORK_VISIBILITY_SECS, 900)?,
+            execution_lease: secs(ENV_EXECUTION_LEASE_SECS, 60)?,
             blocking_timeout: secs(ENV_BLOCKING_TIMEOUT_SECS, 25)?,
             auth: AuthSettings::from_lookup(&lookup)?,
             api_key_secret_arn: get(ENV_API_KEY_SECRET_ARN),
@@ -187,7 +194,7 @@ impl Settings {
 
     /// The service configuration of a Lambda function: no background work after a response
     /// (a frozen instance would stall it), the cloud's strict push policy unless the local env
-    /// file relaxes it, and the lease matched to the work job's visibility.
+    /// file relaxes it, and a lease that never outlasts the work job's visibility.
     pub fn service_config(
         &self,
         base: Option<&str>,
@@ -206,7 +213,7 @@ impl Settings {
             },
             push_sender: Arc::new(WebhookClient::new()),
             push_signer: signer,
-            lease_duration: self.work_visibility,
+            lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
             ..ServiceConfig::default()
         }

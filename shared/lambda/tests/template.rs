@@ -252,9 +252,20 @@ fn queue_functions_report_batch_item_failures_within_the_visibility_timeout() {
             other => panic!("unknown queue {other}"),
         };
         let events = f["Properties"]["Events"].as_mapping().unwrap();
-        assert_eq!(events.len(), 1);
-        let (_, event) = events.iter().next().unwrap();
-        assert_eq!(event["Type"].as_str(), Some("SQS"));
+        // One queue each; beside it, only the worker's sweep schedule.
+        let sqs: Vec<&Value> = events
+            .values()
+            .filter(|e| e["Type"].as_str() == Some("SQS"))
+            .collect();
+        assert_eq!(sqs.len(), 1);
+        for (_, other) in events
+            .iter()
+            .filter(|(_, e)| e["Type"].as_str() != Some("SQS"))
+        {
+            assert_eq!(name, "worker", "only the worker has a second trigger");
+            assert_eq!(other["Type"].as_str(), Some("Schedule"));
+        }
+        let event = sqs[0];
         let p = &event["Properties"];
         assert_eq!(
             p["FunctionResponseTypes"][0].as_str(),
@@ -429,4 +440,29 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
     ] {
         assert!(!env[name].is_null(), "{name} is not set for the functions");
     }
+}
+
+/// The worker function sweeps for lost inline executions on a schedule the deployer sets
+/// (once a minute by default), and nothing else gets a schedule.
+#[test]
+fn the_worker_sweeps_on_the_configured_schedule() {
+    let t = template();
+    let parameter = &t["Parameters"]["SweepSchedule"];
+    assert_eq!(parameter["Default"].as_str(), Some("rate(1 minute)"));
+    let mut scheduled = Vec::new();
+    for (name, f) in functions(&t) {
+        let Some(events) = f["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events {
+            if event["Type"].as_str() == Some("Schedule") {
+                assert_eq!(
+                    untag(&event["Properties"]["Schedule"]).as_str(),
+                    Some("SweepSchedule")
+                );
+                scheduled.push(name.to_string());
+            }
+        }
+    }
+    assert_eq!(scheduled, ["worker"]);
 }
