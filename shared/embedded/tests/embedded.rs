@@ -742,3 +742,35 @@ async fn a_version_1_file_is_upgraded_to_hold_push_delivery_records() {
         .expect("a record");
     assert_eq!(record.delivered, 1);
 }
+
+/// The purge leaves an expired inline lease to the sweep (it is how the sweep finds a task
+/// whose execution died), and deletes an expired queued lease as before.
+#[tokio::test]
+async fn purge_keeps_expired_inline_leases_for_the_sweep() {
+    let (_dir, store) = open();
+    let owner = owner();
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    let (inline, queued) = (unique("task"), unique("task"));
+    assert!(store
+        .acquire_inline_lease(&owner, &inline, "gone", past)
+        .await
+        .expect("lease"));
+    assert!(store
+        .acquire_lease(&queued, "gone", past)
+        .await
+        .expect("lease"));
+    store.purge_expired().await.expect("purge");
+    let listed = store
+        .list_expired_inline_leases(Timestamp::now(), 10)
+        .await
+        .expect("list");
+    assert_eq!(
+        listed.iter().map(|l| l.task_id.as_str()).collect::<Vec<_>>(),
+        [inline.as_str()]
+    );
+    // The queued one was purged: another holder takes it at once, as before.
+    assert!(store
+        .acquire_lease(&queued, "next", in_hours(1))
+        .await
+        .expect("lease"));
+}
