@@ -41,6 +41,7 @@ contract_tests!(
     push_delivery_records,
     leases,
     large_items_are_kept_whole_or_refused,
+    reply_records,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

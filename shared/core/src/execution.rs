@@ -32,6 +32,7 @@ pub(crate) fn new_emitter(
             first: Some(tx),
             replied: false,
             pending: Vec::new(),
+            superseded: false,
         })),
         inline_push,
     };
@@ -84,10 +85,11 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     let (replied, state) = {
         let state = emitter.state.lock().await;
         (
-            state.replied,
+            state.replied || state.superseded,
             state.head.as_ref().map(|h| h.task.status.state),
         )
     };
+    // A direct reply needs no final state; a superseded run's task belongs to the winner.
     if replied {
         return;
     }

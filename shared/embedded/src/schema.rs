@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Version 1 of the schema.
 ///
@@ -108,6 +108,19 @@ CREATE TABLE IF NOT EXISTS push_deliveries (
 CREATE INDEX IF NOT EXISTS push_deliveries_by_expiry ON push_deliveries (expires_at_ms);
 ";
 
+/// Version 3 adds `message_replies`: the direct message replies recorded for idempotent
+/// SendMessage, keyed by the task id their message would have created (a live reply holds that
+/// id as a live task would).
+const SCHEMA_V3: &str = "
+CREATE TABLE IF NOT EXISTS message_replies (
+    task_id       TEXT    NOT NULL PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS message_replies_by_expiry ON message_replies (expires_at_ms);
+";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -124,6 +137,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
     }
     if version < 2 {
         tx.execute_batch(SCHEMA_V2)?;
+    }
+    if version < 3 {
+        tx.execute_batch(SCHEMA_V3)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
