@@ -382,6 +382,32 @@ async fn concurrent_copies_make_one_task() {
     assert_eq!(task.history.len(), 1, "{task:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_copies_of_a_follow_up_make_one_turn() {
+    let f = Fixture::new();
+    let held = f.send_task(message(&unique("m"), "hold")).await;
+    let follow_up = Message {
+        task_id: held.id.clone(),
+        ..message(&unique("f"), "go on")
+    };
+    let sends = (0..10).map(|_| f.send(follow_up.clone()));
+    for answer in futures::future::join_all(sends).await {
+        match answer {
+            Ok(SendMessageResponse::Task(task)) => assert_eq!(task.id, held.id),
+            other => panic!("expected the task: {other:?}"),
+        }
+    }
+    let task = f.wait_for(&held.id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    let copies = task
+        .history
+        .iter()
+        .filter(|m| m.message_id == follow_up.message_id)
+        .count();
+    assert_eq!(copies, 1, "one turn: {:?}", task.history);
+    assert_eq!(f.runs(), 2, "the hold and one turn");
+}
+
 #[tokio::test]
 async fn a_queued_repeat_enqueues_no_second_job() {
     let f = Fixture::new();
