@@ -125,6 +125,18 @@ for (const binding of BINDINGS) {
       assert.ok(one.history.length <= 1, JSON.stringify(one.history));
     });
 
+    test('a resent message returns the same task', TEST_OPTIONS, async () => {
+      // A client retrying after a timeout sends the same message (same messageId) again: the
+      // server answers with the task the first copy started instead of running it twice.
+      const { client } = await makeClient(binding);
+      const message = userMessage('hello once');
+      const first = await sendBlocking(client, message);
+      const again = await sendBlocking(client, message);
+      assert.equal(again.id, first.id, 'a resent message made a second task');
+      assertState(again, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(echoArtifactText(again), 'hello once');
+    });
+
     test('get unknown task: TaskNotFound', TEST_OPTIONS, async () => {
       const { client } = await makeClient(binding);
       await rejectsWith(client.getTask({ id: randomUUID() }), 'TASK_NOT_FOUND');

@@ -217,6 +217,18 @@ async def test_get_task(make_client) -> None:
     assert len(one.history) <= 1
 
 
+async def test_resent_message_returns_the_same_task(make_client) -> None:
+    # A client retrying after a timeout sends the same message (same messageId) again: the
+    # server answers with the task the first copy started instead of running it twice.
+    client = await make_client(streaming=False)
+    msg = user_message('hello once')
+    first = await send_blocking(client, msg)
+    again = await send_blocking(client, msg)
+    assert again.id == first.id, f'a resent message made a second task: {again.id}'
+    assert_state(again, TaskState.TASK_STATE_COMPLETED)
+    assert echo_artifact_text(again) == 'hello once'
+
+
 async def test_get_unknown_task_is_task_not_found(make_client) -> None:
     client = await make_client()
     with pytest.raises(TaskNotFoundError):

@@ -15,7 +15,10 @@
 
 use std::collections::HashMap;
 
-use a2a_core::{LoggedEvent, Owner, PushAttemptResult, PushDeliveryState, StoreError, StoredTask};
+use a2a_core::{
+    LoggedEvent, Owner, PushAttemptResult, PushDeliveryState, SendRecord, StoreError, StoredReply,
+    StoredTask,
+};
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -64,6 +67,8 @@ pub(crate) mod attr {
     pub const GSI_PK: &str = "gpk";
     /// Head: sort key of the by-owner index (status timestamp and task id).
     pub const GSI_SK: &str = "gsk";
+    /// Reply record (at a head's key, instead of a head): the recorded direct reply as JSON.
+    pub const REPLY: &str = "rep";
     /// Event: the logged event as JSON.
     pub const EVENT: &str = "ev";
     /// Push config: the config as JSON.
@@ -316,6 +321,33 @@ fn opt_s(item: &Item, name: &str) -> Result<Option<String>, StoreError> {
 pub(crate) fn visible(item: &Item, owner: &Owner, now_ms: i64) -> bool {
     matches!(item.get(attr::OWNER), Some(AttributeValue::S(o)) if o == owner.as_str())
         && get_n::<i64>(item, attr::EXPIRES).is_ok_and(|exp| exp > now_ms)
+}
+
+/// The item recording a direct reply: at the head key of the task its message would have
+/// created, with the owner and expiry a head has, but none of the index attributes (it is not
+/// listed) and no version (no append can match it).
+pub(crate) fn reply_item(task_id: &str, reply: &StoredReply) -> Result<Item, StoreError> {
+    let exp = reply.expires_at.millis();
+    let mut item = key(task_pk(task_id), HEAD_SK);
+    item.extend([
+        (attr::OWNER.to_owned(), s(reply.owner.as_str())),
+        (attr::EXPIRES.to_owned(), n(exp)),
+        (attr::TTL.to_owned(), n(ttl_secs(exp))),
+        (attr::REPLY.to_owned(), s(json(reply)?)),
+    ]);
+    Ok(item)
+}
+
+/// What a head-key item holds: a task's head, or a reply record.
+pub(crate) fn send_record_from_item(item: &Item) -> Result<SendRecord, StoreError> {
+    if item.contains_key(attr::REPLY) {
+        Ok(SendRecord::Reply(from_json(
+            get_s(item, attr::REPLY)?,
+            "reply",
+        )?))
+    } else {
+        head_from_item(item).map(SendRecord::Task)
+    }
 }
 
 /// The head in a head item.

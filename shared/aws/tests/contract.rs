@@ -42,6 +42,7 @@ contract_tests!(
     leases,
     inline_leases,
     large_items_are_kept_whole_or_refused,
+    reply_records,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

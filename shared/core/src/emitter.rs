@@ -11,7 +11,7 @@ use a2a_protocol::{
 use tokio::sync::{oneshot, Mutex};
 
 use crate::event::TaskEvent;
-use crate::ports::{Owner, StoredTask};
+use crate::ports::{Owner, StoreError, StoredTask};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{AppendError, TaskLog};
 
@@ -22,6 +22,9 @@ pub(crate) enum FirstOutcome {
     TaskStarted,
     /// The agent answered with a message and no task.
     Message(Message),
+    /// A concurrent copy of the same message (same owner and `messageId`) created the task or
+    /// recorded a reply first: this run's report was discarded, and it is stopped.
+    Superseded,
 }
 
 pub(crate) struct EmitterState {
@@ -37,6 +40,9 @@ pub(crate) struct EmitterState {
     pub(crate) pending: Vec<TaskEvent>,
     /// Whether this execution holds the task's inline lease now (see [`InlineLease`]).
     pub(crate) lease_held: bool,
+    /// A concurrent copy of the message won (see [`FirstOutcome::Superseded`]): every further
+    /// emit fails, so the run stops.
+    pub(crate) superseded: bool,
 }
 
 /// The terms of an inline execution's lease on its task: who holds it and for how long each
@@ -95,6 +101,9 @@ impl Emitter {
     /// Replies with a single message and no task. Only allowed before any task event.
     pub async fn reply(&self, mut message: Message) -> Result<(), AgentError> {
         let mut state = self.state.lock().await;
+        if state.superseded {
+            return Err(AgentError::TaskEnded(TaskState::Unspecified));
+        }
         if state.head.is_some() || state.replied || !state.pending.is_empty() {
             return Err(AgentError::Failed(
                 "a direct message reply is only possible before the task exists".into(),
@@ -106,6 +115,15 @@ impl Emitter {
         }
         message.context_id = self.request.context_id.clone();
         message.task_id.clear();
+        // Recorded before anyone sees it, so a repeat of the message gets this same reply.
+        let recorded = self
+            .log
+            .record_reply(&self.owner, &self.request, &message)
+            .await
+            .map_err(|e| AgentError::Failed(format!("the task store failed: {e}")))?;
+        if !recorded {
+            return Err(self.supersede(&mut state));
+        }
         state.replied = true;
         if let Some(tx) = state.first.take() {
             let _ = tx.send(FirstOutcome::Message(message));
@@ -207,9 +225,23 @@ impl Emitter {
         self.emit(event).await
     }
 
+    /// A concurrent copy of this message created its task (or reply) first: tells the caller,
+    /// and stops this run. Only the winner's first report is kept.
+    fn supersede(&self, state: &mut EmitterState) -> AgentError {
+        state.superseded = true;
+        state.pending.clear();
+        if let Some(tx) = state.first.take() {
+            let _ = tx.send(FirstOutcome::Superseded);
+        }
+        AgentError::TaskEnded(TaskState::Unspecified)
+    }
+
     /// Appends one event; creates the task first if it does not exist yet.
     async fn emit(&self, event: TaskEvent) -> Result<(), AgentError> {
         let mut state = self.state.lock().await;
+        if state.superseded {
+            return Err(AgentError::TaskEnded(TaskState::Unspecified));
+        }
         if state.replied {
             return Err(AgentError::Failed(
                 "the agent already replied with a message; no task events may follow".into(),
@@ -234,10 +266,18 @@ impl Emitter {
                         self.inline_push.as_ref(),
                     )
                     .await;
-                if created.is_ok() {
-                    if let Some(tx) = state.first.take() {
-                        let _ = tx.send(FirstOutcome::TaskStarted);
+                match created {
+                    Ok(_) => {
+                        if let Some(tx) = state.first.take() {
+                            let _ = tx.send(FirstOutcome::TaskStarted);
+                        }
                     }
+                    // The task id is derived from the message: a live task under it means a
+                    // concurrent copy of the message won the create.
+                    Err(AppendError::Store(StoreError::Conflict)) => {
+                        return Err(self.supersede(&mut state))
+                    }
+                    Err(_) => {}
                 }
                 created
             }

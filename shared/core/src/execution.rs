@@ -37,6 +37,7 @@ pub(crate) fn new_emitter(
             replied: false,
             pending: Vec::new(),
             lease_held: false,
+            superseded: false,
         })),
         inline_push,
         lease: None,
@@ -204,10 +205,11 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     let (replied, state) = {
         let state = emitter.state.lock().await;
         (
-            state.replied,
+            state.replied || state.superseded,
             state.head.as_ref().map(|h| h.task.status.state),
         )
     };
+    // A direct reply needs no final state; a superseded run's task belongs to the winner.
     if replied {
         return;
     }

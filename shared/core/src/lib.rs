@@ -13,6 +13,7 @@ pub mod context;
 pub mod emitter;
 pub mod event;
 mod execution;
+mod idempotency;
 pub mod jobs;
 mod kernel;
 pub mod operation;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use a2a_protocol::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
+use a2a_protocol::{Message, Task, TaskPushNotificationConfig, TaskState, Timestamp};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,31 @@ pub struct StoredTask {
     pub version: u64,
     /// When the task and its events expire and are no longer returned.
     pub expires_at: Timestamp,
+}
+
+/// A direct message reply, recorded so that a repeat of the message it answered gets the same
+/// reply (idempotent SendMessage). It lives under the id a task for that message would have
+/// had, so the one read that looks for the task finds it too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredReply {
+    /// Owner of the message.
+    pub owner: Owner,
+    /// The client's message as recorded (`taskId` and `contextId` filled in), which a repeat
+    /// is compared with.
+    pub request: Message,
+    /// The agent's reply.
+    pub reply: Message,
+    /// When the record expires and is no longer returned.
+    pub expires_at: Timestamp,
+}
+
+/// What the id of a send holds: the task the message started, or the direct reply it got.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendRecord {
+    /// A task.
+    Task(StoredTask),
+    /// A direct message reply.
+    Reply(StoredReply),
 }
 
 /// Filters and cursor of a ListTasks query. The store orders by status timestamp, newest first.
@@ -116,6 +141,20 @@ pub trait TaskStore: Send + Sync + 'static {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// What `task_id` holds for `owner`, with one read: the task's head or a reply record (see
+    /// [`StoredReply`]), if it exists, belongs to `owner` and has not expired.
+    /// [`Self::load_task`] never returns a reply record.
+    async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError>;
+
+    /// Records a direct reply under `task_id` if no live task or reply record holds that id;
+    /// `false` (and nothing written) if one does. A live reply record makes
+    /// [`Self::create_task`] of the same id a `Conflict`.
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError>;
 
     /// Up to `limit` events with seq > `after_seq`, in order. Empty if the task is not the owner's.
     async fn read_events(

@@ -22,6 +22,7 @@ use crate::config::ServiceConfig;
 use crate::context::CallContext;
 use crate::emitter::{Emitter, FirstOutcome};
 use crate::execution::{new_emitter, take_follow_up_lease, Executions};
+use crate::idempotency;
 use crate::kernel::Core;
 use crate::operation::Operation;
 use crate::ports::*;
@@ -370,13 +371,15 @@ impl A2aService {
     ) -> Result<SendMessageResponse, A2AError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let started = self.start(ctx, request, false).await?;
-        let (task_id, from_seq) = match started {
+        let (task_id, from_seq, settled) = match started {
             Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
             Started::Task {
                 task_id, from_seq, ..
-            } => (task_id, from_seq),
+            } => (task_id, from_seq, false),
+            // A repeat waits as the original would, from where the task stands now.
+            Started::Repeat(head) => (head.task.id.clone(), head.version, stops(&head)),
         };
-        if !configuration.return_immediately {
+        if !configuration.return_immediately && !settled {
             let deadline = Instant::now() + self.core.config.blocking_timeout;
             let mut events = Box::pin(self.core.log.follow(
                 ctx.owner.clone(),
@@ -403,6 +406,15 @@ impl A2aService {
     ) -> Result<EventStream, A2AError> {
         self.require_streaming()?;
         match self.start(ctx, request, true).await? {
+            // A repeat resubscribes: the Task as it stands, then its events until it stops.
+            Started::Repeat(head) if stops(&head) => {
+                let item = StreamItem {
+                    seq: head.version,
+                    response: StreamResponse::Task(head.task),
+                };
+                Ok(Box::pin(futures::stream::once(async move { Ok(item) })))
+            }
+            Started::Repeat(head) => Ok(self.snapshot_then_follow(ctx, *head)),
             Started::Message(message) => Ok(Box::pin(futures::stream::once(async move {
                 Ok(StreamItem {
                     seq: 0,
@@ -460,14 +472,57 @@ impl A2aService {
         });
     }
 
-    /// Validates a send, records the message, and starts the agent (inline or queued).
+    /// The original result of a message of `ctx`'s owner sent before under `task_id` (its
+    /// derived id), for a copy that lost the race to create it: the winner's task or reply.
+    async fn superseded(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+    ) -> Result<Started, A2AError> {
+        let record = self
+            .core
+            .store
+            .load_send(&ctx.owner, task_id)
+            .await
+            .map_err(store_error)?;
+        match record {
+            Some(record) => repeat_of(&ctx.owner, sent, record),
+            None => Err(internal(
+                "a send lost the race for its task id, but no task or reply holds it",
+                task_id,
+            )),
+        }
+    }
+
+    /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
+    /// into the task's history first, otherwise `err`.
+    async fn follow_up_failed(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+        err: A2AError,
+    ) -> Result<Started, A2AError> {
+        match self.core.store.load_task(&ctx.owner, task_id).await {
+            Ok(Some(head)) if idempotency::find_sent(&head.task, &sent.message_id).is_some() => {
+                repeat_of(&ctx.owner, sent, SendRecord::Task(head))
+            }
+            _ => Err(err),
+        }
+    }
+
+    /// Validates a send, records the message, and starts the agent (inline or queued). A
+    /// repeat of a message (same owner and `messageId`) starts nothing: it returns the original
+    /// task or reply ([`crate::idempotency`]).
     async fn start(
         &self,
         ctx: &CallContext,
         request: SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2AError> {
-        let mut message = request.validate()?.clone();
+        let sent = request.validate()?.clone();
+        let mut message = sent.clone();
         self.check_extensions(ctx)?;
         let configuration = request.configuration.clone().unwrap_or_default();
         let inline_push = match configuration.task_push_notification_config {
@@ -486,9 +541,24 @@ impl A2aService {
             None => None,
         };
         let existing = if message.task_id.is_empty() {
+            // One read of the id a new task for this message would get tells a repeat.
+            let task_id = idempotency::task_id_for(&ctx.owner, &message.message_id);
+            let record = self
+                .core
+                .store
+                .load_send(&ctx.owner, &task_id)
+                .await
+                .map_err(store_error)?;
+            if let Some(record) = record {
+                return repeat_of(&ctx.owner, &sent, record);
+            }
             None
         } else {
             let head = self.load(&ctx.owner, &message.task_id).await?;
+            // Before the terminal check: a repeat of the message that ended the task returns it.
+            if idempotency::find_sent(&head.task, &message.message_id).is_some() {
+                return repeat_of(&ctx.owner, &sent, SendRecord::Task(head));
+            }
             if head.task.status.state.is_terminal() {
                 return Err(A2AError::unsupported(format!(
                     "Task {} is in terminal state {} and accepts no more messages",
@@ -503,13 +573,13 @@ impl A2aService {
             }
             Some(head)
         };
-        let task_id = existing
-            .as_ref()
-            .map(|h| h.task.id.clone())
-            .unwrap_or_else(crate::new_id);
+        let task_id = match &existing {
+            Some(h) => h.task.id.clone(),
+            None => idempotency::task_id_for(&ctx.owner, &message.message_id),
+        };
         let context_id = match &existing {
             Some(h) => h.task.context_id.clone(),
-            None if message.context_id.is_empty() => crate::new_id(),
+            None if message.context_id.is_empty() => idempotency::context_id_for(&task_id),
             None => message.context_id.clone(),
         };
         message.task_id = task_id.clone();
@@ -527,6 +597,15 @@ impl A2aService {
         if placement == Placement::Inline && !caller_waits && !self.core.config.background_inline {
             placement = Placement::Queued;
         }
+        // A new task's inline config without an id gets one derived from the task, so a
+        // racing copy of the message that writes it too (before losing the create) replaces it
+        // instead of adding a second config.
+        let inline_push = inline_push.map(|mut cfg| {
+            if existing.is_none() && cfg.id.is_empty() {
+                cfg.id = idempotency::push_config_id_for(&task_id);
+            }
+            cfg
+        });
         if let (Some(cfg), Some(_)) = (&inline_push, &existing) {
             self.core
                 .log
@@ -537,18 +616,28 @@ impl A2aService {
         match (placement, existing) {
             (Placement::Queued, existing) => {
                 let head = match existing {
-                    None => {
-                        self.core
-                            .log
-                            .create(&ctx.owner, &agent_request, Vec::new(), inline_push.as_ref())
-                            .await?
-                    }
-                    Some(head) => {
-                        self.core
-                            .log
-                            .append_user_message(&ctx.owner, head, agent_request.message.clone())
-                            .await?
-                    }
+                    None => match self
+                        .core
+                        .log
+                        .create(&ctx.owner, &agent_request, Vec::new(), inline_push.as_ref())
+                        .await
+                    {
+                        Ok(head) => head,
+                        // A concurrent copy of the message created the task first.
+                        Err(AppendError::Store(StoreError::Conflict)) => {
+                            return self.superseded(ctx, &sent, &task_id).await
+                        }
+                        Err(err) => return Err(err.into()),
+                    },
+                    Some(head) => match self
+                        .core
+                        .log
+                        .append_user_message(&ctx.owner, head, agent_request.message.clone())
+                        .await
+                    {
+                        Ok(head) => head,
+                        Err(err) => return self.follow_up_failed(ctx, &sent, &task_id, err).await,
+                    },
                 };
                 let job = WorkJob {
                     v: JOB_FORMAT_VERSION,
@@ -572,9 +661,14 @@ impl A2aService {
                 })
             }
             (Placement::Inline, Some(head)) => {
-                // The message makes the task active again: lease first (see the emitter).
-                take_follow_up_lease(&*self.core.store, &ctx.owner, &task_id, &self.core.config)
-                    .await?;
+                // The message makes the task active again: lease first (see the emitter). A
+                // racing copy of this message may hold it: then this one is a repeat.
+                if let Err(err) =
+                    take_follow_up_lease(&*self.core.store, &ctx.owner, &task_id, &self.core.config)
+                        .await
+                {
+                    return self.follow_up_failed(ctx, &sent, &task_id, err).await;
+                }
                 let head = match self
                     .core
                     .log
@@ -583,9 +677,14 @@ impl A2aService {
                 {
                     Ok(head) => head,
                     Err(err) => {
-                        let holder = &self.core.config.worker_id;
-                        let _ = self.core.store.release_lease(&task_id, holder).await;
-                        return Err(err);
+                        let started = self.follow_up_failed(ctx, &sent, &task_id, err).await;
+                        // Give the lease back, unless a copy of this message won the append:
+                        // its run (in this process, the same holder) works under that lease.
+                        if started.is_err() {
+                            let holder = &self.core.config.worker_id;
+                            let _ = self.core.store.release_lease(&task_id, holder).await;
+                        }
+                        return started;
                     }
                 };
                 let from_seq = head.version;
@@ -606,6 +705,7 @@ impl A2aService {
                 self.spawn_inline(emitter.leased(&self.core.config, false));
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
+                    Ok(FirstOutcome::Superseded) => self.superseded(ctx, &sent, &task_id).await,
                     Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
                         task_id,
                         from_seq: 0,
@@ -1033,7 +1133,37 @@ fn unexpected(response: OperationResponse) -> A2AError {
     )
 }
 
+/// Whether a task's stream would stop at once: it is terminal or waits for the client.
+fn stops(head: &StoredTask) -> bool {
+    let state = head.task.status.state;
+    state.is_terminal() || state.is_interrupted()
+}
+
+/// The original result for `sent`, a repeat of the message recorded in `record`, or
+/// InvalidParams if its body differs.
+fn repeat_of(owner: &Owner, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
+    match record {
+        SendRecord::Task(head) => {
+            let recorded =
+                idempotency::find_sent(&head.task, &sent.message_id).ok_or_else(|| {
+                    internal(
+                        "a message's task does not hold the message",
+                        &sent.message_id,
+                    )
+                })?;
+            idempotency::check_repeat(owner, sent, recorded)?;
+            Ok(Started::Repeat(Box::new(head)))
+        }
+        SendRecord::Reply(reply) => {
+            idempotency::check_repeat(owner, sent, &reply.request)?;
+            Ok(Started::Message(reply.reply))
+        }
+    }
+}
+
 enum Started {
+    /// A repeat of a message that started (or continued) this task: nothing new was started.
+    Repeat(Box<StoredTask>),
     Message(Message),
     Task {
         task_id: String,

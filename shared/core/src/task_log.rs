@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::ports::{
-    Owner, PushJob, PushQueue, StoreError, StoredTask, TaskStore, JOB_FORMAT_VERSION,
+    Owner, PushJob, PushQueue, StoreError, StoredReply, StoredTask, TaskStore, JOB_FORMAT_VERSION,
 };
 use crate::request::{AgentError, AgentRequest};
 
@@ -285,6 +285,24 @@ impl TaskLog {
             .map_err(AppendError::Store)?;
         self.fan_out(owner, &head.task.id, &logged).await;
         Ok(head)
+    }
+
+    /// Records the agent's direct `reply` to `request` under the request's task id, so a repeat
+    /// of the message gets the same reply; `false` if a racing copy of the message recorded its
+    /// task or reply first.
+    pub(crate) async fn record_reply(
+        &self,
+        owner: &Owner,
+        request: &AgentRequest,
+        reply: &Message,
+    ) -> Result<bool, StoreError> {
+        let record = StoredReply {
+            owner: owner.clone(),
+            request: request.message.clone(),
+            reply: reply.clone(),
+            expires_at: self.expires_at(),
+        };
+        self.store.put_reply(&request.task_id, &record).await
     }
 
     /// Records a client's follow-up message on its task.

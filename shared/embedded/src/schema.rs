@@ -122,6 +122,19 @@ const SCHEMA_V3_COLUMNS: [(&str, &str); 2] = [
 const SCHEMA_V3_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS leases_inline_by_until ON leases (until_ms) WHERE inline = 1";
 
+/// Version 3 also adds `message_replies`: the direct message replies recorded for idempotent
+/// SendMessage, keyed by the task id their message would have created (a live reply holds that
+/// id as a live task would).
+const SCHEMA_V3_REPLIES: &str = "
+CREATE TABLE IF NOT EXISTS message_replies (
+    task_id       TEXT    NOT NULL PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS message_replies_by_expiry ON message_replies (expires_at_ms);
+";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -153,6 +166,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
             }
         }
         tx.execute_batch(SCHEMA_V3_INDEX)?;
+        tx.execute_batch(SCHEMA_V3_REPLIES)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use a2a_core::{
-    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
-    TaskPage, TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError,
+    StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
 };
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -139,6 +139,25 @@ impl EventRow {
     }
 }
 
+/// Whether a live reply record holds `task_id`; an expired one is deleted (its id is free).
+fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbError> {
+    let expires: Option<i64> = conn
+        .query_row(
+            "SELECT expires_at_ms FROM message_replies WHERE task_id = ?1",
+            [task_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match expires {
+        Some(at) if at > now => Ok(true),
+        Some(_) => {
+            conn.execute("DELETE FROM message_replies WHERE task_id = ?1", [task_id])?;
+            Ok(false)
+        }
+        None => Ok(false),
+    }
+}
+
 /// The status timestamp a task is listed by, in ms (0 when it has none).
 fn status_ts_ms(task: &Task) -> i64 {
     task.status.timestamp.map_or(0, Timestamp::millis)
@@ -240,6 +259,10 @@ impl SqliteStore {
                 "DELETE FROM push_deliveries WHERE expires_at_ms <= ?1",
                 [now],
             )?;
+            tx.execute(
+                "DELETE FROM message_replies WHERE expires_at_ms <= ?1",
+                [now],
+            )?;
             // Expired inline leases are the sweep's to find (it ends their tasks); they are
             // purged only if no sweep ran for a day, like DynamoDB's TTL does.
             tx.execute(
@@ -315,6 +338,10 @@ impl TaskStore for SqliteStore {
                 }
                 None => {}
             }
+            // A live reply record holds the id as a live task would (idempotent SendMessage).
+            if reply_holds(&tx, &row.task_id, now)? {
+                return Err(StoreError::Conflict.into());
+            }
             row.insert(&tx)?;
             EventRow::insert_all(&events, &tx, &row.task_id)?;
             tx.commit()?;
@@ -387,6 +414,62 @@ impl TaskStore for SqliteStore {
                 version: u64::try_from(version).unwrap_or(0),
                 expires_at: Timestamp::from_millis(expires_at_ms),
             }))
+        })
+        .await
+    }
+
+    async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError> {
+        if let Some(head) = self.load_task(owner, task_id).await? {
+            return Ok(Some(SendRecord::Task(head)));
+        }
+        let owner = owner.as_str().to_owned();
+        let task_id = task_id.to_owned();
+        self.with_conn(move |conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM message_replies
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
+                    params![task_id, owner, now_ms()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(body
+                .map(|b| serde_json::from_str(&b))
+                .transpose()?
+                .map(SendRecord::Reply))
+        })
+        .await
+    }
+
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
+        let task_id = task_id.to_owned();
+        let owner = reply.owner.as_str().to_owned();
+        let expires_at_ms = reply.expires_at.millis();
+        let body = serde_json::to_string(reply).map_err(DbError::from)?;
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            let tx = write_tx(conn)?;
+            let task_live: Option<i64> = tx
+                .query_row(
+                    "SELECT 1 FROM tasks WHERE task_id = ?1 AND expires_at_ms > ?2",
+                    params![task_id, now],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if task_live.is_some() || reply_holds(&tx, &task_id, now)? {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO message_replies (task_id, owner, body, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![task_id, owner, body, expires_at_ms],
+            )?;
+            tx.commit()?;
+            Ok(true)
         })
         .await
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
-    TaskPage, TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError,
+    StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
@@ -52,6 +52,7 @@ contract_tests!(
     leases,
     inline_leases,
     large_items_are_kept_whole_or_refused,
+    reply_records,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,6 +114,18 @@ impl TaskStore for RoundRobin {
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
         self.pick().load_task(owner, task_id).await
+    }
+
+    async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError> {
+        self.pick().load_send(owner, task_id).await
+    }
+
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
+        self.pick().put_reply(task_id, reply).await
     }
 
     async fn read_events(

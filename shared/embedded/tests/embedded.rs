@@ -765,7 +765,10 @@ async fn purge_keeps_expired_inline_leases_for_the_sweep() {
         .await
         .expect("list");
     assert_eq!(
-        listed.iter().map(|l| l.task_id.as_str()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|l| l.task_id.as_str())
+            .collect::<Vec<_>>(),
         [inline.as_str()]
     );
     // The queued one was purged: another holder takes it at once, as before.

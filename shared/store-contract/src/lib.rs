@@ -31,7 +31,7 @@ use a2a_core::{
 };
 use a2a_core::{
     ExpiredLease, LoggedEvent, Owner, PushAttempt, PushAttemptResult, PushDeliveryState,
-    StoreError, StoredTask, TaskEvent, TaskQuery, TaskStore,
+    SendRecord, StoreError, StoredReply, StoredTask, TaskEvent, TaskQuery, TaskStore,
 };
 
 /// A fresh id, unique across calls and processes.
@@ -375,6 +375,7 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     leases(store).await;
     inline_leases(store).await;
     large_items_are_kept_whole_or_refused(store).await;
+    reply_records(store).await;
 }
 
 /// Runs [`run_all`] and the checks that share the store between spawned tasks.
@@ -1550,4 +1551,113 @@ pub async fn sweep_ends_orphaned_inline_executions(store: Arc<dyn TaskStore>) {
         .expect("task");
     assert_eq!(again.version, working.version + 1);
     service.shutdown().await;
+}
+
+/// A reply record for `task_id` of `owner`, expiring at `expires_at`.
+fn reply_record(owner: &Owner, task_id: &str, expires_at: Timestamp) -> StoredReply {
+    StoredReply {
+        owner: owner.clone(),
+        request: Message {
+            task_id: task_id.to_owned(),
+            context_id: unique("ctx"),
+            ..Message::user_text(unique("msg"), "hello")
+        },
+        reply: Message::agent_text("hi"),
+        expires_at,
+    }
+}
+
+/// A direct reply record holds its id as a live task would: one read finds it (and only for
+/// its owner), `load_task` never returns it, it is not listed, a create of that id conflicts,
+/// and a second record is refused; a reply cannot take a live task's id; once expired, the id
+/// is free again.
+pub async fn reply_records<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let task_id = unique("reply");
+    let record = reply_record(&owner, &task_id, hours_from_now(24));
+    assert!(store.put_reply(&task_id, &record).await.expect("put_reply"));
+    assert_eq!(
+        store.load_send(&owner, &task_id).await.expect("load_send"),
+        Some(SendRecord::Reply(record.clone()))
+    );
+    assert_eq!(
+        store
+            .load_send(&fresh_owner(), &task_id)
+            .await
+            .expect("load_send"),
+        None,
+        "another owner sees no record"
+    );
+    assert_eq!(
+        store.load_task(&owner, &task_id).await.expect("load_task"),
+        None
+    );
+    let listed = store
+        .list_tasks(&owner, &query(10))
+        .await
+        .expect("list_tasks");
+    assert!(
+        listed.tasks.is_empty(),
+        "a reply record is not a task: {listed:?}"
+    );
+
+    let second = reply_record(&owner, &task_id, hours_from_now(24));
+    assert!(!store.put_reply(&task_id, &second).await.expect("put_reply"));
+    let (head, events) = new_task(
+        &owner,
+        &task_id,
+        &unique("ctx"),
+        TaskState::Submitted,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    assert_eq!(
+        store.create_task(&head, &events).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        store.load_send(&owner, &task_id).await.expect("load_send"),
+        Some(SendRecord::Reply(record)),
+        "the refused writes changed nothing"
+    );
+
+    // A live task's id takes no reply record; `load_send` finds the task.
+    let task = create(store, &owner).await;
+    let on_task = reply_record(&owner, &task.task.id, hours_from_now(24));
+    assert!(!store
+        .put_reply(&task.task.id, &on_task)
+        .await
+        .expect("put_reply"));
+    assert_eq!(
+        store
+            .load_send(&owner, &task.task.id)
+            .await
+            .expect("load_send"),
+        Some(SendRecord::Task(task))
+    );
+
+    // An expired record is gone, and its id is free for a task.
+    let stale_id = unique("reply");
+    let stale = reply_record(&owner, &stale_id, expired());
+    assert!(store.put_reply(&stale_id, &stale).await.expect("put_reply"));
+    assert_eq!(
+        store.load_send(&owner, &stale_id).await.expect("load_send"),
+        None
+    );
+    let (head, events) = new_task(
+        &owner,
+        &stale_id,
+        &unique("ctx"),
+        TaskState::Submitted,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    store
+        .create_task(&head, &events)
+        .await
+        .expect("an expired reply frees its id");
+    assert_eq!(
+        store.load_send(&owner, &stale_id).await.expect("load_send"),
+        Some(SendRecord::Task(head))
+    );
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask};
+use a2a_core::{LoggedEvent, Owner, SendRecord, StoreError, StoredReply, StoredTask};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, Select, TransactWriteItem};
@@ -214,8 +214,48 @@ impl DynamoTaskStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
-        self.get_visible(owner, task_id, items::HEAD_SK.into(), items::head_from_item)
-            .await
+        // A reply record at the head key is no task.
+        let record = self.load_send(owner, task_id).await?;
+        Ok(match record {
+            Some(SendRecord::Task(head)) => Some(head),
+            _ => None,
+        })
+    }
+
+    /// [`a2a_core::TaskStore::load_send`]: one consistent `GetItem` of the head key, which
+    /// holds a task's head or a reply record.
+    pub(super) async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError> {
+        self.get_visible(
+            owner,
+            task_id,
+            items::HEAD_SK.into(),
+            items::send_record_from_item,
+        )
+        .await
+    }
+
+    /// [`a2a_core::TaskStore::put_reply`]: a `PutItem` of the head key, conditional (as a
+    /// create is) on no live task or reply holding it.
+    pub(super) async fn put_reply(
+        &self,
+        task_id: &str,
+        reply: &StoredReply,
+    ) -> Result<bool, StoreError> {
+        let item = items::reply_item(task_id, reply)?;
+        items::check_size(&item, || {
+            format!("the reply to a message of task {task_id}")
+        })?;
+        self.put_if(
+            item,
+            "attribute_not_exists(#pk) OR #exp <= :now",
+            names(&["pk", "exp"]),
+            values([(":now", n(now_ms()))]),
+        )
+        .await
     }
 
     /// A query for the events of `task_id` after sequence number `after_seq`.

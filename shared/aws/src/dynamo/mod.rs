@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, StoreError, StoredTask,
-    TaskPage, TaskQuery, TaskStore,
+    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError,
+    StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
 };
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -104,6 +104,18 @@ impl TaskStore for DynamoTaskStore {
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
         Self::load_task(self, owner, task_id).await
+    }
+
+    async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError> {
+        Self::load_send(self, owner, task_id).await
+    }
+
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
+        Self::put_reply(self, task_id, reply).await
     }
 
     async fn read_events(

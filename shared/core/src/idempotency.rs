@@ -1,0 +1,140 @@
+//! Idempotent SendMessage: per owner and `messageId`, a repeated message returns the original
+//! result instead of running the agent again.
+//!
+//! It costs no extra write. A new task's id is derived from the owner and the `messageId`
+//! (UUID v5), so the store's conditional create (`Conflict` if the id is live) *is* the claim:
+//! of concurrent copies exactly one creates the task. One read of that id before running the
+//! agent tells a repeat apart from a new message. A direct message reply is recorded at the same
+//! id ([`crate::ports::StoredReply`]), so the same read finds it. A follow-up on an existing task
+//! is a repeat when the task's history already holds its `messageId`.
+//!
+//! The server remembers a `messageId` as long as its task (or reply record) is retained
+//! (`ServiceConfig::retention`). After that the id collides with an expired record, which every
+//! store treats as absent (its id is free again, its events invisible), so a repeat then simply
+//! starts a new task under the same id; it never mixes with the expired one.
+
+use a2a_protocol::{A2AError, Message, Role, Task};
+use uuid::Uuid;
+
+use crate::ports::Owner;
+
+/// The namespace of the ids derived here (a fixed random UUID, never to change: it would make
+/// every retained `messageId` look new).
+const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2e8a_4b7d_4f0e_9a53_c2d1_8e47_b3a9);
+
+/// The id of the task (or reply record) a new message of `owner` with `message_id` creates.
+/// The owner key is length-prefixed so no pair of (owner, messageId) can collide.
+pub(crate) fn task_id_for(owner: &Owner, message_id: &str) -> String {
+    let owner = owner.as_str();
+    let name = format!("task:{}:{owner}{message_id}", owner.len());
+    Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
+}
+
+/// The context id a new task gets when its message names none. Derived from the task id, so a
+/// repeat can tell whether the original message named a context.
+pub(crate) fn context_id_for(task_id: &str) -> String {
+    Uuid::new_v5(&NAMESPACE, format!("context:{task_id}").as_bytes()).to_string()
+}
+
+/// The id of the inline push config (sent without one) of a new task.
+pub(crate) fn push_config_id_for(task_id: &str) -> String {
+    Uuid::new_v5(&NAMESPACE, format!("push-config:{task_id}").as_bytes()).to_string()
+}
+
+/// The client's message with `message_id` in the task's history, if it has one.
+pub(crate) fn find_sent<'a>(task: &'a Task, message_id: &str) -> Option<&'a Message> {
+    task.history
+        .iter()
+        .find(|m| m.role == Role::User && m.message_id == message_id)
+}
+
+/// Checks that `sent` (as the client sent it now) repeats `recorded` (as the server recorded
+/// it, with `taskId` and `contextId` filled in): the same parts, metadata, extensions and
+/// referenced tasks, and the same `taskId` and `contextId` as the original carried. Otherwise
+/// InvalidParams, and nothing changes.
+pub(crate) fn check_repeat(
+    owner: &Owner,
+    sent: &Message,
+    recorded: &Message,
+) -> Result<(), A2AError> {
+    // The recorded message created its task iff the task id is the one derived from it: then the
+    // client sent no taskId, otherwise it was a follow-up on that task.
+    let created = recorded.task_id == task_id_for(owner, &sent.message_id);
+    let same_task = if sent.task_id.is_empty() {
+        created
+    } else {
+        !created && sent.task_id == recorded.task_id
+    };
+    let same_context = if sent.context_id.is_empty() {
+        // A follow-up may leave out the context it is in; a new message that named none got
+        // the derived one.
+        !created || recorded.context_id == context_id_for(&recorded.task_id)
+    } else {
+        sent.context_id == recorded.context_id
+    };
+    let same_body = sent.role == recorded.role
+        && sent.parts == recorded.parts
+        && sent.metadata == recorded.metadata
+        && sent.extensions == recorded.extensions
+        && sent.reference_task_ids == recorded.reference_task_ids;
+    if same_task && same_context && same_body {
+        Ok(())
+    } else {
+        Err(A2AError::invalid_params(format!(
+            "messageId {} was already used for a different message; \
+             send a new message with a new messageId",
+            sent.message_id
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(p: &str) -> Owner {
+        Owner::new("", p)
+    }
+
+    #[test]
+    fn ids_are_per_owner_and_message() {
+        let a = task_id_for(&owner("alice"), "m1");
+        assert_eq!(a, task_id_for(&owner("alice"), "m1"));
+        assert_ne!(a, task_id_for(&owner("bob"), "m1"));
+        assert_ne!(a, task_id_for(&owner("alice"), "m2"));
+        assert_ne!(context_id_for(&a), a);
+    }
+
+    #[test]
+    fn a_repeat_must_carry_the_same_body_and_ids() {
+        let alice = owner("alice");
+        let sent = Message::user_text("m1", "hello");
+        let task_id = task_id_for(&alice, "m1");
+        let recorded = Message {
+            task_id: task_id.clone(),
+            context_id: context_id_for(&task_id),
+            ..sent.clone()
+        };
+        check_repeat(&alice, &sent, &recorded).expect("same message");
+
+        let other_text = Message::user_text("m1", "hello!");
+        let err = check_repeat(&alice, &other_text, &recorded).unwrap_err();
+        assert!(
+            err.message()
+                .contains("already used for a different message"),
+            "{err:?}"
+        );
+
+        let named_context = Message {
+            context_id: "ctx-1".into(),
+            ..sent.clone()
+        };
+        check_repeat(&alice, &named_context, &recorded).unwrap_err();
+
+        let with_task = Message {
+            task_id: task_id.clone(),
+            ..sent.clone()
+        };
+        check_repeat(&alice, &with_task, &recorded).unwrap_err();
+    }
+}
