@@ -24,7 +24,7 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
 state=.venv-lambda/run
 issuer=$(infra/test-issuer.sh "$state/issuer.out")
 value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
-# CORS on too (the template's CorsAllowedOrigins), so the auth checks see preflights and 401s
+# CORS on too (the template's CorsAllowedOrigins), so the auth checks see 401s and streams
 # as a browser does.
 cors_origin=https://inspector.example
 printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIGINS=%s\n' \
