@@ -9,7 +9,9 @@ A2A_OTHER_TOKEN (another owner, every scope), A2A_READ_TOKEN (same owner as A2A_
 Covers: the card declares the scheme; missing and invalid credentials get 401 with
 WWW-Authenticate on REST, JSON-RPC and the streaming routes; a missing permission gets 403;
 another owner's task is TaskNotFound on every operation and absent from ListTasks; the
-extended card needs a token.
+extended card needs a token. With A2A_CORS_ORIGIN set (the functions started with
+A2A_CORS_ORIGINS naming it): answers to that origin (401s on REST and JSON-RPC, an SSE stream)
+carry the functions' CORS headers, answers to another origin do not.
 """
 import http.client
 import json
@@ -24,11 +26,12 @@ BASE = os.environ.get("A2A_BASE_URL", "http://127.0.0.1:9100").rstrip("/")
 TOKEN = os.environ["A2A_TOKEN"]
 OTHER = os.environ["A2A_OTHER_TOKEN"]
 READ_ONLY = os.environ["A2A_READ_TOKEN"]
+CORS_ORIGIN = os.environ.get("A2A_CORS_ORIGIN")
 
 
-def request(method, path, body=None, token=None, accept="application/json"):
+def request(method, path, body=None, token=None, accept="application/json", extra=None):
     """(status, headers, parsed body or raw text)."""
-    headers = {"Content-Type": "application/json", "A2A-Version": "1.0", "Accept": accept}
+    headers = {"Content-Type": "application/json", "A2A-Version": "1.0", "Accept": accept, **(extra or {})}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None
@@ -45,8 +48,9 @@ def request(method, path, body=None, token=None, accept="application/json"):
         return status, head, raw.decode(errors="replace")
 
 
-def rpc(method, params, token=None):
-    return request("POST", "/jsonrpc", {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, token)
+def rpc(method, params, token=None, extra=None):
+    return request("POST", "/jsonrpc", {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, token,
+                   extra=extra)
 
 
 def message(text):
@@ -146,10 +150,36 @@ def streaming_with_a_token():
     assert "TASK_STATE_COMPLETED" in text, text[-500:]
 
 
+def cors():
+    # `cargo lambda watch` has a CORS layer of its own: it answers every OPTIONS itself (so
+    # preflights never reach the functions here; the glue's tests run API Gateway's OPTIONS
+    # events through each function's router instead) and echoes any Origin on every answer. So
+    # only what the functions add shows here: the headers they expose to the allowed origin.
+    def exposed(head):
+        return "WWW-Authenticate" in head.get("access-control-expose-headers", "")
+    status, head, _ = request("GET", "/acme/tasks", extra={"Origin": CORS_ORIGIN})
+    assert status == 401 and head.get("access-control-allow-origin") == CORS_ORIGIN and exposed(head), head
+    status, head, _ = request("GET", "/acme/tasks", extra={"Origin": "https://evil.example"})
+    assert status == 401 and not exposed(head), (status, head)
+    status, head, _ = rpc("GetTask", {"id": "t1"}, extra={"Origin": CORS_ORIGIN})
+    assert status == 401 and exposed(head), (status, head)
+    u = urllib.parse.urlsplit(BASE + "/message:stream")
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("POST", u.path, body=json.dumps(message("slow 1 10")), headers={
+        "Content-Type": "application/json", "A2A-Version": "1.0", "Accept": "text/event-stream",
+        "Authorization": f"Bearer {TOKEN}", "Origin": CORS_ORIGIN})
+    r = conn.getresponse()
+    assert r.status == 200 and "A2A-Version" in (r.getheader("access-control-expose-headers") or ""), \
+        (r.status, r.getheaders())
+    assert "TASK_STATE_COMPLETED" in r.read().decode()
+
 if __name__ == "__main__":
     only = sys.argv[1:]
-    for name, fn in [("the card declares the scheme", card), ("401 without valid credentials", unauthenticated),
-                     ("403 without the permission", forbidden), ("another owner's task is not found", other_owners),
-                     ("SSE with a bearer token", streaming_with_a_token)]:
+    checks = [("the card declares the scheme", card), ("401 without valid credentials", unauthenticated),
+              ("403 without the permission", forbidden), ("another owner's task is not found", other_owners),
+              ("SSE with a bearer token", streaming_with_a_token)]
+    if CORS_ORIGIN:
+        checks.append(("CORS headers from the functions", cors))
+    for name, fn in checks:
         if not only or fn.__name__ in only:
             check(name, fn)

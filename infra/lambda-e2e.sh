@@ -24,10 +24,14 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
 state=.venv-lambda/run
 issuer=$(infra/test-issuer.sh "$state/issuer.out")
 value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
-printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\n' "$(value issuer)" >"$state/auth.env"
+# CORS on too (the template's CorsAllowedOrigins), so the auth checks see 401s and streams
+# as a browser does.
+cors_origin=https://inspector.example
+printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIGINS=%s\n' \
+  "$(value issuer)" "$cors_origin" >"$state/auth.env"
 infra/lambda-local.sh restart-watch "$state/auth.env"
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
-  python3 infra/lambda-e2e-auth.py
+  A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
 A2A_BEARER_TOKEN=$(value token) tests/interop/run.sh -q
 A2A_BEARER_TOKEN=$(value token) tests/interop-js/run.sh
 for name in token other_token read_token; do

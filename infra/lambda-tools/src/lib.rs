@@ -112,6 +112,9 @@ mod tests {
         );
         assert_eq!(f("GET", "/.well-known/agent-card.json"), Some("card"));
         assert_eq!(f("POST", "/jsonrpc/"), Some("rpc"));
+        // CORS preflights reach a function serving the path (it answers them when configured).
+        assert_eq!(f("OPTIONS", "/acme/tasks/abc:cancel"), Some("get"));
+        assert_eq!(f("OPTIONS", "/jsonrpc"), Some("rpc"));
         assert_eq!(f("PUT", "/tasks"), None);
         assert_eq!(f("GET", "/nope"), None);
     }

@@ -15,11 +15,13 @@
 //!   request is authenticated and becomes a [`a2a_core::CallContext`];
 //! - `body`: Content-Type and size checks on request bodies;
 //! - `sse`: event-stream rendering with keep-alive comments;
-//! - `card`: the public agent card and the push signing JWKS, with caching headers.
+//! - `card`: the public agent card and the push signing JWKS, with caching headers;
+//! - `cors`: the CORS policy for browser clients (off unless origins are configured).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use a2a_core::auth::ApiKeyLocation;
 use a2a_core::{A2aService, CallContext, Operation, OperationRequest, Reply};
 use a2a_protocol::A2AError;
 use axum::extract::Request;
@@ -29,9 +31,12 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
+pub use cors::CorsOrigins;
+
 mod body;
 mod card;
 mod context;
+mod cors;
 mod errors;
 mod jsonrpc;
 mod rest;
@@ -51,6 +56,9 @@ pub struct HttpOptions {
     /// `Cache-Control: max-age` of the public agent card and of the JWKS. Key rotation waits
     /// at least this long between publishing a key and signing with it.
     pub card_max_age: Duration,
+    /// Which browser origins may call (CORS). Off by default: no `Access-Control-*` headers,
+    /// and `OPTIONS` is not answered.
+    pub cors_origins: CorsOrigins,
 }
 
 impl Default for HttpOptions {
@@ -60,6 +68,7 @@ impl Default for HttpOptions {
             max_body_bytes: 1024 * 1024,
             keep_alive: Duration::from_secs(15),
             card_max_age: Duration::from_secs(300),
+            cors_origins: CorsOrigins::Off,
         }
     }
 }
@@ -129,6 +138,12 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         )),
         _ => None,
     };
+    // Browsers send API keys in the header the auth layer reads, so a preflight must allow it.
+    let api_key_header = match service.config().auth.api_key_location() {
+        Some((ApiKeyLocation::Header, name)) => Some(name.to_owned()),
+        _ => None,
+    };
+    let cors = cors::Cors::new(&options.cors_origins, api_key_header.as_deref());
     let app = Arc::new(App {
         operations: OperationSet::new(&surface.operations),
         service,
@@ -149,11 +164,17 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     if app.card.is_some() {
         router = card::mount(router, app.jwks.is_some());
     }
-    router
+    let router = router
         .fallback(errors::not_found)
         .method_not_allowed_fallback(errors::method_not_allowed)
-        .with_state(app)
-        .layer(middleware::from_fn(log_request))
+        .with_state(app);
+    // Outside routing and auth: every route answers a preflight, every error carries the
+    // headers a browser needs to read it.
+    let router = match cors {
+        Some(cors) => router.layer(middleware::from_fn_with_state(Arc::new(cors), cors::apply)),
+        None => router,
+    };
+    router.layer(middleware::from_fn(log_request))
 }
 
 /// The JSON-RPC path as configured, and its form with (or without) a trailing slash.

@@ -14,6 +14,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use tower::ServiceExt;
 
+use crate::settings::Settings;
 use crate::{Error, Init};
 
 /// The HTTP functions, each serving a slice of the surface. The front door's routes
@@ -85,7 +86,11 @@ impl HttpFunction {
             rest: false,
             card: false,
         };
-        for route in route_table().iter().filter(|r| r.function == self.name()) {
+        // OPTIONS routes only bring CORS preflights, which every router answers alike.
+        for route in route_table()
+            .iter()
+            .filter(|r| r.function == self.name() && r.method != "OPTIONS")
+        {
             if route.path == "/jsonrpc" {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
@@ -189,17 +194,26 @@ impl LazyRouter {
     }
 
     fn build(&self, base: Option<&str>) -> Router {
-        let options = HttpOptions {
-            jsonrpc_path: self.init.settings.jsonrpc_path.clone(),
-            ..HttpOptions::default()
-        };
-        router_with(self.init.service(base), options, &self.function.surface())
+        router_with(
+            self.init.service(base),
+            http_options(&self.init.settings),
+            &self.function.surface(),
+        )
     }
 
     fn router_for(&self, request: &Request) -> Router {
         self.router
             .get_or_init(|| self.build(base_url_of(request).as_deref()))
             .clone()
+    }
+}
+
+/// The HTTP front door's options from a function's settings.
+fn http_options(settings: &Settings) -> HttpOptions {
+    HttpOptions {
+        jsonrpc_path: settings.jsonrpc_path.clone(),
+        cors_origins: settings.cors_origins.clone(),
+        ..HttpOptions::default()
     }
 }
 
@@ -312,6 +326,159 @@ mod tests {
             tenant_routes += usize::from(resource.starts_with("/{tenant}/"));
         }
         assert!(tenant_routes > 0, "routes.json has no tenant routes");
+    }
+
+    /// An agent that is never asked anything: the CORS checks stop before any operation.
+    struct Idle;
+
+    #[async_trait::async_trait]
+    impl a2a_core::Agent for Idle {
+        fn describe(&self) -> a2a_core::AgentDescription {
+            a2a_core::AgentDescription {
+                name: "idle".into(),
+                ..Default::default()
+            }
+        }
+
+        async fn execute(
+            &self,
+            _request: a2a_core::AgentRequest,
+            _emitter: a2a_core::Emitter,
+        ) -> Result<(), a2a_core::AgentError> {
+            Ok(())
+        }
+    }
+
+    const INSPECTOR: &str = "https://inspector.example";
+
+    /// A function's environment as template.yaml sets it, with API keys (from an empty key
+    /// file) and `A2A_CORS_ORIGINS` = `cors`.
+    fn settings(cors: Option<&str>, key_file: &std::path::Path) -> Settings {
+        let key_file = key_file.display().to_string();
+        Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "A2A_AUTH" => Some("api-key".into()),
+            "A2A_API_KEY_FILE" => Some(key_file.clone()),
+            "A2A_CORS_ORIGINS" => cors.map(str::to_owned),
+            _ => None,
+        })
+        .expect("settings")
+    }
+
+    /// The router `function` builds from `settings`, over an embedded store.
+    fn function_router(
+        function: HttpFunction,
+        settings: &Settings,
+        store: &a2a_test_support::server::EmbeddedStore,
+    ) -> Router {
+        let sdk = aws_config::SdkConfig::builder().build();
+        let auth = crate::build_auth(settings, &sdk).expect("auth");
+        let base = "https://abc123.execute-api.us-east-1.amazonaws.com/a2a";
+        let config = settings.service_config(Some(base), None, auth);
+        let service = store.service(config, Arc::new(Idle));
+        router_with(service, http_options(settings), &function.surface())
+    }
+
+    fn function_named(name: &str) -> HttpFunction {
+        HttpFunction::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .unwrap_or_else(|| panic!("no function {name}"))
+    }
+
+    async fn answer(router: &Router, request: Request) -> axum::response::Response {
+        router
+            .clone()
+            .oneshot(request.map(axum::body::Body::new))
+            .await
+            .expect("infallible")
+    }
+
+    /// API Gateway sends every OPTIONS request to the function routes.json names; with
+    /// `A2A_CORS_ORIGINS` set, that function answers a browser's preflight itself (no auth),
+    /// and errors carry the headers a browser needs to read them.
+    #[tokio::test]
+    async fn functions_answer_preflights_when_cors_is_configured() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join("api-keys.json");
+        let on = settings(Some(INSPECTOR), &key_file);
+        let off = settings(None, &key_file);
+        let mut preflights = 0;
+        for route in route_table().iter().filter(|r| r.method == "OPTIONS") {
+            let function = function_named(&route.function);
+            let path = route
+                .path
+                .replace("{tenant}", "acme")
+                .replace("{id}", "t1")
+                .replace("{configId}", "c1");
+            let preflight = |origin: &str| {
+                let mut request = rest_event("OPTIONS", &route.path, &path);
+                let h = request.headers_mut();
+                h.insert("origin", origin.parse().unwrap());
+                h.insert("access-control-request-method", "POST".parse().unwrap());
+                h.insert(
+                    "access-control-request-headers",
+                    "content-type,x-api-key".parse().unwrap(),
+                );
+                request
+            };
+            let router = function_router(function, &on, &store);
+            let ok = answer(&router, preflight(INSPECTOR)).await;
+            assert_eq!(ok.status(), 204, "OPTIONS {path} on {}", route.function);
+            assert_eq!(ok.headers()["access-control-allow-origin"], INSPECTOR);
+            let allowed = ok.headers()["access-control-allow-headers"]
+                .to_str()
+                .unwrap();
+            assert!(allowed.contains("X-API-Key"), "{allowed}");
+
+            let refused = answer(&router, preflight("https://evil.example")).await;
+            assert!(!refused
+                .headers()
+                .contains_key("access-control-allow-origin"));
+
+            let router = function_router(function, &off, &store);
+            let off = answer(&router, preflight(INSPECTOR)).await;
+            assert_ne!(off.status(), 204, "OPTIONS {path} without CORS");
+            assert!(
+                off.headers()
+                    .keys()
+                    .all(|k| !k.as_str().starts_with("access-control-")),
+                "{:?}",
+                off.headers()
+            );
+            preflights += 1;
+        }
+        assert_eq!(preflights, 18, "an OPTIONS route per path of routes.json");
+
+        // An actual request without a key: 401, readable by the browser.
+        let router = function_router(HttpFunction::List, &on, &store);
+        let mut request = rest_event("GET", "/{tenant}/tasks", "/acme/tasks");
+        request
+            .headers_mut()
+            .insert("origin", INSPECTOR.parse().unwrap());
+        let denied = answer(&router, request).await;
+        assert_eq!(denied.status(), 401);
+        assert_eq!(denied.headers()["access-control-allow-origin"], INSPECTOR);
+        assert!(denied.headers().contains_key("www-authenticate"));
+        let exposed = denied.headers()["access-control-expose-headers"]
+            .to_str()
+            .unwrap();
+        assert!(exposed.contains("WWW-Authenticate"), "{exposed}");
+    }
+
+    #[test]
+    fn a_bad_cors_setting_stops_the_function_with_the_reason() {
+        let err = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "A2A_CORS_ORIGINS" => Some("inspector.example".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert!(err.contains("A2A_CORS_ORIGINS"), "{err}");
     }
 
     #[test]

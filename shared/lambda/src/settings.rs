@@ -10,6 +10,7 @@ use a2a_core::{
     Emitter, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
+use a2a_http::CorsOrigins;
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
@@ -52,6 +53,8 @@ pub const ENV_API_KEY_FILE: &str = "A2A_API_KEY_FILE";
 /// Seconds a fetched API key document is used before it is fetched again (a revocation takes
 /// effect within this time).
 pub const ENV_API_KEY_REFRESH_SECS: &str = "A2A_API_KEY_REFRESH_SECS";
+/// Browser origins allowed to call (CORS): comma-separated, or `*`; empty or unset is off.
+pub const ENV_CORS_ORIGINS: &str = "A2A_CORS_ORIGINS";
 
 /// What a function reads from its environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +95,8 @@ pub struct Settings {
     pub api_key_file: Option<String>,
     /// How long a fetched API key document is used.
     pub api_key_refresh: Duration,
+    /// Browser origins allowed to call the HTTP functions (CORS); off by default.
+    pub cors_origins: CorsOrigins,
 }
 
 impl Settings {
@@ -170,6 +175,11 @@ impl Settings {
             api_key_secret_arn: get(ENV_API_KEY_SECRET_ARN),
             api_key_file: get(ENV_API_KEY_FILE),
             api_key_refresh: secs(ENV_API_KEY_REFRESH_SECS, 60)?,
+            cors_origins: get(ENV_CORS_ORIGINS)
+                .map(|v| v.parse::<CorsOrigins>())
+                .transpose()
+                .map_err(|e| format!("{ENV_CORS_ORIGINS}: {e}"))?
+                .unwrap_or_default(),
         })
     }
 
@@ -492,6 +502,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(s.max_stream_duration, Duration::from_secs(840));
+        assert_eq!(s.cors_origins, CorsOrigins::Off);
         let config = s.service_config(Some("https://x.example/prod/"), None, Auth::none());
         assert!(!config.background_inline);
         assert_eq!(config.push_policy, PushPolicy::default());

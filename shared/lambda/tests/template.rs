@@ -466,3 +466,35 @@ fn the_worker_sweeps_on_the_configured_schedule() {
     }
     assert_eq!(scheduled, ["worker"]);
 }
+
+/// Browsers send a CORS preflight (`OPTIONS`) before a cross-origin call: every path of the
+/// front door sends it to a function that serves the path (which answers it when the
+/// `CorsAllowedOrigins` parameter is set), and the parameter reaches every function, off by
+/// default.
+#[test]
+fn every_path_sends_preflights_to_a_function_and_cors_is_off_by_default() {
+    let r = routes();
+    let routes = r["routes"].as_array().unwrap();
+    let field = |x: &serde_json::Value, k: &str| x[k].as_str().unwrap().to_owned();
+    let paths: BTreeSet<String> = routes.iter().map(|x| field(x, "path")).collect();
+    for path in &paths {
+        let preflight: Vec<String> = routes
+            .iter()
+            .filter(|x| x["method"] == "OPTIONS" && x["path"] == path.as_str())
+            .map(|x| field(x, "function"))
+            .collect();
+        assert_eq!(preflight.len(), 1, "OPTIONS {path}: {preflight:?}");
+        assert!(
+            routes.iter().any(|x| x["method"] != "OPTIONS"
+                && x["path"] == path.as_str()
+                && x["function"] == preflight[0].as_str()),
+            "OPTIONS {path} goes to {}, which does not serve the path",
+            preflight[0]
+        );
+    }
+    let t = template();
+    let parameter = &t["Parameters"]["CorsAllowedOrigins"];
+    assert_eq!(parameter["Default"].as_str(), Some(""));
+    let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(str_of(&env["A2A_CORS_ORIGINS"]), "CorsAllowedOrigins");
+}

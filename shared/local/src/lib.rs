@@ -19,7 +19,7 @@ use a2a_core::{
     ServiceConfig, SigningAlgorithm,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
-use a2a_http::{router, HttpOptions};
+use a2a_http::{router, CorsOrigins, HttpOptions};
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use a2a_reference_agent::ReferenceAgent;
@@ -96,6 +96,10 @@ pub struct Options {
     /// Connections served at once; further ones wait in the listen backlog until one closes.
     #[arg(long, env = "A2A_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
+    /// Browser origins allowed to call (CORS), comma-separated `scheme://host[:port]`, or `*`
+    /// for any. Unset: no CORS headers, and preflight requests are not answered.
+    #[arg(long, env = "A2A_CORS_ORIGINS", value_name = "ORIGINS")]
+    pub cors_origins: Option<CorsOrigins>,
     /// Who may call, and how they are authenticated.
     #[command(flatten)]
     pub auth: AuthOptions,
@@ -364,7 +368,10 @@ pub async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let base = format!("http://{addr}");
-    let http_options = HttpOptions::default();
+    let http_options = HttpOptions {
+        cors_origins: options.cors_origins.clone().unwrap_or_default(),
+        ..HttpOptions::default()
+    };
     let config = ServiceConfig {
         interfaces: vec![
             AgentInterface {

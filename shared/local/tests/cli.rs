@@ -1,0 +1,37 @@
+//! The command line: options parse as documented.
+
+use a2a_http::CorsOrigins;
+use a2a_local::Cli;
+use clap::{CommandFactory, Parser};
+
+#[test]
+fn cors_origins_are_a_list_or_a_wildcard_and_off_when_unset() {
+    let cli = Cli::try_parse_from([
+        "a2a-local",
+        "--cors-origins",
+        "https://inspector.example,http://localhost:5173",
+    ])
+    .expect("parses");
+    assert_eq!(
+        cli.options.cors_origins,
+        Some(CorsOrigins::List(vec![
+            "https://inspector.example".into(),
+            "http://localhost:5173".into()
+        ]))
+    );
+    let any = Cli::try_parse_from(["a2a-local", "--cors-origins", "*"]).expect("parses");
+    assert_eq!(any.options.cors_origins, Some(CorsOrigins::Any));
+
+    let bad = Cli::try_parse_from(["a2a-local", "--cors-origins", "inspector.example"])
+        .expect_err("an origin needs a scheme");
+    assert!(bad.to_string().contains("scheme://host"), "{bad}");
+
+    if std::env::var_os("A2A_CORS_ORIGINS").is_none() {
+        let unset = Cli::try_parse_from(["a2a-local"]).expect("parses");
+        assert_eq!(unset.options.cors_origins, None);
+    }
+
+    let help = Cli::command().render_long_help().to_string();
+    assert!(help.contains("--cors-origins"), "{help}");
+    assert!(help.contains("A2A_CORS_ORIGINS"), "{help}");
+}
