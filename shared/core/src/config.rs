@@ -24,8 +24,11 @@ pub struct ServiceConfig {
     pub extended_card: bool,
     /// Who may call: turns credentials into a principal, and says so on the card.
     pub auth: Auth,
-    /// How long tasks, events and push configs are kept.
+    /// How long tasks, events and push configs are kept (and so how long a `messageId` is
+    /// remembered).
     pub retention: Duration,
+    /// What a `messageId` sent again means: idempotent sends, or none.
+    pub message_id_reuse: MessageIdReuse,
     /// How long a blocking SendMessage waits before it returns the task as it stands.
     pub blocking_timeout: Duration,
     /// How long one SSE stream may last before it ends gracefully (the client resubscribes).
@@ -62,6 +65,7 @@ impl Default for ServiceConfig {
             extended_card: true,
             auth: Auth::none(),
             retention: Duration::from_secs(30 * 24 * 3600),
+            message_id_reuse: MessageIdReuse::default(),
             blocking_timeout: Duration::from_secs(120),
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
@@ -73,6 +77,33 @@ impl Default for ServiceConfig {
             max_job_receives: 5,
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What a `messageId` sent again means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MessageIdReuse {
+    /// Sends are idempotent (the default): a repeat with the same body returns the original
+    /// result without running the agent again; with another body it is InvalidParams.
+    #[default]
+    Reject,
+    /// Every send is a new message, whatever its `messageId`: no deduplication of new tasks.
+    /// For clients that reuse one `messageId` for different sends, as the A2A TCK does (it
+    /// sends byte-identical messages expecting a new task each time).
+    NewMessage,
+}
+
+impl std::str::FromStr for MessageIdReuse {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reject" => Ok(Self::Reject),
+            "new-message" => Ok(Self::NewMessage),
+            other => Err(format!(
+                "unknown messageId reuse policy {other:?}: expected reject or new-message"
+            )),
         }
     }
 }

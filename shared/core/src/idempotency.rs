@@ -16,6 +16,7 @@
 use a2a_protocol::{A2AError, Message, Role, Task};
 use uuid::Uuid;
 
+use crate::config::MessageIdReuse;
 use crate::ports::Owner;
 
 /// The namespace of the ids derived here (a fixed random UUID, never to change: it would make
@@ -24,10 +25,20 @@ const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2e8a_4b7d_4f0e_9a53_c2d1_8e47_b3a
 
 /// The id of the task (or reply record) a new message of `owner` with `message_id` creates.
 /// The owner key is length-prefixed so no pair of (owner, messageId) can collide.
-pub(crate) fn task_id_for(owner: &Owner, message_id: &str) -> String {
+fn task_id_for(owner: &Owner, message_id: &str) -> String {
     let owner = owner.as_str();
     let name = format!("task:{}:{owner}{message_id}", owner.len());
     Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
+}
+
+/// The id of the task (or reply record) that `sent`, a message naming no task, creates:
+/// derived from the owner and the `messageId`, so a repeat finds it; a fresh one when sends are
+/// not idempotent ([`MessageIdReuse::NewMessage`]).
+pub(crate) fn new_task_id(owner: &Owner, sent: &Message, reuse: MessageIdReuse) -> String {
+    match reuse {
+        MessageIdReuse::Reject => task_id_for(owner, &sent.message_id),
+        MessageIdReuse::NewMessage => crate::new_id(),
+    }
 }
 
 /// The context id a new task gets when its message names none. Derived from the task id, so a
@@ -52,14 +63,16 @@ pub(crate) fn find_sent<'a>(task: &'a Task, message_id: &str) -> Option<&'a Mess
 /// it, with `taskId` and `contextId` filled in): the same parts, metadata, extensions and
 /// referenced tasks, and the same `taskId` and `contextId` as the original carried. Otherwise
 /// InvalidParams, and nothing changes.
+///
+/// `new_task_id` is the id a new task for `sent` gets ([`new_task_id`]).
 pub(crate) fn check_repeat(
-    owner: &Owner,
+    new_task_id: &str,
     sent: &Message,
     recorded: &Message,
 ) -> Result<(), A2AError> {
     // The recorded message created its task iff the task id is the one derived from it: then the
     // client sent no taskId, otherwise it was a follow-up on that task.
-    let created = recorded.task_id == task_id_for(owner, &sent.message_id);
+    let created = recorded.task_id == new_task_id;
     let same_task = if sent.task_id.is_empty() {
         created
     } else {
@@ -115,10 +128,10 @@ mod tests {
             context_id: context_id_for(&task_id),
             ..sent.clone()
         };
-        check_repeat(&alice, &sent, &recorded).expect("same message");
+        check_repeat(&task_id, &sent, &recorded).expect("same message");
 
         let other_text = Message::user_text("m1", "hello!");
-        let err = check_repeat(&alice, &other_text, &recorded).unwrap_err();
+        let err = check_repeat(&task_id, &other_text, &recorded).unwrap_err();
         assert!(
             err.message()
                 .contains("already used for a different message"),
@@ -129,12 +142,26 @@ mod tests {
             context_id: "ctx-1".into(),
             ..sent.clone()
         };
-        check_repeat(&alice, &named_context, &recorded).unwrap_err();
+        check_repeat(&task_id, &named_context, &recorded).unwrap_err();
 
         let with_task = Message {
             task_id: task_id.clone(),
             ..sent.clone()
         };
-        check_repeat(&alice, &with_task, &recorded).unwrap_err();
+        check_repeat(&task_id, &with_task, &recorded).unwrap_err();
+    }
+
+    #[test]
+    fn without_idempotency_every_new_message_gets_a_fresh_id() {
+        let alice = owner("alice");
+        let hello = Message::user_text("m1", "hello");
+        let derived = new_task_id(&alice, &hello, MessageIdReuse::Reject);
+        assert_eq!(derived, task_id_for(&alice, "m1"));
+        let fresh = new_task_id(&alice, &hello, MessageIdReuse::NewMessage);
+        assert_ne!(fresh, derived);
+        assert_ne!(
+            fresh,
+            new_task_id(&alice, &hello, MessageIdReuse::NewMessage)
+        );
     }
 }

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use crate::agent::{Agent, Placement};
 use crate::auth::Permission;
-use crate::config::ServiceConfig;
+use crate::config::{MessageIdReuse, ServiceConfig};
 use crate::context::CallContext;
 use crate::emitter::{Emitter, FirstOutcome};
 use crate::execution::{new_emitter, take_follow_up_lease, Executions};
@@ -487,7 +487,7 @@ impl A2aService {
             .await
             .map_err(store_error)?;
         match record {
-            Some(record) => repeat_of(&ctx.owner, sent, record),
+            Some(record) => repeat_of(task_id, sent, record),
             None => Err(internal(
                 "a send lost the race for its task id, but no task or reply holds it",
                 task_id,
@@ -506,10 +506,15 @@ impl A2aService {
     ) -> Result<Started, A2AError> {
         match self.core.store.load_task(&ctx.owner, task_id).await {
             Ok(Some(head)) if idempotency::find_sent(&head.task, &sent.message_id).is_some() => {
-                repeat_of(&ctx.owner, sent, SendRecord::Task(head))
+                repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
             }
             _ => Err(err),
         }
+    }
+
+    /// The id a new task for `sent` gets (see [`idempotency::new_task_id`]).
+    fn new_task_id(&self, ctx: &CallContext, sent: &Message) -> String {
+        idempotency::new_task_id(&ctx.owner, sent, self.core.config.message_id_reuse)
     }
 
     /// Validates a send, records the message, and starts the agent (inline or queued). A
@@ -540,24 +545,28 @@ impl A2aService {
             }
             None => None,
         };
+        // The id a new task for this message gets (derived from the messageId when sends are
+        // idempotent).
+        let new_task_id = self.new_task_id(ctx, &sent);
         let existing = if message.task_id.is_empty() {
-            // One read of the id a new task for this message would get tells a repeat.
-            let task_id = idempotency::task_id_for(&ctx.owner, &message.message_id);
-            let record = self
-                .core
-                .store
-                .load_send(&ctx.owner, &task_id)
-                .await
-                .map_err(store_error)?;
-            if let Some(record) = record {
-                return repeat_of(&ctx.owner, &sent, record);
+            if self.core.config.message_id_reuse == MessageIdReuse::Reject {
+                // One read of the id a new task for this message would get tells a repeat.
+                let record = self
+                    .core
+                    .store
+                    .load_send(&ctx.owner, &new_task_id)
+                    .await
+                    .map_err(store_error)?;
+                if let Some(record) = record {
+                    return repeat_of(&new_task_id, &sent, record);
+                }
             }
             None
         } else {
             let head = self.load(&ctx.owner, &message.task_id).await?;
             // Before the terminal check: a repeat of the message that ended the task returns it.
             if idempotency::find_sent(&head.task, &message.message_id).is_some() {
-                return repeat_of(&ctx.owner, &sent, SendRecord::Task(head));
+                return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
             }
             if head.task.status.state.is_terminal() {
                 return Err(A2AError::unsupported(format!(
@@ -575,7 +584,7 @@ impl A2aService {
         };
         let task_id = match &existing {
             Some(h) => h.task.id.clone(),
-            None => idempotency::task_id_for(&ctx.owner, &message.message_id),
+            None => new_task_id,
         };
         let context_id = match &existing {
             Some(h) => h.task.context_id.clone(),
@@ -1141,7 +1150,8 @@ fn stops(head: &StoredTask) -> bool {
 
 /// The original result for `sent`, a repeat of the message recorded in `record`, or
 /// InvalidParams if its body differs.
-fn repeat_of(owner: &Owner, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
+/// `new_task_id` is the id a new task for `sent` gets.
+fn repeat_of(new_task_id: &str, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
     match record {
         SendRecord::Task(head) => {
             let recorded =
@@ -1151,11 +1161,11 @@ fn repeat_of(owner: &Owner, sent: &Message, record: SendRecord) -> Result<Starte
                         &sent.message_id,
                     )
                 })?;
-            idempotency::check_repeat(owner, sent, recorded)?;
+            idempotency::check_repeat(new_task_id, sent, recorded)?;
             Ok(Started::Repeat(Box::new(head)))
         }
         SendRecord::Reply(reply) => {
-            idempotency::check_repeat(owner, sent, &reply.request)?;
+            idempotency::check_repeat(new_task_id, sent, &reply.request)?;
             Ok(Started::Message(reply.reply))
         }
     }

@@ -7,7 +7,8 @@ use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
 use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
-    Emitter, KeySet, Placement, PushPolicy, PushSigner, ServiceConfig, SigningAlgorithm,
+    Emitter, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
+    SigningAlgorithm,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::CorsOrigins;
@@ -22,6 +23,8 @@ pub const ENV_AGENT_NAME: &str = "A2A_AGENT_NAME";
 pub const ENV_AGENT_DESCRIPTION: &str = "A2A_AGENT_DESCRIPTION";
 /// Days tasks are kept (template parameter `RetentionDays`).
 pub const ENV_RETENTION_DAYS: &str = "A2A_RETENTION_DAYS";
+/// `reject` (default) or `new-message`: see [`a2a_core::MessageIdReuse`].
+pub const ENV_MESSAGE_ID_REUSE: &str = "A2A_MESSAGE_ID_REUSE";
 /// Seconds an SSE stream may last before it ends gracefully (`MaxStreamSeconds`).
 pub const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
 /// The public base URL of the REST binding (the JSON-RPC URL is this plus the JSON-RPC path).
@@ -67,6 +70,8 @@ pub struct Settings {
     pub agent_description: Option<String>,
     /// How long tasks are kept.
     pub retention: Duration,
+    /// What a messageId sent again with a different body means.
+    pub message_id_reuse: MessageIdReuse,
     /// Longest SSE stream.
     pub max_stream_duration: Duration,
     /// Public base URL, if configured.
@@ -154,6 +159,10 @@ impl Settings {
             agent_name: get(ENV_AGENT_NAME),
             agent_description: get(ENV_AGENT_DESCRIPTION),
             retention: Duration::from_secs(days * 24 * 3600),
+            message_id_reuse: get(ENV_MESSAGE_ID_REUSE)
+                .map(|v| v.parse())
+                .transpose()?
+                .unwrap_or_default(),
             max_stream_duration: secs(ENV_MAX_STREAM_SECS, 840)?,
             public_base_url: get(ENV_PUBLIC_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
             jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
@@ -215,6 +224,7 @@ impl Settings {
             auth,
             interfaces: base.map(|b| self.interfaces(b)).unwrap_or_default(),
             retention: self.retention,
+            message_id_reuse: self.message_id_reuse,
             max_stream_duration: self.max_stream_duration,
             background_inline: false,
             push_policy: PushPolicy {

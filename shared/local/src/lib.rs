@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use a2a_core::auth::{ApiKeyLocation, ScopeNames};
 use a2a_core::{
-    A2aService, Agent, Auth, AuthMode, AuthSettings, Permissions, PushPolicy, PushSigner,
-    ServiceConfig, SigningAlgorithm,
+    A2aService, Agent, Auth, AuthMode, AuthSettings, MessageIdReuse, Permissions, PushPolicy,
+    PushSigner, ServiceConfig, SigningAlgorithm,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, CorsOrigins, HttpOptions};
@@ -68,9 +68,14 @@ pub struct Options {
     /// (for emulators such as moto) instead of reading their names from the environment.
     #[arg(long, env = "A2A_CREATE_RESOURCES")]
     pub create_resources: Option<String>,
-    /// Days tasks are kept.
+    /// Days tasks are kept (and sends are remembered by their messageId).
     #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
+    /// What a messageId sent again means: `reject` (sends are idempotent: a repeat returns the
+    /// original result, the same messageId with another body is InvalidParams) or `new-message`
+    /// (every send is new, no deduplication; the A2A TCK needs it: it reuses messageIds).
+    #[arg(long, env = "A2A_MESSAGE_ID_REUSE", default_value = "reject")]
+    pub message_id_reuse: MessageIdReuse,
     /// Seconds a queued job stays invisible to other workers while it runs; a job whose worker
     /// died is redelivered after this.
     #[arg(long, env = "A2A_WORK_VISIBILITY_SECS", default_value_t = 60)]
@@ -388,6 +393,7 @@ pub async fn serve(
             },
         ],
         retention: Duration::from_secs(options.retention_days.max(1) * 24 * 3600),
+        message_id_reuse: options.message_id_reuse,
         max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
         background_inline: true,
         push_policy: PushPolicy {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter, Placement,
-    Principal, ServiceConfig, WorkJob,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    MessageIdReuse, Placement, Principal, ServiceConfig, WorkJob,
 };
 use a2a_embedded::{QueueName, SqliteStore};
 use a2a_protocol::{
@@ -51,6 +51,10 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
+        Self::with_reuse(MessageIdReuse::Reject)
+    }
+
+    fn with_reuse(message_id_reuse: MessageIdReuse) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(dir.path()).expect("open the store");
         let agent = Arc::new(Counting::default());
@@ -58,6 +62,7 @@ impl Fixture {
         let config = ServiceConfig {
             blocking_timeout: Duration::from_secs(10),
             max_stream_duration: Duration::from_secs(10),
+            message_id_reuse,
             ..ServiceConfig::default()
         };
         let service = A2aService::new(
@@ -178,6 +183,20 @@ async fn a_blocking_repeat_returns_the_same_task_without_running_again() {
     assert_eq!(again.artifacts, first.artifacts);
     assert_eq!(f.runs(), 1, "the agent ran once");
     assert_eq!(f.task_count(&f.ctx).await, 1);
+}
+
+#[tokio::test]
+async fn with_new_message_reuse_every_send_is_a_new_task() {
+    let f = Fixture::with_reuse(MessageIdReuse::NewMessage);
+    let id = unique("m");
+    let first = f.send_task(message(&id, "hello")).await;
+    let again = f.send_task(message(&id, "hello")).await;
+    let other = f.send_task(message(&id, "hello!")).await;
+    assert_ne!(again.id, first.id);
+    assert_ne!(other.id, first.id);
+    assert_ne!(other.id, again.id);
+    assert_eq!(f.runs(), 3, "the agent ran for every send");
+    assert_eq!(f.task_count(&f.ctx).await, 3);
 }
 
 #[tokio::test]
