@@ -140,33 +140,17 @@ async fn race(env: &Env, cancel: Cancel) -> Vec<LoggedEvent> {
         }
     };
     let owner = Owner::new("races", &uuid::Uuid::new_v4().to_string());
-    let task = Task {
-        id: uuid::Uuid::new_v4().to_string(),
-        context_id: "ctx".into(),
-        status: TaskStatus {
-            state: TaskState::Submitted,
-            message: None,
-            timestamp: Some(Timestamp::now()),
-        },
-        history: vec![Message::user_text("m1", "go")],
-        ..Default::default()
-    };
-    let head = StoredTask {
-        owner: owner.clone(),
-        task: task.clone(),
-        version: 1,
-        expires_at: Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
-    };
-    let created = LoggedEvent {
-        seq: 1,
-        at: Timestamp::now(),
-        event: TaskEvent::Created { task: task.clone() },
-    };
+    let (head, events) = a2a_store_contract::new_task(
+        &owner,
+        &uuid::Uuid::new_v4().to_string(),
+        "ctx",
+        TaskState::Submitted,
+        Timestamp::now(),
+        Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    );
+    let task = head.task.clone();
     let creator = store().await;
-    creator
-        .create_task(&head, &[created])
-        .await
-        .expect("create");
+    creator.create_task(&head, &events).await.expect("create");
 
     let cancel_task = {
         let store = store().await;

@@ -8,11 +8,11 @@ use std::time::Duration;
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, SqsQueue};
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, LoggedEvent, Owner,
-    Placement, ServiceConfig, StoredTask, TaskEvent, TaskStore,
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, Owner, Placement,
+    ServiceConfig, StoredTask, TaskStore,
 };
 use a2a_lambda_glue::WorkBatch;
-use a2a_protocol::{Message, Task, TaskState, TaskStatus, Timestamp};
+use a2a_protocol::{TaskState, Timestamp};
 use serde_json::json;
 
 /// The sweep runs no agent; the service needs one.
@@ -54,29 +54,15 @@ fn scheduled_event() -> serde_json::Value {
 /// A task left WORKING by an inline execution whose instance was lost: its lease is over.
 async fn orphan(store: &dyn TaskStore, owner: &Owner) -> StoredTask {
     let task_id = uuid::Uuid::new_v4().to_string();
-    let task = Task {
-        id: task_id.clone(),
-        context_id: uuid::Uuid::new_v4().to_string(),
-        status: TaskStatus {
-            state: TaskState::Working,
-            message: None,
-            timestamp: Some(Timestamp::now()),
-        },
-        history: vec![Message::user_text("m1", "slow 30 500")],
-        ..Default::default()
-    };
-    let head = StoredTask {
-        owner: owner.clone(),
-        task: task.clone(),
-        version: 1,
-        expires_at: Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
-    };
-    let created = LoggedEvent {
-        seq: 1,
-        at: Timestamp::now(),
-        event: TaskEvent::Created { task },
-    };
-    store.create_task(&head, &[created]).await.expect("create");
+    let (head, events) = a2a_store_contract::new_task(
+        owner,
+        &task_id,
+        &uuid::Uuid::new_v4().to_string(),
+        TaskState::Working,
+        Timestamp::now(),
+        Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    );
+    store.create_task(&head, &events).await.expect("create");
     let ended = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
     assert!(store
         .acquire_inline_lease(owner, &task_id, "a-lost-instance", ended)

@@ -53,8 +53,9 @@ fn expired() -> Timestamp {
     Timestamp::from_millis(Timestamp::now().millis() - 60_000)
 }
 
-/// A new task and its first event, as the core creates them.
-fn new_task(
+/// A new task and its first event, as the core creates them: for tests that need a task in the
+/// store in a given state.
+pub fn new_task(
     owner: &Owner,
     task_id: &str,
     context_id: &str,
