@@ -56,7 +56,7 @@ pub(crate) struct InlineLease {
 
 impl InlineLease {
     pub(crate) fn until(&self) -> Timestamp {
-        Timestamp::from_millis(Timestamp::now().millis() + self.duration.as_millis() as i64)
+        lease_until(self.duration)
     }
 }
 
@@ -385,6 +385,11 @@ impl Emitter {
             tracing::warn!(task_id = %self.task_id(), error = %err, "lease release failed");
         }
     }
+}
+
+/// When a lease taken (or renewed) now for `duration` ends.
+pub(crate) fn lease_until(duration: Duration) -> Timestamp {
+    Timestamp::from_millis(Timestamp::now().millis() + duration.as_millis() as i64)
 }
 
 /// A state in which the task's execution is still going: neither terminal nor interrupted.

@@ -107,9 +107,10 @@ impl Emitter {
     /// taken (a follow-up takes it before its message is written).
     pub(crate) fn leased(mut self, config: &ServiceConfig, held: bool) -> Self {
         self.lease = Some(inline_lease(config));
-        if let Some(state) = Arc::get_mut(&mut self.state) {
-            state.get_mut().lease_held = held;
-        }
+        Arc::get_mut(&mut self.state)
+            .expect("an emitter is leased before it is shared")
+            .get_mut()
+            .lease_held = held;
         self
     }
 }

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_protocol::Timestamp;
-
+use crate::emitter::lease_until;
 use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
 use crate::kernel::Core;
@@ -42,8 +41,6 @@ pub(crate) async fn run_work_job(
             Err(err) => retry(format!("could not fail the task: {err:?}")),
         };
     }
-    let lease_until =
-        |d: Duration| Timestamp::from_millis(Timestamp::now().millis() + d.as_millis() as i64);
     match store
         .acquire_lease(
             &job.task_id,
