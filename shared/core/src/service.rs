@@ -473,26 +473,35 @@ impl A2aService {
     }
 
     /// The original result of a message of `ctx`'s owner sent before under `task_id` (its
-    /// derived id), for a copy that lost the race to create it: the winner's task or reply.
-    async fn superseded(
+    /// derived id), if a task or reply holds that id: the message is a repeat.
+    async fn original(
         &self,
         ctx: &CallContext,
         sent: &Message,
         task_id: &str,
-    ) -> Result<Started, A2AError> {
+    ) -> Result<Option<Started>, A2AError> {
         let record = self
             .core
             .store
             .load_send(&ctx.owner, task_id)
             .await
             .map_err(store_error)?;
-        match record {
-            Some(record) => repeat_of(task_id, sent, record),
-            None => Err(internal(
+        record.map(|r| repeat_of(task_id, sent, r)).transpose()
+    }
+
+    /// For a copy that lost the race to create its task: the winner's task or reply.
+    async fn superseded(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+    ) -> Result<Started, A2AError> {
+        self.original(ctx, sent, task_id).await?.ok_or_else(|| {
+            internal(
                 "a send lost the race for its task id, but no task or reply holds it",
                 task_id,
-            )),
-        }
+            )
+        })
     }
 
     /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
@@ -551,14 +560,8 @@ impl A2aService {
         let existing = if message.task_id.is_empty() {
             if self.core.config.message_id_reuse == MessageIdReuse::Reject {
                 // One read of the id a new task for this message would get tells a repeat.
-                let record = self
-                    .core
-                    .store
-                    .load_send(&ctx.owner, &new_task_id)
-                    .await
-                    .map_err(store_error)?;
-                if let Some(record) = record {
-                    return repeat_of(&new_task_id, &sent, record);
+                if let Some(original) = self.original(ctx, &sent, &new_task_id).await? {
+                    return Ok(original);
                 }
             }
             None
