@@ -1,0 +1,605 @@
+//! `a2a`: call any A2A 1.0 agent from a terminal. See `a2a --help`.
+
+mod discover;
+mod render;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use a2a_client::webhook::WebhookReceiver;
+use a2a_client::{
+    Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SendMessageConfiguration,
+    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRef, TaskState,
+};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use futures::StreamExt;
+use serde_json::Value;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the agent answered with an A2A error (its name and message are printed)
+  2  usage error (bad arguments, no URL, unreadable --file or --data)
+  3  the agent could not be reached (connection, timeout, an HTTP error that is no A2A error)
+  4  the agent's answer is not valid A2A (no usable agent card, a malformed response)
+  5  the task ended FAILED, REJECTED or CANCELED (send, subscribe)
+
+Environment: A2A_URL (the agent, when URL is left out), A2A_API_KEY, A2A_TOKEN.";
+
+/// Call any A2A 1.0 agent: read its card, send messages, watch tasks, manage push
+/// notifications, receive verified pushes, discover agents by skill.
+#[derive(Debug, Parser)]
+#[command(name = "a2a", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct Global {
+    /// Print JSON (one document, or one per line for streams) instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The binding to prefer when the card offers both.
+    #[arg(long, global = true, value_enum, default_value_t = BindingArg::Jsonrpc)]
+    binding: BindingArg,
+    /// API key to send (header named by --api-key-header).
+    #[arg(long, global = true, env = "A2A_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Header that carries the API key.
+    #[arg(long, global = true, default_value = "X-API-Key")]
+    api_key_header: String,
+    /// Bearer token to send (`Authorization: Bearer …`).
+    #[arg(long, global = true, env = "A2A_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Seconds a request may take (a blocking send lasts as long as the task).
+    #[arg(long, global = true, default_value_t = 300)]
+    timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BindingArg {
+    /// JSON-RPC.
+    Jsonrpc,
+    /// HTTP+JSON (REST).
+    Rest,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the agent's card.
+    Card {
+        /// The agent's base URL (or its card's URL); default $A2A_URL.
+        url: Option<String>,
+    },
+    /// Send a message; wait for the task to finish (or follow it live with --stream).
+    Send(SendArgs),
+    /// Print a task.
+    Get {
+        /// [URL] TASK_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID", num_args = 1..=2, required = true)]
+        args: Vec<String>,
+        /// How many history messages to include.
+        #[arg(long)]
+        history: Option<i32>,
+    },
+    /// List tasks, newest first.
+    List {
+        /// The agent's URL; default $A2A_URL.
+        url: Option<String>,
+        /// Only tasks of this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only tasks in this state (working, completed, TASK_STATE_FAILED, …).
+        #[arg(long)]
+        state: Option<String>,
+        /// Tasks per page.
+        #[arg(long)]
+        page_size: Option<i32>,
+        /// The page to read (nextPageToken of the page before).
+        #[arg(long)]
+        page_token: Option<String>,
+    },
+    /// Cancel a task.
+    Cancel {
+        /// [URL] TASK_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID", num_args = 1..=2, required = true)]
+        args: Vec<String>,
+    },
+    /// Follow a task's events until it stops.
+    Subscribe {
+        /// [URL] TASK_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID", num_args = 1..=2, required = true)]
+        args: Vec<String>,
+    },
+    /// Push notification configs, and a local receiver.
+    #[command(subcommand)]
+    Push(PushCommand),
+    /// Find agents: read the cards of URLs or a registry file, filter by skill, tag or input mode.
+    Discover(discover::DiscoverArgs),
+}
+
+#[derive(Debug, Args)]
+struct SendArgs {
+    /// [URL] TEXT (URL defaults to $A2A_URL).
+    #[arg(value_name = "[URL] TEXT", num_args = 1..=2, required = true)]
+    args: Vec<String>,
+    /// Follow the task live: a status line and artifact text as it arrives.
+    #[arg(long)]
+    stream: bool,
+    /// Continue this task (a follow-up message).
+    #[arg(long)]
+    task: Option<String>,
+    /// Send within this context.
+    #[arg(long)]
+    context: Option<String>,
+    /// Attach a file (sent inline, base64).
+    #[arg(long, value_name = "PATH")]
+    file: Vec<PathBuf>,
+    /// Attach a JSON value as a data part.
+    #[arg(long, value_name = "JSON")]
+    data: Vec<String>,
+    /// Ask the agent to push the task's updates to this webhook URL.
+    #[arg(long, value_name = "URL")]
+    push: Option<String>,
+    /// Token the agent echoes in each push (with --push).
+    #[arg(long, requires = "push")]
+    push_token: Option<String>,
+    /// Return as soon as the task exists instead of waiting for it to finish.
+    #[arg(long, conflicts_with = "stream")]
+    no_wait: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum PushCommand {
+    /// Ask the agent to push a task's updates to a webhook.
+    Set {
+        /// [URL] TASK_ID WEBHOOK_URL (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID WEBHOOK_URL", num_args = 2..=3, required = true)]
+        args: Vec<String>,
+        /// Token the agent echoes in each push.
+        #[arg(long)]
+        push_token: Option<String>,
+    },
+    /// Print one push config.
+    Get {
+        /// [URL] TASK_ID CONFIG_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID CONFIG_ID", num_args = 2..=3, required = true)]
+        args: Vec<String>,
+    },
+    /// List a task's push configs.
+    List {
+        /// [URL] TASK_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID", num_args = 1..=2, required = true)]
+        args: Vec<String>,
+    },
+    /// Delete a push config.
+    Delete {
+        /// [URL] TASK_ID CONFIG_ID (URL defaults to $A2A_URL).
+        #[arg(value_name = "[URL] TASK_ID CONFIG_ID", num_args = 2..=3, required = true)]
+        args: Vec<String>,
+    },
+    /// Receive pushes on 127.0.0.1 and print each one that verifies (signature against the
+    /// agent's JWKS, audience, expiry, body hash, replay). Refused pushes go to stderr.
+    Listen {
+        /// The agent whose pushes to accept (its base URL: the pushes' issuer); default $A2A_URL.
+        url: Option<String>,
+        /// Port to listen on (0: any free port; the URL is printed first).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// The URL the agent pushes to, if not http://HOST:PORT/webhook (a tunnel, a proxy).
+        #[arg(long)]
+        public_url: Option<String>,
+        /// Stop after this many verified pushes.
+        #[arg(long)]
+        count: Option<usize>,
+    },
+}
+
+/// A failure, and the exit code it maps to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Usage(String),
+    Client(Error),
+    /// The task ended FAILED, REJECTED or CANCELED (its state was printed).
+    TaskUnsuccessful,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self::Client(e)
+    }
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Client(Error::Usage(_)) => 2,
+            Self::Client(Error::Agent(_)) => 1,
+            Self::Client(
+                Error::Transport(_) | Error::Timeout(_) | Error::HttpStatus { .. } | Error::Auth(_),
+            ) => 3,
+            Self::Client(Error::InvalidResponse(_) | Error::Card(_)) => 4,
+            Self::TaskUnsuccessful => 5,
+        }
+    }
+}
+
+pub(crate) type Outcome = Result<(), Failure>;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.global.json;
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            match &failure {
+                Failure::Usage(message) => eprintln!("a2a: {message}"),
+                Failure::Client(Error::Agent(e)) if json => {
+                    let out = serde_json::json!({
+                        "error": {"name": e.name(), "message": e.message(), "reason": e.reason}
+                    });
+                    eprintln!("{out}");
+                }
+                Failure::Client(Error::Agent(e)) => eprintln!("{}: {}", e.name(), e.message()),
+                Failure::Client(e) => eprintln!("a2a: {e}"),
+                Failure::TaskUnsuccessful => {}
+            }
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+impl Global {
+    fn builder(&self) -> ClientBuilder {
+        let auth = match (&self.token, &self.api_key) {
+            (Some(token), _) => Auth::bearer(token),
+            (None, Some(key)) => Auth::api_key_header(&self.api_key_header, key),
+            (None, None) => Auth::None,
+        };
+        let preference = match self.binding {
+            BindingArg::Jsonrpc => [Binding::JsonRpc, Binding::HttpJson],
+            BindingArg::Rest => [Binding::HttpJson, Binding::JsonRpc],
+        };
+        Client::builder()
+            .auth(auth)
+            .timeout(Some(Duration::from_secs(self.timeout)))
+            .prefer(&preference)
+    }
+
+    async fn connect(&self, url: &str) -> Result<Client, Failure> {
+        Ok(self.builder().connect(url).await?)
+    }
+}
+
+/// The agent URL from the environment.
+fn env_url() -> Result<String, Failure> {
+    std::env::var("A2A_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| Failure::Usage("no agent URL: pass one or set A2A_URL".into()))
+}
+
+/// Splits `[URL] ARG…`: `n` arguments after an optional URL.
+fn url_and(args: &[String], n: usize) -> Result<(String, Vec<String>), Failure> {
+    match args.len() {
+        len if len == n + 1 => Ok((args[0].clone(), args[1..].to_vec())),
+        len if len == n => Ok((env_url()?, args.to_vec())),
+        _ => Err(Failure::Usage(format!(
+            "expected [URL] and {n} argument(s)"
+        ))),
+    }
+}
+
+fn or_env(url: Option<String>) -> Result<String, Failure> {
+    url.map_or_else(env_url, Ok)
+}
+
+fn parse_state(text: &str) -> Result<TaskState, Failure> {
+    let upper = text.to_ascii_uppercase().replace('-', "_");
+    let full = if upper.starts_with("TASK_STATE_") {
+        upper
+    } else {
+        format!("TASK_STATE_{upper}")
+    };
+    TaskState::parse(&full).ok_or_else(|| Failure::Usage(format!("unknown task state {text:?}")))
+}
+
+async fn run(cli: Cli) -> Outcome {
+    let g = &cli.global;
+    let out = render::Printer::new(g.json);
+    match cli.command {
+        Command::Card { url } => {
+            let url = or_env(url)?;
+            let fetched = g.builder().card_resolver()?.resolve(&url).await?;
+            out.card(&fetched.card);
+            Ok(())
+        }
+        Command::Send(args) => send(g, &out, args).await,
+        Command::Get { args, history } => {
+            let (url, rest) = url_and(&args, 1)?;
+            let client = g.connect(&url).await?;
+            let task = client
+                .get_task(GetTaskRequest {
+                    id: rest[0].clone(),
+                    history_length: history,
+                    ..GetTaskRequest::default()
+                })
+                .await?;
+            out.task(&task);
+            Ok(())
+        }
+        Command::List {
+            url,
+            context,
+            state,
+            page_size,
+            page_token,
+        } => {
+            let client = g.connect(&or_env(url)?).await?;
+            let page = client
+                .list_tasks(ListTasksRequest {
+                    context_id: context.unwrap_or_default(),
+                    status: state.as_deref().map(parse_state).transpose()?,
+                    page_size,
+                    page_token: page_token.unwrap_or_default(),
+                    ..ListTasksRequest::default()
+                })
+                .await?;
+            out.task_list(&page);
+            Ok(())
+        }
+        Command::Cancel { args } => {
+            let (url, rest) = url_and(&args, 1)?;
+            let client = g.connect(&url).await?;
+            let task = client
+                .cancel_task(CancelTaskRequest {
+                    id: rest[0].clone(),
+                    ..CancelTaskRequest::default()
+                })
+                .await?;
+            out.task(&task);
+            Ok(())
+        }
+        Command::Subscribe { args } => {
+            let (url, rest) = url_and(&args, 1)?;
+            let client = g.connect(&url).await?;
+            let events = client
+                .subscribe_to_task(
+                    SubscribeToTaskRequest {
+                        id: rest[0].clone(),
+                        ..SubscribeToTaskRequest::default()
+                    },
+                    None,
+                )
+                .await?;
+            follow(&out, events).await
+        }
+        Command::Push(command) => push(g, &out, command).await,
+        Command::Discover(args) => discover::run(g.builder(), &out, args).await,
+    }
+}
+
+async fn send(g: &Global, out: &render::Printer, args: SendArgs) -> Outcome {
+    let (url, rest) = url_and(&args.args, 1)?;
+    let client = g.connect(&url).await?;
+    let mut request = client.text(&rest[0]);
+    let message = request.message.as_mut().expect("text() sets a message");
+    message.task_id = args.task.unwrap_or_default();
+    message.context_id = args.context.unwrap_or_default();
+    for path in &args.file {
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let mut part = Part::raw(bytes);
+        part.filename = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        part.media_type = media_type(path).into();
+        message.parts.push(part);
+    }
+    for data in &args.data {
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| Failure::Usage(format!("--data is not JSON ({e}): {data}")))?;
+        message.parts.push(Part::data(value));
+    }
+    let mut configuration = SendMessageConfiguration {
+        return_immediately: args.no_wait,
+        ..SendMessageConfiguration::default()
+    };
+    if let Some(push_url) = args.push {
+        configuration.task_push_notification_config = Some(TaskPushNotificationConfig {
+            url: push_url,
+            token: args.push_token.unwrap_or_default(),
+            ..TaskPushNotificationConfig::default()
+        });
+    }
+    request.configuration = Some(configuration);
+    if args.stream {
+        let events = client.send_streaming_message(request).await?;
+        return follow(out, events).await;
+    }
+    let response = client.send_message(request).await?;
+    out.send_response(&response);
+    match response {
+        SendMessageResponse::Task(task) => finished(task.status.state),
+        SendMessageResponse::Message(_) => Ok(()),
+    }
+}
+
+/// Exit code 5 for a task that did not succeed.
+fn finished(state: TaskState) -> Outcome {
+    match state {
+        TaskState::Failed | TaskState::Rejected | TaskState::Canceled => {
+            Err(Failure::TaskUnsuccessful)
+        }
+        _ => Ok(()),
+    }
+}
+
+async fn follow(out: &render::Printer, events: a2a_client::TaskStream) -> Outcome {
+    let mut live = out.live();
+    let mut events = std::pin::pin!(events);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut state = TaskState::Unspecified;
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                None => break,
+                Some(Err(e)) => {
+                    live.finish();
+                    return Err(e.into());
+                }
+                Some(Ok(event)) => {
+                    if let Some(s) = state_of(&event) {
+                        state = s;
+                    }
+                    live.event(&event);
+                }
+            },
+            _ = tick.tick() => live.tick(),
+        }
+    }
+    live.finish();
+    finished(state)
+}
+
+fn state_of(event: &StreamResponse) -> Option<TaskState> {
+    match event {
+        StreamResponse::Task(t) => Some(t.status.state),
+        StreamResponse::StatusUpdate(u) => Some(u.status.state),
+        _ => None,
+    }
+}
+
+fn media_type(path: &std::path::Path) -> &'static str {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("txt" | "md") => "text/plain",
+        Some("json") => "application/json",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        Some("csv") => "text/csv",
+        _ => "application/octet-stream",
+    }
+}
+
+async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcome {
+    match command {
+        PushCommand::Set { args, push_token } => {
+            let (url, rest) = url_and(&args, 2)?;
+            let client = g.connect(&url).await?;
+            let config = client
+                .set_push(&rest[0], &rest[1], push_token.as_deref())
+                .await?;
+            out.push_config(&config);
+        }
+        PushCommand::Get { args } => {
+            let (url, rest) = url_and(&args, 2)?;
+            let client = g.connect(&url).await?;
+            let config = client
+                .get_push_config(TaskPushNotificationConfigRef {
+                    task_id: rest[0].clone(),
+                    id: rest[1].clone(),
+                    ..TaskPushNotificationConfigRef::default()
+                })
+                .await?;
+            out.push_config(&config);
+        }
+        PushCommand::List { args } => {
+            let (url, rest) = url_and(&args, 1)?;
+            let client = g.connect(&url).await?;
+            let list = client
+                .list_push_configs(ListTaskPushNotificationConfigsRequest {
+                    task_id: rest[0].clone(),
+                    ..ListTaskPushNotificationConfigsRequest::default()
+                })
+                .await?;
+            out.push_configs(&list);
+        }
+        PushCommand::Delete { args } => {
+            let (url, rest) = url_and(&args, 2)?;
+            let client = g.connect(&url).await?;
+            client
+                .delete_push_config(TaskPushNotificationConfigRef {
+                    task_id: rest[0].clone(),
+                    id: rest[1].clone(),
+                    ..TaskPushNotificationConfigRef::default()
+                })
+                .await?;
+            out.deleted(&rest[0], &rest[1]);
+        }
+        PushCommand::Listen {
+            url,
+            port,
+            host,
+            public_url,
+            count,
+        } => {
+            let agent = or_env(url)?;
+            let mut receiver =
+                WebhookReceiver::start(SocketAddr::new(host, port), &agent, public_url).await?;
+            out.listening(receiver.url());
+            let mut verified = 0;
+            while count.is_none_or(|n| verified < n) {
+                tokio::select! {
+                    delivery = receiver.next() => match delivery {
+                        None => break,
+                        Some(Ok(push)) => {
+                            verified += 1;
+                            out.push(&push);
+                        }
+                        Some(Err(refused)) => eprintln!("refused a push: {}", refused.reason),
+                    },
+                    _ = tokio::signal::ctrl_c() => break,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn states_parse_in_short_and_full_form() {
+        assert_eq!(parse_state("working").unwrap(), TaskState::Working);
+        assert_eq!(
+            parse_state("input-required").unwrap(),
+            TaskState::InputRequired
+        );
+        assert_eq!(parse_state("TASK_STATE_FAILED").unwrap(), TaskState::Failed);
+        assert!(parse_state("sleeping").is_err());
+    }
+
+    #[test]
+    fn the_url_is_optional_before_positional_arguments() {
+        let args = ["http://a".to_string(), "t1".to_string()];
+        let (url, rest) = url_and(&args, 1).unwrap();
+        assert_eq!((url.as_str(), rest), ("http://a", vec!["t1".to_string()]));
+    }
+}

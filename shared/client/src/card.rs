@@ -1,0 +1,261 @@
+//! Finding an agent: its card at the well-known paths, and the interface to talk to.
+
+use std::time::Duration;
+
+use a2a_protocol::{AgentCard, AgentInterface, PROTOCOL_VERSION};
+use reqwest::header::{ACCEPT, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
+use reqwest::StatusCode;
+
+use crate::auth::Auth;
+use crate::error::Error;
+use crate::transport::{parse_url, Binding};
+
+/// Where agents publish their card (A2A 1.0).
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+/// Where agents before 0.3 published it; tried when the first path is not found.
+pub const LEGACY_AGENT_CARD_PATH: &str = "/.well-known/agent.json";
+
+/// A card as fetched, with what its response said about caching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FetchedCard {
+    /// The card.
+    pub card: AgentCard,
+    /// The URL it came from.
+    pub url: String,
+    /// Its `ETag`, for a conditional fetch later.
+    pub etag: Option<String>,
+    /// `Cache-Control: max-age`, if the response set one (and no `no-store`/`no-cache`).
+    pub max_age: Option<Duration>,
+}
+
+/// The answer of a conditional fetch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CardFetch {
+    /// The card changed (or there was none before).
+    Fetched(FetchedCard),
+    /// `304 Not Modified`: the cached card is still good, for `max_age` more.
+    NotModified {
+        /// `Cache-Control: max-age` of the 304.
+        max_age: Option<Duration>,
+    },
+}
+
+/// Resolves agent cards.
+#[derive(Debug, Clone)]
+pub struct CardResolver {
+    http: reqwest::Client,
+    auth: Auth,
+    timeout: Option<Duration>,
+}
+
+impl CardResolver {
+    /// A resolver with this HTTP client and credentials (cards may be behind auth).
+    pub fn new(http: reqwest::Client, auth: Auth, timeout: Option<Duration>) -> Self {
+        Self {
+            http,
+            auth,
+            timeout,
+        }
+    }
+
+    /// The card of the agent at `url`: the URL itself when it names a card (ends in `.json`),
+    /// else `{url}/.well-known/agent-card.json`, then the legacy `/.well-known/agent.json`.
+    pub async fn resolve(&self, url: &str) -> Result<FetchedCard, Error> {
+        match self.fetch(url, None).await? {
+            CardFetch::Fetched(card) => Ok(card),
+            CardFetch::NotModified { .. } => Err(Error::InvalidResponse(
+                "304 Not Modified to an unconditional request".into(),
+            )),
+        }
+    }
+
+    /// Like [`Self::resolve`], conditional on `etag` (`If-None-Match`).
+    pub async fn fetch(&self, url: &str, etag: Option<&str>) -> Result<CardFetch, Error> {
+        let candidates = card_urls(url)?;
+        let mut last = None;
+        for candidate in &candidates {
+            match self.fetch_one(candidate, etag).await {
+                Err(Error::HttpStatus { status: 404, .. }) if candidates.len() > 1 => {
+                    last = Some(Error::Card(format!("no agent card at {candidate}")));
+                }
+                result => return result,
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Card(format!("no agent card at {url}"))))
+    }
+
+    async fn fetch_one(&self, url: &str, etag: Option<&str>) -> Result<CardFetch, Error> {
+        let mut builder = self
+            .http
+            .get(self.auth.with_query_key(parse_url(url)?))
+            .header(ACCEPT, "application/json");
+        if let Some(etag) = etag {
+            builder = builder.header(IF_NONE_MATCH, etag);
+        }
+        if let Some(t) = self.timeout {
+            builder = builder.timeout(t);
+        }
+        let builder = self.auth.apply(&self.http, builder).await?;
+        let response = builder.send().await?;
+        let status = response.status();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let max_age = header(CACHE_CONTROL).and_then(|v| max_age(&v));
+        let new_etag = header(ETAG);
+        if status == StatusCode::NOT_MODIFIED {
+            return Ok(CardFetch::NotModified { max_age });
+        }
+        let bytes = response.bytes().await?;
+        if !status.is_success() {
+            return Err(Error::HttpStatus {
+                status: status.as_u16(),
+                body: crate::transport::parse_body(&bytes),
+                www_authenticate: None,
+            });
+        }
+        let card: AgentCard = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Card(format!("{url} is not an A2A 1.0 agent card: {e}")))?;
+        Ok(CardFetch::Fetched(FetchedCard {
+            card,
+            url: url.to_string(),
+            etag: new_etag,
+            max_age,
+        }))
+    }
+}
+
+/// The card URLs to try for `url`, in order.
+pub fn card_urls(url: &str) -> Result<Vec<String>, Error> {
+    let parsed = parse_url(url)?;
+    if parsed.path().ends_with(".json") {
+        return Ok(vec![url.to_string()]);
+    }
+    let base = url.trim_end_matches('/');
+    Ok(vec![
+        format!("{base}{AGENT_CARD_PATH}"),
+        format!("{base}{LEGACY_AGENT_CARD_PATH}"),
+    ])
+}
+
+/// `max-age` of a `Cache-Control` value, unless it forbids reuse without revalidation.
+fn max_age(value: &str) -> Option<Duration> {
+    let directives: Vec<String> = value
+        .split(',')
+        .map(|d| d.trim().to_ascii_lowercase())
+        .collect();
+    if directives
+        .iter()
+        .any(|d| d == "no-store" || d == "no-cache")
+    {
+        return Some(Duration::ZERO);
+    }
+    directives
+        .iter()
+        .find_map(|d| d.strip_prefix("max-age=")?.trim_matches('"').parse().ok())
+        .map(Duration::from_secs)
+}
+
+/// The interface to use: the first of the card's interfaces whose binding comes earliest in
+/// `preference` and whose `protocolVersion` is 1.0 (any 1.x, which a 1.0 client can talk to);
+/// the card's own order breaks ties, as the spec says clients should honour it.
+pub fn choose_interface<'a>(
+    card: &'a AgentCard,
+    preference: &[Binding],
+) -> Result<(&'a AgentInterface, Binding), Error> {
+    let major = PROTOCOL_VERSION.split('.').next().unwrap_or("1");
+    let speaks = |i: &AgentInterface| i.protocol_version.split('.').next() == Some(major);
+    for wanted in preference {
+        if let Some(found) = card
+            .supported_interfaces
+            .iter()
+            .find(|i| Binding::parse(&i.protocol_binding) == Some(*wanted) && speaks(i))
+        {
+            return Ok((found, *wanted));
+        }
+    }
+    let offered: Vec<String> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| format!("{} {} at {}", i.protocol_binding, i.protocol_version, i.url))
+        .collect();
+    Err(Error::Card(format!(
+        "the agent offers no A2A {PROTOCOL_VERSION} interface over {}; it offers: {}",
+        preference
+            .iter()
+            .map(|b| b.as_str())
+            .collect::<Vec<_>>()
+            .join(" or "),
+        if offered.is_empty() {
+            "nothing".to_string()
+        } else {
+            offered.join(", ")
+        }
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interface(binding: &str, version: &str, url: &str) -> AgentInterface {
+        AgentInterface {
+            url: url.into(),
+            protocol_binding: binding.into(),
+            protocol_version: version.into(),
+            tenant: String::new(),
+        }
+    }
+
+    #[test]
+    fn interfaces_are_chosen_by_binding_then_version() {
+        let card = AgentCard {
+            supported_interfaces: vec![
+                interface("JSONRPC", "0.3", "http://a/v03"),
+                interface("HTTP+JSON", "1.0", "http://a/rest"),
+                interface("GRPC", "1.0", "a:443"),
+                interface("JSONRPC", "1.0", "http://a/rpc"),
+            ],
+            ..AgentCard::default()
+        };
+        let (i, b) = choose_interface(&card, &[Binding::JsonRpc, Binding::HttpJson]).unwrap();
+        assert_eq!((i.url.as_str(), b), ("http://a/rpc", Binding::JsonRpc));
+        let (i, _) = choose_interface(&card, &[Binding::HttpJson]).unwrap();
+        assert_eq!(i.url, "http://a/rest");
+        let only_old = AgentCard {
+            supported_interfaces: vec![interface("JSONRPC", "0.3", "http://a/v03")],
+            ..AgentCard::default()
+        };
+        let e = choose_interface(&only_old, &[Binding::JsonRpc]).unwrap_err();
+        assert!(e.to_string().contains("JSONRPC 0.3 at http://a/v03"), "{e}");
+    }
+
+    #[test]
+    fn card_urls_try_the_legacy_path_second() {
+        assert_eq!(
+            card_urls("http://a:1/").unwrap(),
+            [
+                "http://a:1/.well-known/agent-card.json",
+                "http://a:1/.well-known/agent.json"
+            ]
+        );
+        assert_eq!(
+            card_urls("http://a/card.json").unwrap(),
+            ["http://a/card.json"]
+        );
+    }
+
+    #[test]
+    fn cache_control_gives_a_max_age() {
+        assert_eq!(
+            max_age("public, max-age=300"),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(max_age("no-cache"), Some(Duration::ZERO));
+        assert_eq!(max_age("public"), None);
+    }
+}
