@@ -1,10 +1,13 @@
-//! The client of one server: raw requests (JSON-RPC, REST) and the binding-generic operations
-//! that return `Result<Value, ApiError>` whichever binding carried them.
+//! The client of one server: raw requests (JSON-RPC, REST), and the binding-generic operations
+//! that return `Result<Value, ApiError>` whichever binding carried them. The binding-generic
+//! ones go through `a2a-client` (the project's client library), so the suite tests it too; the
+//! raw ones stay raw for the malformed-input tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_client::{HttpVerb, Operation, StreamOptions};
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -210,6 +213,35 @@ impl ApiError {
         }
     }
 
+    /// The error answer `a2a-client` decoded. Anything that is no error answer of the agent
+    /// (a broken connection, a JSON-RPC answer that is not HTTP 200, a response that breaks
+    /// the protocol) fails the test, as the raw helpers do.
+    #[track_caller]
+    pub(crate) fn from_client(binding: Binding, op: Operation, error: a2a_client::Error) -> Self {
+        match error {
+            a2a_client::Error::Agent(e) => ApiError {
+                binding,
+                http_status: e.http_status,
+                code: match binding {
+                    Binding::JsonRpc => e.body["code"].as_i64(),
+                    Binding::Rest => None,
+                },
+                reason: e.reason,
+                body: e.body,
+                www_authenticate: e.www_authenticate,
+            },
+            a2a_client::Error::HttpStatus {
+                status,
+                body,
+                www_authenticate,
+            } if binding == Binding::Rest => ApiError {
+                www_authenticate,
+                ..ApiError::from_rest(status, &body)
+            },
+            other => panic!("{op} on {binding:?}: {other}"),
+        }
+    }
+
     /// Asserts the error is the given A2A error on this binding: the JSON-RPC `code`, or the
     /// REST status with a `google.rpc.Status` body whose `code` matches; and in both cases an
     /// `ErrorInfo` with `reason` in domain `a2a-protocol.org`.
@@ -275,18 +307,6 @@ pub fn err<T: std::fmt::Debug>(result: Result<T, ApiError>) -> ApiError {
         Ok(v) => panic!("expected an error, got success: {v:?}"),
         Err(e) => e,
     }
-}
-
-fn encode_path(segment: &str) -> String {
-    let mut out = String::new();
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Turns a flat JSON object into a query string (`?a=1&b=x`), values as text.
@@ -374,15 +394,38 @@ impl Client {
         }
     }
 
+    /// An `a2a-client` client of this server's interface for `b`: no card lookup (the tests
+    /// judge the card separately), no timeout and no retries (a test sees every answer as it
+    /// came), and this client's HTTP client, so its credentials go along.
+    pub fn a2a(&self, b: Binding) -> a2a_client::Client {
+        let (url, binding) = match b {
+            Binding::JsonRpc => (self.jsonrpc_url(), a2a_client::Binding::JsonRpc),
+            Binding::Rest => (self.base.clone(), a2a_client::Binding::HttpJson),
+        };
+        a2a_client::Client::builder()
+            .http_client(self.http.clone())
+            .timeout(None)
+            .retry(a2a_client::RetryPolicy::none())
+            .for_interface(a2a_client::AgentInterface {
+                url,
+                protocol_binding: binding.as_str().into(),
+                protocol_version: A2A_VERSION.into(),
+                tenant: String::new(),
+            })
+            .expect("the server's URL is valid")
+    }
+
+    /// Calls `op` through `a2a-client` with the request fields as JSON.
+    async fn a2a_call(&self, b: Binding, op: Operation, params: Value) -> Result<Value, ApiError> {
+        self.a2a(b)
+            .call(op, params)
+            .await
+            .map_err(|e| ApiError::from_client(b, op, e))
+    }
+
     /// SendMessage / `POST /message:send` with a full `SendMessageRequest`.
     pub async fn send(&self, b: Binding, request: Value) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => self.rpc_call("SendMessage", request).await,
-            Binding::Rest => {
-                self.rest_call(Method::POST, "/message:send", Some(request))
-                    .await
-            }
-        }
+        self.a2a_call(b, Operation::SendMessage, request).await
     }
 
     /// Sends `text` as a new message (blocking) and returns the Task. Panics on errors or on
@@ -399,57 +442,22 @@ impl Client {
         id: &str,
         history_length: Option<i64>,
     ) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                let mut params = json!({"id": id});
-                if let Some(n) = history_length {
-                    params["historyLength"] = json!(n);
-                }
-                self.rpc_call("GetTask", params).await
-            }
-            Binding::Rest => {
-                let query = match history_length {
-                    Some(n) => format!("?historyLength={n}"),
-                    None => String::new(),
-                };
-                self.rest_call(
-                    Method::GET,
-                    &format!("/tasks/{}{query}", encode_path(id)),
-                    None,
-                )
-                .await
-            }
+        let mut params = json!({"id": id});
+        if let Some(n) = history_length {
+            params["historyLength"] = json!(n);
         }
+        self.a2a_call(b, Operation::GetTask, params).await
     }
 
     /// ListTasks / `GET /tasks?…` with the request fields as a flat JSON object.
     pub async fn list_tasks(&self, b: Binding, params: Value) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => self.rpc_call("ListTasks", params).await,
-            Binding::Rest => {
-                self.rest_call(
-                    Method::GET,
-                    &format!("/tasks{}", query_string(&params)),
-                    None,
-                )
-                .await
-            }
-        }
+        self.a2a_call(b, Operation::ListTasks, params).await
     }
 
     /// CancelTask / `POST /tasks/{id}:cancel`.
     pub async fn cancel(&self, b: Binding, id: &str) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => self.rpc_call("CancelTask", json!({"id": id})).await,
-            Binding::Rest => {
-                self.rest_call(
-                    Method::POST,
-                    &format!("/tasks/{}:cancel", encode_path(id)),
-                    None,
-                )
-                .await
-            }
-        }
+        self.a2a_call(b, Operation::CancelTask, json!({"id": id}))
+            .await
     }
 
     /// CreateTaskPushNotificationConfig / `POST /tasks/{taskId}/pushNotificationConfigs`.
@@ -459,56 +467,30 @@ impl Client {
         task_id: &str,
         config: Value,
     ) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                let mut params = config;
-                params["taskId"] = json!(task_id);
-                self.rpc_call("CreateTaskPushNotificationConfig", params)
-                    .await
-            }
-            Binding::Rest => {
-                let path = format!("/tasks/{}/pushNotificationConfigs", encode_path(task_id));
-                self.rest_call(Method::POST, &path, Some(config)).await
-            }
-        }
+        let mut params = config;
+        params["taskId"] = json!(task_id);
+        self.a2a_call(b, Operation::CreateTaskPushNotificationConfig, params)
+            .await
     }
 
     /// GetTaskPushNotificationConfig / `GET /tasks/{taskId}/pushNotificationConfigs/{id}`.
     pub async fn get_push(&self, b: Binding, task_id: &str, id: &str) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                self.rpc_call(
-                    "GetTaskPushNotificationConfig",
-                    json!({"taskId": task_id, "id": id}),
-                )
-                .await
-            }
-            Binding::Rest => {
-                let path = format!(
-                    "/tasks/{}/pushNotificationConfigs/{}",
-                    encode_path(task_id),
-                    encode_path(id)
-                );
-                self.rest_call(Method::GET, &path, None).await
-            }
-        }
+        self.a2a_call(
+            b,
+            Operation::GetTaskPushNotificationConfig,
+            json!({"taskId": task_id, "id": id}),
+        )
+        .await
     }
 
     /// ListTaskPushNotificationConfigs / `GET /tasks/{taskId}/pushNotificationConfigs`.
     pub async fn list_push(&self, b: Binding, task_id: &str) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                self.rpc_call(
-                    "ListTaskPushNotificationConfigs",
-                    json!({"taskId": task_id}),
-                )
-                .await
-            }
-            Binding::Rest => {
-                let path = format!("/tasks/{}/pushNotificationConfigs", encode_path(task_id));
-                self.rest_call(Method::GET, &path, None).await
-            }
-        }
+        self.a2a_call(
+            b,
+            Operation::ListTaskPushNotificationConfigs,
+            json!({"taskId": task_id}),
+        )
+        .await
     }
 
     /// DeleteTaskPushNotificationConfig / `DELETE /tasks/{taskId}/pushNotificationConfigs/{id}`.
@@ -518,50 +500,30 @@ impl Client {
         task_id: &str,
         id: &str,
     ) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                self.rpc_call(
-                    "DeleteTaskPushNotificationConfig",
-                    json!({"taskId": task_id, "id": id}),
-                )
-                .await
-            }
-            Binding::Rest => {
-                let path = format!(
-                    "/tasks/{}/pushNotificationConfigs/{}",
-                    encode_path(task_id),
-                    encode_path(id)
-                );
-                self.rest_call(Method::DELETE, &path, None).await
-            }
-        }
+        self.a2a_call(
+            b,
+            Operation::DeleteTaskPushNotificationConfig,
+            json!({"taskId": task_id, "id": id}),
+        )
+        .await
     }
 
     /// GetExtendedAgentCard / `GET /extendedAgentCard`.
     pub async fn extended_card(&self, b: Binding) -> Result<Value, ApiError> {
-        match b {
-            Binding::JsonRpc => self.rpc_call("GetExtendedAgentCard", json!({})).await,
-            Binding::Rest => {
-                self.rest_call(Method::GET, "/extendedAgentCard", None)
-                    .await
-            }
-        }
+        self.a2a_call(b, Operation::GetExtendedAgentCard, json!({}))
+            .await
     }
 
     /// SendStreamingMessage / `POST /message:stream`.
     pub async fn stream(&self, b: Binding, request: Value) -> Result<SseStream, ApiError> {
-        match b {
-            Binding::JsonRpc => {
-                let (_, builder) = self.rpc_request("SendStreamingMessage", request);
-                open_sse(b, builder.header("Accept", "text/event-stream")).await
-            }
-            Binding::Rest => {
-                let builder = self
-                    .rest_request(Method::POST, "/message:stream", Some(&request))
-                    .header("Accept", "text/event-stream");
-                open_sse(b, builder).await
-            }
-        }
+        open_sse(
+            self,
+            b,
+            Operation::SendStreamingMessage,
+            request,
+            StreamOptions::default(),
+        )
+        .await
     }
 
     /// SubscribeToTask / `GET /tasks/{id}:subscribe`, optionally resuming with `Last-Event-ID`.
@@ -583,19 +545,23 @@ impl Client {
         id: &str,
         last_event_id: Option<u64>,
     ) -> Result<SseStream, ApiError> {
-        let mut builder = match b {
-            Binding::JsonRpc => self.rpc_request("SubscribeToTask", json!({"id": id})).1,
-            Binding::Rest => self.rest_request(
-                rest_method,
-                &format!("/tasks/{}:subscribe", encode_path(id)),
-                None,
-            ),
+        let verb = match rest_method {
+            Method::GET => HttpVerb::Get,
+            Method::POST => HttpVerb::Post,
+            other => panic!("SubscribeToTask has no {other} route"),
         };
-        builder = builder.header("Accept", "text/event-stream");
-        if let Some(last) = last_event_id {
-            builder = builder.header("Last-Event-ID", last.to_string());
-        }
-        open_sse(b, builder).await
+        let options = StreamOptions {
+            last_event_id: last_event_id.map(|n| n.to_string()),
+            rest_verb: Some(verb),
+        };
+        open_sse(
+            self,
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            options,
+        )
+        .await
     }
 
     /// Waits, without polling, until the task is terminal (following SubscribeToTask to its end,

@@ -13,8 +13,12 @@
 //!   [`Server::client_with_headers`] / [`Server::client_with_bearer`] make callers with
 //!   credentials. [`issuer::TestIssuer`] is a test OpenID issuer for bearer tokens.
 //!
+//! - [`a2a`] / [`LiveCli`] run the `a2a` command; [`SdkServer`] is an agent built on the
+//!   official Python SDK (`tests/interop/sdk_server.py`), for the command's tests.
+//!
 //! Nothing here sleeps to synchronise: waits are on events, with timeouts that fail the test.
 
+pub mod cli;
 pub mod client;
 pub mod issuer;
 pub mod json;
@@ -23,6 +27,7 @@ pub mod sse;
 
 use std::time::Duration;
 
+pub use cli::*;
 pub use client::*;
 pub use json::*;
 pub use server::*;

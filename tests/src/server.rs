@@ -26,6 +26,11 @@ pub fn binary_path() -> PathBuf {
     if let Some(bin) = std::env::var_os("A2A_LOCAL_BIN") {
         return PathBuf::from(bin);
     }
+    target_binary("a2a-local")
+}
+
+/// `$CARGO_TARGET_DIR/debug/<name>`, else `<workspace>/target/debug/<name>`.
+pub fn target_binary(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .map(|p| {
@@ -38,7 +43,7 @@ pub fn binary_path() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"));
     target
         .join("debug")
-        .join(format!("a2a-local{}", std::env::consts::EXE_SUFFIX))
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// Returns the binary, building it once (`cargo build -p a2a-local`) if it is missing. A file
@@ -46,33 +51,35 @@ pub fn binary_path() -> PathBuf {
 pub fn ensure_built() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let bin = binary_path();
-            if bin.exists() {
-                return bin;
-            }
-            let dir = bin
-                .parent()
-                .expect("binary path has a parent")
-                .to_path_buf();
-            std::fs::create_dir_all(&dir).expect("create the target directory");
-            let lock = std::fs::File::create(dir.join(".a2a-e2e-build.lock"))
-                .expect("create the build lock file");
-            lock.lock().expect("take the build lock");
-            if !bin.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = Command::new(cargo)
-                    .args(["build", "-p", "a2a-local"])
-                    .current_dir(workspace_root())
-                    .status()
-                    .expect("run cargo build -p a2a-local");
-                assert!(status.success(), "cargo build -p a2a-local failed");
-            }
-            let _ = lock.unlock();
-            assert!(bin.exists(), "{} is missing after the build", bin.display());
-            bin
-        })
+        .get_or_init(|| build_if_missing(binary_path(), "a2a-local"))
         .clone()
+}
+
+/// Builds `package` (`cargo build -p package`) unless `bin` exists, under a file lock.
+pub(crate) fn build_if_missing(bin: PathBuf, package: &str) -> PathBuf {
+    if bin.exists() {
+        return bin;
+    }
+    let dir = bin
+        .parent()
+        .expect("binary path has a parent")
+        .to_path_buf();
+    std::fs::create_dir_all(&dir).expect("create the target directory");
+    let lock =
+        std::fs::File::create(dir.join(".a2a-e2e-build.lock")).expect("create the build lock file");
+    lock.lock().expect("take the build lock");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", package])
+            .current_dir(workspace_root())
+            .status()
+            .unwrap_or_else(|e| panic!("run cargo build -p {package}: {e}"));
+        assert!(status.success(), "cargo build -p {package} failed");
+    }
+    let _ = lock.unlock();
+    assert!(bin.exists(), "{} is missing after the build", bin.display());
+    bin
 }
 
 /// If the binary is older than a source file of the workspace, says which (shown with the log

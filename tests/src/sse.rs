@@ -1,11 +1,10 @@
-//! Server-Sent Events, read incrementally as they arrive.
+//! Server-Sent Events, read incrementally as they arrive (by `a2a-client`'s reader), with the
+//! timeouts and assertions the tests want.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
-use reqwest::header::{HeaderMap, CONTENT_TYPE};
+use a2a_client::{EventReader, Operation, StreamOptions};
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::*;
@@ -59,32 +58,14 @@ impl SseEvent {
             }
         }
     }
-
-    fn as_error(&self) -> Option<ApiError> {
-        let data: Value = serde_json::from_str(&self.data).ok()?;
-        let error = data.get("error")?;
-        Some(match self.binding {
-            Binding::JsonRpc => ApiError::from_rpc_error(error),
-            Binding::Rest => {
-                let status = error["code"].as_u64().unwrap_or(0) as u16;
-                ApiError::from_rest(status, &data)
-            }
-        })
-    }
 }
 
-type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>;
-
-/// An SSE response read incrementally.
+/// An SSE response read incrementally (by `a2a-client`'s reader).
 pub struct SseStream {
     pub status: u16,
     pub headers: HeaderMap,
     binding: Binding,
-    inner: ByteStream,
-    buffer: Vec<u8>,
-    ready: VecDeque<SseEvent>,
-    current: PartialEvent,
-    ended: bool,
+    reader: EventReader,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -92,17 +73,9 @@ impl std::fmt::Debug for SseStream {
         f.debug_struct("SseStream")
             .field("status", &self.status)
             .field("binding", &self.binding)
-            .field("ready", &self.ready)
-            .field("ended", &self.ended)
+            .field("reader", &self.reader)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Default)]
-struct PartialEvent {
-    id: Option<String>,
-    event: Option<String>,
-    data: Option<String>,
 }
 
 /// What can go wrong while waiting for the next event.
@@ -112,140 +85,41 @@ pub enum SseWait {
     Failed(String),
 }
 
-/// Opens a streaming request. An error answer (plain JSON, or an error as the first SSE event)
-/// is returned as `Err`.
-pub async fn open_sse(
+/// Opens a streaming operation through `a2a-client`. An error answer (plain JSON, or an error
+/// as the first SSE event) is returned as `Err`.
+pub(crate) async fn open_sse(
+    client: &Client,
     binding: Binding,
-    builder: reqwest::RequestBuilder,
+    op: Operation,
+    params: Value,
+    options: StreamOptions,
 ) -> Result<SseStream, ApiError> {
-    let response = builder.send().await.expect("streaming request");
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    if !content_type.starts_with("text/event-stream") {
-        let rest = into_rest_response(response).await;
-        let challenge = rest.header("www-authenticate").map(str::to_string);
-        let mut api = match binding {
-            Binding::JsonRpc => match rest.body.get("error") {
-                Some(error) => ApiError {
-                    http_status: rest.status,
-                    ..ApiError::from_rpc_error(error)
-                },
-                None => panic!(
-                    "a non-SSE answer that is no JSON-RPC error: {} {}",
-                    rest.status, rest.body
-                ),
-            },
-            Binding::Rest => {
-                assert_ne!(
-                    status, 200,
-                    "a 200 streaming answer must be text/event-stream"
-                );
-                ApiError::from_rest(rest.status, &rest.body)
-            }
-        };
-        api.www_authenticate = challenge;
-        return Err(api);
-    }
-    assert_eq!(status, 200, "SSE responses have status 200");
-    let headers = response.headers().clone();
-    let mut stream = SseStream {
-        status,
-        headers,
+    let a2a = client.a2a(binding);
+    let opened = tokio::time::timeout(EVENT_TIMEOUT, a2a.open_events(op, &params, &options))
+        .await
+        .unwrap_or_else(|_| panic!("{op}: no first SSE event within {EVENT_TIMEOUT:?}"));
+    let reader = opened.map_err(|e| ApiError::from_client(binding, op, e))?;
+    assert_eq!(reader.status, 200, "SSE responses have status 200");
+    Ok(SseStream {
+        status: reader.status,
+        headers: reader.headers.clone(),
         binding,
-        inner: Box::pin(response.bytes_stream()),
-        buffer: Vec::new(),
-        ready: VecDeque::new(),
-        current: PartialEvent::default(),
-        ended: false,
-    };
-    // An error before any data is sent as the first event (the digest's interop advice).
-    match stream.next_within(EVENT_TIMEOUT).await {
-        Ok(Some(first)) => {
-            if let Some(error) = first.as_error() {
-                return Err(error);
-            }
-            stream.ready.push_front(first);
-        }
-        Ok(None) => {}
-        Err(e) => panic!("no first SSE event: {e:?}"),
-    }
-    Ok(stream)
+        reader,
+    })
 }
 
 impl SseStream {
-    fn parse_line(&mut self, line: &str) {
-        if line.is_empty() {
-            let current = std::mem::take(&mut self.current);
-            if let Some(data) = current.data {
-                self.ready.push_back(SseEvent {
-                    id: current.id,
-                    event: current.event,
-                    data,
-                    binding: self.binding,
-                });
-            }
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match field {
-            "id" => self.current.id = Some(value.to_string()),
-            "event" => self.current.event = Some(value.to_string()),
-            "data" => match &mut self.current.data {
-                Some(data) => {
-                    data.push('\n');
-                    data.push_str(value);
-                }
-                None => self.current.data = Some(value.to_string()),
-            },
-            _ => {}
-        }
-    }
-
-    fn drain_lines(&mut self) {
-        while let Some(pos) = self.buffer.iter().position(|b| *b == b'\n') {
-            let mut line: Vec<u8> = self.buffer.drain(..=pos).collect();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            let line = String::from_utf8_lossy(&line).into_owned();
-            self.parse_line(&line);
-        }
-    }
-
     /// The next event, `Ok(None)` when the server closed the stream.
     pub async fn next_within(&mut self, timeout: Duration) -> Result<Option<SseEvent>, SseWait> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Ok(Some(event));
-            }
-            if self.ended {
-                return Ok(None);
-            }
-            match tokio::time::timeout_at(deadline, self.inner.next()).await {
-                Err(_) => return Err(SseWait::TimedOut),
-                Ok(None) => {
-                    self.ended = true;
-                    // A final event without its blank line is dropped, as the SSE spec says.
-                }
-                Ok(Some(Err(e))) => return Err(SseWait::Failed(e.to_string())),
-                Ok(Some(Ok(bytes))) => {
-                    self.buffer.extend_from_slice(&bytes);
-                    self.drain_lines();
-                }
-            }
+        match tokio::time::timeout(timeout, self.reader.next_event()).await {
+            Err(_) => Err(SseWait::TimedOut),
+            Ok(Err(e)) => Err(SseWait::Failed(e.to_string())),
+            Ok(Ok(event)) => Ok(event.map(|e| SseEvent {
+                id: e.id,
+                event: e.event,
+                data: e.data,
+                binding: self.binding,
+            })),
         }
     }
 
@@ -296,38 +170,5 @@ impl SseStream {
                 ),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[tokio::test]
-    async fn sse_lines_are_parsed_incrementally() {
-        let chunks: Vec<reqwest::Result<axum::body::Bytes>> = vec![
-            Ok(axum::body::Bytes::from_static(b": keep-alive\n\nid: 1\nda")),
-            Ok(axum::body::Bytes::from_static(
-                b"ta: {\"a\":1}\r\n\r\nid: 2\nevent: error\ndata: x\ndata: y\n\n",
-            )),
-            Ok(axum::body::Bytes::from_static(b"id: 3\ndata: partial")),
-        ];
-        let mut s = SseStream {
-            status: 200,
-            headers: HeaderMap::new(),
-            binding: Binding::Rest,
-            inner: Box::pin(futures::stream::iter(chunks)),
-            buffer: Vec::new(),
-            ready: VecDeque::new(),
-            current: PartialEvent::default(),
-            ended: false,
-        };
-        let first = s.next_event().await.unwrap();
-        assert_eq!((first.seq(), first.json()), (1, json!({"a": 1})));
-        let second = s.next_event().await.unwrap();
-        assert_eq!(second.event.as_deref(), Some("error"));
-        assert_eq!(second.data, "x\ny");
-        assert_eq!(s.next_event().await, None);
     }
 }
