@@ -39,6 +39,10 @@ moto_env=$("$root/infra/moto.sh" env-start)   # an assignment, so a failure stop
 eval "$moto_env"
 # Here a missing emulator fails the emulator-backed tests instead of skipping them.
 export A2A_REQUIRE_EMULATOR=1
+# The `a2a` command's tests also run against an agent on the Python SDK's server, in the
+# interop venv: create it first, and fail those tests rather than skip them without it.
+"$root/tests/interop/run.sh" --setup
+export A2A_REQUIRE_INTEROP=1
 
 # nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
 run_tests() {

@@ -1,0 +1,426 @@
+//! The `a2a` command against two servers: `a2a-local`, and an agent built on the official
+//! Python SDK's server (`tests/interop/sdk_server.py`), so that neither the command nor the
+//! client library is tuned to one server. Every subcommand runs against both.
+
+use a2a_e2e::issuer::{TestIssuer, ALL_SCOPES, AUDIENCE};
+use a2a_e2e::*;
+use serde_json::{json, Value};
+
+/// One server under test.
+struct Target {
+    url: String,
+    /// `a2a-local` (which signs its pushes), or the SDK server (which does not).
+    local: bool,
+}
+
+/// `both_servers!(name)` makes `name::a2a_local` and `name::python_sdk` of an
+/// `async fn(Target)`. The SDK one skips (saying why) without the interop venv, unless
+/// `A2A_REQUIRE_INTEROP=1`.
+macro_rules! both_servers {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a2a_local() {
+                if a2a_e2e::store_ready() {
+                    let server = a2a_e2e::Server::start().await;
+                    let url = server.base().to_string();
+                    super::$name(super::Target { url, local: true }).await;
+                }
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn python_sdk() {
+                if let Some(server) = a2a_e2e::SdkServer::start().await {
+                    let url = server.base.clone();
+                    super::$name(super::Target { url, local: false }).await;
+                }
+            }
+        }
+    )+};
+}
+
+both_servers!(
+    card_prints_the_agent,
+    send_waits_for_the_task_on_both_bindings,
+    send_attaches_files_and_data,
+    send_stream_shows_chunks_while_the_task_runs,
+    get_list_and_cancel,
+    subscribe_follows_a_running_task,
+    push_configs_are_set_read_listed_and_deleted,
+    push_listen_prints_verified_pushes_only,
+    discover_filters_by_skill_tag_and_input_mode_and_caches_cards,
+    errors_print_the_a2a_error_with_its_exit_code,
+);
+
+/// The state of a task, asked with the client library.
+async fn state_of(url: &str, task_id: &str) -> a2a_client::TaskState {
+    let client = a2a_client::Client::connect(url).await.expect("connect");
+    let task = client
+        .get_task(a2a_client::GetTaskRequest {
+            id: task_id.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("GetTask");
+    task.status.state
+}
+
+/// Sends `text` without waiting (`--no-wait`) and returns the task id.
+async fn start_task(url: &str, text: &str) -> String {
+    let out = a2a(&["send", url, text, "--no-wait", "--json"]).await;
+    out.expect_code(0);
+    out.json()["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task id: {out:#?}"))
+        .to_string()
+}
+
+async fn card_prints_the_agent(t: Target) {
+    let out = a2a(&["card", &t.url]).await;
+    out.expect_code(0);
+    assert!(out.stdout.contains("skill slow"), "{out:#?}");
+    assert!(out.stdout.contains("interface JSONRPC 1.0"), "{out:#?}");
+
+    let card = a2a(&["card", &t.url, "--json"]).await.expect_code(0).json();
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .filter_map(|i| i["protocolBinding"].as_str())
+        .collect();
+    assert!(bindings.contains(&"JSONRPC") && bindings.contains(&"HTTP+JSON"));
+
+    // The URL may come from the environment.
+    let mut command = a2a_command(&["card", "--json"]);
+    command.env("A2A_URL", &t.url);
+    let from_env = run_cli(command).await;
+    assert_eq!(from_env.expect_code(0).json(), card);
+}
+
+async fn send_waits_for_the_task_on_both_bindings(t: Target) {
+    for binding in ["jsonrpc", "rest"] {
+        let out = a2a(&["send", &t.url, "hello there", "--binding", binding]).await;
+        out.expect_code(0);
+        assert!(out.stdout.contains("TASK_STATE_COMPLETED"), "{out:#?}");
+        assert!(out.stdout.contains("hello there"), "{out:#?}");
+
+        let json = a2a(&["send", &t.url, "again", "--binding", binding, "--json"])
+            .await
+            .expect_code(0)
+            .json();
+        assert_eq!(json["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    }
+}
+
+async fn send_attaches_files_and_data(t: Target) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("note.txt");
+    std::fs::write(&file, b"file body").expect("write the file");
+    let out = a2a(&[
+        "send",
+        &t.url,
+        "with attachments",
+        "--file",
+        file.to_str().expect("utf-8 path"),
+        "--data",
+        // Strings: the SDK keeps data as a protobuf Value, where every number is a double.
+        r#"{"k": ["a", "b"]}"#,
+        "--json",
+    ])
+    .await;
+    let task = out.expect_code(0).json()["task"].clone();
+    let sent = &task["history"][0]["parts"];
+    assert_eq!(sent[0]["text"], "with attachments", "{task}");
+    assert_eq!(sent[1]["filename"], "note.txt", "{task}");
+    assert_eq!(sent[1]["mediaType"], "text/plain", "{task}");
+    assert_eq!(sent[1]["raw"], "ZmlsZSBib2R5", "base64 of the file: {task}");
+    assert_eq!(sent[2]["data"], json!({"k": ["a", "b"]}), "{task}");
+
+    // Bad input is refused before anything is sent.
+    let bad = a2a(&["send", &t.url, "x", "--data", "{not json"]).await;
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("--data is not JSON"), "{bad:#?}");
+}
+
+async fn send_stream_shows_chunks_while_the_task_runs(t: Target) {
+    // A second between chunks, so the check below has time to run while the task works.
+    let mut live = LiveCli::start(&["send", "--stream", &t.url, "slow 4 1000"]).await;
+    let first = live.line_where(|l| l.starts_with("task ")).await;
+    let task_id = first
+        .split_whitespace()
+        .nth(1)
+        .expect("task id")
+        .to_string();
+    live.line_where(|l| l.contains("chunk-1")).await;
+    // The first chunk is on screen while the task is still working: it arrived live.
+    let state = state_of(&t.url, &task_id).await;
+    assert!(
+        !state.is_terminal(),
+        "the task is already {state:?} when its first chunk is shown"
+    );
+    let out = live.finish().await;
+    out.expect_code(0);
+    let chunk = |n: usize| out.stdout.find(&format!("chunk-{n}")).expect("every chunk");
+    assert!(chunk(1) < chunk(2) && chunk(2) < chunk(3) && chunk(3) < chunk(4));
+    assert!(
+        out.stdout
+            .trim_end()
+            .ends_with("status TASK_STATE_COMPLETED"),
+        "{out:#?}"
+    );
+}
+
+async fn get_list_and_cancel(t: Target) {
+    let id = start_task(&t.url, "slow 60 500").await;
+
+    let got = a2a(&["get", &t.url, &id, "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    assert_eq!(got["id"], json!(id));
+
+    let listed = a2a(&["list", &t.url, "--json"]).await.expect_code(0).json();
+    let ids: Vec<&str> = listed["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert!(ids.contains(&id.as_str()), "{listed}");
+
+    let canceled = a2a(&["cancel", &t.url, &id, "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        canceled["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+
+    // Text output, with the agent's URL from the environment.
+    let mut command = a2a_command(&["get", &id]);
+    command.env("A2A_URL", &t.url);
+    let text = run_cli(command).await;
+    text.expect_code(0);
+    assert!(
+        text.stdout
+            .starts_with(&format!("task {id}  TASK_STATE_CANCELED")),
+        "{text:#?}"
+    );
+}
+
+async fn subscribe_follows_a_running_task(t: Target) {
+    let id = start_task(&t.url, "slow 3 1000").await;
+    let out = a2a(&["subscribe", &t.url, &id]).await;
+    out.expect_code(0);
+    assert!(out.stdout.contains("chunk-3"), "{out:#?}");
+    assert!(
+        out.stdout
+            .trim_end()
+            .ends_with("status TASK_STATE_COMPLETED"),
+        "{out:#?}"
+    );
+    assert_eq!(
+        state_of(&t.url, &id).await,
+        a2a_client::TaskState::Completed
+    );
+}
+
+async fn push_configs_are_set_read_listed_and_deleted(t: Target) {
+    let id = start_task(&t.url, "slow 60 500").await;
+    let hook = "http://127.0.0.1:9/hook";
+    let set = a2a(&[
+        "push",
+        "set",
+        &t.url,
+        &id,
+        hook,
+        "--push-token",
+        "tok",
+        "--json",
+    ])
+    .await
+    .expect_code(0)
+    .json();
+    assert_eq!(set["url"], hook, "{set}");
+    let config_id = set["id"].as_str().expect("a config id").to_string();
+
+    let got = a2a(&["push", "get", &t.url, &id, &config_id, "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        (got["id"].clone(), got["url"].clone()),
+        (json!(config_id), json!(hook))
+    );
+
+    let listed = a2a(&["push", "list", &t.url, &id, "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        listed["configs"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+
+    a2a(&["push", "delete", &t.url, &id, &config_id])
+        .await
+        .expect_code(0);
+    let after = a2a(&["push", "list", &t.url, &id]).await;
+    assert!(
+        after.expect_code(0).stdout.contains("no push configs"),
+        "{after:#?}"
+    );
+
+    a2a(&["cancel", &t.url, &id]).await.expect_code(0);
+}
+
+async fn push_listen_prints_verified_pushes_only(t: Target) {
+    let mut listen = LiveCli::start(&["push", "listen", &t.url, "--count", "1", "--json"]).await;
+    let first: Value = serde_json::from_str(&listen.next_line().await).expect("JSON line");
+    let hook = first["listening"]
+        .as_str()
+        .expect("the webhook URL")
+        .to_string();
+
+    let sent = a2a(&["send", &t.url, "hello", "--push", &hook, "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    let task_id = sent["task"]["id"].as_str().expect("task id").to_string();
+    if t.local {
+        // a2a-local signs its pushes: the first one verifies, is printed, and (--count 1) ends
+        // the listener.
+        let push: Value = serde_json::from_str(&listen.next_line().await).expect("JSON line");
+        assert_eq!(push["taskId"], json!(task_id), "{push}");
+        assert!(push["seq"].as_u64().is_some_and(|n| n > 0), "{push}");
+        assert!(push["event"].is_object(), "{push}");
+        listen.finish().await.expect_code(0);
+    } else {
+        // The SDK server's pushes carry no signature: each is refused and none printed.
+        let refused = listen
+            .stderr_line_where(|l| l.contains("refused a push"))
+            .await;
+        assert!(refused.contains("no push signature"), "{refused}");
+        assert_eq!(
+            listen.seen.len(),
+            1,
+            "only the listening line: {:?}",
+            listen.seen
+        );
+    }
+}
+
+async fn discover_filters_by_skill_tag_and_input_mode_and_caches_cards(t: Target) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let cache_arg = cache.to_str().expect("utf-8 path");
+    let registry = dir.path().join("registry.json");
+    std::fs::write(&registry, json!([t.url]).to_string()).expect("write the registry");
+    let registry_arg = registry.to_str().expect("utf-8 path");
+    let discover = |extra: &[&str]| {
+        let mut args = vec!["discover", "--json", "--cache-dir", cache_arg];
+        args.extend_from_slice(extra);
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            a2a(&args).await.expect_code(0).json()
+        }
+    };
+
+    let found = discover(&[&t.url, "--skill", "slow"]).await;
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found[0]["source"], "network");
+    assert_eq!(found[0]["url"], json!(t.url));
+
+    // Within the card's max-age, the cache answers without a request.
+    let again = discover(&["--registry", registry_arg, "--input-mode", "text/plain"]).await;
+    assert_eq!(again[0]["source"], "cache", "{again}");
+
+    let none = discover(&[&t.url, "--tag", "no-such-tag"]).await;
+    assert_eq!(none, json!([]));
+    let none = discover(&[&t.url, "--skill", "no-such-skill"]).await;
+    assert_eq!(none, json!([]));
+
+    // Once stale, the card is revalidated with its ETag: a 304 keeps it.
+    let file = std::fs::read_dir(&cache)
+        .expect("the cache directory")
+        .next()
+        .expect("one cached card")
+        .expect("a directory entry")
+        .path();
+    let mut cached: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read the cache")).expect("JSON");
+    assert!(cached["etag"].is_string(), "{cached}");
+    cached["freshUntil"] = json!(0);
+    std::fs::write(&file, cached.to_string()).expect("write the cache");
+    let revalidated = discover(&[&t.url]).await;
+    assert_eq!(revalidated[0]["source"], "revalidated", "{revalidated}");
+}
+
+async fn errors_print_the_a2a_error_with_its_exit_code(t: Target) {
+    let missing = a2a(&["get", &t.url, "no-such-task"]).await;
+    missing.expect_code(1);
+    assert!(
+        missing.stderr.starts_with("TaskNotFoundError: "),
+        "{missing:#?}"
+    );
+    let json = a2a(&[
+        "cancel",
+        &t.url,
+        "no-such-task",
+        "--json",
+        "--binding",
+        "rest",
+    ])
+    .await;
+    json.expect_code(1);
+    let error: Value = serde_json::from_str(json.stderr.trim()).expect("a JSON error");
+    assert_eq!(error["error"]["name"], "TaskNotFoundError", "{error}");
+
+    let no_url = a2a(&["get", "some-task"]).await;
+    no_url.expect_code(2);
+    assert!(no_url.stderr.contains("A2A_URL"), "{no_url:#?}");
+}
+
+#[tokio::test]
+async fn an_unreachable_agent_exits_with_code_3() {
+    // Port 9 (discard) on 127.0.0.1: nothing listens there.
+    let out = a2a(&["card", "http://127.0.0.1:9"]).await;
+    out.expect_code(3);
+    assert!(out.stderr.starts_with("a2a: "), "{out:#?}");
+}
+
+#[tokio::test]
+async fn help_lists_the_exit_codes() {
+    let out = a2a(&["--help"]).await;
+    out.expect_code(0);
+    for line in ["Exit codes:", "A2A_URL", "A2A_API_KEY", "A2A_TOKEN"] {
+        assert!(out.stdout.contains(line), "{line}: {}", out.stdout);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_token_from_the_environment_is_sent_as_a_bearer_token() {
+    if !store_ready() {
+        return;
+    }
+    let issuer = TestIssuer::start().await;
+    let server = Server::start_with_env(&[
+        ("A2A_AUTH", "jwt"),
+        ("A2A_JWT_ISSUER", &issuer.issuer),
+        ("A2A_JWT_AUDIENCE", AUDIENCE),
+    ])
+    .await;
+    let refused = a2a(&["list", server.base()]).await;
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.starts_with("UnauthenticatedError: "),
+        "{refused:#?}"
+    );
+
+    let mut command = a2a_command(&["list", server.base(), "--json"]);
+    command.env("A2A_TOKEN", issuer.token("alice", ALL_SCOPES));
+    let listed = run_cli(command).await;
+    assert!(listed.expect_code(0).json()["tasks"].is_array());
+}
