@@ -135,12 +135,13 @@ async fn card(
             write_cache(&path, &cached);
             Ok((cached.card, Source::Revalidated))
         }
-        CardFetch::Fetched(FetchedCard {
-            card,
-            etag,
-            max_age,
-            ..
-        }) => {
+        CardFetch::Fetched(fetched) => {
+            let FetchedCard {
+                card,
+                etag,
+                max_age,
+                ..
+            } = *fetched;
             write_cache(
                 &path,
                 &CachedCard {

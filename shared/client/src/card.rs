@@ -32,7 +32,7 @@ pub struct FetchedCard {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CardFetch {
     /// The card changed (or there was none before).
-    Fetched(FetchedCard),
+    Fetched(Box<FetchedCard>),
     /// `304 Not Modified`: the cached card is still good, for `max_age` more.
     NotModified {
         /// `Cache-Control: max-age` of the 304.
@@ -62,7 +62,7 @@ impl CardResolver {
     /// else `{url}/.well-known/agent-card.json`, then the legacy `/.well-known/agent.json`.
     pub async fn resolve(&self, url: &str) -> Result<FetchedCard, Error> {
         match self.fetch(url, None).await? {
-            CardFetch::Fetched(card) => Ok(card),
+            CardFetch::Fetched(card) => Ok(*card),
             CardFetch::NotModified { .. } => Err(Error::InvalidResponse(
                 "304 Not Modified to an unconditional request".into(),
             )),
@@ -120,12 +120,12 @@ impl CardResolver {
         }
         let card: AgentCard = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Card(format!("{url} is not an A2A 1.0 agent card: {e}")))?;
-        Ok(CardFetch::Fetched(FetchedCard {
+        Ok(CardFetch::Fetched(Box::new(FetchedCard {
             card,
             url: url.to_string(),
             etag: new_etag,
             max_age,
-        }))
+        })))
     }
 }
 

@@ -220,10 +220,9 @@ impl Transport {
             Binding::HttpJson => {
                 if (200..300).contains(&status) {
                     let ct = header(&headers, CONTENT_TYPE.as_str()).unwrap_or_default();
-                    if !bytes.is_empty()
-                        && !(ct.starts_with("application/json")
-                            || ct.starts_with("application/a2a+json"))
-                    {
+                    let json = ct.starts_with("application/json")
+                        || ct.starts_with("application/a2a+json");
+                    if !json && !bytes.is_empty() {
                         return Err(Error::InvalidResponse(format!(
                             "{op}: REST answers are JSON, got Content-Type {ct:?}"
                         )));
