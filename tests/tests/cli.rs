@@ -378,6 +378,18 @@ async fn errors_print_the_a2a_error_with_its_exit_code(t: Target) {
     let error: Value = serde_json::from_str(json.stderr.trim()).expect("a JSON error");
     assert_eq!(error["error"]["name"], "TaskNotFoundError", "{error}");
 
+    // Neither server offers an extended card: an A2A error by name (a2a-local says why).
+    let extended = a2a(&["card", "--extended", &t.url]).await;
+    extended.expect_code(1);
+    let name = extended.stderr.split(':').next().unwrap_or_default();
+    assert!(
+        name.ends_with("Error") && !name.contains(' '),
+        "{extended:#?}"
+    );
+    if t.local {
+        assert_eq!(name, "UnsupportedOperationError", "{extended:#?}");
+    }
+
     let no_url = a2a(&["get", "some-task"]).await;
     no_url.expect_code(2);
     assert!(no_url.stderr.contains("A2A_URL"), "{no_url:#?}");
@@ -398,6 +410,48 @@ async fn help_lists_the_exit_codes() {
     for line in ["Exit codes:", "A2A_URL", "A2A_API_KEY", "A2A_TOKEN"] {
         assert!(out.stdout.contains(line), "{line}: {}", out.stdout);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_api_key_goes_where_the_card_says() {
+    if !store_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("keys.json");
+    let issued = std::process::Command::new(ensure_built())
+        .args(["keys", "issue", "--permissions", "all", "--api-key-file"])
+        .arg(&file)
+        .output()
+        .expect("run a2a-local keys issue");
+    assert!(issued.status.success(), "{issued:?}");
+    let key = String::from_utf8(issued.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_string();
+    // The card says: the key goes in the query parameter `api_key`.
+    let server = Server::start_with_env(&[
+        ("A2A_AUTH", "api-key"),
+        ("A2A_API_KEY_FILE", file.to_str().expect("utf-8 path")),
+        ("A2A_API_KEY_LOCATION", "query"),
+        ("A2A_API_KEY_NAME", "api_key"),
+    ])
+    .await;
+    for binding in ["jsonrpc", "rest"] {
+        let mut command = a2a_command(&["list", server.base(), "--binding", binding, "--json"]);
+        command.env("A2A_API_KEY", &key);
+        let listed = run_cli(command).await;
+        assert!(listed.expect_code(0).json()["tasks"].is_array());
+    }
+    // Forced into a header the server does not read, it is refused.
+    let mut command = a2a_command(&["list", server.base(), "--api-key-header", "X-API-Key"]);
+    command.env("A2A_API_KEY", &key);
+    let refused = run_cli(command).await;
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.starts_with("UnauthenticatedError: "),
+        "{refused:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use a2a_client::webhook::WebhookReceiver;
 use a2a_client::{
-    Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SendMessageConfiguration,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, TaskPushNotificationConfig,
-    TaskPushNotificationConfigRef, TaskState,
+    AgentCard, Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SecurityScheme,
+    SendMessageConfiguration, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use futures::StreamExt;
@@ -49,12 +49,13 @@ struct Global {
     /// The binding to prefer when the card offers both.
     #[arg(long, global = true, value_enum, default_value_t = BindingArg::Jsonrpc)]
     binding: BindingArg,
-    /// API key to send (header named by --api-key-header).
+    /// API key to send, where the card's API key scheme says (a header or a query parameter),
+    /// else in the header X-API-Key.
     #[arg(long, global = true, env = "A2A_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// Header that carries the API key.
-    #[arg(long, global = true, default_value = "X-API-Key")]
-    api_key_header: String,
+    /// Send the API key in this header, whatever the card says.
+    #[arg(long, global = true)]
+    api_key_header: Option<String>,
     /// Bearer token to send (`Authorization: Bearer …`).
     #[arg(long, global = true, env = "A2A_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -77,6 +78,9 @@ enum Command {
     Card {
         /// The agent's base URL (or its card's URL); default $A2A_URL.
         url: Option<String>,
+        /// The extended card instead (GetExtendedAgentCard; needs credentials).
+        #[arg(long)]
+        extended: bool,
     },
     /// Send a message; wait for the task to finish (or follow it live with --stream).
     Send(SendArgs),
@@ -260,11 +264,30 @@ async fn main() -> ExitCode {
     }
 }
 
+/// Where the card's API key scheme wants the key: `(name, in the query?)`.
+fn api_key_scheme(card: &AgentCard) -> Option<(String, bool)> {
+    card.security_schemes
+        .values()
+        .find_map(|scheme| match scheme {
+            SecurityScheme::ApiKeySecurityScheme(v) => {
+                let name = v["name"].as_str()?.to_string();
+                Some((name, v["location"] == "query"))
+            }
+            _ => None,
+        })
+}
+
 impl Global {
-    fn builder(&self) -> ClientBuilder {
+    /// A client builder; `card`, when known, says where an API key goes.
+    fn builder_for(&self, card: Option<&AgentCard>) -> ClientBuilder {
         let auth = match (&self.token, &self.api_key) {
             (Some(token), _) => Auth::bearer(token),
-            (None, Some(key)) => Auth::api_key_header(&self.api_key_header, key),
+            (None, Some(key)) => match (&self.api_key_header, card.and_then(api_key_scheme)) {
+                (Some(header), _) => Auth::api_key_header(header, key),
+                (None, Some((name, true))) => Auth::api_key_query(name, key),
+                (None, Some((name, false))) => Auth::api_key_header(name, key),
+                (None, None) => Auth::api_key_header("X-API-Key", key),
+            },
             (None, None) => Auth::None,
         };
         let preference = match self.binding {
@@ -277,8 +300,16 @@ impl Global {
             .prefer(&preference)
     }
 
+    fn builder(&self) -> ClientBuilder {
+        self.builder_for(None)
+    }
+
+    /// Reads the card (public: no API key needed yet) and connects as it says.
     async fn connect(&self, url: &str) -> Result<Client, Failure> {
-        Ok(self.builder().connect(url).await?)
+        let fetched = self.builder().card_resolver()?.resolve(url).await?;
+        Ok(self
+            .builder_for(Some(&fetched.card))
+            .for_card(fetched.card)?)
     }
 }
 
@@ -319,10 +350,14 @@ async fn run(cli: Cli) -> Outcome {
     let g = &cli.global;
     let out = render::Printer::new(g.json);
     match cli.command {
-        Command::Card { url } => {
+        Command::Card { url, extended } => {
             let url = or_env(url)?;
-            let fetched = g.builder().card_resolver()?.resolve(&url).await?;
-            out.card(&fetched.card);
+            let card = if extended {
+                g.connect(&url).await?.get_extended_agent_card().await?
+            } else {
+                g.builder().card_resolver()?.resolve(&url).await?.card
+            };
+            out.card(&card);
             Ok(())
         }
         Command::Send(args) => send(g, &out, args).await,

@@ -53,9 +53,10 @@ pub use a2a_core::{HttpVerb, Operation};
 pub use a2a_protocol::{
     A2AError, AgentCard, AgentInterface, CancelTaskRequest, GetTaskRequest,
     ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
-    ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
-    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
+    ListTasksRequest, ListTasksResponse, Message, Part, Role, SecurityScheme,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+    TaskState,
 };
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
 pub use card::{CardFetch, CardResolver, FetchedCard};
