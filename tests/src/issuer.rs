@@ -1,6 +1,6 @@
 //! A test OpenID issuer on 127.0.0.1: `/.well-known/openid-configuration` and a JWKS, with an
 //! RS256 key generated at start, and tokens minted on demand (valid ones, and every kind of
-//! forgery the attack matrix needs).
+//! forgery the attack matrix needs), or at its OAuth2 token endpoint (client credentials).
 //!
 //! Used by `tests/tests/auth.rs`, and by the `test-issuer` binary that the interop run starts
 //! in front of `a2a-local --auth jwt`.
@@ -22,6 +22,9 @@ pub const AUDIENCE: &str = "a2a-e2e";
 /// Every permission's default scope.
 pub const ALL_SCOPES: &str = "a2a:read a2a:send a2a:cancel a2a:push";
 
+/// The secret of every client at the token endpoint (`/token`, client credentials).
+pub const CLIENT_SECRET: &str = "test-client-secret";
+
 /// A running test issuer. Stops when dropped.
 pub struct TestIssuer {
     /// `http://127.0.0.1:PORT`: the `iss` of its tokens.
@@ -31,14 +34,18 @@ pub struct TestIssuer {
     /// signs with it).
     private_der: Vec<u8>,
     jwks_fetches: Arc<AtomicUsize>,
+    token_requests: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
 #[derive(Clone)]
 struct Published {
+    issuer: String,
     discovery: Value,
     jwks: Value,
     jwks_fetches: Arc<AtomicUsize>,
+    key: SigningKey,
+    token_requests: Arc<AtomicUsize>,
 }
 
 /// Seconds since the Unix epoch.
@@ -68,10 +75,15 @@ impl TestIssuer {
             .expect("bind the issuer");
         let issuer = format!("http://{}", listener.local_addr().expect("address"));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
+        let token_requests = Arc::new(AtomicUsize::new(0));
         let published = Published {
+            issuer: issuer.clone(),
+            key: key.clone(),
+            token_requests: token_requests.clone(),
             discovery: json!({
                 "issuer": issuer,
                 "jwks_uri": format!("{issuer}/jwks.json"),
+                "token_endpoint": format!("{issuer}/token"),
                 "id_token_signing_alg_values_supported": ["RS256"],
                 "response_types_supported": ["token"],
                 "subject_types_supported": ["public"],
@@ -86,9 +98,49 @@ impl TestIssuer {
             p.jwks_fetches.fetch_add(1, Ordering::SeqCst);
             Json(p.jwks)
         }
+        /// The client-credentials grant: any client id, with [`CLIENT_SECRET`] in HTTP basic;
+        /// the token's subject is the client id, its scope the one asked for.
+        async fn token(
+            State(p): State<Published>,
+            headers: axum::http::HeaderMap,
+            form: String,
+        ) -> axum::response::Response {
+            use axum::response::IntoResponse as _;
+            p.token_requests.fetch_add(1, Ordering::SeqCst);
+            let basic = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Basic "))
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .and_then(|b| String::from_utf8(b).ok());
+            let form: Vec<(String, String)> = url::form_urlencoded::parse(form.as_bytes())
+                .into_owned()
+                .collect();
+            let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            let client = basic
+                .as_deref()
+                .and_then(|b| b.split_once(':'))
+                .filter(|(_, secret)| *secret == CLIENT_SECRET)
+                .map(|(id, _)| id.to_string());
+            let (Some(client), Some("client_credentials")) =
+                (client, field("grant_type").as_deref())
+            else {
+                let error = json!({"error": "invalid_client"});
+                return (axum::http::StatusCode::UNAUTHORIZED, Json(error)).into_response();
+            };
+            let now = now();
+            let claims = json!({
+                "iss": p.issuer, "sub": client, "aud": AUDIENCE, "iat": now, "nbf": now - 5,
+                "exp": now + 3600, "scope": field("scope").unwrap_or_else(|| ALL_SCOPES.into()),
+            });
+            let token = p.key.sign(&claims).expect("sign a token");
+            Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+                .into_response()
+        }
         let app = axum::Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/jwks.json", get(jwks))
+            .route("/token", axum::routing::post(token))
             .with_state(published);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -98,6 +150,7 @@ impl TestIssuer {
             key,
             private_der,
             jwks_fetches,
+            token_requests,
             task,
         }
     }
@@ -105,6 +158,16 @@ impl TestIssuer {
     /// How many times the JWKS was fetched.
     pub fn jwks_fetches(&self) -> usize {
         self.jwks_fetches.load(Ordering::SeqCst)
+    }
+
+    /// The OAuth2 token endpoint (client credentials; see [`CLIENT_SECRET`]).
+    pub fn token_endpoint(&self) -> String {
+        format!("{}/token", self.issuer)
+    }
+
+    /// How many token requests the token endpoint answered.
+    pub fn token_requests(&self) -> usize {
+        self.token_requests.load(Ordering::SeqCst)
     }
 
     /// The standard claims of a valid token for `subject` with `scope`, valid for an hour.

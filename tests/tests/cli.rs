@@ -2,7 +2,7 @@
 //! Python SDK's server (`tests/interop/sdk_server.py`), so that neither the command nor the
 //! client library is tuned to one server. Every subcommand runs against both.
 
-use a2a_e2e::issuer::{TestIssuer, ALL_SCOPES, AUDIENCE};
+use a2a_e2e::issuer::{TestIssuer, ALL_SCOPES, AUDIENCE, CLIENT_SECRET};
 use a2a_e2e::*;
 use serde_json::{json, Value};
 
@@ -477,4 +477,54 @@ async fn a2a_token_from_the_environment_is_sent_as_a_bearer_token() {
     command.env("A2A_TOKEN", issuer.token("alice", ALL_SCOPES));
     let listed = run_cli(command).await;
     assert!(listed.expect_code(0).json()["tasks"].is_array());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_client_fetches_an_oauth2_token_that_a2a_local_accepts() {
+    if !store_ready() {
+        return;
+    }
+    let issuer = TestIssuer::start().await;
+    let server = Server::start_with_env(&[
+        ("A2A_AUTH", "jwt"),
+        ("A2A_JWT_ISSUER", &issuer.issuer),
+        ("A2A_JWT_AUDIENCE", AUDIENCE),
+    ])
+    .await;
+    let credentials =
+        a2a_client::OAuth2ClientCredentials::new(issuer.token_endpoint(), "svc-1", CLIENT_SECRET)
+            .scopes(["a2a:read", "a2a:send"]);
+    let client = a2a_client::Client::builder()
+        .auth(a2a_client::Auth::oauth2(credentials))
+        .connect(server.base())
+        .await
+        .expect("the card is public");
+    let sent = client
+        .send_message(client.text("hello"))
+        .await
+        .expect("a send with the fetched token");
+    let a2a_client::SendMessageResponse::Task(task) = sent else {
+        panic!("a task: {sent:?}");
+    };
+    let listed = client
+        .list_tasks(a2a_client::ListTasksRequest::default())
+        .await
+        .expect("a list with the same token");
+    assert_eq!(listed.tasks.len(), 1, "the client's own task only");
+    assert_eq!(listed.tasks[0].id, task.id);
+    assert_eq!(issuer.token_requests(), 1, "the token is reused");
+
+    // Without the cancel scope, the token does not allow a cancel.
+    let e = client
+        .cancel_task(a2a_client::CancelTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("no a2a:cancel scope");
+    assert_eq!(
+        e.agent_error().map(|a| a.name()),
+        Some("PermissionDeniedError"),
+        "{e}"
+    );
 }
