@@ -6,6 +6,7 @@
 //! - Raw helpers ([`Client::rpc`], [`Client::rest`]) return exactly what came over the wire.
 //! - Binding-generic helpers ([`Client::send`], [`Client::get_task`], …) take a [`Binding`] and
 //!   return `Result<Value, ApiError>`, so a test runs once per binding with the same assertions.
+//!   They go through the project's client library, `a2a-client` ([`Client::a2a`]).
 //! - [`SseStream`] reads Server-Sent Events incrementally, as they arrive.
 //! - [`Webhook`] (`a2a_test_support`'s, shared with the push-verify tests) is a real HTTP
 //!   listener on 127.0.0.1 that records push notifications.

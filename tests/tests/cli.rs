@@ -528,3 +528,55 @@ async fn a2a_client_fetches_an_oauth2_token_that_a2a_local_accepts() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_task_continues_a_task_in_its_context() {
+    // a2a-local only: the SDK server's agent has no task that waits for input.
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let url = server.base();
+    let held = a2a(&["send", url, "hold", "--json"])
+        .await
+        .expect_code(0)
+        .json();
+    let task = &held["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{held}"
+    );
+    let (id, context) = (
+        task["id"].as_str().expect("id"),
+        task["contextId"].as_str().expect("contextId"),
+    );
+    let done = a2a(&[
+        "send",
+        url,
+        "more",
+        "--task",
+        id,
+        "--context",
+        context,
+        "--json",
+    ])
+    .await
+    .expect_code(0)
+    .json();
+    assert_eq!(done["task"]["id"], json!(id), "{done}");
+    assert_eq!(
+        done["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+
+    // A follow-up to a finished task is refused: the A2A error, exit code 1, nothing changed.
+    let refused = a2a(&["send", url, "again", "--task", id]).await;
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.starts_with("UnsupportedOperationError: "),
+        "{refused:#?}"
+    );
+    let failed = a2a(&["send", url, "fail"]).await;
+    failed.expect_code(5);
+    assert!(failed.stdout.contains("TASK_STATE_FAILED"), "{failed:#?}");
+}

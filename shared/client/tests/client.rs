@@ -27,8 +27,8 @@ async fn serve(app: Router) -> String {
     base
 }
 
-fn rest_client(base: &str) -> a2a_client::ClientBuilder {
-    let _ = base;
+/// A builder with short backoffs, so the retry and reconnect paths run quickly.
+fn builder() -> a2a_client::ClientBuilder {
     Client::builder()
         .timeout(Some(Duration::from_secs(10)))
         .reconnect(ReconnectPolicy {
@@ -136,9 +136,7 @@ async fn a_dropped_stream_resumes_after_the_last_event_id() {
         )
         .with_state(seen.clone());
     let base = serve(app).await;
-    let client = rest_client(&base)
-        .for_interface(interface(&base, ""))
-        .unwrap();
+    let client = builder().for_interface(interface(&base, "")).unwrap();
 
     let mut stream = client
         .send_streaming_message(client.text("go"))
@@ -196,9 +194,7 @@ async fn a_stream_without_ids_ends_with_the_task_when_it_finished_meanwhile() {
         )
         .with_state(drop.clone());
     let base = serve(app).await;
-    let client = rest_client(&base)
-        .for_interface(interface(&base, ""))
-        .unwrap();
+    let client = builder().for_interface(interface(&base, "")).unwrap();
     let mut stream = client
         .send_streaming_message(client.text("go"))
         .await
@@ -264,7 +260,7 @@ async fn oauth2_tokens_are_fetched_once_refreshed_before_expiry_and_after_a_refu
     let base = serve(app).await;
     let credentials =
         OAuth2ClientCredentials::new(format!("{base}/token"), "cli", "s3cret").scopes(["a2a:read"]);
-    let client = rest_client(&base)
+    let client = builder()
         .auth(Auth::oauth2(credentials))
         .for_interface(interface(&base, ""))
         .unwrap();
@@ -328,9 +324,7 @@ async fn reads_are_retried_after_a_transient_failure_and_sends_are_not() {
         )
         .with_state(hits.clone());
     let base = serve(app).await;
-    let client = rest_client(&base)
-        .for_interface(interface(&base, ""))
-        .unwrap();
+    let client = builder().for_interface(interface(&base, "")).unwrap();
 
     let task = client
         .get_task(GetTaskRequest {
@@ -383,7 +377,7 @@ async fn the_legacy_card_path_is_tried_and_the_interface_tenant_is_honoured() {
     let base = serve(app).await;
     seen.lock().unwrap().push(base.clone());
 
-    let client = rest_client(&base)
+    let client = builder()
         .auth(Auth::api_key_header("X-API-Key", "k1"))
         .connect(&base)
         .await
@@ -415,7 +409,7 @@ async fn api_keys_can_go_in_the_query() {
         }),
     );
     let base = serve(app).await;
-    let client = rest_client(&base)
+    let client = builder()
         .auth(Auth::api_key_query("api_key", "k 1"))
         .for_interface(interface(&base, ""))
         .unwrap();
