@@ -516,7 +516,7 @@ impl Client {
 
     /// SendStreamingMessage / `POST /message:stream`.
     pub async fn stream(&self, b: Binding, request: Value) -> Result<SseStream, ApiError> {
-        open_sse(
+        open_a2a_sse(
             self,
             b,
             Operation::SendStreamingMessage,
@@ -554,7 +554,7 @@ impl Client {
             last_event_id: last_event_id.map(|n| n.to_string()),
             rest_verb: Some(verb),
         };
-        open_sse(
+        open_a2a_sse(
             self,
             b,
             Operation::SubscribeToTask,

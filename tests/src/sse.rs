@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use a2a_client::{EventReader, Operation, StreamOptions};
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use serde_json::Value;
 
 use crate::*;
@@ -58,6 +58,18 @@ impl SseEvent {
             }
         }
     }
+
+    fn as_error(&self) -> Option<ApiError> {
+        let data: Value = serde_json::from_str(&self.data).ok()?;
+        let error = data.get("error")?;
+        Some(match self.binding {
+            Binding::JsonRpc => ApiError::from_rpc_error(error),
+            Binding::Rest => {
+                let status = error["code"].as_u64().unwrap_or(0) as u16;
+                ApiError::from_rest(status, &data)
+            }
+        })
+    }
 }
 
 /// An SSE response read incrementally (by `a2a-client`'s reader).
@@ -85,9 +97,84 @@ pub enum SseWait {
     Failed(String),
 }
 
+/// Opens any streaming request, raw (a legacy method name, a malformed body): the events are
+/// read with `a2a-client`'s reader. An error answer (plain JSON, or an error as the first SSE
+/// event) is returned as `Err`.
+pub async fn open_sse(
+    binding: Binding,
+    builder: reqwest::RequestBuilder,
+) -> Result<SseStream, ApiError> {
+    let response = builder.send().await.expect("streaming request");
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    if !content_type.starts_with("text/event-stream") {
+        let rest = into_rest_response(response).await;
+        let challenge = rest.header("www-authenticate").map(str::to_string);
+        let mut api = match binding {
+            Binding::JsonRpc => match rest.body.get("error") {
+                Some(error) => ApiError {
+                    http_status: rest.status,
+                    ..ApiError::from_rpc_error(error)
+                },
+                None => panic!(
+                    "a non-SSE answer that is no JSON-RPC error: {} {}",
+                    rest.status, rest.body
+                ),
+            },
+            Binding::Rest => {
+                assert_ne!(
+                    status, 200,
+                    "a 200 streaming answer must be text/event-stream"
+                );
+                ApiError::from_rest(rest.status, &rest.body)
+            }
+        };
+        api.www_authenticate = challenge;
+        return Err(api);
+    }
+    assert_eq!(status, 200, "SSE responses have status 200");
+    let headers = response.headers().clone();
+    let client_binding = match binding {
+        Binding::JsonRpc => a2a_client::Binding::JsonRpc,
+        Binding::Rest => a2a_client::Binding::HttpJson,
+    };
+    let mut stream = SseStream {
+        status,
+        headers: headers.clone(),
+        binding,
+        reader: EventReader::new(
+            client_binding,
+            status,
+            headers,
+            Box::pin(response.bytes_stream()),
+        ),
+    };
+    // An error before any data is sent as the first event (the digest's interop advice).
+    match stream.next_within(EVENT_TIMEOUT).await {
+        Ok(Some(first)) => {
+            if let Some(error) = first.as_error() {
+                return Err(error);
+            }
+            stream.reader.push_front(a2a_client::SseEvent {
+                id: first.id,
+                event: first.event,
+                data: first.data,
+            });
+        }
+        Ok(None) => {}
+        Err(e) => panic!("no first SSE event: {e:?}"),
+    }
+    Ok(stream)
+}
+
 /// Opens a streaming operation through `a2a-client`. An error answer (plain JSON, or an error
 /// as the first SSE event) is returned as `Err`.
-pub(crate) async fn open_sse(
+pub(crate) async fn open_a2a_sse(
     client: &Client,
     binding: Binding,
     op: Operation,
