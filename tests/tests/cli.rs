@@ -167,6 +167,23 @@ async fn send_stream_shows_chunks_while_the_task_runs(t: Target) {
             .ends_with("status TASK_STATE_COMPLETED"),
         "{out:#?}"
     );
+
+    // The README's example, to its end: five chunks in order, then COMPLETED.
+    let out = a2a(&["send", "--stream", &t.url, "slow 5 200"]).await;
+    out.expect_code(0);
+    let chunks: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("artifact slow: "))
+        .collect();
+    let expected: Vec<String> = (1..=5)
+        .map(|n| format!("artifact slow: chunk-{n} "))
+        .collect();
+    assert_eq!(chunks, expected, "{out:#?}");
+    assert!(
+        out.stdout.ends_with("status TASK_STATE_COMPLETED\n"),
+        "{out:#?}"
+    );
 }
 
 async fn get_list_and_cancel(t: Target) {

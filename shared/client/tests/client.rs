@@ -400,6 +400,31 @@ async fn the_legacy_card_path_is_tried_and_the_interface_tenant_is_honoured() {
 }
 
 #[tokio::test]
+async fn basic_credentials_go_in_the_authorization_header() {
+    let app = Router::new().route(
+        "/tasks/{id}",
+        get(|headers: HeaderMap| async move {
+            // "ada:l0velace", base64.
+            assert_eq!(headers["authorization"], "Basic YWRhOmwwdmVsYWNl");
+            axum::Json(task("TASK_STATE_COMPLETED"))
+        }),
+    );
+    let base = serve(app).await;
+    let client = builder()
+        .auth(Auth::basic("ada", "l0velace"))
+        .for_interface(interface(&base, ""))
+        .unwrap();
+    let task = client
+        .get_task(GetTaskRequest {
+            id: "t1".into(),
+            ..GetTaskRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(task.id, "t1");
+}
+
+#[tokio::test]
 async fn api_keys_can_go_in_the_query() {
     let app = Router::new().route(
         "/tasks/{id}",
