@@ -18,11 +18,20 @@ pub struct ReferenceAgent;
 #[derive(Debug, Clone, PartialEq)]
 enum Behaviour {
     Echo,
-    Slow { chunks: u32, interval: Duration },
+    Slow {
+        chunks: u32,
+        interval: Duration,
+    },
     Hold,
-    Job { steps: u32, step: Duration },
+    Job {
+        steps: u32,
+        step: Duration,
+    },
     Fail,
     Scenario(&'static str),
+    /// The A2A TCK 0.3 contract: every message parks its task in INPUT_REQUIRED, so that the
+    /// suite can continue and cancel it (what a2a-python's own TCK agent does).
+    ParkForTck03,
 }
 
 /// The conformance scenarios, matched on the `messageId` prefix, longest first.
@@ -55,12 +64,23 @@ fn numbers<const N: usize>(text: &str, defaults: [u64; N]) -> [u64; N] {
     out
 }
 
+/// Whether `message_id` has the shape the A2A TCK 0.3 gives its messages: `test-…`, or
+/// `<what>-message-id-<uuid>` from its `generate_test_message_id`. The TCK 1.0's own ids
+/// (`tck-…`, and `test-resubscribe-message-id`, a scenario above) never reach this check.
+fn is_tck_v03_message_id(message_id: &str) -> bool {
+    !message_id.starts_with("tck-")
+        && (message_id.starts_with("test-") || message_id.contains("-message-id-"))
+}
+
 fn choose(request: &AgentRequest) -> Behaviour {
     let id = request.message.message_id.as_str();
     let mut by_length: Vec<&&str> = SCENARIOS.iter().collect();
     by_length.sort_by_key(|s| std::cmp::Reverse(s.len()));
     if let Some(s) = by_length.into_iter().find(|s| id.starts_with(**s)) {
         return Behaviour::Scenario(s);
+    }
+    if is_tck_v03_message_id(id) {
+        return Behaviour::ParkForTck03;
     }
     // A follow-up to a parked task completes it as an echo of the follow-up.
     if request
@@ -326,6 +346,11 @@ impl Agent for ReferenceAgent {
                 e.fail("The fail skill always fails: this is the failure you asked for.")
                     .await
             }
+            Behaviour::ParkForTck03 => {
+                e.working(Some("Processing your question")).await?;
+                e.input_required(&format!("Hello world! You said: {}", request.text()))
+                    .await
+            }
         }
     }
 }
@@ -394,6 +419,39 @@ mod tests {
             choose(&request("tck-complete-task-2", "x", Some(parked))),
             Behaviour::Scenario("tck-complete-task")
         );
+    }
+
+    #[test]
+    fn tck_0_3_messages_park_their_task_every_time() {
+        let mut parked = Task::default();
+        parked.status.state = TaskState::InputRequired;
+        for id in [
+            "test-state-message-id-6f1c",
+            "cancel-test-message-id-6f1c",
+            "continuation-message-id-6f1c",
+        ] {
+            assert_eq!(
+                choose(&request(id, "x", None)),
+                Behaviour::ParkForTck03,
+                "{id}"
+            );
+            assert_eq!(
+                choose(&request(id, "x", Some(parked.clone()))),
+                Behaviour::ParkForTck03,
+                "a follow-up parks again: {id}"
+            );
+        }
+        // The TCK 1.0's ids keep their scenarios, and ordinary ids their skills.
+        assert_eq!(
+            choose(&request("test-resubscribe-message-id-1", "x", None)),
+            Behaviour::Scenario("test-resubscribe-message-id")
+        );
+        assert_eq!(
+            choose(&request("tck-send-message-id-1", "hello", None)),
+            Behaviour::Echo
+        );
+        assert_eq!(choose(&request("msg-1", "hello", None)), Behaviour::Echo);
+        assert_eq!(choose(&request("6f1c2d", "hold", None)), Behaviour::Hold);
     }
 
     #[test]
