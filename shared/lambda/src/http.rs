@@ -78,7 +78,8 @@ impl HttpFunction {
     /// The slice of the surface the function serves, derived from the front door's route table
     /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
-    /// behind the JSON-RPC path, and the card for the one behind `/.well-known/…`.
+    /// behind the JSON-RPC path, and the card for the one behind `/.well-known/…` and
+    /// `/v1/card`. A 0.3 REST route (`/v1/…`) counts as the 1.0 route it mirrors.
     pub fn surface(self) -> Surface {
         let mut surface = Surface {
             operations: Vec::new(),
@@ -91,16 +92,18 @@ impl HttpFunction {
             .iter()
             .filter(|r| r.function == self.name() && r.method != "OPTIONS")
         {
+            // The 0.3 REST binding is the 1.0 routes under `/v1` (a2a_http mounts it beside the
+            // 1.0 route of each operation), and its card sits where the card is.
+            let path = route.path.strip_prefix(V0_3_REST_PREFIX).unwrap_or(&route.path);
             if route.path == "/jsonrpc" {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
-            } else if route.path.starts_with("/.well-known/") {
+            } else if route.path.starts_with("/.well-known/") || route.path == V0_3_CARD_PATH {
                 surface.card = true;
             } else if !route.path.starts_with("/{tenant}/") {
                 for op in Operation::ALL {
                     let routed = op.rest_routes().iter().any(|r| {
-                        r.verb.as_str() == route.method
-                            && path_shape(r.path) == path_shape(&route.path)
+                        r.verb.as_str() == route.method && path_shape(r.path) == path_shape(path)
                     });
                     if routed && !surface.operations.contains(&op) {
                         surface.rest = true;
@@ -117,6 +120,11 @@ impl HttpFunction {
         self == Self::Card
     }
 }
+
+/// Where the A2A 0.3 REST binding lives: each 1.0 REST route under this prefix (issue #16).
+const V0_3_REST_PREFIX: &str = "/v1";
+/// The 0.3 REST binding's card (0.3 `GetAgentCard`), served by the card function.
+const V0_3_CARD_PATH: &str = "/v1/card";
 
 /// One route of `infra/routes.json`: which function serves `method path`.
 #[derive(Debug, serde::Deserialize)]
@@ -451,7 +459,13 @@ mod tests {
             );
             preflights += 1;
         }
-        assert_eq!(preflights, 18, "an OPTIONS route per path of routes.json");
+        let paths: std::collections::BTreeSet<&str> =
+            route_table().iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(
+            preflights,
+            paths.len(),
+            "an OPTIONS route per path of routes.json"
+        );
 
         // An actual request without a key: 401, readable by the browser.
         let router = function_router(HttpFunction::List, &on, &store);
