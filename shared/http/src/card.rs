@@ -101,12 +101,19 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Where python-a2a's streaming client looks for the early card (besides `/.well-known/agent.json`).
+pub const EARLY_CARD_ALT_PATH: &str = "/agent.json";
+
 /// Adds the card routes, and the JWKS route if the service signs pushes; the documents
 /// themselves are in the router's state.
-pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool) -> Router<Arc<App>> {
-    let router = router
+pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool, early: bool) -> Router<Arc<App>> {
+    let mut router = router
         .route("/.well-known/agent-card.json", get(serve_card))
         .route("/.well-known/agent.json", get(serve_early_card));
+    if early {
+        // python-a2a's streaming client looks for the early card here.
+        router = router.route(EARLY_CARD_ALT_PATH, get(serve_early_card));
+    }
     if jwks {
         router.route(a2a_core::signing::JWKS_PATH, get(serve_jwks))
     } else {

@@ -31,6 +31,7 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
+pub use card::EARLY_CARD_ALT_PATH;
 pub use cors::CorsOrigins;
 pub use legacy::legacy_methods;
 pub use rest::{V03_CARD_PATH, V03_PREFIX};
@@ -192,7 +193,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         }
     }
     if app.card.is_some() {
-        router = card::mount(router, app.jwks.is_some());
+        router = card::mount(router, app.jwks.is_some(), app.early_card.is_some());
     }
     let router = router
         .fallback(errors::not_found)
@@ -207,9 +208,22 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     router.layer(middleware::from_fn(log_request))
 }
 
-/// Hexagon's early-protocol JSON-RPC paths, served beside the JSON-RPC endpoint while the early
-/// protocol is on.
-pub const EARLY_JSONRPC_PATHS: [&str; 3] = ["/tasks", "/tasks/sendSubscribe", "/tasks/resubscribe"];
+/// The early protocol's JSON-RPC paths, served beside the JSON-RPC endpoint while the early
+/// protocol is on: Hexagon's (`POST /tasks`, `/tasks/sendSubscribe`, `/tasks/resubscribe`) and
+/// the method-named ones python-a2a posts to (`/tasks/send`, `/tasks/get`, …; it sends
+/// `tasks/resubscribe` to `/tasks/stream`). Each answers every early method: the body's method
+/// decides, not the path.
+pub const EARLY_JSONRPC_PATHS: [&str; 9] = [
+    "/tasks",
+    "/tasks/send",
+    "/tasks/get",
+    "/tasks/cancel",
+    "/tasks/sendSubscribe",
+    "/tasks/resubscribe",
+    "/tasks/stream",
+    "/tasks/pushNotification/set",
+    "/tasks/pushNotification/get",
+];
 
 /// The JSON-RPC path as configured, and its form with (or without) a trailing slash.
 fn jsonrpc_paths(configured: &str) -> Vec<String> {

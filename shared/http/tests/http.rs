@@ -296,7 +296,10 @@ async fn card_has_caching_headers_and_answers_304() {
     assert_ne!(resp.headers()[ETAG].to_str().unwrap(), etag);
     let early: Value = resp.json().await.unwrap();
     assert_eq!(early["name"], "HTTP test agent");
-    assert!(early["url"].as_str().unwrap().ends_with("/jsonrpc"), "{early}");
+    assert!(
+        early["url"].as_str().unwrap().ends_with("/jsonrpc"),
+        "{early}"
+    );
 }
 
 #[tokio::test]
