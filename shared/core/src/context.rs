@@ -18,6 +18,10 @@ pub struct CallContext {
     pub authenticated: bool,
     /// What the caller may do; each operation checks its [`Permission`].
     pub permissions: Permissions,
+    /// The id a send asks its new task to have, chosen by the client (the early protocol's
+    /// `tasks/send`). A task the owner already holds under it gets the message as a follow-up;
+    /// an id held by another owner is refused without saying so.
+    pub requested_task_id: Option<String>,
 }
 
 impl CallContext {
@@ -34,6 +38,7 @@ impl CallContext {
             extensions: Vec::new(),
             authenticated: principal.authenticated,
             permissions: principal.permissions,
+            requested_task_id: None,
         }
     }
 

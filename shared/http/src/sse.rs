@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use a2a_core::{EventStream, StreamItem};
+use a2a_protocol::compat::Dialect;
 use a2a_protocol::{jsonrpc, A2AError};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +25,16 @@ pub(crate) enum Framing {
     Rest,
 }
 
+/// A framing, and the older dialect its events are written in (`None`: 1.0).
+#[derive(Debug, Clone)]
+pub(crate) struct Framed(pub(crate) Framing, pub(crate) Option<Dialect>);
+
+impl From<Framing> for Framed {
+    fn from(framing: Framing) -> Self {
+        Self(framing, None)
+    }
+}
+
 impl Framing {
     fn error_data(&self, error: &A2AError) -> Value {
         match self {
@@ -33,7 +44,11 @@ impl Framing {
     }
 
     /// The SSE event of one item, and whether it ends the stream.
-    fn render(&self, item: Result<StreamItem, A2AError>) -> (Event, bool) {
+    fn render(
+        &self,
+        item: Result<StreamItem, A2AError>,
+        dialect: Option<Dialect>,
+    ) -> (Event, bool) {
         let item = match item {
             Ok(item) => item,
             Err(error) => return (error_event(self.error_data(&error)), true),
@@ -44,6 +59,10 @@ impl Framing {
                 let error = crate::errors::internal("serialising a stream event failed", err);
                 return (error_event(self.error_data(&error)), true);
             }
+        };
+        let response = match dialect {
+            Some(dialect) => dialect.stream_event(response),
+            None => response,
         };
         let data = match self {
             Self::JsonRpc(id) => jsonrpc::success(id, response),
@@ -64,18 +83,20 @@ fn error_event(data: Value) -> Event {
 /// Answers with `events` as an SSE stream that ends when they end, or after an error.
 pub(crate) fn stream_response(
     events: EventStream,
-    framing: Framing,
+    framing: impl Into<Framed>,
     keep_alive: Duration,
 ) -> Response {
-    let body = events
-        .map(move |item| framing.render(item))
-        .scan(false, |ended, (event, last)| {
+    let Framed(framing, dialect) = framing.into();
+    let body = events.map(move |item| framing.render(item, dialect)).scan(
+        false,
+        |ended, (event, last)| {
             if *ended {
                 return future::ready(None);
             }
             *ended = last;
             future::ready(Some(Ok::<_, Infallible>(event)))
-        });
+        },
+    );
     Sse::new(body)
         .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()
