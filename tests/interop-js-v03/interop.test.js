@@ -204,7 +204,11 @@ for (const binding of BINDINGS) {
 
       const chunks = events.slice(2, 5);
       assert.equal(new Set(chunks.map((c) => c.artifact.artifactId)).size, 1, 'chunks of one artifact');
-      assert.deepEqual(chunks.map((c) => Boolean(c.append)), [false, true, true]);
+      // The SDK's REST converter drops `append` (FromProto.taskArtifactUpdateEvent in 0.3.14
+      // copies lastChunk only), so only its JSON-RPC transport shows it.
+      if (binding === 'JSONRPC') {
+        assert.deepEqual(chunks.map((c) => Boolean(c.append)), [false, true, true]);
+      }
       assert.deepEqual(chunks.map((c) => Boolean(c.lastChunk)), [false, false, true]);
       assert.deepEqual(
         chunks.map((c) => texts(c.artifact.parts).join('')),

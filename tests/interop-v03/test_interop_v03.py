@@ -73,15 +73,15 @@ TERMINAL = {
 }
 
 # The A2A error codes (0.3 JSON-RPC), and the HTTP statuses the 0.3 REST
-# binding may give them: a2a-sdk 0.3's own server (utils/error_handlers.py)
-# answers UnsupportedOperation with 501, the 1.0 table with 400; the 0.3 REST
-# client sees only the status.
+# binding may give them. The 0.3 spec has no status table: a2a-sdk 0.3's own
+# server (utils/error_handlers.py) answers 404/409/501, the 1.0 table
+# 404/400/400. The 0.3 REST client sees only the status.
 TASK_NOT_FOUND = -32001
 TASK_NOT_CANCELABLE = -32002
 UNSUPPORTED_OPERATION = -32004
 HTTP_STATUS = {
     TASK_NOT_FOUND: {404},
-    TASK_NOT_CANCELABLE: {409},
+    TASK_NOT_CANCELABLE: {400, 409},
     UNSUPPORTED_OPERATION: {400, 501},
 }
 
@@ -106,10 +106,16 @@ def texts(parts) -> list[str]:
 
 
 async def collect(stream: AsyncIterator) -> list:
-    """Read a stream to its end (the server closes it at the terminal state)."""
+    """Read a stream to its end (the server closes it at the terminal state).
+
+    Each event is copied as it arrives: the SDK's task tracker appends later
+    artifact chunks to the artifact object an earlier event carried.
+    """
     events = []
     async with asyncio.timeout(STREAM_TIMEOUT_S):
         async for event in stream:
+            if isinstance(event, tuple):
+                event = tuple(e.model_copy(deep=True) if e is not None else None for e in event)
             events.append(event)
     return events
 

@@ -119,12 +119,15 @@ mod tests {
         assert_eq!(f("GET", "/nope"), None);
     }
 
-    /// A route of an older protocol generation (issue #16).
+    /// A route of an older protocol generation (issue #16): the 0.3 REST binding under /v1,
+    /// python-a2a's `/agent.json`, and the early JSON-RPC paths (`POST /tasks`, and the literal
+    /// paths under `/tasks/`, where the 1.0 routes have `{id}`).
     fn legacy(r: &Route) -> bool {
-        r.path.starts_with("/v1/")
-            || (r.path == "/tasks" && r.method == "POST")
-            || r.path == "/tasks/sendSubscribe"
-            || r.path == "/tasks/resubscribe"
+        let early = (r.path == "/tasks" && r.method == "POST")
+            || r.path
+                .strip_prefix("/tasks/")
+                .is_some_and(|rest| !rest.starts_with('{'));
+        r.path.starts_with("/v1/") || r.path == "/agent.json" || early
     }
 
     #[test]
@@ -157,6 +160,17 @@ mod tests {
         assert_eq!(f("POST", "/tasks/resubscribe/"), Some("rpc"));
         assert_eq!(f("POST", "/tasks/abc:cancel"), Some("cancel"));
         assert_eq!(f("OPTIONS", "/tasks/sendSubscribe"), Some("rpc"));
+        // python-a2a's method-named paths, and its other early card path.
+        for path in [
+            "/tasks/send",
+            "/tasks/get",
+            "/tasks/cancel",
+            "/tasks/stream",
+        ] {
+            assert_eq!(f("POST", path), Some("rpc"), "{path}");
+        }
+        assert_eq!(f("POST", "/tasks/pushNotification/set"), Some("rpc"));
+        assert_eq!(f("GET", "/agent.json"), Some("card"));
         // No tenant forms.
         assert_eq!(f("POST", "/acme/v1/message:send"), None);
     }

@@ -8,7 +8,10 @@ use std::task::{Context, Poll};
 
 use a2a_core::Agent;
 use a2a_core::Operation;
-use a2a_http::{router_with, HttpOptions, Surface};
+use a2a_http::{
+    router_with, HttpOptions, Surface, EARLY_CARD_ALT_PATH, EARLY_JSONRPC_PATHS, V03_CARD_PATH,
+    V03_PREFIX,
+};
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
@@ -78,8 +81,8 @@ impl HttpFunction {
     /// The slice of the surface the function serves, derived from the front door's route table
     /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
-    /// behind the JSON-RPC path, and the card for the one behind `/.well-known/…` and
-    /// `/v1/card`. A 0.3 REST route (`/v1/…`) counts as the 1.0 route it mirrors.
+    /// behind the JSON-RPC path (or an early-protocol JSON-RPC path), and the card for the one
+    /// behind `/.well-known/…`. A 0.3 REST route (`/v1/…`) counts as the 1.0 route it mirrors.
     pub fn surface(self) -> Surface {
         let mut surface = Surface {
             operations: Vec::new(),
@@ -92,13 +95,20 @@ impl HttpFunction {
             .iter()
             .filter(|r| r.function == self.name() && r.method != "OPTIONS")
         {
-            // The 0.3 REST binding is the 1.0 routes under `/v1` (a2a_http mounts it beside the
-            // 1.0 route of each operation), and its card sits where the card is.
-            let path = route.path.strip_prefix(V0_3_REST_PREFIX).unwrap_or(&route.path);
-            if route.path == "/jsonrpc" {
+            // A 0.3 REST route (a2a_http mounts them beside the 1.0 routes of the same
+            // operations) counts as the 1.0 route it mirrors: `/v1` + the 1.0 path, and
+            // `/v1/card` for the extended card.
+            let path = if route.path == V03_CARD_PATH {
+                Operation::GetExtendedAgentCard.rest_routes()[0].path
+            } else {
+                route.path.strip_prefix(V03_PREFIX).unwrap_or(&route.path)
+            };
+            let early_jsonrpc =
+                route.method == "POST" && EARLY_JSONRPC_PATHS.contains(&route.path.as_str());
+            if route.path == "/jsonrpc" || early_jsonrpc {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
-            } else if route.path.starts_with("/.well-known/") || route.path == V0_3_CARD_PATH {
+            } else if route.path.starts_with("/.well-known/") || route.path == EARLY_CARD_ALT_PATH {
                 surface.card = true;
             } else if !route.path.starts_with("/{tenant}/") {
                 for op in Operation::ALL {
@@ -120,11 +130,6 @@ impl HttpFunction {
         self == Self::Card
     }
 }
-
-/// Where the A2A 0.3 REST binding lives: each 1.0 REST route under this prefix (issue #16).
-const V0_3_REST_PREFIX: &str = "/v1";
-/// The 0.3 REST binding's card (0.3 `GetAgentCard`), served by the card function.
-const V0_3_CARD_PATH: &str = "/v1/card";
 
 /// One route of `infra/routes.json`: which function serves `method path`.
 #[derive(Debug, serde::Deserialize)]
