@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{self, json_response, HttpError};
 use crate::legacy;
-use crate::sse::{self, Framed, Framing};
+use crate::sse::{self, Framed, Framing, Legacy};
 use crate::{App, OperationSet};
 
 type AppRouter = Router<Arc<App>>;
@@ -281,7 +281,13 @@ async fn handle(
         },
         Ok(Reply::Stream(events)) => sse::stream_response(
             events,
-            Framed(Framing::Rest, dialect),
+            Framed(
+                Framing::Rest,
+                dialect.map(|dialect| Legacy {
+                    dialect,
+                    resubscribe: operation == Operation::SubscribeToTask,
+                }),
+            ),
             app.options.keep_alive,
         ),
         Err(rejected) => {
