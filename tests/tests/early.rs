@@ -389,3 +389,39 @@ async fn with_the_early_protocol_off_its_requests_are_refused() {
         .await;
     assert_eq!(r.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_to_an_early_config_carry_the_early_task() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let mut hook = Webhook::start().await;
+    let id = new_id();
+    let mut params = early_send(&id, "hold");
+    params["sessionId"] = json!("s-push");
+    params["pushNotification"] = json!({"url": hook.url, "token": "tok-early",
+        "authentication": {"schemes": ["Bearer"], "credentials": "cred-early"}});
+    let held = early(&server, "tasks/send", params).await;
+    assert_eq!(result(&held)["status"]["state"], "input-required");
+    let done = early(&server, "tasks/send", early_send(&id, "finish")).await;
+    assert_eq!(result(&done)["status"]["state"], "completed");
+
+    let pushes = hook
+        .until(EVENT_TIMEOUT, |p| {
+            p.json()["status"]["state"] == "completed"
+        })
+        .await;
+    for push in &pushes {
+        let body = push.json();
+        assert_eq!(body["id"], json!(id), "{body}");
+        assert_eq!(body["sessionId"], "s-push", "{body}");
+        assert!(body.get("kind").is_none(), "{body}");
+        assert_eq!(push.header("authorization"), Some("Bearer cred-early"));
+    }
+    let last = pushes.last().unwrap().json();
+    assert_eq!(
+        last["artifacts"][0]["parts"][0],
+        json!({"type": "text", "text": "finish"})
+    );
+}

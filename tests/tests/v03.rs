@@ -548,3 +548,64 @@ async fn with_03_off_its_requests_get_what_a_1_0_server_answers() {
     .await;
     assert_eq!(result(&r)["status"]["state"], "completed", "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_to_a_03_config_carry_the_03_task() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let mut hook03 = Webhook::start().await;
+    let mut hook10 = Webhook::start().await;
+    let held = rpc03(&server, "message/send", send03("hold")).await;
+    let id = result(&held)["id"].as_str().unwrap().to_owned();
+    let set = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/set",
+        json!({"taskId": id, "pushNotificationConfig": {"url": hook03.url, "token": "t03"}}),
+    )
+    .await;
+    result(&set);
+    // A 1.0 client's config on the same task keeps 1.0 bodies, and does not see the
+    // generation the other config was set with.
+    let created = ok(server
+        .create_push(Binding::JsonRpc, &id, json!({"url": hook10.url}))
+        .await);
+    let listed = ok(server.list_push(Binding::Rest, &id).await);
+    assert!(
+        !listed.to_string().contains("generation") && !created.to_string().contains("generation"),
+        "{listed}"
+    );
+
+    let mut params = send03("finish");
+    params["message"]["taskId"] = json!(id);
+    let done = rpc03(&server, "message/send", params).await;
+    assert_eq!(result(&done)["status"]["state"], "completed", "{done}");
+
+    let pushes = hook03
+        .until(EVENT_TIMEOUT, |p| {
+            p.json()["status"]["state"] == "completed"
+        })
+        .await;
+    for push in &pushes {
+        let body = push.json();
+        assert_eq!(body["kind"], "task", "{body}");
+        assert_eq!(body["id"], json!(id), "{body}");
+        assert_eq!(push.header("x-a2a-notification-token"), Some("t03"));
+    }
+    let last = pushes.last().unwrap().json();
+    assert_eq!(
+        last["artifacts"][0]["parts"][0],
+        json!({"kind": "text", "text": "finish"})
+    );
+
+    let pushes = hook10
+        .until(EVENT_TIMEOUT, |p| {
+            p.json()["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+        .await;
+    for push in &pushes {
+        let _: a2a_protocol::StreamResponse =
+            serde_json::from_value(push.json()).expect("1.0 configs get StreamResponses");
+    }
+}

@@ -268,7 +268,8 @@ async fn handle(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(&principal, &headers, &tenant);
+        let mut ctx = call_context(&principal, &headers, &tenant);
+        ctx.generation = dialect.map(Dialect::generation);
         Ok::<_, HttpError>(
             crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
         )
