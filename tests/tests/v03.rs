@@ -289,13 +289,14 @@ async fn versions_are_negotiated_per_method() {
         r.body
     );
     // A 0.3 stream sent as 1.0: the error is the stream's only event.
-    let e = open_sse(
+    let Err(e) = open_sse(
         Binding::JsonRpc,
         rpc03_request(&server, "message/stream", send03("x"), Some("1.0")),
     )
     .await
-    .err()
-    .expect("refused");
+    else {
+        panic!("a 0.3 stream sent as 1.0 is refused");
+    };
     assert_eq!(e.code, Some(-32009), "{}", e.body);
     // The 0.3 REST routes refuse a 1.0 request too.
     let r = server
