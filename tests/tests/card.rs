@@ -26,7 +26,9 @@ async fn card_has_the_required_fields_and_both_interfaces() {
     if !store_ready() {
         return;
     }
-    let server = Server::start().await;
+    // The 1.0-only card: with 0.3 on (the default, issue #16) the card also carries the 0.3
+    // interfaces and top-level fields, which `tests/v03.rs` checks.
+    let server = Server::start_with_env(&[("A2A_PROTOCOL_0_3", "off")]).await;
     let response = fetch_card(&server).await;
     assert_eq!(response.status, 200, "{}", response.body);
     assert!(

@@ -22,6 +22,9 @@ pub struct CallContext {
     /// `tasks/send`). A task the owner already holds under it gets the message as a follow-up;
     /// an id held by another owner is refused without saying so.
     pub requested_task_id: Option<String>,
+    /// The older protocol generation the request speaks (`None`: 1.0). Push configs it sets
+    /// remember it, so that their pushes carry the body that generation reads.
+    pub generation: Option<a2a_protocol::compat::Generation>,
 }
 
 impl CallContext {
@@ -39,6 +42,7 @@ impl CallContext {
             authenticated: principal.authenticated,
             permissions: principal.permissions,
             requested_task_id: None,
+            generation: None,
         }
     }
 

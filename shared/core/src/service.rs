@@ -565,7 +565,8 @@ impl A2aService {
         self.check_extensions(ctx)?;
         let configuration = request.configuration.clone().unwrap_or_default();
         let inline_push = match configuration.task_push_notification_config {
-            Some(cfg) => {
+            Some(mut cfg) => {
+                cfg.generation = ctx.generation;
                 // An inline config is a push-config write like any other: it needs the push
                 // permission beside the send permission that `call` checked.
                 ctx.require(Permission::Push)?;
@@ -886,9 +887,10 @@ impl A2aService {
     async fn run_create_push_config(
         &self,
         ctx: &CallContext,
-        config: TaskPushNotificationConfig,
+        mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.require_push_capability()?;
+        config.generation = ctx.generation;
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -903,6 +905,7 @@ impl A2aService {
             .log
             .put_push_config(&ctx.owner, &head.task.id, config)
             .await
+            .map(without_generation)
     }
 
     /// GetTaskPushNotificationConfig.
@@ -919,6 +922,7 @@ impl A2aService {
             .get_push_config(&ctx.owner, &request.task_id, &request.id)
             .await
             .map_err(store_error)?
+            .map(without_generation)
             .ok_or_else(|| A2AError::task_not_found(&request.task_id))
     }
 
@@ -938,7 +942,7 @@ impl A2aService {
             .await
             .map_err(store_error)?;
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs,
+            configs: configs.into_iter().map(without_generation).collect(),
             next_page_token: String::new(),
         })
     }
@@ -1232,4 +1236,10 @@ enum Started {
         /// The task right after the client's message was recorded, when known.
         head: Option<Box<StoredTask>>,
     },
+}
+
+/// A push config as answered to clients: which generation set it is the store's business.
+fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.generation = None;
+    config
 }

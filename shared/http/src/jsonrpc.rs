@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{is_auth_failure, json_response, with_challenge};
 use crate::legacy::{self, Endpoint, LegacyMethod, LegacyReply};
-use crate::sse::{self, Framed, Framing};
+use crate::sse::{self, Framed, Framing, Legacy};
 use crate::App;
 
 /// The answer to an authentication or authorization failure: HTTP 401/403 with the JSON-RPC
@@ -177,11 +177,17 @@ async fn serve_legacy(
         Ok(LegacyReply::Json(result)) => {
             json_response(StatusCode::OK, &jsonrpc::success(&id, result))
         }
-        Ok(LegacyReply::Stream(events, dialect)) => sse::stream_response(
-            events,
-            Framed(Framing::JsonRpc(id), Some(dialect)),
-            app.options.keep_alive,
-        ),
+        Ok(LegacyReply::Stream(events, dialect)) => {
+            let legacy = Legacy {
+                dialect,
+                resubscribe: operation == Some(Operation::SubscribeToTask),
+            };
+            sse::stream_response(
+                events,
+                Framed(Framing::JsonRpc(id), Some(legacy)),
+                app.options.keep_alive,
+            )
+        }
         Err(error) if is_auth_failure(&error) => auth_answer(app, &id, &error, operation),
         Err(error) if streaming => sse::json_rpc_error_stream(&id, &error),
         Err(error) => answer(&id, &error),

@@ -234,6 +234,7 @@ pub(crate) async fn call(
 ) -> Result<LegacyReply, A2AError> {
     let mut ctx = call_context(principal, headers, "");
     let dialect = method.dialect;
+    ctx.generation = Some(dialect.generation());
     let op = method.operation;
     let params = match (method.special, op) {
         (Special::EarlySend, _) => {

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{self, json_response, HttpError};
 use crate::legacy;
-use crate::sse::{self, Framed, Framing};
+use crate::sse::{self, Framed, Framing, Legacy};
 use crate::{App, OperationSet};
 
 type AppRouter = Router<Arc<App>>;
@@ -268,7 +268,8 @@ async fn handle(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(&principal, &headers, &tenant);
+        let mut ctx = call_context(&principal, &headers, &tenant);
+        ctx.generation = dialect.map(Dialect::generation);
         Ok::<_, HttpError>(
             crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
         )
@@ -281,7 +282,13 @@ async fn handle(
         },
         Ok(Reply::Stream(events)) => sse::stream_response(
             events,
-            Framed(Framing::Rest, dialect),
+            Framed(
+                Framing::Rest,
+                dialect.map(|dialect| Legacy {
+                    dialect,
+                    resubscribe: operation == Operation::SubscribeToTask,
+                }),
+            ),
             app.options.keep_alive,
         ),
         Err(rejected) => {

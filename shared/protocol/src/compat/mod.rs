@@ -17,6 +17,29 @@ mod outbound;
 pub use card::{early_card, v03_card};
 pub use outbound::{is_final_state, DATA_PART_COMPAT};
 
+/// An older protocol generation, as a request speaks it and a push config remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Generation {
+    /// A2A 0.3 (either binding).
+    #[serde(rename = "0.3")]
+    V03,
+    /// The early protocol (before 0.2).
+    #[serde(rename = "early")]
+    Early,
+}
+
+impl Generation {
+    /// The dialect of the body a push to a config of this generation carries: the Task as its
+    /// clients read it (0.3 JSON-RPC objects for 0.3, whichever binding set the config, as the
+    /// 0.3 SDKs push).
+    pub fn push_dialect(self) -> Dialect {
+        match self {
+            Self::V03 => Dialect::V03,
+            Self::Early => Dialect::Early,
+        }
+    }
+}
+
 /// An older wire dialect a result or event is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -45,6 +68,14 @@ impl Dialect {
     /// Whether objects carry the early protocol's fields.
     fn early(self) -> bool {
         matches!(self, Self::Early | Self::V03AndEarly)
+    }
+
+    /// The generation of clients reading this dialect (the 0.3 one for the dialect both read).
+    pub fn generation(self) -> Generation {
+        match self {
+            Self::Early => Generation::Early,
+            Self::V03 | Self::V03Rest | Self::V03AndEarly => Generation::V03,
+        }
     }
 
     /// Whether this is the 0.3 proto's ProtoJSON.
