@@ -425,3 +425,20 @@ async fn pushes_to_an_early_config_carry_the_early_task() {
         json!({"type": "text", "text": "finish"})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_reply_is_a_completed_task_under_the_chosen_id() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let id = new_id();
+    // The reference agent answers a `tck-message-response…` messageId with a Message.
+    let mut params = early_send(&id, "hi");
+    params["message"]["messageId"] = json!(format!("tck-message-response-{}", new_id()));
+    let sent = early(&server, "tasks/send", params).await;
+    let task = result(&sent);
+    assert_eq!(task["id"], json!(id), "{task}");
+    assert_eq!(task["status"]["state"], "completed", "{task}");
+    assert_eq!(task["status"]["message"]["role"], "agent", "{task}");
+}

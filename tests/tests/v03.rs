@@ -610,3 +610,68 @@ async fn pushes_to_a_03_config_carry_the_03_task() {
             serde_json::from_value(push.json()).expect("1.0 configs get StreamResponses");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_03_rest_routes_answer_as_the_03_sdks_expect() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    // Errors: the flat JSON-RPC-style body the 0.3 JS client types by `code`.
+    let missing = rest03(
+        &server,
+        Method::GET,
+        &format!("/v1/tasks/{}", new_id()),
+        None,
+    )
+    .await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert_eq!(missing.body["code"], -32001, "{}", missing.body);
+    assert!(missing.body["message"].is_string());
+    let held = rest03(
+        &server,
+        Method::POST,
+        "/v1/message:send",
+        Some(proto_send("hold")),
+    )
+    .await;
+    let id = held.body["task"]["id"].as_str().unwrap().to_owned();
+    let cancel = format!("/v1/tasks/{id}:cancel");
+    assert_eq!(
+        rest03(&server, Method::POST, &cancel, None).await.status,
+        200
+    );
+    let again = rest03(&server, Method::POST, &cancel, None).await;
+    assert_eq!(
+        (again.status, &again.body["code"]),
+        (409, &json!(-32002)),
+        "{}",
+        again.body
+    );
+
+    // A configuration without `blocking` is the proto3 default, false: the send returns at once.
+    let mut body = proto_send("slow 3 200");
+    body["configuration"] = json!({});
+    let quick = rest03(&server, Method::POST, "/v1/message:send", Some(body)).await;
+    let state = quick.body["task"]["status"]["state"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        state == "TASK_STATE_SUBMITTED" || state == "TASK_STATE_WORKING",
+        "{}",
+        quick.body
+    );
+
+    // The proto's own (snake_case) field names are accepted, as ProtoJSON parsers do.
+    let snake = json!({"message": {"message_id": new_id(), "role": "ROLE_USER",
+        "content": [{"text": "hello"}]}, "configuration": {"history_length": 0, "blocking": true}});
+    let sent = rest03(&server, Method::POST, "/v1/message:send", Some(snake)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(
+        sent.body["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        sent.body
+    );
+    assert!(sent.body["task"].get("history").is_none(), "{}", sent.body);
+}

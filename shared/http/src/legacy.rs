@@ -268,12 +268,23 @@ pub(crate) async fn call(
     };
     tracing::debug!(rpc_method = method.name, "legacy JSON-RPC call");
     match crate::invoke(app, &ctx, op, params, headers).await? {
-        Reply::Json(result) => Ok(LegacyReply::Json(result_in(
-            dialect,
-            op,
-            method.special,
-            result,
-        ))),
+        Reply::Json(mut result) => {
+            // A direct reply to an early send becomes a completed Task: under the chosen id.
+            if let (Some(id), Some(message)) = (
+                &ctx.requested_task_id,
+                result.get_mut("message").and_then(Value::as_object_mut),
+            ) {
+                message
+                    .entry("taskId")
+                    .or_insert_with(|| Value::String(id.clone()));
+            }
+            Ok(LegacyReply::Json(result_in(
+                dialect,
+                op,
+                method.special,
+                result,
+            )))
+        }
         Reply::Stream(events) => Ok(LegacyReply::Stream(events, dialect)),
     }
 }

@@ -297,7 +297,10 @@ async fn handle(
                 reason = rejected.error.reason(),
                 "REST error"
             );
-            let response = rejected.rest_response();
+            let response = match dialect {
+                Some(_) if !errors::is_auth_failure(&rejected.error) => v03_error(&rejected),
+                _ => rejected.rest_response(),
+            };
             if errors::is_auth_failure(&rejected.error) {
                 errors::with_challenge(
                     response,
@@ -310,6 +313,22 @@ async fn handle(
             }
         }
     }
+}
+
+/// An error on the 0.3 HTTP+JSON routes as the 0.3 SDKs' servers send it: a flat JSON-RPC-style
+/// `{code, message, data}` body (the JS client types the error by `code`), with their statuses
+/// (TaskNotCancelable is 409 there). Authentication failures keep the 1.0 answer.
+fn v03_error(rejected: &HttpError) -> Response {
+    let error = &rejected.error;
+    let status = match error {
+        A2AError::TaskNotCancelable { .. } => StatusCode::CONFLICT,
+        _ => rejected.status,
+    };
+    let mut body = a2a_protocol::jsonrpc::failure(&Value::Null, error)["error"].take();
+    if body.is_null() {
+        body = serde_json::json!({"code": error.json_rpc_code(), "message": error.message()});
+    }
+    json_response(status, &body)
 }
 
 /// A 0.3 proto body as the 1.0 request fields of `operation` (before path and query are added).

@@ -536,4 +536,31 @@ mod tests {
         assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");
         assert_eq!(config.interfaces[1].url, "https://x.example/prod");
     }
+
+    #[test]
+    fn older_generations_are_on_unless_switched_off() {
+        let with = |extra: &'static [(&'static str, &'static str)]| {
+            Settings::from_lookup(move |name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                other => extra
+                    .iter()
+                    .find(|(k, _)| *k == other)
+                    .map(|(_, v)| (*v).to_owned()),
+            })
+        };
+        let s = with(&[]).unwrap();
+        assert_eq!(s.generations, Generations::default());
+        assert!(s.generations.v0_3 && s.generations.early);
+        let s = with(&[(ENV_PROTOCOL_0_3, "off"), (ENV_PROTOCOL_EARLY, "on")]).unwrap();
+        assert_eq!(
+            s.service_config(None, None, Auth::none()).generations,
+            Generations {
+                v0_3: false,
+                early: true
+            }
+        );
+        let err = with(&[(ENV_PROTOCOL_EARLY, "maybe")]).unwrap_err();
+        assert!(err.contains(ENV_PROTOCOL_EARLY), "{err}");
+    }
 }

@@ -198,9 +198,15 @@ pub fn push_config(value: Value, task_id: Value, field: &str) -> Result<Value, A
 }
 
 /// 0.3 `MessageSendConfiguration` (JSON-RPC `pushNotificationConfig`, proto
-/// `pushNotification`) as the 1.0 `SendMessageConfiguration`. A missing `blocking` blocks, as
-/// in 1.0; only `blocking: false` returns immediately.
-fn configuration(value: Value, push_key: &str) -> Result<Value, A2AError> {
+/// `pushNotification`) as the 1.0 `SendMessageConfiguration`. On JSON-RPC a missing `blocking`
+/// blocks, as in 1.0; in the proto (`proto`) a configuration without `blocking` is the proto3
+/// default `false`, which the 0.3 SDKs rely on (they omit `blocking: false` when serialising).
+fn configuration(value: Value, proto: bool) -> Result<Value, A2AError> {
+    let push_key = if proto {
+        "pushNotification"
+    } else {
+        "pushNotificationConfig"
+    };
     let mut c = object(value, "configuration")?;
     let mut out = Map::new();
     for key in ["acceptedOutputModes", "historyLength"] {
@@ -215,7 +221,11 @@ fn configuration(value: Value, push_key: &str) -> Result<Value, A2AError> {
             push_config(push, Value::Null, &field)?,
         );
     }
-    if c.remove("blocking") == Some(Value::Bool(false)) {
+    let blocking = match c.remove("blocking") {
+        Some(Value::Bool(b)) => b,
+        _ => !proto,
+    };
+    if !blocking {
         out.insert("returnImmediately".into(), Value::Bool(true));
     }
     Ok(Value::Object(out))
@@ -231,9 +241,53 @@ fn strip_null_task_id(request: &mut Value) {
     }
 }
 
+/// The 0.3 proto's field names in lowerCamelCase: a ProtoJSON parser accepts the original
+/// (snake_case) proto names too (`message_id`, `push_notification`, `file_with_uri`, …).
+/// `metadata` and `data` hold free-form JSON and are left as they are.
+pub fn proto_camel_case(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, v)| {
+                    let v = if key == "metadata" || key == "data" {
+                        v
+                    } else {
+                        proto_camel_case(v)
+                    };
+                    (camel(&key), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(proto_camel_case).collect()),
+        other => other,
+    }
+}
+
+fn camel(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' && !out.is_empty() {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// 0.3 `message/send` / `message/stream` params (`MessageSendParams`), or the 0.3 proto's
-/// `SendMessageRequest` body when `proto` is set, as the 1.0 `SendMessageRequest`.
+/// `SendMessageRequest` body when `proto` is set (snake_case names accepted), as the 1.0
+/// `SendMessageRequest`.
 pub fn send_message(params: Value, proto: bool, new_message_id: &str) -> Result<Value, A2AError> {
+    let params = if proto {
+        proto_camel_case(params)
+    } else {
+        params
+    };
     let mut p = object(params, "params")?;
     let sent = p
         .remove("message")
@@ -241,12 +295,7 @@ pub fn send_message(params: Value, proto: bool, new_message_id: &str) -> Result<
         .ok_or_else(|| A2AError::invalid_params("params.message is required"))?;
     let mut out = json!({ "message": message(sent, "message", new_message_id)? });
     if let Some(cfg) = p.remove("configuration").filter(|v| !v.is_null()) {
-        let push_key = if proto {
-            "pushNotification"
-        } else {
-            "pushNotificationConfig"
-        };
-        out["configuration"] = configuration(cfg, push_key)?;
+        out["configuration"] = configuration(cfg, proto)?;
     }
     if let Some(metadata) = p.remove("metadata").filter(|v| !v.is_null()) {
         out["metadata"] = metadata;
@@ -330,7 +379,7 @@ pub fn set_push_config(params: Value) -> Result<Value, A2AError> {
 /// config{name?, pushNotificationConfig}}`, or the bare `TaskPushNotificationConfig`) for the
 /// task of the path.
 pub fn rest_create_push_config(body: Value, task_id: &str) -> Result<Value, A2AError> {
-    let mut b = object(body, "body")?;
+    let mut b = object(proto_camel_case(body), "body")?;
     let config_id = b.remove("configId").filter(|v| !v.is_null());
     let mut config = match b.remove("config") {
         Some(c) => object(c, "config")?,
@@ -477,6 +526,55 @@ mod tests {
             "https://h/x"
         );
         assert!(r["configuration"].get("returnImmediately").is_none());
+    }
+
+    #[test]
+    fn a_proto_configuration_without_blocking_is_non_blocking() {
+        let msg = json!({"messageId": "m", "role": "ROLE_USER", "content": [{"text": "x"}]});
+        let r = send_message(json!({"message": msg, "configuration": {}}), true, "g").unwrap();
+        assert_eq!(r["configuration"]["returnImmediately"], true);
+        // No configuration at all blocks, as the 0.3 servers do.
+        let r = send_message(json!({"message": msg}), true, "g").unwrap();
+        assert!(r.get("configuration").is_none());
+        let r = send_message(
+            json!({"message": msg, "configuration": {"blocking": true}}),
+            true,
+            "g",
+        )
+        .unwrap();
+        assert!(r["configuration"].get("returnImmediately").is_none());
+    }
+
+    #[test]
+    fn proto_bodies_may_use_snake_case_names() {
+        let body = json!({
+            "message": {"message_id": "m1", "context_id": "c1", "role": "ROLE_USER",
+                "content": [{"text": "hi"}, {"file": {"file_with_uri": "https://x", "mime_type": "a/b"}},
+                    {"data": {"data": {"keep_me": 1}}}],
+                "metadata": {"snake_key": 1}},
+            "configuration": {"history_length": 2, "accepted_output_modes": ["text/plain"],
+                "push_notification": {"url": "https://h"}, "blocking": true}
+        });
+        let r = send_message(body, true, "g").unwrap();
+        assert_eq!(r["message"]["messageId"], "m1");
+        assert_eq!(r["message"]["contextId"], "c1");
+        assert_eq!(
+            r["message"]["parts"][1],
+            json!({"url": "https://x", "mediaType": "a/b"})
+        );
+        assert_eq!(r["message"]["parts"][2], json!({"data": {"keep_me": 1}}));
+        assert_eq!(r["message"]["metadata"], json!({"snake_key": 1}));
+        assert_eq!(r["configuration"]["historyLength"], 2);
+        assert_eq!(
+            r["configuration"]["taskPushNotificationConfig"]["url"],
+            "https://h"
+        );
+        let body =
+            json!({"config_id": "c", "config": {"push_notification_config": {"url": "https://h"}}});
+        assert_eq!(
+            rest_create_push_config(body, "t").unwrap(),
+            json!({"taskId": "t", "url": "https://h", "id": "c"})
+        );
     }
 
     #[test]
