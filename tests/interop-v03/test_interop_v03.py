@@ -73,15 +73,16 @@ TERMINAL = {
 }
 
 # The A2A error codes (0.3 JSON-RPC), and the HTTP statuses the 0.3 REST
-# binding may give them. The 0.3 spec has no status table: a2a-sdk 0.3's own
-# server (utils/error_handlers.py) answers 404/409/501, the 1.0 table
-# 404/400/400. The 0.3 REST client sees only the status.
+# binding gives them; the 0.3 REST client sees only the status. The 0.3 spec
+# has no status table: both 0.3 SDK servers answer 404 and 409 (a2a-sdk's
+# utils/error_handlers.py, a2a-js's mapErrorToStatus), and UnsupportedOperation
+# with 501 (a2a-sdk) or 400 (a2a-js, and the 1.0 table).
 TASK_NOT_FOUND = -32001
 TASK_NOT_CANCELABLE = -32002
 UNSUPPORTED_OPERATION = -32004
 HTTP_STATUS = {
     TASK_NOT_FOUND: {404},
-    TASK_NOT_CANCELABLE: {400, 409},
+    TASK_NOT_CANCELABLE: {409},
     UNSUPPORTED_OPERATION: {400, 501},
 }
 
