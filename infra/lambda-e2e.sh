@@ -3,9 +3,9 @@
 # SQS poller + the local router (infra/lambda-local.sh), runs infra/lambda-e2e.py (every check,
 # "worker dies mid-run" included: it kills the worker process and replaces it with
 # `infra/lambda-local.sh restart-watch`) and the Python and JS SDK interop suites (tests/interop,
-# tests/interop-js) through the router, then the older generations' clients (the a2a-sdk 0.3
-# suite, tests/interop-v03, and the python-a2a early-protocol suite, tests/interop-early), and
-# stops everything.
+# tests/interop-js) through the router, then the older generations' clients (the 0.3 suites,
+# tests/interop-v03 and tests/interop-js-v03, and the python-a2a early-protocol suite,
+# tests/interop-early; about 30 s together), and stops everything.
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
 # interop suites with a bearer token; no token may reach a log.
 # About 6 min after a workspace build (first run: +1 min of pip installs).
@@ -27,6 +27,8 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
 # the early protocol on /jsonrpc and its own paths.
 say "A2A 0.3 Python SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-v03/run.sh -q
+say "A2A 0.3 JS SDK interop suite through the router"
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js-v03/run.sh
 say "early-protocol (python-a2a) interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-early/run.sh -q
 
