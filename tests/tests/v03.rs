@@ -235,6 +235,21 @@ async fn push_config_set_get_list_delete() {
     )
     .await;
     assert_eq!(result(&listed), &json!([]));
+    // A config that is not there: TaskNotFound's code, with a message naming the config.
+    let missing = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": id, "pushNotificationConfigId": "default"}),
+    )
+    .await;
+    assert_eq!(missing["error"]["code"], -32001, "{missing}");
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("config default"),
+        "{missing}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

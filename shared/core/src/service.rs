@@ -923,7 +923,10 @@ impl A2aService {
             .await
             .map_err(store_error)?
             .map(without_generation)
-            .ok_or_else(|| A2AError::task_not_found(&request.task_id))
+            .ok_or_else(|| A2AError::PushConfigNotFound {
+                task_id: request.task_id.clone(),
+                config_id: request.id.clone(),
+            })
     }
 
     /// ListTaskPushNotificationConfigs (one page holds them all).

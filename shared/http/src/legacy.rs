@@ -264,7 +264,7 @@ pub(crate) async fn call(
             json!({ "taskId": task_id, "id": config_id.unwrap_or_default() })
         }
         (_, Operation::GetExtendedAgentCard) => json!({}),
-        _ => strip_metadata_nulls(params),
+        _ => without_nulls(params),
     };
     tracing::debug!(rpc_method = method.name, "legacy JSON-RPC call");
     match crate::invoke(app, &ctx, op, params, headers).await? {
@@ -291,7 +291,7 @@ pub(crate) async fn call(
 
 /// Old params that are already 1.0-shaped (`{id, historyLength?, metadata?}`), with JSON nulls
 /// (which old clients send for absent members) taken out.
-fn strip_metadata_nulls(params: Value) -> Value {
+fn without_nulls(params: Value) -> Value {
     match params {
         Value::Object(mut map) => {
             map.retain(|_, v| !v.is_null());
@@ -378,6 +378,22 @@ pub(crate) fn rest_result(op: Operation, result: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_translation_table_names_every_method() {
+        let doc = include_str!("../../../docs/conformance.md");
+        let table = &doc[doc.find("### Translation table").expect("the table")..];
+        for (name, _, operation) in legacy_methods() {
+            assert!(
+                table.contains(&format!("`{name}")),
+                "{name} is not in the table"
+            );
+            assert!(
+                table.contains(operation.name()),
+                "{operation} is not in the table"
+            );
+        }
+    }
 
     #[test]
     fn shared_names_answer_in_the_dialect_of_what_is_on() {

@@ -602,6 +602,26 @@ mod tests {
     }
 
     #[test]
+    fn early_clients_nulls_are_absent_members() {
+        let params = json!({
+            "id": "t1", "sessionId": "s1",
+            "message": {"role": "user", "parts": [{"type": "text", "text": "hi", "metadata": null}],
+                "metadata": {"message_id": "x"}},
+            "acceptedOutputModes": ["text", "text/plain"],
+            "pushNotification": null, "historyLength": null, "metadata": null
+        });
+        let sent = early_send(params, "gen").unwrap();
+        assert_eq!(
+            sent.request,
+            json!({
+                "message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "metadata": {"message_id": "x"},
+                    "messageId": "gen", "contextId": "s1"},
+                "configuration": {"acceptedOutputModes": ["text", "text/plain"]}
+            })
+        );
+    }
+
+    #[test]
     fn push_configs_of_both_generations_are_flattened_and_back() {
         let v03 = json!({"taskId": "t1", "pushNotificationConfig": {"id": "p", "url": "https://h",
             "token": "k", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});
