@@ -115,6 +115,9 @@ A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop/run.sh"
 
 step "JS SDK interoperability again, with bearer tokens (the same a2a-local --auth jwt)"
 A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-js/run.sh"
+
+step "A2A 0.3 interoperability, Python, with bearer tokens (the same a2a-local --auth jwt)"
+A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-v03/run.sh" -q
 if grep -qF "$token" "$auth_log"; then
   echo "a2a-local logged the bearer token" >&2; exit 1
 fi
