@@ -82,7 +82,8 @@ impl HttpFunction {
     /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
     /// behind the JSON-RPC path (or an early-protocol JSON-RPC path), and the card for the one
-    /// behind `/.well-known/…`. A 0.3 REST route (`/v1/…`) counts as the 1.0 route it mirrors.
+    /// behind `/.well-known/…` (and `/agent.json`). A 0.3 REST route (`/v1/…`) counts as the
+    /// 1.0 route it mirrors.
     pub fn surface(self) -> Surface {
         let mut surface = Surface {
             operations: Vec::new(),
