@@ -690,3 +690,57 @@ async fn the_03_rest_routes_answer_as_the_03_sdks_expect() {
     );
     assert!(sent.body["task"].get("history").is_none(), "{}", sent.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_is_negotiated_by_a2a_version() {
+    if !store_ready() {
+        return;
+    }
+    let issuer = a2a_e2e::issuer::TestIssuer::start().await;
+    let server = Server::start_with_env(&[
+        ("A2A_AUTH", "jwt"),
+        ("A2A_JWT_ISSUER", &issuer.issuer),
+        ("A2A_JWT_AUDIENCE", a2a_e2e::issuer::AUDIENCE),
+    ])
+    .await;
+    let fetch = |version: Option<&'static str>| {
+        let mut builder = server
+            .http()
+            .get(server.url("/.well-known/agent-card.json"));
+        if let Some(v) = version {
+            builder = builder.header("A2A-Version", v);
+        }
+        server.send_raw(builder)
+    };
+    // No header means 0.3: the 0.3 fields, and each scheme spelt for 0.3 parsers too.
+    let v03 = fetch(None).await;
+    assert_eq!(v03.header("vary"), Some("A2A-Version"));
+    assert_eq!(v03.body["protocolVersion"], "0.3.0", "{}", v03.body);
+    let bearer = &v03.body["securitySchemes"]["bearer"];
+    assert_eq!(
+        (&bearer["type"], &bearer["scheme"]),
+        (&json!("http"), &json!("Bearer"))
+    );
+    assert!(bearer.get("httpAuthSecurityScheme").is_some(), "{bearer}");
+    // A 1.0 client gets the plain 1.0 card: no scheme carries a 0.3 `type` (the JS 1.x
+    // resolver reads such a card as 0.3-era), and no 0.3 top-level fields.
+    let v1 = fetch(Some("1.0")).await;
+    assert_eq!(v1.header("vary"), Some("A2A-Version"));
+    let schemes = v1.body["securitySchemes"].as_object().unwrap();
+    assert!(
+        schemes.values().all(|s| s.get("type").is_none()),
+        "{}",
+        v1.body
+    );
+    for legacy in [
+        "url",
+        "protocolVersion",
+        "preferredTransport",
+        "additionalInterfaces",
+        "security",
+    ] {
+        assert!(v1.body.get(legacy).is_none(), "{legacy}: {}", v1.body);
+    }
+    let _: a2a_protocol::AgentCard = serde_json::from_value(v1.body.clone()).expect("a 1.0 card");
+    assert_ne!(v1.header("etag"), v03.header("etag"));
+}

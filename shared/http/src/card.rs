@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2a_protocol::AgentCard;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -121,8 +121,26 @@ pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool, early: bool) -> Router
     }
 }
 
-async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    serve(app.card.as_ref(), &headers)
+/// `/.well-known/agent-card.json`, negotiated like any request: a client that says
+/// `A2A-Version: 1.x` (the 1.0 SDKs do, on the card too) gets the plain 1.0 card; one that says
+/// nothing means 0.3 and gets the card with the 0.3 fields as well. The two cannot be one
+/// document: 0.3 parsers need `"type"` in each security scheme, and the JS 1.x resolver reads a
+/// card whose first scheme has a `"type"` as a 0.3-era card and misses its 1.0 schemes.
+async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -> Response {
+    let speaks_1 = crate::context::requested_version(&headers, &uri)
+        .and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 1);
+    let document = match &app.card_v1 {
+        Some(v1) if speaks_1 => Some(v1),
+        _ => app.card.as_ref(),
+    };
+    let mut response = serve(document, &headers);
+    if app.card_v1.is_some() {
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("A2A-Version"));
+    }
+    response
 }
 
 /// `/.well-known/agent.json`: the early card while the early protocol is on, else the card.

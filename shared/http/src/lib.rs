@@ -141,6 +141,9 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
             card::CardDocument::new(service.agent_card(), options.card_max_age)
         }
     });
+    // With 0.3 on, the card a 1.0 client asks for (with `A2A-Version: 1.0`) is the plain one.
+    let card_v1 = (surface.card && generations.v0_3)
+        .then(|| card::CardDocument::new(service.agent_card(), options.card_max_age));
     let early_card = (surface.card && generations.early).then(|| {
         let jsonrpc_url = service
             .agent_card()
@@ -171,6 +174,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         service,
         options,
         card,
+        card_v1,
         early_card,
         jwks,
     });
@@ -246,6 +250,9 @@ pub(crate) struct App {
     pub(crate) operations: OperationSet,
     /// The public card, when this router serves it.
     pub(crate) card: Option<card::CardDocument>,
+    /// The plain 1.0 card, for requests that say `A2A-Version: 1.x`, while 0.3 is on (`card`
+    /// then carries the 0.3 fields too).
+    pub(crate) card_v1: Option<card::CardDocument>,
     /// The early protocol's card (`/.well-known/agent.json`), when it is on and the card served.
     pub(crate) early_card: Option<card::CardDocument>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.
