@@ -3,7 +3,9 @@
 # SQS poller + the local router (infra/lambda-local.sh), runs infra/lambda-e2e.py (every check,
 # "worker dies mid-run" included: it kills the worker process and replaces it with
 # `infra/lambda-local.sh restart-watch`) and the Python and JS SDK interop suites (tests/interop,
-# tests/interop-js) through the router, and stops everything.
+# tests/interop-js) through the router, then the older generations' clients (the 0.3 suites,
+# tests/interop-v03 and tests/interop-js-v03, and the python-a2a early-protocol suite,
+# tests/interop-early; about 30 s together), and stops everything.
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
 # interop suites with a bearer token; no token may reach a log.
 # About 6 min after a workspace build (first run: +1 min of pip installs).
@@ -14,9 +16,21 @@ trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; infra/lambda-local.sh stop
 infra/lambda-local.sh stop >/dev/null 2>&1 || true
 lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops the run
 eval "$lambda_env"
+say() { printf '\nlambda-e2e: %s\n' "$*"; }
+say "end-to-end checks (infra/lambda-e2e.py)"
 python3 infra/lambda-e2e.py
+say "Python SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
+say "JS SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
+# The older generations (issue #16), served by the same functions: 0.3 on /jsonrpc and /v1/…,
+# the early protocol on /jsonrpc and its own paths.
+say "A2A 0.3 Python SDK interop suite through the router"
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-v03/run.sh -q
+say "A2A 0.3 JS SDK interop suite through the router"
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js-v03/run.sh
+say "early-protocol (python-a2a) interop suite through the router"
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-early/run.sh -q
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
 # a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
@@ -29,6 +43,7 @@ value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
 cors_origin=https://inspector.example
 printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIGINS=%s\n' \
   "$(value issuer)" "$cors_origin" >"$state/auth.env"
+say "the same functions with authentication on (AuthMode jwt)"
 infra/lambda-local.sh restart-watch "$state/auth.env"
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py

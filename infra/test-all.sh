@@ -6,10 +6,12 @@
 #      end-to-end tests over real sockets
 #   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv) and
 #      the official JS SDK client (@a2a-js/sdk, pinned, npm ci into tests/interop-js) drive
-#      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens
+#      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens; then the older
+#      generations on the same server: the official A2A 0.3 clients (a2a-sdk 0.3, @a2a-js/sdk
+#      0.3, each pinned in its own venv or lock) and an early-protocol client (python-a2a)
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
-#      with the Python and JS SDK clients
+#      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -83,6 +85,16 @@ A2A_BASE_URL="$base" "$root/tests/interop/run.sh"
 step "JS SDK interoperability (@a2a-js/sdk client against the same a2a-local)"
 A2A_BASE_URL="$base" "$root/tests/interop-js/run.sh"
 
+# The older generations on the same server (issue #16): their clients send no A2A-Version.
+step "A2A 0.3 interoperability, Python (a2a-sdk 0.3 client against the same a2a-local)"
+A2A_BASE_URL="$base" "$root/tests/interop-v03/run.sh" -q
+
+step "A2A 0.3 interoperability, JS (@a2a-js/sdk 0.3 client against the same a2a-local)"
+A2A_BASE_URL="$base" "$root/tests/interop-js-v03/run.sh"
+
+step "Early-protocol interoperability (python-a2a client against the same a2a-local)"
+A2A_BASE_URL="$base" "$root/tests/interop-early/run.sh" -q
+
 step "Python SDK interoperability again, with bearer tokens (a2a-local --auth jwt, test issuer)"
 # A throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) prints its URL and a
 # token for audience a2a-e2e with every a2a:* scope; a2a-local verifies against its JWKS.
@@ -107,6 +119,9 @@ A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop/run.sh"
 
 step "JS SDK interoperability again, with bearer tokens (the same a2a-local --auth jwt)"
 A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-js/run.sh"
+
+step "A2A 0.3 interoperability, Python, with bearer tokens (the same a2a-local --auth jwt)"
+A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-v03/run.sh" -q
 if grep -qF "$token" "$auth_log"; then
   echo "a2a-local logged the bearer token" >&2; exit 1
 fi

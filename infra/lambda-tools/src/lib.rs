@@ -119,6 +119,62 @@ mod tests {
         assert_eq!(f("GET", "/nope"), None);
     }
 
+    /// A route of an older protocol generation (issue #16): the 0.3 REST binding under /v1,
+    /// python-a2a's `/agent.json`, and the early JSON-RPC paths (`POST /tasks`, and the literal
+    /// paths under `/tasks/`, where the 1.0 routes have `{id}`).
+    fn legacy(r: &Route) -> bool {
+        let early = (r.path == "/tasks" && r.method == "POST")
+            || r.path
+                .strip_prefix("/tasks/")
+                .is_some_and(|rest| !rest.starts_with('{'));
+        r.path.starts_with("/v1/") || r.path == "/agent.json" || early
+    }
+
+    #[test]
+    fn older_generations_have_their_own_routes() {
+        let table =
+            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let f = |m, p| table.function_for(m, p);
+        // A2A 0.3 REST: each 1.0 route under /v1, to the 1.0 route's function; `/v1` wins over
+        // `{tenant}` as a literal segment does.
+        assert_eq!(f("POST", "/v1/message:send"), Some("send"));
+        assert_eq!(f("POST", "/v1/message:stream"), Some("stream"));
+        assert_eq!(f("GET", "/v1/tasks/abc"), Some("get"));
+        assert_eq!(f("GET", "/v1/tasks/abc:subscribe"), Some("get"));
+        assert_eq!(f("POST", "/v1/tasks/abc:subscribe"), Some("cancel"));
+        assert_eq!(f("POST", "/v1/tasks/abc:cancel"), Some("cancel"));
+        assert_eq!(
+            f("GET", "/v1/tasks/abc/pushNotificationConfigs"),
+            Some("push-config")
+        );
+        assert_eq!(
+            f("DELETE", "/v1/tasks/abc/pushNotificationConfigs/x"),
+            Some("push-config")
+        );
+        assert_eq!(f("GET", "/v1/card"), Some("card"));
+        assert_eq!(f("GET", "/.well-known/agent.json"), Some("card"));
+        // The early protocol's JSON-RPC paths, beside ListTasks and the 1.0 task routes.
+        assert_eq!(f("POST", "/tasks"), Some("rpc"));
+        assert_eq!(f("GET", "/tasks"), Some("list"));
+        assert_eq!(f("POST", "/tasks/sendSubscribe"), Some("rpc"));
+        assert_eq!(f("POST", "/tasks/resubscribe/"), Some("rpc"));
+        assert_eq!(f("POST", "/tasks/abc:cancel"), Some("cancel"));
+        assert_eq!(f("OPTIONS", "/tasks/sendSubscribe"), Some("rpc"));
+        // python-a2a's method-named paths, and its other early card path.
+        for path in [
+            "/tasks/send",
+            "/tasks/get",
+            "/tasks/cancel",
+            "/tasks/stream",
+        ] {
+            assert_eq!(f("POST", path), Some("rpc"), "{path}");
+        }
+        assert_eq!(f("POST", "/tasks/pushNotification/set"), Some("rpc"));
+        assert_eq!(f("GET", "/agent.json"), Some("card"));
+        // No tenant forms.
+        assert_eq!(f("POST", "/acme/v1/message:send"), None);
+    }
+
     #[test]
     fn tenant_routes_sit_beside_the_static_ones() {
         let table =
@@ -140,9 +196,10 @@ mod tests {
         // The documents and JSON-RPC have no tenant form.
         assert_eq!(f("GET", "/acme/.well-known/agent-card.json"), None);
         assert_eq!(f("POST", "/acme/jsonrpc"), None);
-        // Every operation route has its tenant form, to the same function.
+        // Every 1.0 operation route has its tenant form, to the same function; the older
+        // generations' routes (0.3 under /v1, the early JSON-RPC paths) have none.
         for r in &table.routes {
-            if r.path.starts_with("/.well-known/") || r.path == "/jsonrpc" {
+            if r.path.starts_with("/.well-known/") || r.path == "/jsonrpc" || legacy(r) {
                 continue;
             }
             let (plain, tenant) = match r.path.strip_prefix("/{tenant}") {

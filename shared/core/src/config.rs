@@ -54,6 +54,8 @@ pub struct ServiceConfig {
     pub max_push_attempts: u32,
     /// Timeout of one webhook POST.
     pub push_timeout: Duration,
+    /// Which older protocol generations are served beside A2A 1.0 (both by default).
+    pub generations: Generations,
 }
 
 impl Default for ServiceConfig {
@@ -77,6 +79,7 @@ impl Default for ServiceConfig {
             max_job_receives: 5,
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
+            generations: Generations::default(),
         }
     }
 }
@@ -105,5 +108,49 @@ impl std::str::FromStr for MessageIdReuse {
                 "unknown messageId reuse policy {other:?}: expected reject or new-message"
             )),
         }
+    }
+}
+
+/// Environment variable (local server and Lambda functions) that turns A2A 0.3 on or off.
+pub const ENV_PROTOCOL_0_3: &str = "A2A_PROTOCOL_0_3";
+/// Environment variable (local server and Lambda functions) that turns the early protocol
+/// (before 0.2: `tasks/send`, `sessionId`) on or off.
+pub const ENV_PROTOCOL_EARLY: &str = "A2A_PROTOCOL_EARLY";
+
+/// The protocol generations served beside A2A 1.0. Each is a translation at the HTTP edge onto
+/// the same operations; turning one off makes its requests get what a 1.0-only server answers
+/// (-32009 on JSON-RPC, 404 or 400 on its paths) and takes its interfaces off the card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generations {
+    /// A2A 0.3: `message/send`, `kind` discriminators, the `/v1` REST routes.
+    pub v0_3: bool,
+    /// The early protocol: `tasks/send`, `tasks/sendSubscribe`, `sessionId`, Hexagon's
+    /// `POST /tasks` paths.
+    pub early: bool,
+}
+
+impl Default for Generations {
+    fn default() -> Self {
+        Self {
+            v0_3: true,
+            early: true,
+        }
+    }
+}
+
+impl Generations {
+    /// Only A2A 1.0.
+    pub const NONE: Self = Self {
+        v0_3: false,
+        early: false,
+    };
+}
+
+/// Parses a generation switch: `on`/`off` (also `true`/`false`, `1`/`0`).
+pub fn parse_switch(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        other => Err(format!("expected on or off, got {other:?}")),
     }
 }

@@ -18,6 +18,13 @@ pub struct CallContext {
     pub authenticated: bool,
     /// What the caller may do; each operation checks its [`Permission`].
     pub permissions: Permissions,
+    /// The id a send asks its new task to have, chosen by the client (the early protocol's
+    /// `tasks/send`). A task the owner already holds under it gets the message as a follow-up;
+    /// an id held by another owner is refused without saying so.
+    pub requested_task_id: Option<String>,
+    /// The older protocol generation the request speaks (`None`: 1.0). Push configs it sets
+    /// remember it, so that their pushes carry the body that generation reads.
+    pub generation: Option<a2a_protocol::compat::Generation>,
 }
 
 impl CallContext {
@@ -34,6 +41,8 @@ impl CallContext {
             extensions: Vec::new(),
             authenticated: principal.authenticated,
             permissions: principal.permissions,
+            requested_task_id: None,
+            generation: None,
         }
     }
 

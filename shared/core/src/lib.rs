@@ -29,7 +29,7 @@ mod worker;
 
 pub use agent::{Agent, AgentDescription, Placement};
 pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
-pub use config::{MessageIdReuse, ServiceConfig};
+pub use config::{Generations, MessageIdReuse, ServiceConfig};
 pub use context::CallContext;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};

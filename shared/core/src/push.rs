@@ -74,7 +74,21 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         return JobOutcome::Done;
     };
     // Serialised once: the signature's body hash covers exactly these bytes.
-    let body = match serde_json::to_vec(&response) {
+    let body = match config.generation {
+        None => serde_json::to_vec(&response),
+        // A config set by an older generation's client gets what its SDKs push: the Task as it
+        // stands, in that generation's dialect.
+        Some(generation) => {
+            let task = match store.load_task(&job.owner, &job.task_id).await {
+                Ok(Some(head)) => head.task,
+                Ok(None) => return JobOutcome::Done,
+                Err(err) => return retry(format!("store: {err}")),
+            };
+            serde_json::to_value(&task)
+                .and_then(|t| serde_json::to_vec(&generation.push_dialect().task(t)))
+        }
+    };
+    let body = match body {
         Ok(body) => body,
         Err(err) => return retry(format!("encoding the event failed: {err}")),
     };

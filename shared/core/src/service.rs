@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use a2a_protocol::AgentInterface;
 use a2a_protocol::{
     A2AError, AgentCapabilities, AgentCard, CancelTaskRequest, GetExtendedAgentCardRequest,
     GetTaskRequest, ListTaskPushNotificationConfigsRequest,
@@ -11,6 +12,9 @@ use a2a_protocol::{
     SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
     TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState, PROTOCOL_VERSION,
 };
+
+/// The version 0.3 interfaces declare on the card.
+pub const V03_PROTOCOL_VERSION: &str = "0.3";
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -251,6 +255,20 @@ impl A2aService {
             if iface.protocol_version.is_empty() {
                 iface.protocol_version = PROTOCOL_VERSION.to_string();
             }
+        }
+        if config.generations.v0_3 {
+            // The same URLs speak 0.3 too (told apart by `A2A-Version` and the method names),
+            // listed after 1.0 so that clients of both pick their own.
+            let v03: Vec<AgentInterface> = card
+                .supported_interfaces
+                .iter()
+                .filter(|i| i.protocol_version == PROTOCOL_VERSION)
+                .map(|i| AgentInterface {
+                    protocol_version: V03_PROTOCOL_VERSION.to_string(),
+                    ..i.clone()
+                })
+                .collect();
+            card.supported_interfaces.extend(v03);
         }
         let mut extended_card = card.clone();
         extended_card
@@ -497,10 +515,17 @@ impl A2aService {
         task_id: &str,
     ) -> Result<Started, A2AError> {
         self.original(ctx, sent, task_id).await?.ok_or_else(|| {
-            internal(
-                "a send lost the race for its task id, but no task or reply holds it",
-                task_id,
-            )
+            if ctx.requested_task_id.as_deref() == Some(task_id) {
+                // The id is taken, by another owner: say no more than that it cannot be used.
+                A2AError::invalid_params(format!(
+                    "Task id {task_id} cannot be used for a new task; choose another id"
+                ))
+            } else {
+                internal(
+                    "a send lost the race for its task id, but no task or reply holds it",
+                    task_id,
+                )
+            }
         })
     }
 
@@ -540,7 +565,8 @@ impl A2aService {
         self.check_extensions(ctx)?;
         let configuration = request.configuration.clone().unwrap_or_default();
         let inline_push = match configuration.task_push_notification_config {
-            Some(cfg) => {
+            Some(mut cfg) => {
+                cfg.generation = ctx.generation;
                 // An inline config is a push-config write like any other: it needs the push
                 // permission beside the send permission that `call` checked.
                 ctx.require(Permission::Push)?;
@@ -554,11 +580,33 @@ impl A2aService {
             }
             None => None,
         };
-        // The id a new task for this message gets (derived from the messageId when sends are
-        // idempotent).
-        let new_task_id = self.new_task_id(ctx, &sent);
+        // The id a new task for this message gets: the one the client chose (the early
+        // protocol), else derived from the messageId when sends are idempotent.
+        let requested = ctx.requested_task_id.as_deref();
+        let new_task_id = match requested {
+            Some(id) => {
+                a2a_protocol::compat::inbound::validate_client_task_id(id)?;
+                if !message.task_id.is_empty() && message.task_id != id {
+                    return Err(A2AError::invalid_params(
+                        "message.taskId differs from the task id the request chose",
+                    ));
+                }
+                // A chosen id the owner already holds is a follow-up on that task.
+                let held = self
+                    .core
+                    .store
+                    .load_task(&ctx.owner, id)
+                    .await
+                    .map_err(store_error)?;
+                if held.is_some() {
+                    message.task_id = id.to_owned();
+                }
+                id.to_owned()
+            }
+            None => self.new_task_id(ctx, &sent),
+        };
         let existing = if message.task_id.is_empty() {
-            if self.core.config.message_id_reuse == MessageIdReuse::Reject {
+            if requested.is_none() && self.core.config.message_id_reuse == MessageIdReuse::Reject {
                 // One read of the id a new task for this message would get tells a repeat.
                 if let Some(original) = self.original(ctx, &sent, &new_task_id).await? {
                     return Ok(original);
@@ -839,9 +887,10 @@ impl A2aService {
     async fn run_create_push_config(
         &self,
         ctx: &CallContext,
-        config: TaskPushNotificationConfig,
+        mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.require_push_capability()?;
+        config.generation = ctx.generation;
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -856,6 +905,7 @@ impl A2aService {
             .log
             .put_push_config(&ctx.owner, &head.task.id, config)
             .await
+            .map(without_generation)
     }
 
     /// GetTaskPushNotificationConfig.
@@ -872,7 +922,11 @@ impl A2aService {
             .get_push_config(&ctx.owner, &request.task_id, &request.id)
             .await
             .map_err(store_error)?
-            .ok_or_else(|| A2AError::task_not_found(&request.task_id))
+            .map(without_generation)
+            .ok_or_else(|| A2AError::PushConfigNotFound {
+                task_id: request.task_id.clone(),
+                config_id: request.id.clone(),
+            })
     }
 
     /// ListTaskPushNotificationConfigs (one page holds them all).
@@ -891,7 +945,7 @@ impl A2aService {
             .await
             .map_err(store_error)?;
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs,
+            configs: configs.into_iter().map(without_generation).collect(),
             next_page_token: String::new(),
         })
     }
@@ -1185,4 +1239,10 @@ enum Started {
         /// The task right after the client's message was recorded, when known.
         head: Option<Box<StoredTask>>,
     },
+}
+
+/// A push config as answered to clients: which generation set it is the store's business.
+fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.generation = None;
+    config
 }

@@ -1,5 +1,6 @@
-//! The public agent card at `/.well-known/agent-card.json` (and the pre-0.3 alias
-//! `/.well-known/agent.json`), and the push signing keys at `/.well-known/jwks.json`, with
+//! The public agent card at `/.well-known/agent-card.json` (with the top-level fields 0.3
+//! clients read while 0.3 is on) and at the pre-0.3 path `/.well-known/agent.json` (the early
+//! card while the early protocol is on, else the same card), and the push signing keys at `/.well-known/jwks.json`, with
 //! caching headers. Neither needs `A2A-Version`: clients read the card to find out which
 //! versions are served, and webhook receivers are not A2A clients at all.
 
@@ -8,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2a_protocol::AgentCard;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -31,6 +32,12 @@ impl CardDocument {
     /// from configuration when the router is, and cannot change afterwards.
     pub(crate) fn new(card: &AgentCard, max_age: Duration) -> Self {
         let body = serde_json::to_vec(card).expect("an agent card always serialises to JSON");
+        Self::from_bytes(body, "application/json", max_age)
+    }
+
+    /// A card already turned into JSON (with the fields older generations read).
+    pub(crate) fn from_json(card: &serde_json::Value, max_age: Duration) -> Self {
+        let body = serde_json::to_vec(card).expect("JSON always serialises");
         Self::from_bytes(body, "application/json", max_age)
     }
 
@@ -94,12 +101,19 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Where python-a2a's streaming client looks for the early card (besides `/.well-known/agent.json`).
+pub const EARLY_CARD_ALT_PATH: &str = "/agent.json";
+
 /// Adds the card routes, and the JWKS route if the service signs pushes; the documents
 /// themselves are in the router's state.
-pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool) -> Router<Arc<App>> {
-    let router = router
+pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool, early: bool) -> Router<Arc<App>> {
+    let mut router = router
         .route("/.well-known/agent-card.json", get(serve_card))
-        .route("/.well-known/agent.json", get(serve_card));
+        .route("/.well-known/agent.json", get(serve_early_card));
+    if early {
+        // python-a2a's streaming client looks for the early card here.
+        router = router.route(EARLY_CARD_ALT_PATH, get(serve_early_card));
+    }
     if jwks {
         router.route(a2a_core::signing::JWKS_PATH, get(serve_jwks))
     } else {
@@ -107,8 +121,31 @@ pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool) -> Router<Arc<App>> {
     }
 }
 
-async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    serve(app.card.as_ref(), &headers)
+/// `/.well-known/agent-card.json`, negotiated like any request: a client that says
+/// `A2A-Version: 1.x` (the 1.0 SDKs do, on the card too) gets the plain 1.0 card; one that says
+/// nothing means 0.3 and gets the card with the 0.3 fields as well. The two cannot be one
+/// document: 0.3 parsers need `"type"` in each security scheme, and the JS 1.x resolver reads a
+/// card whose first scheme has a `"type"` as a 0.3-era card and misses its 1.0 schemes.
+async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -> Response {
+    let speaks_1 = crate::context::requested_version(&headers, &uri)
+        .and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 1);
+    let document = match &app.card_v1 {
+        Some(v1) if speaks_1 => Some(v1),
+        _ => app.card.as_ref(),
+    };
+    let mut response = serve(document, &headers);
+    if app.card_v1.is_some() {
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("A2A-Version"));
+    }
+    response
+}
+
+/// `/.well-known/agent.json`: the early card while the early protocol is on, else the card.
+async fn serve_early_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    serve(app.early_card.as_ref().or(app.card.as_ref()), &headers)
 }
 
 async fn serve_jwks(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {

@@ -9,7 +9,7 @@ use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderName, Uri};
 
 /// `A2A-Version`, as a header and as a query parameter.
-const VERSION: &str = "A2A-Version";
+pub(crate) const VERSION: &str = "A2A-Version";
 static VERSION_HEADER: HeaderName = HeaderName::from_static("a2a-version");
 static EXTENSIONS_HEADER: HeaderName = HeaderName::from_static("a2a-extensions");
 static LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id");
@@ -90,14 +90,7 @@ fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
 /// The version comes from the `A2A-Version` header, else the `A2A-Version` query parameter;
 /// missing or empty means 0.3, which is not served.
 pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), A2AError> {
-    let from_header = headers
-        .get(&VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned);
-    let requested = from_header.or_else(|| version_from_query(uri));
-    let Some(requested) = requested else {
+    let Some(requested) = requested_version(headers, uri) else {
         return Err(A2AError::VersionNotSupported(format!(
             "The request has no {VERSION} header, which means protocol version \
              {IMPLICIT_VERSION}; this server speaks A2A 1.0: send {VERSION}: 1.0"
@@ -111,6 +104,18 @@ pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), A2AErr
             "Protocol version {requested:?} is not supported; this server speaks A2A 1.0"
         )))
     }
+}
+
+/// The version the request names: the `A2A-Version` header, else the query parameter; `None`
+/// when both are absent or empty (which means 0.3).
+pub(crate) fn requested_version(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    let from_header = headers
+        .get(&VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    from_header.or_else(|| version_from_query(uri))
 }
 
 fn version_from_query(uri: &Uri) -> Option<String> {

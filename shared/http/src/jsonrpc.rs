@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use a2a_core::{operation::is_legacy_method_name, Operation, Reply};
+use a2a_core::{operation::is_legacy_method_name, Operation, Principal, Reply};
 use a2a_protocol::jsonrpc::{self, Request};
 use a2a_protocol::A2AError;
 use axum::body::Body;
@@ -25,7 +25,8 @@ use serde_json::Value;
 
 use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{is_auth_failure, json_response, with_challenge};
-use crate::sse::{self, Framing};
+use crate::legacy::{self, Endpoint, LegacyMethod, LegacyReply};
+use crate::sse::{self, Framed, Framing, Legacy};
 use crate::App;
 
 /// The answer to an authentication or authorization failure: HTTP 401/403 with the JSON-RPC
@@ -45,12 +46,33 @@ fn answer(id: &Value, error: &A2AError) -> Response {
     json_response(StatusCode::OK, &jsonrpc::failure(id, error))
 }
 
-/// `POST <jsonrpc_path>`.
+/// `POST <jsonrpc_path>`: every generation's methods.
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
+) -> Response {
+    serve(app, headers, uri, body, Endpoint::Generic).await
+}
+
+/// Hexagon's early-protocol paths (`POST /tasks`, `/tasks/sendSubscribe`,
+/// `/tasks/resubscribe`): JSON-RPC with the early methods only.
+pub(crate) async fn handle_early(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    serve(app, headers, uri, body, Endpoint::Early).await
+}
+
+async fn serve(
+    app: Arc<App>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+    endpoint: Endpoint,
 ) -> Response {
     let bytes = match crate::body::read(&headers, body, app.options.max_body_bytes).await {
         Ok(bytes) => bytes,
@@ -74,10 +96,16 @@ pub(crate) async fn handle(
         Err(error) => return auth_answer(&app, &id, &error, method),
     };
     if is_legacy_method_name(&name) {
+        return serve_legacy(
+            &app, &headers, &uri, id, &name, params, &principal, endpoint,
+        )
+        .await;
+    }
+    if endpoint == Endpoint::Early {
         return answer(
             &id,
-            &A2AError::VersionNotSupported(format!(
-                "{name} is an A2A 0.3 method; this server speaks A2A 1.0 (PascalCase methods such as SendMessage)"
+            &A2AError::MethodNotFound(format!(
+                "Method {name:?} not found: this path serves the early protocol (tasks/send, …)"
             )),
         );
     }
@@ -110,6 +138,58 @@ pub(crate) async fn handle(
             );
             sse::json_rpc_error_stream(&id, &error)
         }
+        Err(error) => answer(&id, &error),
+    }
+}
+
+/// An old generation's method (its name has a `/`): looked up, version-checked, translated and
+/// run as its 1.0 operation ([`crate::legacy`]).
+#[allow(clippy::too_many_arguments)]
+async fn serve_legacy(
+    app: &App,
+    headers: &HeaderMap,
+    uri: &Uri,
+    id: Value,
+    name: &str,
+    params: Value,
+    principal: &Principal,
+    endpoint: Endpoint,
+) -> Response {
+    let generations = app.service.config().generations;
+    let method = LegacyMethod::find(name, generations, endpoint).and_then(|m| {
+        if app.operations.contains(m.operation) {
+            Ok(m)
+        } else {
+            Err(A2AError::MethodNotFound(format!(
+                "Method {name:?} not found"
+            )))
+        }
+    });
+    let streaming = method.as_ref().is_ok_and(|m| m.operation.is_streaming());
+    let operation = method.as_ref().ok().map(|m| m.operation);
+    let outcome = async {
+        let method = method?;
+        legacy::check_version(headers, uri, name)?;
+        legacy::call(app, principal, headers, method, params).await
+    }
+    .await;
+    match outcome {
+        Ok(LegacyReply::Json(result)) => {
+            json_response(StatusCode::OK, &jsonrpc::success(&id, result))
+        }
+        Ok(LegacyReply::Stream(events, dialect)) => {
+            let legacy = Legacy {
+                dialect,
+                resubscribe: operation == Some(Operation::SubscribeToTask),
+            };
+            sse::stream_response(
+                events,
+                Framed(Framing::JsonRpc(id), Some(legacy)),
+                app.options.keep_alive,
+            )
+        }
+        Err(error) if is_auth_failure(&error) => auth_answer(app, &id, &error, operation),
+        Err(error) if streaming => sse::json_rpc_error_stream(&id, &error),
         Err(error) => answer(&id, &error),
     }
 }

@@ -31,7 +31,10 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
+pub use card::EARLY_CARD_ALT_PATH;
 pub use cors::CorsOrigins;
+pub use legacy::legacy_methods;
+pub use rest::{V03_CARD_PATH, V03_PREFIX};
 
 mod body;
 mod card;
@@ -39,6 +42,7 @@ mod context;
 mod cors;
 mod errors;
 mod jsonrpc;
+mod legacy;
 mod rest;
 mod sse;
 
@@ -127,9 +131,30 @@ pub fn router_for(
 
 /// A router serving exactly `surface`.
 pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface) -> Router {
-    let card = surface
-        .card
+    let generations = service.config().generations;
+    let card_json = serde_json::to_value(service.agent_card()).unwrap_or_default();
+    let card = surface.card.then(|| {
+        if generations.v0_3 {
+            let card = a2a_protocol::compat::v03_card(card_json.clone());
+            card::CardDocument::from_json(&card, options.card_max_age)
+        } else {
+            card::CardDocument::new(service.agent_card(), options.card_max_age)
+        }
+    });
+    // With 0.3 on, the card a 1.0 client asks for (with `A2A-Version: 1.0`) is the plain one.
+    let card_v1 = (surface.card && generations.v0_3)
         .then(|| card::CardDocument::new(service.agent_card(), options.card_max_age));
+    let early_card = (surface.card && generations.early).then(|| {
+        let jsonrpc_url = service
+            .agent_card()
+            .supported_interfaces
+            .iter()
+            .find(|i| i.protocol_binding == a2a_protocol::BINDING_JSONRPC)
+            .map(|i| i.url.clone())
+            .unwrap_or_default();
+        let card = a2a_protocol::compat::early_card(card_json.clone(), &jsonrpc_url);
+        card::CardDocument::from_json(&card, options.card_max_age)
+    });
     // The JWKS is served wherever the card is: receivers find it next to the agent.
     let jwks = match (&card, &service.config().push_signer) {
         (Some(_), Some(signer)) => Some(card::CardDocument::jwks(
@@ -149,6 +174,8 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         service,
         options,
         card,
+        card_v1,
+        early_card,
         jwks,
     });
 
@@ -157,12 +184,20 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         for path in jsonrpc_paths(&app.options.jsonrpc_path) {
             router = router.route(&path, post(jsonrpc::handle));
         }
+        if app.service.config().generations.early {
+            for path in EARLY_JSONRPC_PATHS {
+                router = router.route(path, post(jsonrpc::handle_early));
+            }
+        }
     }
     if surface.rest {
         router = rest::mount(router, &app.operations);
+        if app.service.config().generations.v0_3 {
+            router = rest::mount_v03(router, &app.operations);
+        }
     }
     if app.card.is_some() {
-        router = card::mount(router, app.jwks.is_some());
+        router = card::mount(router, app.jwks.is_some(), app.early_card.is_some());
     }
     let router = router
         .fallback(errors::not_found)
@@ -176,6 +211,23 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     };
     router.layer(middleware::from_fn(log_request))
 }
+
+/// The early protocol's JSON-RPC paths, served beside the JSON-RPC endpoint while the early
+/// protocol is on: Hexagon's (`POST /tasks`, `/tasks/sendSubscribe`, `/tasks/resubscribe`) and
+/// the method-named ones python-a2a posts to (`/tasks/send`, `/tasks/get`, …; it sends
+/// `tasks/resubscribe` to `/tasks/stream`). Each answers every early method: the body's method
+/// decides, not the path.
+pub const EARLY_JSONRPC_PATHS: [&str; 9] = [
+    "/tasks",
+    "/tasks/send",
+    "/tasks/get",
+    "/tasks/cancel",
+    "/tasks/sendSubscribe",
+    "/tasks/resubscribe",
+    "/tasks/stream",
+    "/tasks/pushNotification/set",
+    "/tasks/pushNotification/get",
+];
 
 /// The JSON-RPC path as configured, and its form with (or without) a trailing slash.
 fn jsonrpc_paths(configured: &str) -> Vec<String> {
@@ -198,6 +250,11 @@ pub(crate) struct App {
     pub(crate) operations: OperationSet,
     /// The public card, when this router serves it.
     pub(crate) card: Option<card::CardDocument>,
+    /// The plain 1.0 card, for requests that say `A2A-Version: 1.x`, while 0.3 is on (`card`
+    /// then carries the 0.3 fields too).
+    pub(crate) card_v1: Option<card::CardDocument>,
+    /// The early protocol's card (`/.well-known/agent.json`), when it is on and the card served.
+    pub(crate) early_card: Option<card::CardDocument>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.
     pub(crate) jwks: Option<card::CardDocument>,
 }

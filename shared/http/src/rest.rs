@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use a2a_core::{HttpVerb, Operation, QueryKind, Reply, RestRoute};
+use a2a_protocol::compat::{self, inbound, Dialect};
 use a2a_protocol::{A2AError, TaskState, Timestamp};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -24,7 +25,8 @@ use serde_json::{Map, Value};
 
 use crate::context::{authenticate, call_context, check_version};
 use crate::errors::{self, json_response, HttpError};
-use crate::sse::{self, Framing};
+use crate::legacy;
+use crate::sse::{self, Framed, Framing, Legacy};
 use crate::{App, OperationSet};
 
 type AppRouter = Router<Arc<App>>;
@@ -65,13 +67,45 @@ fn filter(verb: HttpVerb) -> MethodFilter {
 /// whose operations are all absent is not routed at all (404); a served path answers other
 /// HTTP methods with 405, and an operation of the table that this router does not serve with
 /// 404.
-pub(crate) fn mount(mut router: AppRouter, ops: &OperationSet) -> AppRouter {
+pub(crate) fn mount(router: AppRouter, ops: &OperationSet) -> AppRouter {
+    mount_dialect(router, ops, None)
+}
+
+/// Adds the A2A 0.3 HTTP+JSON routes of the served operations: each 1.0 route under `/v1`
+/// (0.3 has no ListTasks), the extended card at `/v1/card`, no tenant prefix. Their bodies and
+/// results are the 0.3 proto's ProtoJSON.
+pub(crate) fn mount_v03(router: AppRouter, ops: &OperationSet) -> AppRouter {
+    mount_dialect(router, ops, Some(Dialect::V03Rest))
+}
+
+/// The 0.3 path of a 1.0 route, if 0.3 has the operation.
+fn v03_path(operation: Operation, path: &str) -> Option<String> {
+    match operation {
+        Operation::ListTasks => None,
+        Operation::GetExtendedAgentCard => Some(V03_CARD_PATH.to_string()),
+        _ => Some(format!("{V03_PREFIX}{path}")),
+    }
+}
+
+/// The prefix of the 0.3 HTTP+JSON routes.
+pub const V03_PREFIX: &str = "/v1";
+/// The 0.3 HTTP+JSON card route (0.3's GetAgentCard).
+pub const V03_CARD_PATH: &str = "/v1/card";
+
+fn mount_dialect(mut router: AppRouter, ops: &OperationSet, dialect: Option<Dialect>) -> AppRouter {
     // Every route of the table, grouped by the path axum sees and by method.
     let mut paths: BTreeMap<String, BTreeMap<&'static str, (HttpVerb, Vec<Candidate>)>> =
         BTreeMap::new();
     for operation in Operation::ALL {
         for route in operation.rest_routes() {
             let (path, action, action_param) = axum_path(route.path);
+            let path = match dialect {
+                None => path,
+                Some(_) => match v03_path(operation, &path) {
+                    Some(path) => path,
+                    None => continue,
+                },
+            };
             paths
                 .entry(path)
                 .or_default()
@@ -105,16 +139,24 @@ pub(crate) fn mount(mut router: AppRouter, ops: &OperationSet) -> AppRouter {
                       body: Body| {
                     let candidates = candidates.clone();
                     async move {
-                        handle(state, &candidates, http_method, params, headers, uri, body).await
+                        let request = RestRequest {
+                            http_method,
+                            path: params,
+                            headers,
+                            uri,
+                            body,
+                        };
+                        handle(state, &candidates, request, dialect).await
                     }
                 },
             ));
         }
         if served {
-            let prefixed = format!("/{{tenant}}{path}");
-            router = router
-                .route(&path, methods.clone())
-                .route(&prefixed, methods);
+            router = router.route(&path, methods.clone());
+            if dialect.is_none() {
+                let prefixed = format!("/{{tenant}}{path}");
+                router = router.route(&prefixed, methods);
+            }
         }
     }
     router
@@ -157,15 +199,28 @@ fn pick(
 
 /// Runs one REST call: picks the operation, authenticates, checks the version, builds the
 /// operation's JSON request from path, query and body, and calls the service.
-async fn handle(
-    State(app): State<Arc<App>>,
-    candidates: &[Candidate],
+/// The parts of a REST request the handler reads.
+struct RestRequest {
     http_method: HttpMethod,
     path: PathParams,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
+}
+
+async fn handle(
+    State(app): State<Arc<App>>,
+    candidates: &[Candidate],
+    request: RestRequest,
+    dialect: Option<Dialect>,
 ) -> Response {
+    let RestRequest {
+        http_method,
+        path,
+        headers,
+        uri,
+        body,
+    } = request;
     let Some((candidate, mut path_params)) = pick(candidates, path.0) else {
         return errors::method_not_allowed(http_method, uri).await;
     };
@@ -173,12 +228,23 @@ async fn handle(
     if !app.operations.contains(operation) {
         return not_served(&http_method, &uri);
     }
+    if dialect.is_some()
+        && operation == Operation::GetExtendedAgentCard
+        && app.service.agent_card().capabilities.extended_agent_card != Some(true)
+    {
+        // 0.3's GetAgentCard: without an extended card, the public one.
+        let card = serde_json::to_value(app.service.agent_card()).unwrap_or_default();
+        return json_response(StatusCode::OK, &compat::v03_card(card));
+    }
     let path_tenant = path_params.remove("tenant");
     let outcome = async {
         // Authentication first: an unauthenticated caller learns nothing else, and its body is
         // never read.
         let principal = authenticate(&app.service.config().auth, &headers, &uri).await?;
-        check_version(&headers, &uri)?;
+        match dialect {
+            None => check_version(&headers, &uri)?,
+            Some(_) => legacy::check_version(&headers, &uri, uri.path())?,
+        }
         // The body is read only once the version is known to be served; a route without body
         // fields (subscribe) does not look at whatever a client sends along.
         let mut params = if candidate.route.body {
@@ -186,6 +252,9 @@ async fn handle(
         } else {
             Map::new()
         };
+        if dialect.is_some() {
+            params = v03_body(operation, params, &path_params)?;
+        }
         params.extend(query_params(&uri, candidate.route.query)?);
         for (name, value) in path_params {
             params.insert(name, Value::String(value));
@@ -199,24 +268,39 @@ async fn handle(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(&principal, &headers, &tenant);
+        let mut ctx = call_context(&principal, &headers, &tenant);
+        ctx.generation = dialect.map(Dialect::generation);
         Ok::<_, HttpError>(
             crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
         )
     }
     .await;
     match outcome {
-        Ok(Reply::Json(result)) => json_response(StatusCode::OK, &result),
-        Ok(Reply::Stream(events)) => {
-            sse::stream_response(events, Framing::Rest, app.options.keep_alive)
-        }
+        Ok(Reply::Json(result)) => match dialect {
+            None => json_response(StatusCode::OK, &result),
+            Some(_) => json_response(StatusCode::OK, &legacy::rest_result(operation, result)),
+        },
+        Ok(Reply::Stream(events)) => sse::stream_response(
+            events,
+            Framed(
+                Framing::Rest,
+                dialect.map(|dialect| Legacy {
+                    dialect,
+                    resubscribe: operation == Operation::SubscribeToTask,
+                }),
+            ),
+            app.options.keep_alive,
+        ),
         Err(rejected) => {
             tracing::debug!(
                 status = rejected.status.as_u16(),
                 reason = rejected.error.reason(),
                 "REST error"
             );
-            let response = rejected.rest_response();
+            let response = match dialect {
+                Some(_) if !errors::is_auth_failure(&rejected.error) => v03_error(&rejected),
+                _ => rejected.rest_response(),
+            };
             if errors::is_auth_failure(&rejected.error) {
                 errors::with_challenge(
                     response,
@@ -228,6 +312,45 @@ async fn handle(
                 response
             }
         }
+    }
+}
+
+/// An error on the 0.3 HTTP+JSON routes as the 0.3 SDKs' servers send it: a flat JSON-RPC-style
+/// `{code, message, data}` body (the JS client types the error by `code`), with their statuses
+/// (TaskNotCancelable is 409 there). Authentication failures keep the 1.0 answer.
+fn v03_error(rejected: &HttpError) -> Response {
+    let error = &rejected.error;
+    let status = match error {
+        A2AError::TaskNotCancelable { .. } => StatusCode::CONFLICT,
+        _ => rejected.status,
+    };
+    let mut body = a2a_protocol::jsonrpc::failure(&Value::Null, error)["error"].take();
+    if body.is_null() {
+        body = serde_json::json!({"code": error.json_rpc_code(), "message": error.message()});
+    }
+    json_response(status, &body)
+}
+
+/// A 0.3 proto body as the 1.0 request fields of `operation` (before path and query are added).
+fn v03_body(
+    operation: Operation,
+    body: Map<String, Value>,
+    path: &HashMap<String, String>,
+) -> Result<Map<String, Value>, A2AError> {
+    let translated = match operation {
+        Operation::SendMessage | Operation::SendStreamingMessage => {
+            inbound::send_message(Value::Object(body), true, &a2a_core::new_id())?
+        }
+        Operation::CreateTaskPushNotificationConfig => {
+            let task_id = path.get("taskId").map(String::as_str).unwrap_or_default();
+            inbound::rest_create_push_config(Value::Object(body), task_id)?
+        }
+        // Cancel's `{name: "tasks/…"}` names the task of the path: nothing to take from it.
+        _ => return Ok(Map::new()),
+    };
+    match translated {
+        Value::Object(map) => Ok(map),
+        _ => Ok(Map::new()),
     }
 }
 

@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use a2a_core::{EventStream, StreamItem};
+use a2a_protocol::compat::{is_final_state, Dialect};
 use a2a_protocol::{jsonrpc, A2AError};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +25,52 @@ pub(crate) enum Framing {
     Rest,
 }
 
+/// A framing, and the older generation its events are written for (`None`: 1.0).
+#[derive(Debug, Clone)]
+pub(crate) struct Framed(pub(crate) Framing, pub(crate) Option<Legacy>);
+
+/// How a stream is written for an older generation. Its clients stop reading at `final: true`,
+/// so the stream ends there too, even where a 1.0 stream would wait on: a resubscription to an
+/// interrupted task ends after the task, as its status is final.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Legacy {
+    /// The dialect of the events.
+    pub(crate) dialect: Dialect,
+    /// Whether this is a resubscription (its first event, the task, may already be final).
+    pub(crate) resubscribe: bool,
+}
+
+impl Legacy {
+    /// `response` (a 1.0 `StreamResponse`) in the dialect, and whether it ends the stream.
+    fn render(self, response: Value) -> (Value, bool) {
+        let snapshot_state = response
+            .get("task")
+            .map(|t| t["status"]["state"].as_str().unwrap_or_default().to_owned());
+        let mut out = self.dialect.stream_event(response);
+        match snapshot_state {
+            Some(state) => {
+                let ends = self.resubscribe && is_final_state(&state);
+                if let Some(flag) = out.get_mut("final") {
+                    // An early client reads the task as a status event: final only if it ends.
+                    *flag = Value::Bool(ends);
+                }
+                (out, ends)
+            }
+            None => {
+                let ends = out["final"] == Value::Bool(true)
+                    || out["statusUpdate"]["final"] == Value::Bool(true);
+                (out, ends)
+            }
+        }
+    }
+}
+
+impl From<Framing> for Framed {
+    fn from(framing: Framing) -> Self {
+        Self(framing, None)
+    }
+}
+
 impl Framing {
     fn error_data(&self, error: &A2AError) -> Value {
         match self {
@@ -33,7 +80,7 @@ impl Framing {
     }
 
     /// The SSE event of one item, and whether it ends the stream.
-    fn render(&self, item: Result<StreamItem, A2AError>) -> (Event, bool) {
+    fn render(&self, item: Result<StreamItem, A2AError>, legacy: Option<Legacy>) -> (Event, bool) {
         let item = match item {
             Ok(item) => item,
             Err(error) => return (error_event(self.error_data(&error)), true),
@@ -45,6 +92,10 @@ impl Framing {
                 return (error_event(self.error_data(&error)), true);
             }
         };
+        let (response, last) = match legacy {
+            Some(legacy) => legacy.render(response),
+            None => (response, false),
+        };
         let data = match self {
             Self::JsonRpc(id) => jsonrpc::success(id, response),
             Self::Rest => response,
@@ -53,7 +104,7 @@ impl Framing {
         if item.seq > 0 {
             event = event.id(item.seq.to_string());
         }
-        (event, false)
+        (event, last)
     }
 }
 
@@ -64,18 +115,19 @@ fn error_event(data: Value) -> Event {
 /// Answers with `events` as an SSE stream that ends when they end, or after an error.
 pub(crate) fn stream_response(
     events: EventStream,
-    framing: Framing,
+    framing: impl Into<Framed>,
     keep_alive: Duration,
 ) -> Response {
-    let body = events
-        .map(move |item| framing.render(item))
-        .scan(false, |ended, (event, last)| {
-            if *ended {
-                return future::ready(None);
-            }
-            *ended = last;
-            future::ready(Some(Ok::<_, Infallible>(event)))
-        });
+    let Framed(framing, legacy) = framing.into();
+    let events = events.map(move |item| framing.render(item, legacy));
+    // Ends right after the last event, without waiting for the next one.
+    let body = stream::unfold((events, false), |(mut events, ended)| async move {
+        if ended {
+            return None;
+        }
+        let (event, last) = events.next().await?;
+        Some((Ok::<_, Infallible>(event), (events, last)))
+    });
     Sse::new(body)
         .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()

@@ -283,7 +283,8 @@ async fn card_has_caching_headers_and_answers_304() {
     assert_eq!(resp.headers()[ETAG].to_str().unwrap(), etag);
     assert!(resp.bytes().await.unwrap().is_empty());
 
-    // A different tag gets the card; the legacy path is an alias.
+    // A different tag gets the card. The pre-0.3 path is the early protocol's card (issue
+    // #16), a document of its own with its own validator.
     let resp = server
         .http
         .get(server.url("/.well-known/agent.json"))
@@ -292,7 +293,13 @@ async fn card_has_caching_headers_and_answers_304() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    assert_eq!(resp.headers()[ETAG].to_str().unwrap(), etag);
+    assert_ne!(resp.headers()[ETAG].to_str().unwrap(), etag);
+    let early: Value = resp.json().await.unwrap();
+    assert_eq!(early["name"], "HTTP test agent");
+    assert!(
+        early["url"].as_str().unwrap().ends_with("/jsonrpc"),
+        "{early}"
+    );
 }
 
 #[tokio::test]
@@ -601,7 +608,8 @@ async fn unknown_paths_and_wrong_methods_have_status_bodies() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(resp.headers()["allow"], "GET,HEAD");
+    // POST /tasks is the early protocol's JSON-RPC endpoint (issue #16).
+    assert_eq!(resp.headers()["allow"], "POST,GET,HEAD");
 }
 
 #[tokio::test]

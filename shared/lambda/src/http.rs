@@ -8,7 +8,10 @@ use std::task::{Context, Poll};
 
 use a2a_core::Agent;
 use a2a_core::Operation;
-use a2a_http::{router_with, HttpOptions, Surface};
+use a2a_http::{
+    router_with, HttpOptions, Surface, EARLY_CARD_ALT_PATH, EARLY_JSONRPC_PATHS, V03_CARD_PATH,
+    V03_PREFIX,
+};
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
@@ -78,7 +81,9 @@ impl HttpFunction {
     /// The slice of the surface the function serves, derived from the front door's route table
     /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
-    /// behind the JSON-RPC path, and the card for the one behind `/.well-known/…`.
+    /// behind the JSON-RPC path (or an early-protocol JSON-RPC path), and the card for the one
+    /// behind `/.well-known/…` (and `/agent.json`). A 0.3 REST route (`/v1/…`) counts as the
+    /// 1.0 route it mirrors.
     pub fn surface(self) -> Surface {
         let mut surface = Surface {
             operations: Vec::new(),
@@ -91,16 +96,25 @@ impl HttpFunction {
             .iter()
             .filter(|r| r.function == self.name() && r.method != "OPTIONS")
         {
-            if route.path == "/jsonrpc" {
+            // A 0.3 REST route (a2a_http mounts them beside the 1.0 routes of the same
+            // operations) counts as the 1.0 route it mirrors: `/v1` + the 1.0 path, and
+            // `/v1/card` for the extended card.
+            let path = if route.path == V03_CARD_PATH {
+                Operation::GetExtendedAgentCard.rest_routes()[0].path
+            } else {
+                route.path.strip_prefix(V03_PREFIX).unwrap_or(&route.path)
+            };
+            let early_jsonrpc =
+                route.method == "POST" && EARLY_JSONRPC_PATHS.contains(&route.path.as_str());
+            if route.path == "/jsonrpc" || early_jsonrpc {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
-            } else if route.path.starts_with("/.well-known/") {
+            } else if route.path.starts_with("/.well-known/") || route.path == EARLY_CARD_ALT_PATH {
                 surface.card = true;
             } else if !route.path.starts_with("/{tenant}/") {
                 for op in Operation::ALL {
                     let routed = op.rest_routes().iter().any(|r| {
-                        r.verb.as_str() == route.method
-                            && path_shape(r.path) == path_shape(&route.path)
+                        r.verb.as_str() == route.method && path_shape(r.path) == path_shape(path)
                     });
                     if routed && !surface.operations.contains(&op) {
                         surface.rest = true;
@@ -451,7 +465,13 @@ mod tests {
             );
             preflights += 1;
         }
-        assert_eq!(preflights, 18, "an OPTIONS route per path of routes.json");
+        let paths: std::collections::BTreeSet<&str> =
+            route_table().iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(
+            preflights,
+            paths.len(),
+            "an OPTIONS route per path of routes.json"
+        );
 
         // An actual request without a key: 401, readable by the browser.
         let router = function_router(HttpFunction::List, &on, &store);

@@ -7,7 +7,7 @@ use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
 use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
-    Emitter, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
+    Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
     SigningAlgorithm,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
@@ -16,6 +16,10 @@ use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
 use crate::Error;
+
+/// Turn A2A 0.3 (`on`/`off`) and the early protocol on or off; both on by default. The same
+/// variables as `a2a-local` reads.
+pub use a2a_core::config::{ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
 
 /// Overrides the agent's name on the card (template parameter `AgentName`).
 pub const ENV_AGENT_NAME: &str = "A2A_AGENT_NAME";
@@ -102,6 +106,9 @@ pub struct Settings {
     pub api_key_refresh: Duration,
     /// Browser origins allowed to call the HTTP functions (CORS); off by default.
     pub cors_origins: CorsOrigins,
+    /// Which older protocol generations are served (`A2A_PROTOCOL_0_3`, `A2A_PROTOCOL_EARLY`:
+    /// `on` or `off`, both on by default).
+    pub generations: Generations,
 }
 
 impl Settings {
@@ -125,6 +132,11 @@ impl Settings {
                     .map(|n| Duration::from_secs(n.max(1)))
                     .map_err(|_| format!("{name} must be a whole number of seconds, not {v:?}")),
             }
+        };
+        let switch = |name: &str| -> Result<bool, String> {
+            get(name).map_or(Ok(true), |v| {
+                a2a_core::config::parse_switch(&v).map_err(|e| format!("{name}: {e}"))
+            })
         };
         let days = match get(ENV_RETENTION_DAYS) {
             None => 30,
@@ -189,6 +201,10 @@ impl Settings {
                 .transpose()
                 .map_err(|e| format!("{ENV_CORS_ORIGINS}: {e}"))?
                 .unwrap_or_default(),
+            generations: Generations {
+                v0_3: switch(ENV_PROTOCOL_0_3)?,
+                early: switch(ENV_PROTOCOL_EARLY)?,
+            },
         })
     }
 
@@ -235,6 +251,7 @@ impl Settings {
             push_signer: signer,
             lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
+            generations: self.generations,
             ..ServiceConfig::default()
         }
     }
@@ -518,5 +535,32 @@ mod tests {
         assert_eq!(config.push_policy, PushPolicy::default());
         assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");
         assert_eq!(config.interfaces[1].url, "https://x.example/prod");
+    }
+
+    #[test]
+    fn older_generations_are_on_unless_switched_off() {
+        let with = |extra: &'static [(&'static str, &'static str)]| {
+            Settings::from_lookup(move |name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                other => extra
+                    .iter()
+                    .find(|(k, _)| *k == other)
+                    .map(|(_, v)| (*v).to_owned()),
+            })
+        };
+        let s = with(&[]).unwrap();
+        assert_eq!(s.generations, Generations::default());
+        assert!(s.generations.v0_3 && s.generations.early);
+        let s = with(&[(ENV_PROTOCOL_0_3, "off"), (ENV_PROTOCOL_EARLY, "on")]).unwrap();
+        assert_eq!(
+            s.service_config(None, None, Auth::none()).generations,
+            Generations {
+                v0_3: false,
+                early: true
+            }
+        );
+        let err = with(&[(ENV_PROTOCOL_EARLY, "maybe")]).unwrap_err();
+        assert!(err.contains(ENV_PROTOCOL_EARLY), "{err}");
     }
 }

@@ -218,11 +218,19 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
         );
     }
     // Every operation route is also served under the REST binding's `/{tenant}` prefix; the
-    // documents under /.well-known and JSON-RPC (tenant in params) are not.
+    // documents under /.well-known and JSON-RPC (tenant in params) are not, nor the routes of
+    // the older generations (0.3 REST under /v1, the early JSON-RPC paths: `POST /tasks` and
+    // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant.
     for (method, path) in &seen {
         let tenant = path.starts_with("/{tenant}/");
         let plain = path.strip_prefix("/{tenant}").unwrap_or(path);
-        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc";
+        let early = (*method == "POST" && plain == "/tasks")
+            || plain
+                .strip_prefix("/tasks/")
+                .is_some_and(|rest| !rest.starts_with('{'));
+        let legacy = plain.starts_with("/v1/") || plain == "/agent.json" || early;
+        assert!(!(tenant && legacy), "{method} {path}");
+        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy;
         assert!(!(tenant && document), "{method} {path}");
         if !document {
             let other = if tenant {

@@ -105,6 +105,14 @@ pub struct Options {
     /// for any. Unset: no CORS headers, and preflight requests are not answered.
     #[arg(long, env = "A2A_CORS_ORIGINS", value_name = "ORIGINS")]
     pub cors_origins: Option<CorsOrigins>,
+    /// Serve A2A 0.3 clients (`message/send`, the `/v1` REST routes, 0.3 card fields): `on`
+    /// (the default) or `off`.
+    #[arg(long = "protocol-0-3", env = "A2A_PROTOCOL_0_3", default_value = "on", value_parser = a2a_core::config::parse_switch)]
+    pub protocol_0_3: bool,
+    /// Serve early-protocol clients (`tasks/send`, `sessionId`, `POST /tasks`, the early card
+    /// at `/.well-known/agent.json`): `on` (the default) or `off`.
+    #[arg(long = "protocol-early", env = "A2A_PROTOCOL_EARLY", default_value = "on", value_parser = a2a_core::config::parse_switch)]
+    pub protocol_early: bool,
     /// Who may call, and how they are authenticated.
     #[command(flatten)]
     pub auth: AuthOptions,
@@ -412,6 +420,10 @@ pub async fn serve(
                 .max(1),
         ),
         auth,
+        generations: a2a_core::Generations {
+            v0_3: options.protocol_0_3,
+            early: options.protocol_early,
+        },
         ..ServiceConfig::default()
     };
     let service = A2aService::new(

@@ -14,6 +14,10 @@ const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 pub enum A2AError {
     #[error("Task not found: {task_id}")]
     TaskNotFound { task_id: String },
+    /// TaskNotFound on the wire (the spec's error for an unknown push config id), with a
+    /// message that names the config: the task itself may well exist.
+    #[error("Push notification config {config_id} not found for task {task_id}")]
+    PushConfigNotFound { task_id: String, config_id: String },
     #[error("Task {task_id} cannot be canceled: it is {state}")]
     TaskNotCancelable { task_id: String, state: String },
     #[error("Push notifications are not supported by this agent")]
@@ -74,7 +78,7 @@ impl A2AError {
     /// The JSON-RPC error code.
     pub fn json_rpc_code(&self) -> i64 {
         match self {
-            Self::TaskNotFound { .. } => -32001,
+            Self::TaskNotFound { .. } | Self::PushConfigNotFound { .. } => -32001,
             Self::TaskNotCancelable { .. } => -32002,
             Self::PushNotificationNotSupported => -32003,
             Self::UnsupportedOperation(_) => -32004,
@@ -97,7 +101,9 @@ impl A2AError {
     /// The HTTP status for the REST binding.
     pub fn http_status(&self) -> u16 {
         match self {
-            Self::TaskNotFound { .. } | Self::MethodNotFound(_) => 404,
+            Self::TaskNotFound { .. }
+            | Self::PushConfigNotFound { .. }
+            | Self::MethodNotFound(_) => 404,
             Self::InvalidAgentResponse(_) | Self::Internal(_) => 500,
             Self::Unauthenticated(_) => 401,
             Self::PermissionDenied(_) => 403,
@@ -110,7 +116,7 @@ impl A2AError {
     /// The `google.rpc.Code` name for `Status.status`.
     pub fn grpc_status(&self) -> &'static str {
         match self {
-            Self::TaskNotFound { .. } => "NOT_FOUND",
+            Self::TaskNotFound { .. } | Self::PushConfigNotFound { .. } => "NOT_FOUND",
             Self::MethodNotFound(_) => "NOT_FOUND",
             Self::TaskNotCancelable { .. }
             | Self::PushNotificationNotSupported
@@ -132,7 +138,7 @@ impl A2AError {
     /// The `ErrorInfo.reason`: the error name in UPPER_SNAKE_CASE without `Error`.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::TaskNotFound { .. } => "TASK_NOT_FOUND",
+            Self::TaskNotFound { .. } | Self::PushConfigNotFound { .. } => "TASK_NOT_FOUND",
             Self::TaskNotCancelable { .. } => "TASK_NOT_CANCELABLE",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::UnsupportedOperation(_) => "UNSUPPORTED_OPERATION",
@@ -158,6 +164,10 @@ impl A2AError {
         match self {
             Self::TaskNotFound { task_id } => {
                 metadata.insert("taskId".to_string(), task_id.clone());
+            }
+            Self::PushConfigNotFound { task_id, config_id } => {
+                metadata.insert("taskId".to_string(), task_id.clone());
+                metadata.insert("pushNotificationConfigId".to_string(), config_id.clone());
             }
             Self::TaskNotCancelable { task_id, state } => {
                 metadata.insert("taskId".to_string(), task_id.clone());
@@ -298,6 +308,15 @@ mod tests {
                 -32009,
                 400,
                 "VERSION_NOT_SUPPORTED",
+            ),
+            (
+                A2AError::PushConfigNotFound {
+                    task_id: "t".into(),
+                    config_id: "c".into(),
+                },
+                -32001,
+                404,
+                "TASK_NOT_FOUND",
             ),
             (A2AError::ParseError("x".into()), -32700, 400, "PARSE_ERROR"),
             (

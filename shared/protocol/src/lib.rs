@@ -8,6 +8,7 @@
 //! error about the Rust type.
 
 pub mod card;
+pub mod compat;
 pub mod error;
 pub mod jsonrpc;
 pub mod push;

@@ -366,6 +366,7 @@ mod tests {
                 scheme: "Bearer".into(),
                 credentials: "cred".into(),
             }),
+            generation: None,
         }
     }
 

@@ -617,6 +617,16 @@ pub struct TaskPushNotificationConfig {
     pub token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
+    /// Not an A2A field: the older protocol generation of the client that set this config, kept
+    /// with it in the store so that its pushes carry the body that generation reads. The
+    /// service sets it from the request (whatever the request says) and clears it from every
+    /// answer; 1.0 configs never have it.
+    #[serde(
+        default,
+        rename = "x-a2a-lambda-generation",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub generation: Option<crate::compat::Generation>,
 }
 
 impl fmt::Debug for TaskPushNotificationConfig {
@@ -749,6 +759,7 @@ mod tests {
                 scheme: "Bearer".into(),
                 credentials: "secret".into(),
             }),
+            generation: None,
         });
     }
 

@@ -377,6 +377,8 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     inline_leases(store).await;
     large_items_are_kept_whole_or_refused(store).await;
     reply_records(store).await;
+    create_with_an_id_another_owner_holds_conflicts(store).await;
+    push_config_keeps_its_generation(store).await;
 }
 
 /// Runs [`run_all`] and the checks that share the store between spawned tasks.
@@ -1660,5 +1662,86 @@ pub async fn reply_records<S: TaskStore + ?Sized>(store: &S) {
     assert_eq!(
         store.load_send(&owner, &stale_id).await.expect("load_send"),
         Some(SendRecord::Task(head))
+    );
+}
+
+/// A task id is one namespace across owners: creating an id that another owner's task holds is
+/// a `Conflict` that leaves that task alone and shows the creator nothing of it. The early
+/// protocol's client-chosen ids rely on it (issue #16).
+pub async fn create_with_an_id_another_owner_holds_conflicts<S: TaskStore + ?Sized>(store: &S) {
+    let alice = fresh_owner();
+    let bob = fresh_owner();
+    let head = create(store, &alice).await;
+    let (theirs, events) = new_task(
+        &bob,
+        &head.task.id,
+        &unique("ctx"),
+        TaskState::Working,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    assert_eq!(
+        store.create_task(&theirs, &events).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        store
+            .load_task(&bob, &head.task.id)
+            .await
+            .expect("load_task"),
+        None
+    );
+    assert_eq!(
+        store
+            .load_send(&bob, &head.task.id)
+            .await
+            .expect("load_send"),
+        None
+    );
+    assert_eq!(
+        store
+            .load_task(&alice, &head.task.id)
+            .await
+            .expect("load_task"),
+        Some(head)
+    );
+}
+
+/// A push config set by an older protocol generation's client keeps that generation in the
+/// store (its pushes carry that generation's body); a 1.0 config has none.
+pub async fn push_config_keeps_its_generation<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let head = create(store, &owner).await;
+    let id = &head.task.id;
+    let until = hours_from_now(24);
+    for (config_id, generation) in [
+        ("v1", None),
+        ("v03", Some(a2a_protocol::compat::Generation::V03)),
+        ("early", Some(a2a_protocol::compat::Generation::Early)),
+    ] {
+        let config = TaskPushNotificationConfig {
+            generation,
+            ..push_config(id, config_id)
+        };
+        store
+            .put_push_config(&owner, &config, until)
+            .await
+            .expect("put");
+        let got = store
+            .get_push_config(&owner, id, config_id)
+            .await
+            .expect("get");
+        assert_eq!(got, Some(config), "{config_id}");
+    }
+    let listed = store.list_push_configs(&owner, id).await.expect("list");
+    let generations: Vec<_> = listed.iter().map(|c| c.generation).collect();
+    assert_eq!(
+        generations,
+        // Ordered by id: early, v03, v1.
+        [
+            Some(a2a_protocol::compat::Generation::Early),
+            Some(a2a_protocol::compat::Generation::V03),
+            None,
+        ]
     );
 }
