@@ -420,8 +420,9 @@ async fn the_03_rest_routes_speak_the_03_proto() {
         Method::POST,
         &format!("/v1/tasks/{held_id}/pushNotificationConfigs"),
         Some(
+            // An empty `authentication` is proto3's unset message (the 0.3 TCK sends it).
             json!({"parent": format!("tasks/{held_id}"), "configId": "cfg-1",
-                    "config": {"pushNotificationConfig": {"url": hook.url}}}),
+                    "config": {"pushNotificationConfig": {"url": hook.url, "authentication": {}}}}),
         ),
     )
     .await;

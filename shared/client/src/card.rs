@@ -88,7 +88,10 @@ impl CardResolver {
         let mut builder = self
             .http
             .get(self.auth.with_query_key(parse_url(url)?))
-            .header(ACCEPT, "application/json");
+            .header(ACCEPT, "application/json")
+            // A server that also serves older clients answers a card request without a
+            // version with their card (spec §3.6.2: no header means 0.3); ask for 1.0's.
+            .header("A2A-Version", a2a_protocol::PROTOCOL_VERSION);
         if let Some(etag) = etag {
             builder = builder.header(IF_NONE_MATCH, etag);
         }

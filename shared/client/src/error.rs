@@ -97,7 +97,8 @@ impl Error {
 /// The A2A name of an error, as the spec spells it.
 pub fn error_name(error: &A2AError) -> &'static str {
     match error {
-        A2AError::TaskNotFound { .. } => "TaskNotFoundError",
+        // A missing push config is TaskNotFound on the wire, in every generation.
+        A2AError::TaskNotFound { .. } | A2AError::PushConfigNotFound { .. } => "TaskNotFoundError",
         A2AError::TaskNotCancelable { .. } => "TaskNotCancelableError",
         A2AError::PushNotificationNotSupported => "PushNotificationNotSupportedError",
         A2AError::UnsupportedOperation(_) => "UnsupportedOperationError",

@@ -185,14 +185,20 @@ pub fn push_config(value: Value, task_id: Value, field: &str) -> Result<Value, A
     if let Some(auth) = c.remove("authentication").filter(|v| !v.is_null()) {
         let mut a = object(auth, &format!("{field}.authentication"))?;
         let scheme = match a.remove("schemes") {
-            Some(Value::Array(schemes)) => schemes.into_iter().next().unwrap_or_default(),
-            _ => a.remove("scheme").unwrap_or_default(),
-        };
-        let mut auth = json!({ "scheme": scheme });
-        if let Some(credentials) = a.remove("credentials").filter(|v| !v.is_null()) {
-            auth["credentials"] = credentials;
+            Some(Value::Array(schemes)) => schemes.into_iter().next(),
+            _ => a.remove("scheme"),
         }
-        out.insert("authentication".into(), auth);
+        .filter(|v| !v.is_null());
+        let credentials = a.remove("credentials").filter(|v| !v.is_null());
+        // An empty `authentication` (no scheme, no credentials) is the proto3 default of an
+        // unset message, which 0.3 REST clients send for "none": it asks for no header.
+        if scheme.is_some() || credentials.is_some() {
+            let mut auth = json!({ "scheme": scheme.unwrap_or_default() });
+            if let Some(credentials) = credentials {
+                auth["credentials"] = credentials;
+            }
+            out.insert("authentication".into(), auth);
+        }
     }
     Ok(Value::Object(out))
 }
@@ -645,6 +651,38 @@ mod tests {
         assert_eq!(
             push_config_ref(&json!({"id": "t1", "pushNotificationConfigId": "p"})).unwrap(),
             ("t1".to_string(), Some("p".to_string()))
+        );
+    }
+
+    #[test]
+    fn an_empty_push_authentication_means_none() {
+        for empty in [
+            json!({}),
+            json!({"schemes": []}),
+            json!({"schemes": [], "credentials": null}),
+        ] {
+            let config = push_config(
+                json!({"url": "https://h/x", "authentication": empty}),
+                json!("t1"),
+                "pushNotificationConfig",
+            )
+            .unwrap();
+            assert_eq!(
+                config,
+                json!({"taskId": "t1", "url": "https://h/x"}),
+                "{empty}"
+            );
+        }
+        // Credentials without a scheme still reach the 1.0 validation, which names the field.
+        let config = push_config(
+            json!({"url": "https://h/x", "authentication": {"credentials": "c"}}),
+            json!("t1"),
+            "pushNotificationConfig",
+        )
+        .unwrap();
+        assert_eq!(
+            config["authentication"],
+            json!({"scheme": null, "credentials": "c"})
         );
     }
 }
