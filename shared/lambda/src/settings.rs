@@ -64,6 +64,10 @@ pub const ENV_CORS_ORIGINS: &str = "A2A_CORS_ORIGINS";
 pub struct Settings {
     /// The table and queues.
     pub aws: AwsConfig,
+    /// The work queue's dead-letter queue (`A2A_WORK_DLQ_URL`; the worker function needs it).
+    pub work_dead_letter_queue_url: Option<String>,
+    /// The push queue's dead-letter queue (`A2A_PUSH_DLQ_URL`; the push function needs it).
+    pub push_dead_letter_queue_url: Option<String>,
     /// Card name override.
     pub agent_name: Option<String>,
     /// Card description override.
@@ -156,6 +160,8 @@ impl Settings {
         }
         Ok(Self {
             aws,
+            work_dead_letter_queue_url: get(a2a_aws::ENV_WORK_DLQ_URL),
+            push_dead_letter_queue_url: get(a2a_aws::ENV_PUSH_DLQ_URL),
             agent_name: get(ENV_AGENT_NAME),
             agent_description: get(ENV_AGENT_DESCRIPTION),
             retention: Duration::from_secs(days * 24 * 3600),
@@ -190,6 +196,23 @@ impl Settings {
                 .map_err(|e| format!("{ENV_CORS_ORIGINS}: {e}"))?
                 .unwrap_or_default(),
         })
+    }
+
+    /// The consumer side of a queue function's queue at `url`, dead-lettering into the queue
+    /// whose URL `dead_letter_env` holds (`dead_letter`). The URL is passed in rather than
+    /// looked up, so the function's role needs no `GetQueueUrl`; a missing one stops the
+    /// function at init, naming the variable.
+    pub fn consumer_queue(
+        &self,
+        clients: &AwsClients,
+        url: &str,
+        dead_letter: Option<&str>,
+        dead_letter_env: &str,
+    ) -> Result<a2a_aws::SqsQueue, String> {
+        let dlq = dead_letter.ok_or_else(|| {
+            format!("missing environment variable {dead_letter_env} (the dead-letter queue's URL)")
+        })?;
+        Ok(a2a_aws::SqsQueue::new(clients.sqs.clone(), url).with_dead_letter_url(dlq))
     }
 
     /// The interfaces served under `base` (the REST base URL): JSON-RPC and HTTP+JSON.
