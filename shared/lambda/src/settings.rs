@@ -542,4 +542,41 @@ mod tests {
         assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");
         assert_eq!(config.interfaces[1].url, "https://x.example/prod");
     }
+
+    #[test]
+    fn queue_functions_are_given_their_dead_letter_queue_or_do_not_start() {
+        let s = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "A2A_WORK_DLQ_URL" => Some("http://q/work-dlq".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            s.work_dead_letter_queue_url.as_deref(),
+            Some("http://q/work-dlq")
+        );
+        assert_eq!(s.push_dead_letter_queue_url, None);
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let clients = AwsClients::from_sdk_config(&sdk);
+        let err = s
+            .consumer_queue(
+                &clients,
+                "http://q/push.fifo",
+                None,
+                a2a_aws::ENV_PUSH_DLQ_URL,
+            )
+            .unwrap_err();
+        assert!(err.contains("A2A_PUSH_DLQ_URL"), "{err}");
+        assert!(s
+            .consumer_queue(
+                &clients,
+                "http://q",
+                s.work_dead_letter_queue_url.as_deref(),
+                a2a_aws::ENV_WORK_DLQ_URL
+            )
+            .is_ok());
+    }
 }
