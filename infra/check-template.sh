@@ -51,5 +51,9 @@ for r in routes["routes"]:
 declared = sum(len(ops) for ops in paths.values())
 assert declared == seen, f"the API has {declared} operations, routes.json {seen}"
 print(f"check-template: {seen} routes, streaming where routes.json says")
+# One stage, the throttled one: without OpenApiVersion SAM also deploys a stage named "Stage".
+stages = [r["Properties"].get("StageName") for r in out["Resources"].values()
+          if r["Type"] == "AWS::ApiGateway::Stage"]
+assert len(stages) == 1 and stages[0] != "Stage", stages
 PY
 echo "check-template: ok" >&2

@@ -35,6 +35,10 @@ pub const ENV_TABLE: &str = "A2A_TABLE";
 pub const ENV_WORK_QUEUE_URL: &str = "A2A_WORK_QUEUE_URL";
 /// Environment variable holding the push queue's URL.
 pub const ENV_PUSH_QUEUE_URL: &str = "A2A_PUSH_QUEUE_URL";
+/// Environment variable holding the work dead-letter queue's URL (the worker function's).
+pub const ENV_WORK_DLQ_URL: &str = "A2A_WORK_DLQ_URL";
+/// Environment variable holding the push dead-letter queue's URL (the push function's).
+pub const ENV_PUSH_DLQ_URL: &str = "A2A_PUSH_DLQ_URL";
 
 /// Where the adapters keep their data: the table name and the two queue URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]

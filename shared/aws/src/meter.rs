@@ -26,6 +26,9 @@ pub struct Call {
     pub service: Service,
     /// The API action, such as `TransactWriteItems`.
     pub api: &'static str,
+    /// What the request went to: the table's name, `<table>/index/<index>` for a query of an
+    /// index, or the queue's URL. The IAM test grants each function exactly these.
+    pub resource: String,
     /// Capacity units the service reported (DynamoDB only; 0 when it reported none).
     pub reported_units: f64,
     /// Write request units AWS would bill, estimated from item sizes.
@@ -162,6 +165,7 @@ mod tests {
         let call = |service, api, wru, rru| Call {
             service,
             api,
+            resource: "t".into(),
             reported_units: 1.0,
             estimated_wru: wru,
             estimated_rru: rru,

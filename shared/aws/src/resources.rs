@@ -193,9 +193,10 @@ impl Resources {
             work_queue: QueueDefinition {
                 name: format!("{prefix}-work"),
                 fifo: false,
-                // At least the worker function's timeout (Lambda's event source mapping
-                // requires it); the longest a Lambda function may run.
-                visibility_timeout: Duration::from_secs(900),
+                // Six times the worker function's timeout (900 s, the longest a Lambda
+                // function may run), as AWS recommends for an event source: the mapping
+                // retries a throttled invocation within that time.
+                visibility_timeout: Duration::from_secs(6 * 900),
                 retention: 4 * DAY,
                 receive_wait: Duration::from_secs(20),
                 redrive: Some(Redrive {
@@ -207,8 +208,9 @@ impl Resources {
             push_queue: QueueDefinition {
                 name: format!("{prefix}-push.fifo"),
                 fifo: true,
-                // At least the push function's timeout; one POST times out after 10 s.
-                visibility_timeout: Duration::from_secs(60),
+                // Six times the push function's timeout (60 s; one POST times out after
+                // 10 s), as AWS recommends for an event source.
+                visibility_timeout: Duration::from_secs(6 * 60),
                 retention: 4 * DAY,
                 receive_wait: Duration::from_secs(20),
                 redrive: Some(Redrive {

@@ -101,13 +101,14 @@ impl ReceivedMessage {
 
 /// One SQS queue: sending, and the consumer operations.
 ///
-/// Cloning is cheap and shares the client and the cached dead-letter queue URL.
+/// Cloning is cheap and shares the client and the dead-letter queue URL.
 #[derive(Clone)]
 pub struct SqsQueue {
     client: aws_sdk_sqs::Client,
     url: Arc<str>,
     meter: Option<Meter>,
-    /// The dead-letter queue's URL, looked up from the redrive policy on first use.
+    /// The dead-letter queue's URL: given ([`SqsQueue::with_dead_letter_url`]), or looked up
+    /// from the redrive policy on first use.
     dead_letter_url: Arc<OnceCell<String>>,
 }
 
@@ -174,6 +175,16 @@ impl SqsQueue {
         self
     }
 
+    /// Dead-letters into the queue at `url`, with no lookup. Lambda functions are given it
+    /// (the template's `A2A_WORK_DLQ_URL` / `A2A_PUSH_DLQ_URL`), so their role needs neither
+    /// `sqs:GetQueueAttributes` on the source queue nor `sqs:GetQueueUrl` on the DLQ.
+    pub fn with_dead_letter_url(self, url: &str) -> Self {
+        Self {
+            dead_letter_url: Arc::new(OnceCell::new_with(Some(url.to_owned()))),
+            ..self
+        }
+    }
+
     /// The queue's URL.
     pub fn url(&self) -> &str {
         &self.url
@@ -185,10 +196,16 @@ impl SqsQueue {
     }
 
     fn record(&self, api: &'static str) {
+        self.record_on(api, &self.url);
+    }
+
+    /// Records a request to the queue at `url` (this one, or its dead-letter queue).
+    fn record_on(&self, api: &'static str, url: &str) {
         if let Some(meter) = &self.meter {
             meter.record(Call {
                 service: Service::Sqs,
                 api,
+                resource: url.to_owned(),
                 reported_units: 0.0,
                 estimated_wru: 0.0,
                 estimated_rru: 0.0,
@@ -333,12 +350,14 @@ impl SqsQueue {
                 .message_deduplication_id(sqs_id(message_id));
         }
         send.send().await.map_err(|e| backend("SendMessage", &e))?;
-        self.record("SendMessage");
+        self.record_on("SendMessage", dlq);
         // Sent before deleted: a failure in between leaves a duplicate, never a loss.
         self.delete(receipt_handle).await
     }
 
-    /// The dead-letter queue's URL, from the queue's redrive policy (looked up once).
+    /// The dead-letter queue's URL: the one given to [`SqsQueue::with_dead_letter_url`], or
+    /// else from the queue's redrive policy (looked up once; processes that poll with their
+    /// own credentials, such as the local server).
     pub async fn dead_letter_queue_url(&self) -> Result<&str, StoreError> {
         self.dead_letter_url
             .get_or_try_init(|| async {

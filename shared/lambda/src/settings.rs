@@ -68,6 +68,10 @@ pub const ENV_CORS_ORIGINS: &str = "A2A_CORS_ORIGINS";
 pub struct Settings {
     /// The table and queues.
     pub aws: AwsConfig,
+    /// The work queue's dead-letter queue (`A2A_WORK_DLQ_URL`; the worker function needs it).
+    pub work_dead_letter_queue_url: Option<String>,
+    /// The push queue's dead-letter queue (`A2A_PUSH_DLQ_URL`; the push function needs it).
+    pub push_dead_letter_queue_url: Option<String>,
     /// Card name override.
     pub agent_name: Option<String>,
     /// Card description override.
@@ -168,6 +172,8 @@ impl Settings {
         }
         Ok(Self {
             aws,
+            work_dead_letter_queue_url: get(a2a_aws::ENV_WORK_DLQ_URL),
+            push_dead_letter_queue_url: get(a2a_aws::ENV_PUSH_DLQ_URL),
             agent_name: get(ENV_AGENT_NAME),
             agent_description: get(ENV_AGENT_DESCRIPTION),
             retention: Duration::from_secs(days * 24 * 3600),
@@ -206,6 +212,23 @@ impl Settings {
                 early: switch(ENV_PROTOCOL_EARLY)?,
             },
         })
+    }
+
+    /// The consumer side of a queue function's queue at `url`, dead-lettering into the queue
+    /// whose URL `dead_letter_env` holds (`dead_letter`). The URL is passed in rather than
+    /// looked up, so the function's role needs no `GetQueueUrl`; a missing one stops the
+    /// function at init, naming the variable.
+    pub fn consumer_queue(
+        &self,
+        clients: &AwsClients,
+        url: &str,
+        dead_letter: Option<&str>,
+        dead_letter_env: &str,
+    ) -> Result<a2a_aws::SqsQueue, String> {
+        let dlq = dead_letter.ok_or_else(|| {
+            format!("missing environment variable {dead_letter_env} (the dead-letter queue's URL)")
+        })?;
+        Ok(a2a_aws::SqsQueue::new(clients.sqs.clone(), url).with_dead_letter_url(dlq))
     }
 
     /// The interfaces served under `base` (the REST base URL): JSON-RPC and HTTP+JSON.
@@ -562,5 +585,42 @@ mod tests {
         );
         let err = with(&[(ENV_PROTOCOL_EARLY, "maybe")]).unwrap_err();
         assert!(err.contains(ENV_PROTOCOL_EARLY), "{err}");
+    }
+
+    #[test]
+    fn queue_functions_are_given_their_dead_letter_queue_or_do_not_start() {
+        let s = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "A2A_WORK_DLQ_URL" => Some("http://q/work-dlq".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            s.work_dead_letter_queue_url.as_deref(),
+            Some("http://q/work-dlq")
+        );
+        assert_eq!(s.push_dead_letter_queue_url, None);
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let clients = AwsClients::from_sdk_config(&sdk);
+        let err = s
+            .consumer_queue(
+                &clients,
+                "http://q/push.fifo",
+                None,
+                a2a_aws::ENV_PUSH_DLQ_URL,
+            )
+            .unwrap_err();
+        assert!(err.contains("A2A_PUSH_DLQ_URL"), "{err}");
+        assert!(s
+            .consumer_queue(
+                &clients,
+                "http://q",
+                s.work_dead_letter_queue_url.as_deref(),
+                a2a_aws::ENV_WORK_DLQ_URL
+            )
+            .is_ok());
     }
 }

@@ -22,9 +22,16 @@ use crate::{Error, Init};
 /// inline execution died (see [`WorkBatch::handle_invocation`]).
 pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::from_env(agent, false).await?;
+    let s = &init.settings;
+    let queue = s.consumer_queue(
+        &init.clients,
+        &s.aws.work_queue_url,
+        s.work_dead_letter_queue_url.as_deref(),
+        a2a_aws::ENV_WORK_DLQ_URL,
+    )?;
     let batch = Arc::new(WorkBatch {
         service: init.service(init.settings.public_base_url.as_deref()),
-        queue: SqsQueue::new(init.clients.sqs.clone(), &init.settings.aws.work_queue_url),
+        queue,
         visibility: init.settings.work_visibility,
     });
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
@@ -41,9 +48,16 @@ const SWEEP_BATCH: usize = 500;
 /// record together with every later record of its group.
 pub async fn run_push(agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::from_env(agent, true).await?;
+    let s = &init.settings;
+    let queue = s.consumer_queue(
+        &init.clients,
+        &s.aws.push_queue_url,
+        s.push_dead_letter_queue_url.as_deref(),
+        a2a_aws::ENV_PUSH_DLQ_URL,
+    )?;
     let batch = Arc::new(PushBatch {
         service: init.service(init.settings.public_base_url.as_deref()),
-        queue: SqsQueue::new(init.clients.sqs.clone(), &init.settings.aws.push_queue_url),
+        queue,
     });
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let batch = batch.clone();

@@ -283,8 +283,17 @@ fn queue_functions_report_batch_item_failures_within_the_visibility_timeout() {
         let logical = source.trim_end_matches(".Arn");
         let q = &t["Resources"][logical]["Properties"];
         assert_eq!(str_of(&q["QueueName"]), queue.name);
-        // SQS event sources require the queue's visibility to cover the function's timeout.
-        assert!(num(&f["Properties"]["Timeout"]) <= queue.visibility_timeout.as_secs());
+        // AWS recommends a visibility of six times the function's timeout for an SQS event
+        // source, so the mapping's retries of a throttled invocation fit in it.
+        assert!(6 * num(&f["Properties"]["Timeout"]) <= queue.visibility_timeout.as_secs());
+        // The event source never takes every instance of the account (at least 2: AWS's
+        // minimum for MaximumConcurrency).
+        let max = untag(&p["ScalingConfig"]["MaximumConcurrency"])
+            .as_str()
+            .expect("MaximumConcurrency is a parameter");
+        let parameter = &t["Parameters"][max];
+        assert!(num(&parameter["Default"]) >= 2, "{name}: {max}");
+        assert!(num(&parameter["MinValue"]) >= 2, "{name}: {max}");
     }
 }
 
@@ -349,7 +358,11 @@ fn table_and_queues_match_the_resource_definitions() {
     assert_eq!(tables.len(), 1);
     let p = &tables.values().next().unwrap()["Properties"];
     let table = &resources.table;
-    assert_eq!(str_of(&p["TableName"]), table.name);
+    // No fixed name: an update that replaces the table could not create it under the same one.
+    assert!(
+        p.get("TableName").is_none(),
+        "TasksTable has a fixed TableName"
+    );
     assert_eq!(p["BillingMode"].as_str(), Some(table.billing_mode));
     let keys = |v: &Value| -> Vec<(String, String)> {
         v.as_sequence()
@@ -505,4 +518,143 @@ fn every_path_sends_preflights_to_a_function_and_cors_is_off_by_default() {
     assert_eq!(parameter["Default"].as_str(), Some(""));
     let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
     assert_eq!(str_of(&env["A2A_CORS_ORIGINS"]), "CorsAllowedOrigins");
+}
+
+/// The short-form tag of a value (`!If`, `!Ref`, …), if it has one.
+fn tag_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Tagged(t) => Some(t.tag.to_string().trim_start_matches('!').to_owned()),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_table_survives_deletes_and_replacements_and_can_be_restored() {
+    let t = template();
+    let table = &t["Resources"]["TasksTable"];
+    assert_eq!(table["DeletionPolicy"].as_str(), Some("Retain"));
+    assert_eq!(table["UpdateReplacePolicy"].as_str(), Some("Retain"));
+    let p = &table["Properties"];
+    assert_eq!(
+        str_of(&p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"]),
+        "true"
+    );
+    assert_eq!(str_of(&p["DeletionProtectionEnabled"]), "true");
+}
+
+#[test]
+fn reserved_concurrency_is_a_parameter_per_function_class_and_off_by_default() {
+    let t = template();
+    for (name, f) in functions(&t) {
+        let class = match name.as_str() {
+            "worker" => "Worker",
+            "push" => "Push",
+            _ => "Http",
+        };
+        let reserved = &f["Properties"]["ReservedConcurrentExecutions"];
+        assert_eq!(tag_of(reserved).as_deref(), Some("If"), "{name}");
+        let branches = untag(reserved).as_sequence().expect("!If [c, a, b]");
+        assert_eq!(
+            branches[0].as_str(),
+            Some(format!("Reserves{class}").as_str())
+        );
+        assert_eq!(
+            untag(&branches[1]).as_str(),
+            Some(format!("{class}ReservedConcurrency").as_str()),
+            "{name}"
+        );
+        assert_eq!(untag(&branches[2]).as_str(), Some("AWS::NoValue"), "{name}");
+        // Off unless asked for: a new account's quota would refuse the stack.
+        let parameter = &t["Parameters"][format!("{class}ReservedConcurrency").as_str()];
+        assert_eq!(parameter["Default"].as_i64(), Some(-1), "{name}");
+        let condition = &t["Conditions"][format!("Reserves{class}").as_str()];
+        let text = serde_norway::to_string(condition).unwrap();
+        assert!(
+            text.contains(&format!("{class}ReservedConcurrency")) && text.contains("-1"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn the_front_door_has_one_throttled_stage_and_blocking_sends_fit_in_it() {
+    let t = template();
+    // Without OpenApiVersion, SAM adds a stage named "Stage", unthrottled.
+    assert!(t["Globals"]["Api"]["OpenApiVersion"].as_str().is_some());
+    let apis = resources_of_type(&t, "AWS::Serverless::Api");
+    assert_eq!(apis.len(), 1);
+    let settings = &apis["A2aApi"]["Properties"]["MethodSettings"][0];
+    assert_eq!(
+        untag(&settings["ThrottlingRateLimit"]).as_str(),
+        Some("ApiThrottlingRateLimit")
+    );
+    assert_eq!(
+        untag(&settings["ThrottlingBurstLimit"]).as_str(),
+        Some("ApiThrottlingBurstLimit")
+    );
+    // API Gateway ends a buffered integration at 29 s; a blocking send must answer before
+    // that even on a new instance (docs/lambda.md gives the margin).
+    let blocking = &t["Parameters"]["BlockingTimeoutSeconds"];
+    assert!(num(&blocking["MaxValue"]) <= 24);
+    assert!(num(&blocking["Default"]) <= num(&blocking["MaxValue"]));
+}
+
+#[test]
+fn a_public_base_url_wins_over_the_request_url_everywhere() {
+    let t = template();
+    assert_eq!(
+        t["Parameters"]["PublicBaseUrl"]["Default"].as_str(),
+        Some("")
+    );
+    let global = &t["Globals"]["Function"]["Environment"]["Variables"]["A2A_PUBLIC_BASE_URL"];
+    let text = serde_norway::to_string(global).unwrap();
+    assert!(
+        tag_of(global).as_deref() == Some("If")
+            && text.contains("HasPublicBaseUrl")
+            && text.contains("PublicBaseUrl")
+            && text.contains("AWS::NoValue"),
+        "{text}"
+    );
+    // The push function names the API itself when no custom domain is set.
+    let push = &functions(&t)["push"]["Properties"]["Environment"]["Variables"];
+    let text = serde_norway::to_string(&push["A2A_PUBLIC_BASE_URL"]).unwrap();
+    assert!(
+        text.contains("HasPublicBaseUrl") && text.contains("execute-api"),
+        "{text}"
+    );
+}
+
+#[test]
+fn queue_functions_are_given_their_dead_letter_queue() {
+    let t = template();
+    let fns = functions(&t);
+    for (name, var, dlq) in [
+        ("worker", "A2A_WORK_DLQ_URL", "WorkDeadLetterQueue"),
+        ("push", "A2A_PUSH_DLQ_URL", "PushDeadLetterQueue"),
+    ] {
+        let value = &fns[name]["Properties"]["Environment"]["Variables"][var];
+        assert_eq!(tag_of(value).as_deref(), Some("Ref"), "{name}");
+        assert_eq!(untag(value).as_str(), Some(dlq), "{name}");
+    }
+}
+
+#[test]
+fn sam_build_runs_without_a_prompt() {
+    let text = std::fs::read_to_string(root().join("samconfig.toml")).expect("samconfig.toml");
+    // rust-cargolambda is a beta feature: without this `sam build` asks before building.
+    let mut section = "";
+    let mut beta = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[default.build.parameters]"
+            && line.replace(' ', "") == "beta_features=true"
+        {
+            beta = true;
+        }
+    }
+    assert!(
+        beta,
+        "samconfig.toml: [default.build.parameters] beta_features = true"
+    );
 }

@@ -133,3 +133,49 @@ async fn the_scheduled_invocation_ends_orphaned_tasks_and_batches_still_run() {
 
     resources::delete_all(&clients, &resources).await;
 }
+
+#[tokio::test]
+async fn a_job_whose_dead_lettering_fails_stays_on_the_queue() {
+    let Some(sdk) = a2a_test_support::emulator("a2a-lambda-glue worker").await else {
+        return;
+    };
+    let clients = AwsClients::from_sdk_config(&sdk);
+    let prefix = format!("w{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let resources = Resources::named(&prefix);
+    let config = resources::create_all(&clients, &resources)
+        .await
+        .expect("create the test resources on the emulator");
+    let adapters = AwsAdapters::new(&clients, &config);
+    // A dead-letter queue that refuses (it does not exist): dead-lettering fails.
+    let missing = format!("{}-missing", config.work_queue_url);
+    let batch = WorkBatch {
+        service: A2aService::new(
+            ServiceConfig {
+                background_inline: false,
+                ..ServiceConfig::default()
+            },
+            Arc::new(Idle),
+            Arc::new(adapters.store.clone()),
+            Arc::new(adapters.work.clone()),
+            Arc::new(adapters.push.clone()),
+        ),
+        queue: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)
+            .with_dead_letter_url(&missing),
+        visibility: Duration::from_secs(30),
+    };
+    let record = json!({
+        "messageId": "m-unreadable", "receiptHandle": "r-1", "body": "not a job",
+        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+        "eventSource": "aws:sqs"
+    });
+    let out = batch
+        .handle_invocation(json!({ "Records": [record] }))
+        .await
+        .expect("a batch");
+    // Reported, so the event source mapping does not delete it: it stays for a redrive.
+    assert_eq!(
+        out,
+        json!({"batchItemFailures": [{"itemIdentifier": "m-unreadable"}]})
+    );
+    resources::delete_all(&clients, &resources).await;
+}

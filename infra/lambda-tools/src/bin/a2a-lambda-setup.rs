@@ -41,7 +41,23 @@ async fn main() -> Result<(), String> {
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .map_err(|_| "AWS_ENDPOINT_URL is not set: start the emulator first (infra/moto.sh)")?;
     let clients = AwsClients::from_env().await;
-    let config = resources::create_all(&clients, &Resources::named(&o.prefix)).await?;
+    let resources = Resources::named(&o.prefix);
+    let config = resources::create_all(&clients, &resources).await?;
+    // The template passes the dead-letter queues' URLs in (the functions never look them up).
+    let mut dlq_urls = Vec::new();
+    for queue in [
+        &resources.work_dead_letter_queue,
+        &resources.push_dead_letter_queue,
+    ] {
+        let out = clients
+            .sqs
+            .get_queue_url()
+            .queue_name(&queue.name)
+            .send()
+            .await
+            .map_err(|e| format!("the URL of {}: {e}", queue.name))?;
+        dlq_urls.push(out.queue_url.unwrap_or_default());
+    }
     let mut env = String::from(
         "# Written by infra/lambda-local.sh (a2a-lambda-setup): the environment of every function\n\
          # under `cargo lambda watch`. Local only: the push allow-list and plain http webhooks\n\
@@ -55,6 +71,8 @@ async fn main() -> Result<(), String> {
         ("A2A_TABLE", config.table.clone()),
         ("A2A_WORK_QUEUE_URL", config.work_queue_url.clone()),
         ("A2A_PUSH_QUEUE_URL", config.push_queue_url.clone()),
+        ("A2A_WORK_DLQ_URL", dlq_urls[0].clone()),
+        ("A2A_PUSH_DLQ_URL", dlq_urls[1].clone()),
         ("A2A_PUBLIC_BASE_URL", o.public_base_url.clone()),
         (
             "A2A_PUSH_SIGNING_KEYS_FILE",

@@ -126,10 +126,19 @@ impl DynamoTaskStore {
 
     /// Records one request with DynamoDB's reported units and our estimate of them.
     pub(super) fn record(&self, api: &'static str, reported: f64, wru: f64, rru: f64) {
+        self.record_on(api, None, reported, wru, rru);
+    }
+
+    /// As [`Self::record`], for a request that read `index` rather than the table itself.
+    fn record_on(&self, api: &'static str, index: Option<&str>, reported: f64, wru: f64, rru: f64) {
         if let Some(meter) = &self.meter {
             meter.record(Call {
                 service: Service::DynamoDb,
                 api,
+                resource: match index {
+                    Some(index) => format!("{}/index/{index}", self.table),
+                    None => self.table.to_string(),
+                },
                 reported_units: reported,
                 estimated_wru: wru,
                 estimated_rru: rru,
@@ -160,8 +169,9 @@ impl DynamoTaskStore {
                 request = request.limit(limit);
             }
             let out = request.send().await.map_err(|e| backend("Query", &e))?;
-            self.record(
+            self.record_on(
                 "Query",
+                query.as_input().get_index_name().as_deref(),
                 capacity(out.consumed_capacity()),
                 0.0,
                 cost.estimate(&out),

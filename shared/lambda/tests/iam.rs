@@ -1,0 +1,507 @@
+//! Least privilege, proven for the queue functions: each function's real work runs against
+//! moto (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it) through
+//! metered adapters, the IAM actions are derived from the requests the meter saw, and
+//! `template.yaml`'s statements for that function must grant exactly those, on exactly those
+//! resources (the table, its index, the right queue).
+//!
+//! Secrets are not metered; `template.rs` checks which function may read which secret.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_aws::resources::{self, Resources};
+use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
+use a2a_core::{
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    HostResolver, OperationRequest, OperationResponse, Owner, Placement, PushJob, PushPolicy,
+    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
+};
+use a2a_lambda_glue::{PushBatch, WorkBatch};
+use a2a_protocol::{
+    Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
+    TaskPushNotificationConfig, TaskState, Timestamp,
+};
+use aws_lambda_events::event::sqs::SqsEvent;
+use serde_json::json;
+use serde_norway::Value;
+
+/// An IAM grant: `(action, resource)`, the resource as the template's logical id
+/// (`TasksTable`, `TasksTable/index/by_owner`, `WorkQueue`, …).
+type Grant = (String, String);
+
+/// What Lambda's event source mapping itself calls on a function's queue, with the
+/// function's role (AWS's `AWSLambdaSQSQueueExecutionRole`); no adapter makes these.
+const EVENT_SOURCE_ACTIONS: [&str; 3] = [
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+];
+
+/// Completes every task it is given: the work the worker runs.
+struct Completes;
+
+#[async_trait::async_trait]
+impl Agent for Completes {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "iam".into(),
+            ..Default::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Queued
+    }
+
+    async fn execute(&self, _request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        emitter.complete(None).await
+    }
+}
+
+/// A webhook receiver without a network: the URL's path says how it answers.
+#[derive(Debug)]
+struct Receiver;
+
+#[async_trait::async_trait]
+impl HostResolver for Receiver {
+    async fn resolve(&self, _host: &str, _port: u16) -> std::io::Result<Vec<std::net::SocketAddr>> {
+        Ok(vec![([203, 0, 113, 7], 443).into()])
+    }
+}
+
+#[async_trait::async_trait]
+impl WebhookSender for Receiver {
+    async fn send(&self, request: WebhookRequest) -> WebhookOutcome {
+        let status = match request.url.path() {
+            "/ok" => 200,
+            "/gone" => 410,
+            _ => 503,
+        };
+        WebhookOutcome::Answered(lambda_http::http::StatusCode::from_u16(status).unwrap())
+    }
+}
+
+struct Stack {
+    clients: AwsClients,
+    resources: Resources,
+    config: AwsConfig,
+    work_dlq: String,
+    push_dlq: String,
+}
+
+impl Stack {
+    async fn new() -> Option<Self> {
+        let sdk = a2a_test_support::emulator("a2a-lambda-glue iam").await?;
+        let clients = AwsClients::from_sdk_config(&sdk);
+        let prefix = format!("i{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let resources = Resources::named(&prefix);
+        let config = resources::create_all(&clients, &resources)
+            .await
+            .expect("create the test resources on the emulator");
+        let url = |name: String| {
+            let sqs = clients.sqs.clone();
+            async move {
+                sqs.get_queue_url()
+                    .queue_name(name)
+                    .send()
+                    .await
+                    .expect("a dead-letter queue's URL")
+                    .queue_url
+                    .unwrap()
+            }
+        };
+        let work_dlq = url(resources.work_dead_letter_queue.name.clone()).await;
+        let push_dlq = url(resources.push_dead_letter_queue.name.clone()).await;
+        Some(Self {
+            clients,
+            resources,
+            config,
+            work_dlq,
+            push_dlq,
+        })
+    }
+
+    fn service(&self, adapters: &AwsAdapters, config: ServiceConfig) -> A2aService {
+        A2aService::new(
+            ServiceConfig {
+                background_inline: false,
+                ..config
+            },
+            Arc::new(Completes),
+            Arc::new(adapters.store.clone()),
+            Arc::new(adapters.work.clone()),
+            Arc::new(adapters.push.clone()),
+        )
+    }
+
+    /// The template's logical id of what a metered call went to.
+    fn logical(&self, call: &Call) -> String {
+        let r = call.resource.as_str();
+        let table = &self.config.table;
+        match call.service {
+            Service::DynamoDb if r == table => "TasksTable".into(),
+            Service::DynamoDb => match r.strip_prefix(&format!("{table}/index/")) {
+                Some(index) => format!("TasksTable/index/{index}"),
+                None => panic!("a DynamoDB call to {r}"),
+            },
+            Service::Sqs if r == self.config.work_queue_url => "WorkQueue".into(),
+            Service::Sqs if r == self.config.push_queue_url => "PushQueue".into(),
+            Service::Sqs if r == self.work_dlq => "WorkDeadLetterQueue".into(),
+            Service::Sqs if r == self.push_dlq => "PushDeadLetterQueue".into(),
+            Service::Sqs => panic!("an SQS call to {r}"),
+        }
+    }
+
+    /// The IAM grants the metered calls need.
+    fn grants(&self, calls: &[Call]) -> BTreeSet<Grant> {
+        calls
+            .iter()
+            .map(|call| {
+                let action = match (call.service, call.api) {
+                    // The store's transactions hold only conditional Puts (no Update, Delete
+                    // or ConditionCheck items): IAM checks each item's own action.
+                    (Service::DynamoDb, "TransactWriteItems") => "dynamodb:PutItem".to_owned(),
+                    (Service::DynamoDb, api) => format!("dynamodb:{api}"),
+                    // A batch send is authorised as SendMessage.
+                    (Service::Sqs, "SendMessageBatch") => "sqs:SendMessage".to_owned(),
+                    (Service::Sqs, api) => format!("sqs:{api}"),
+                };
+                (action, self.logical(call))
+            })
+            .collect()
+    }
+
+    /// Received messages of `queue` as the SQS event Lambda would hand the function, each with
+    /// the receive count `count` gives it.
+    async fn event(&self, queue: &SqsQueue, n: usize, count: impl Fn(&str) -> u32) -> SqsEvent {
+        let arn = format!(
+            "arn:aws:sqs:us-east-1:123456789012:{}",
+            queue.url().rsplit('/').next().unwrap()
+        );
+        let mut records = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while records.len() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the messages did not arrive"
+            );
+            for mut m in queue
+                .receive(
+                    n - records.len(),
+                    Duration::from_secs(1),
+                    Some(Duration::from_secs(60)),
+                )
+                .await
+                .expect("receive")
+            {
+                m.receive_count = count(&m.body);
+                records.push(m.to_lambda_record(&arn));
+            }
+        }
+        serde_json::from_value(json!({ "Records": records })).expect("an SQS event")
+    }
+}
+
+/// The template's grants to the function built from `binary`: every `Effect: Allow` statement
+/// of its inline policies, as (action, logical id) pairs.
+fn template_grants(binary: &str) -> BTreeSet<Grant> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("template.yaml")).expect("template.yaml");
+    let t: Value = serde_norway::from_str(&text).expect("template.yaml parses");
+    let function = t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .find(|r| r["Metadata"]["BuildProperties"]["Binary"].as_str() == Some(binary))
+        .expect("the function");
+    let mut grants = BTreeSet::new();
+    for policy in function["Properties"]["Policies"].as_sequence().unwrap() {
+        let Some(statements) = policy.get("Statement").and_then(Value::as_sequence) else {
+            continue; // the secrets' policy templates and conditions: template.rs checks them
+        };
+        for s in statements {
+            assert_eq!(s["Effect"].as_str(), Some("Allow"));
+            let resource = match &s["Resource"] {
+                Value::Tagged(tagged) => {
+                    let v = tagged.value.as_str().expect("a resource");
+                    match tagged.tag.to_string().as_str() {
+                        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
+                        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
+                        "!Ref" => v.to_owned(),
+                        other => panic!("resource tag {other}"),
+                    }
+                }
+                other => panic!("an unscoped resource: {other:?}"),
+            };
+            let actions = match &s["Action"] {
+                Value::Sequence(actions) => actions.iter().map(|a| a.as_str().unwrap()).collect(),
+                Value::String(action) => vec![action.as_str()],
+                other => panic!("actions: {other:?}"),
+            };
+            for action in actions {
+                grants.insert((action.to_owned(), resource.clone()));
+            }
+        }
+    }
+    grants
+}
+
+fn table(grants: &BTreeSet<Grant>) -> BTreeMap<String, Vec<String>> {
+    let mut by_resource: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (action, resource) in grants {
+        by_resource
+            .entry(resource.clone())
+            .or_default()
+            .push(action.clone());
+    }
+    by_resource
+}
+
+#[tokio::test]
+async fn the_worker_is_granted_exactly_what_it_calls() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let meter = Meter::new();
+    let metered = plain.clone().with_meter(&meter);
+    let front = stack.service(&plain, ServiceConfig::default());
+    let ctx = CallContext::anonymous("");
+    let owner = Owner::anonymous("");
+
+    // A task queued by the HTTP side, with a push config: the worker runs it and fans out.
+    let send = |text: &str, push: bool| {
+        let request = SendMessageRequest {
+            message: Some(Message::user_text(a2a_core::new_id(), text)),
+            configuration: Some(SendMessageConfiguration {
+                task_push_notification_config: push.then(|| TaskPushNotificationConfig {
+                    url: "https://receiver.example/ok".into(),
+                    ..Default::default()
+                }),
+                return_immediately: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let front = &front;
+        let ctx = &ctx;
+        async move {
+            match front
+                .call(ctx, OperationRequest::SendMessage(request))
+                .await
+            {
+                Ok(OperationResponse::Sent(SendMessageResponse::Task(task))) => task,
+                other => panic!("send: {other:?}"),
+            }
+        }
+    };
+    let runs: Task = send("run", true).await;
+    // A task another worker holds: its job is retried later (a visibility change).
+    let held: Task = send("held", false).await;
+    let until = Timestamp::from_millis(Timestamp::now().millis() + 60_000);
+    assert!(plain
+        .store
+        .acquire_lease(&held.id, "someone-else", until)
+        .await
+        .unwrap());
+    // An unreadable job: dead-lettered, with its reason.
+    let work = SqsQueue::new(stack.clients.sqs.clone(), &stack.config.work_queue_url);
+    stack
+        .clients
+        .sqs
+        .send_message()
+        .queue_url(work.url())
+        .message_body("not a job")
+        .send()
+        .await
+        .unwrap();
+    // A job received too often: its task ends FAILED.
+    let worn: Task = send("worn", false).await;
+    let worn_id = worn.id.clone();
+
+    let batch = WorkBatch {
+        service: stack.service(&metered, ServiceConfig::default()),
+        queue: SqsQueue::new(stack.clients.sqs.clone(), &stack.config.work_queue_url)
+            .with_meter(meter.clone())
+            .with_dead_letter_url(&stack.work_dlq),
+        visibility: Duration::from_secs(30),
+    };
+    let event = stack
+        .event(
+            &work,
+            4,
+            |body| if body.contains(&worn_id) { 99 } else { 1 },
+        )
+        .await;
+    let out = batch.handle(event).await;
+    let retried: Vec<&str> = out
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    assert_eq!(retried.len(), 1, "the held job is retried: {retried:?}");
+
+    // The scheduled sweep ends a task whose inline execution was lost.
+    let (head, events) = a2a_store_contract::new_task(
+        &owner,
+        &a2a_core::new_id(),
+        &a2a_core::new_id(),
+        TaskState::Working,
+        Timestamp::now(),
+        Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    );
+    plain.store.create_task(&head, &events).await.unwrap();
+    let ended = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    assert!(plain
+        .store
+        .acquire_inline_lease(&owner, &head.task.id, "lost", ended)
+        .await
+        .unwrap());
+    let swept = batch
+        .handle_invocation(json!({"source": "aws.events", "detail-type": "Scheduled Event"}))
+        .await
+        .expect("the sweep");
+    assert_eq!(swept, json!({"endedTasks": 1}));
+
+    for (id, state) in [
+        (&runs.id, TaskState::Completed),
+        (&worn.id, TaskState::Failed),
+    ] {
+        let task = plain.store.load_task(&owner, id).await.unwrap().unwrap();
+        assert_eq!(task.task.status.state, state);
+    }
+
+    let mut needed = stack.grants(&meter.take());
+    for action in EVENT_SOURCE_ACTIONS {
+        needed.insert((action.to_owned(), "WorkQueue".to_owned()));
+    }
+    assert_eq!(table(&template_grants("worker")), table(&needed));
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
+
+#[tokio::test]
+async fn the_push_function_is_granted_exactly_what_it_calls() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let meter = Meter::new();
+    let metered = plain.clone().with_meter(&meter);
+    let owner = Owner::anonymous("");
+    let config = || ServiceConfig {
+        push_sender: Arc::new(Receiver),
+        push_policy: PushPolicy::default(),
+        ..ServiceConfig::default()
+    };
+
+    // A finished task with four webhooks: one answers, one is gone, one keeps failing (on its
+    // first and on its last attempt).
+    let (head, events) = a2a_store_contract::new_task(
+        &owner,
+        &a2a_core::new_id(),
+        &a2a_core::new_id(),
+        TaskState::Completed,
+        Timestamp::now(),
+        Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    );
+    plain.store.create_task(&head, &events).await.unwrap();
+    let task_id = head.task.id.clone();
+    let expires = head.expires_at;
+    for (id, path) in [
+        ("ok", "/ok"),
+        ("gone", "/gone"),
+        ("first", "/fail"),
+        ("last", "/fail"),
+    ] {
+        let config = TaskPushNotificationConfig {
+            id: id.into(),
+            task_id: task_id.clone(),
+            url: format!("https://receiver.example{path}"),
+            ..Default::default()
+        };
+        plain
+            .store
+            .put_push_config(&owner, &config, expires)
+            .await
+            .unwrap();
+    }
+    // An expired delivery record under one of them: the function writes a fresh one (a Put)
+    // where it would otherwise update the live one.
+    let attempt = a2a_core::PushAttempt {
+        seq: 1,
+        at: Timestamp::now(),
+        result: a2a_core::PushAttemptResult::Failed,
+        http_status: Some(503),
+        error: None,
+        final_attempt: false,
+    };
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 60_000);
+    plain
+        .store
+        .record_push_attempt(&owner, &task_id, "ok", &attempt, past)
+        .await
+        .unwrap();
+    let jobs: Vec<PushJob> = ["ok", "gone", "first", "last"]
+        .into_iter()
+        .map(|config_id| PushJob {
+            v: JOB_FORMAT_VERSION,
+            owner: owner.clone(),
+            task_id: task_id.clone(),
+            seq: 1,
+            config_id: config_id.into(),
+        })
+        .collect();
+    a2a_core::PushQueue::enqueue_push(&plain.push, &jobs)
+        .await
+        .unwrap();
+    // Its group's messages come one at a time (FIFO); the function takes them one by one.
+    let push = SqsQueue::new(stack.clients.sqs.clone(), &stack.config.push_queue_url);
+    let batch = PushBatch {
+        service: stack.service(&metered, config()),
+        queue: SqsQueue::new(stack.clients.sqs.clone(), &stack.config.push_queue_url)
+            .with_meter(meter.clone())
+            .with_dead_letter_url(&stack.push_dlq),
+    };
+    let max = batch.service.config().max_push_attempts;
+    for _ in 0..jobs.len() {
+        let event = stack
+            .event(
+                &push,
+                1,
+                |body| if body.contains("\"last\"") { max } else { 1 },
+            )
+            .await;
+        let failing_first = event.records[0]
+            .body
+            .as_deref()
+            .unwrap_or("")
+            .contains("\"first\"");
+        let receipt = event.records[0].receipt_handle.clone().unwrap();
+        let out = batch.handle(event).await;
+        assert_eq!(out.batch_item_failures.len(), usize::from(failing_first));
+        if !failing_first {
+            // What the event source mapping does with a record not reported (its own grant).
+            push.delete(&receipt).await.unwrap();
+        } else {
+            // Retried after a backoff: take it out of the way of the group's next job.
+            let m = stack.event(&push, 1, |_| 1).await;
+            let receipt = m.records[0].receipt_handle.clone().unwrap();
+            push.delete(&receipt).await.unwrap();
+        }
+    }
+    let gone = plain
+        .store
+        .get_push_config(&owner, &task_id, "gone")
+        .await
+        .unwrap();
+    assert!(gone.is_none(), "410 Gone deletes the config");
+
+    let mut needed = stack.grants(&meter.take());
+    for action in EVENT_SOURCE_ACTIONS {
+        needed.insert((action.to_owned(), "PushQueue".to_owned()));
+    }
+    assert_eq!(table(&template_grants("push")), table(&needed));
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
