@@ -6,6 +6,7 @@ use std::time::Duration;
 use a2a_protocol::AgentInterface;
 
 use crate::auth::Auth;
+use crate::observe::{NoObserver, Observer};
 use crate::push_policy::PushPolicy;
 use crate::signing::PushSigner;
 use crate::webhook::{NoWebhookSender, WebhookSender};
@@ -54,6 +55,9 @@ pub struct ServiceConfig {
     pub max_push_attempts: u32,
     /// Timeout of one webhook POST.
     pub push_timeout: Duration,
+    /// Receives the countable events (operations, final task states, push and job attempts)
+    /// for the host's metrics.
+    pub observer: Arc<dyn Observer>,
 }
 
 impl Default for ServiceConfig {
@@ -77,6 +81,7 @@ impl Default for ServiceConfig {
             max_job_receives: 5,
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
+            observer: Arc::new(NoObserver),
         }
     }
 }
