@@ -111,7 +111,7 @@ fn first_event(function: &str) -> Value {
         // A push job whose config does not exist: one read of the table, then done.
         "push" => json!({"Records": [{
             "messageId": "m1", "receiptHandle": "r1",
-            "body": json!({"owner": "anonymous", "taskId": "cold-start-missing", "seq": 1, "configId": "c1"}).to_string(),
+            "body": json!({"v": 1, "owner": "anonymous", "taskId": "cold-start-missing", "seq": 1, "configId": "c1"}).to_string(),
             "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": "cold-start-missing"},
             "messageAttributes": {}, "eventSource": "aws:sqs",
             "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:push.fifo", "awsRegion": "us-east-1"
@@ -443,6 +443,11 @@ async fn main() -> Result<(), String> {
     let mut failed = Vec::new();
     for function in &functions {
         let binary = bin_dir.join(function);
+        if !binary.exists() {
+            println!("| {function} | - | - | not built: cargo build -p {function} |");
+            failed.push(format!("{function}: no binary at {}", binary.display()));
+            continue;
+        }
         let mut inits = Vec::new();
         let mut firsts = Vec::new();
         let mut outcome = String::new();
@@ -451,7 +456,7 @@ async fn main() -> Result<(), String> {
                 cold_start(&binary, function, &env, Duration::from_secs(o.timeout_secs)).await;
             inits.extend(run.init);
             firsts.extend(run.first);
-            if run.first.is_none() {
+            if run.first.is_none() && !failed.iter().any(|f| f.starts_with(function.as_str())) {
                 failed.push(format!("{function}: {}", run.outcome));
             }
             outcome = run.outcome;
