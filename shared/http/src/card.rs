@@ -144,7 +144,8 @@ impl Jwks {
             Err(err) => {
                 tracing::warn!(error = %err, "no push signing keys to publish; serving an empty JWKS");
                 let empty = serde_json::json!({ "keys": [] });
-                return Arc::new(CardDocument::jwks(&empty, self.max_age));
+                // Not to be cached: the first key may exist by the next request.
+                return Arc::new(CardDocument::jwks(&empty, Duration::ZERO));
             }
         };
         let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());

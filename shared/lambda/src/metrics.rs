@@ -331,6 +331,62 @@ mod tests {
         assert_eq!(lines[1]["Operation"], "GetTask");
     }
 
+    /// An agent that completes every task at once.
+    struct Completes;
+
+    #[async_trait::async_trait]
+    impl a2a_core::Agent for Completes {
+        fn describe(&self) -> a2a_core::AgentDescription {
+            a2a_core::AgentDescription {
+                name: "completes".into(),
+                ..Default::default()
+            }
+        }
+
+        async fn execute(
+            &self,
+            _request: a2a_core::AgentRequest,
+            emitter: a2a_core::Emitter,
+        ) -> Result<(), a2a_core::AgentError> {
+            emitter.complete(Some("done")).await
+        }
+    }
+
+    /// Through the service: a SendMessage is one request of its operation, and the task it
+    /// completes is counted once by its final state.
+    #[tokio::test]
+    async fn a_completed_task_is_counted_by_its_final_state() {
+        let (observer, lines) = captured();
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let config = a2a_core::ServiceConfig {
+            observer: Arc::new(observer),
+            ..a2a_core::ServiceConfig::default()
+        };
+        let service = store.service(config, Arc::new(Completes));
+        let request: a2a_protocol::SendMessageRequest = serde_json::from_value(json!({
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        }))
+        .unwrap();
+        service
+            .send_message(&a2a_core::CallContext::anonymous(""), request)
+            .await
+            .expect("sent");
+        let lines = lines.lock().unwrap();
+        let finished: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("TasksFinished").is_some())
+            .collect();
+        assert_eq!(finished.len(), 1, "{lines:?}");
+        assert_eq!(finished[0]["State"], "TASK_STATE_COMPLETED");
+        let requests: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("Requests").is_some())
+            .collect();
+        assert_eq!(requests.len(), 1, "{lines:?}");
+        assert_eq!(requests[0]["Operation"], "SendMessage");
+        assert_eq!(requests[0]["Errors"], 0.0);
+    }
+
     #[test]
     fn a_last_failed_push_is_a_dead_letter() {
         let (observer, lines) = captured();
