@@ -6,6 +6,7 @@ use std::time::Duration;
 use a2a_protocol::AgentInterface;
 
 use crate::auth::Auth;
+use crate::observe::{NoObserver, Observer};
 use crate::push_policy::PushPolicy;
 use crate::signing::PushSigner;
 use crate::webhook::{NoWebhookSender, WebhookSender};
@@ -56,6 +57,9 @@ pub struct ServiceConfig {
     pub push_timeout: Duration,
     /// Which older protocol generations are served beside A2A 1.0 (both by default).
     pub generations: Generations,
+    /// Receives the countable events (operations, final task states, push and job attempts)
+    /// for the host's metrics.
+    pub observer: Arc<dyn Observer>,
 }
 
 impl Default for ServiceConfig {
@@ -80,6 +84,7 @@ impl Default for ServiceConfig {
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
             generations: Generations::default(),
+            observer: Arc::new(NoObserver),
         }
     }
 }

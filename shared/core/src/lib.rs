@@ -16,6 +16,7 @@ mod execution;
 mod idempotency;
 pub mod jobs;
 mod kernel;
+pub mod observe;
 pub mod operation;
 pub mod ports;
 pub mod push;
@@ -34,12 +35,15 @@ pub use context::CallContext;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use jobs::{JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
+pub use observe::{NoObserver, Observer};
 pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use ports::*;
 pub use push_policy::{HostResolver, PushPolicy};
 pub use request::{AgentError, AgentRequest};
 pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
-pub use signing::{KeySet, PushSigner, SigningAlgorithm, SigningKey};
+pub use signing::{
+    KeySet, PushSigner, SigningAlgorithm, SigningKey, SigningKeySource, SigningKeys,
+};
 pub use task_log::{EventStream, StreamItem};
 pub use webhook::{NoWebhookSender, WebhookOutcome, WebhookRequest, WebhookSender};
 

@@ -105,6 +105,7 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         final_attempt,
     };
     log_attempt(job, &config, receive_count, &attempt);
+    core.config.observer.push_attempt(&attempt, receive_count);
     let expires_at = Timestamp::from_millis(
         Timestamp::now().millis() + core.config.retention.as_millis() as i64,
     );
@@ -160,7 +161,7 @@ async fn post(
     let token = match &core.config.push_signer {
         Some(signer) => {
             let claims = signer.claims(&config.url, &job.task_id, job.seq, &config.id, &body);
-            match signer.sign(&claims) {
+            match signer.sign(&claims).await {
                 Ok(token) => Some(token),
                 Err(err) => return Sent::failed(None, err.to_string()),
             }

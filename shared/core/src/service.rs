@@ -279,6 +279,7 @@ impl A2aService {
             push,
             config.retention,
             config.push_notifications,
+            config.observer.clone(),
         ));
         Self {
             core: Arc::new(Core {
@@ -309,6 +310,21 @@ impl A2aService {
     /// permission for the operation ([`Operation::permission`]) is checked here, once, before
     /// anything else: it depends on nothing but the caller, so it reveals nothing about tasks.
     pub async fn call(
+        &self,
+        ctx: &CallContext,
+        request: OperationRequest,
+    ) -> Result<OperationResponse, A2AError> {
+        let operation = request.operation();
+        let started = std::time::Instant::now();
+        let result = self.dispatch(ctx, request).await;
+        self.core
+            .config
+            .observer
+            .operation(operation, started.elapsed(), result.as_ref().err());
+        result
+    }
+
+    async fn dispatch(
         &self,
         ctx: &CallContext,
         request: OperationRequest,
@@ -1016,7 +1032,9 @@ impl A2aService {
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
     /// is how many times the queue has handed this job out, this time included.
     pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {
-        crate::worker::run_work_job(&self.core, job, receive_count).await
+        let outcome = crate::worker::run_work_job(&self.core, job, receive_count).await;
+        self.core.config.observer.work_job(receive_count, &outcome);
+        outcome
     }
 
     /// Delivers a push job (from the push queue) to its webhook.

@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
@@ -386,10 +386,88 @@ pub fn body_sha256(body: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
 }
 
+/// Where a deployment's signing keys come from (a secret, a key file): the port the push
+/// signer and the JWKS read through, so a rotation reaches running instances without a
+/// redeploy. Implemented by the hosts' adapters; the core does no I/O itself.
+#[async_trait::async_trait]
+pub trait SigningKeySource: Send + Sync + fmt::Debug {
+    /// The current key set. The error says why there is none (no keys yet, unreadable, not
+    /// the documented format), never what the source holds.
+    async fn load(&self) -> Result<KeySet, KeyError>;
+
+    /// How long a loaded set is used before [`Self::load`] is asked again.
+    fn refresh(&self) -> Duration;
+}
+
+/// The signing keys as an instance uses them: a fixed set, or a [`SigningKeySource`] loaded on
+/// first use and again once its refresh time has passed. A failed reload keeps the set loaded
+/// before (a secret briefly unreadable does not stop signing); with nothing loaded yet, the
+/// error is the caller's to report.
+pub struct SigningKeys {
+    source: Option<Arc<dyn SigningKeySource>>,
+    cached: tokio::sync::Mutex<Option<(Instant, Arc<KeySet>)>>,
+}
+
+impl fmt::Debug for SigningKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKeys")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKeys {
+    /// A set that never changes (the local server, tests).
+    pub fn fixed(keys: KeySet) -> Self {
+        Self {
+            source: None,
+            cached: tokio::sync::Mutex::new(Some((Instant::now(), Arc::new(keys)))),
+        }
+    }
+
+    /// Keys read from `source` on first use, and again every [`SigningKeySource::refresh`].
+    pub fn from_source(source: Arc<dyn SigningKeySource>) -> Self {
+        Self {
+            source: Some(source),
+            cached: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The current key set: the cached one while fresh, else a new load.
+    pub async fn current(&self) -> Result<Arc<KeySet>, KeyError> {
+        let mut cached = self.cached.lock().await;
+        let Some(source) = &self.source else {
+            let (_, keys) = cached.as_ref().expect("a fixed set is always loaded");
+            return Ok(keys.clone());
+        };
+        if let Some((at, keys)) = cached.as_ref() {
+            if at.elapsed() < source.refresh() {
+                return Ok(keys.clone());
+            }
+        }
+        match source.load().await {
+            Ok(keys) => {
+                let keys = Arc::new(keys);
+                *cached = Some((Instant::now(), keys.clone()));
+                Ok(keys)
+            }
+            Err(err) => match cached.as_mut() {
+                Some((at, keys)) => {
+                    tracing::warn!(error = %err, "cannot reload the push signing keys; using the keys loaded before");
+                    // Try again after another refresh period, not on every call.
+                    *at = Instant::now();
+                    Ok(keys.clone())
+                }
+                None => Err(err),
+            },
+        }
+    }
+}
+
 /// Signs push notifications for one agent: its keys and its issuer URL.
 #[derive(Clone)]
 pub struct PushSigner {
-    keys: Arc<KeySet>,
+    keys: Arc<SigningKeys>,
     issuer: String,
     lifetime: Duration,
 }
@@ -398,8 +476,7 @@ impl fmt::Debug for PushSigner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PushSigner")
             .field("issuer", &self.issuer)
-            .field("active_kid", &self.keys.active().kid())
-            .field("kids", &self.keys.keys().len())
+            .field("keys", &self.keys)
             .field("lifetime", &self.lifetime)
             .finish()
     }
@@ -409,8 +486,14 @@ impl PushSigner {
     /// A signer issuing tokens as `issuer` (the agent's base URL, where the card and the JWKS
     /// are served), valid for [`DEFAULT_PUSH_TOKEN_LIFETIME`].
     pub fn new(keys: KeySet, issuer: impl Into<String>) -> Self {
+        Self::with_keys(Arc::new(SigningKeys::fixed(keys)), issuer)
+    }
+
+    /// As [`Self::new`], with keys that may change while the instance runs (see
+    /// [`SigningKeys`]).
+    pub fn with_keys(keys: Arc<SigningKeys>, issuer: impl Into<String>) -> Self {
         Self {
-            keys: Arc::new(keys),
+            keys,
             issuer: issuer.into().trim_end_matches('/').to_string(),
             lifetime: DEFAULT_PUSH_TOKEN_LIFETIME,
         }
@@ -427,9 +510,9 @@ impl PushSigner {
         &self.issuer
     }
 
-    /// The keys (all published, the active one signs).
-    pub fn keys(&self) -> &KeySet {
-        &self.keys
+    /// The current keys (all published, the active one signs).
+    pub async fn keys(&self) -> Result<Arc<KeySet>, KeyError> {
+        self.keys.current().await
     }
 
     /// The claims for one POST of `body` to `audience`, issued now.
@@ -458,9 +541,9 @@ impl PushSigner {
         }
     }
 
-    /// Signs `claims` with the active key.
-    pub fn sign(&self, claims: &PushClaims) -> Result<String, KeyError> {
-        self.keys.sign(claims)
+    /// Signs `claims` with the active key of the current set.
+    pub async fn sign(&self, claims: &PushClaims) -> Result<String, KeyError> {
+        self.keys.current().await?.sign(claims)
     }
 }
 
@@ -548,6 +631,78 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A key source whose answers the test sets: a set, or an error.
+    #[derive(Debug, Default)]
+    struct Scripted {
+        answer: std::sync::Mutex<Option<KeySet>>,
+        loads: std::sync::atomic::AtomicUsize,
+        refresh: Duration,
+    }
+
+    #[async_trait::async_trait]
+    impl SigningKeySource for Scripted {
+        async fn load(&self) -> Result<KeySet, KeyError> {
+            self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.answer
+                .lock()
+                .unwrap()
+                .clone()
+                .ok_or_else(|| KeyError::Invalid("the key set has no keys".into()))
+        }
+
+        fn refresh(&self) -> Duration {
+            self.refresh
+        }
+    }
+
+    fn generated() -> KeySet {
+        KeySet::single(SigningKey::generate(SigningAlgorithm::Es256).unwrap().0)
+    }
+
+    #[tokio::test]
+    async fn a_rotated_key_set_is_picked_up_after_the_refresh_time() {
+        let source = Arc::new(Scripted::default());
+        let signer = PushSigner::with_keys(
+            Arc::new(SigningKeys::from_source(source.clone())),
+            "http://agent",
+        );
+        // Nothing to sign with yet: a clear error, at signing time, not at start.
+        let claims = signer.claims("http://hook", "t1", 1, "c1", b"{}");
+        let err = signer.sign(&claims).await.unwrap_err().to_string();
+        assert!(err.contains("no keys"), "{err}");
+
+        let first = generated();
+        *source.answer.lock().unwrap() = Some(first.clone());
+        assert!(signer.sign(&claims).await.is_ok());
+        let rotated = generated();
+        *source.answer.lock().unwrap() = Some(rotated.clone());
+        // refresh = 0: every use reloads, so the rotation is seen at once.
+        assert_eq!(
+            signer.keys().await.unwrap().active().kid(),
+            rotated.active().kid()
+        );
+        // A reload that fails keeps the keys loaded before.
+        *source.answer.lock().unwrap() = None;
+        assert_eq!(
+            signer.keys().await.unwrap().active().kid(),
+            rotated.active().kid()
+        );
+    }
+
+    #[tokio::test]
+    async fn fresh_keys_are_not_loaded_again() {
+        let source = Arc::new(Scripted {
+            refresh: Duration::from_secs(300),
+            ..Scripted::default()
+        });
+        *source.answer.lock().unwrap() = Some(generated());
+        let keys = SigningKeys::from_source(source.clone());
+        for _ in 0..3 {
+            keys.current().await.unwrap();
+        }
+        assert_eq!(source.loads.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use futures::Stream;
 use tokio::time::Instant;
 
 use crate::event::{LoggedEvent, TaskEvent};
+use crate::observe::Observer;
 use crate::ports::{
     Owner, PushJob, PushQueue, StoreError, StoredReply, StoredTask, TaskStore, JOB_FORMAT_VERSION,
 };
@@ -140,6 +141,8 @@ pub struct TaskLog {
     push: Arc<dyn PushQueue>,
     retention: Duration,
     push_notifications: bool,
+    /// Told of every task that reaches a terminal state.
+    observer: Arc<dyn Observer>,
     /// Set when the process stops: followers drain the log and end their streams cleanly.
     stopping: tokio::sync::watch::Sender<bool>,
 }
@@ -152,12 +155,14 @@ impl TaskLog {
         push: Arc<dyn PushQueue>,
         retention: Duration,
         push_notifications: bool,
+        observer: Arc<dyn Observer>,
     ) -> Self {
         Self {
             store,
             push,
             retention,
             push_notifications,
+            observer,
             stopping: tokio::sync::watch::channel(false).0,
         }
     }
@@ -216,6 +221,7 @@ impl TaskLog {
             match self.store.append_events(&next, head.version, &logged).await {
                 Ok(()) => {
                     self.fan_out(owner, &next.task.id, &logged).await;
+                    self.observe_end(&next);
                     return Ok(next);
                 }
                 Err(StoreError::Conflict) => {
@@ -284,7 +290,16 @@ impl TaskLog {
             .await
             .map_err(AppendError::Store)?;
         self.fan_out(owner, &head.task.id, &logged).await;
+        self.observe_end(&head);
         Ok(head)
+    }
+
+    /// Tells the observer when `head` is terminal: only the append that made it so gets here,
+    /// since a terminal task takes no further append.
+    fn observe_end(&self, head: &StoredTask) {
+        if head.task.status.state.is_terminal() {
+            self.observer.task_finished(head.task.status.state);
+        }
     }
 
     /// Records the agent's direct `reply` to `request` under the request's task id, so a repeat

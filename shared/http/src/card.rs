@@ -149,7 +149,52 @@ async fn serve_early_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
 }
 
 async fn serve_jwks(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    serve(app.jwks.as_ref(), &headers)
+    match &app.jwks {
+        Some(jwks) => serve(Some(&*jwks.document().await), &headers),
+        None => serve(None, &headers),
+    }
+}
+
+/// The JWKS as served: the signer's current keys (they may rotate while the instance runs),
+/// serialised once per key set.
+pub(crate) struct Jwks {
+    signer: a2a_core::PushSigner,
+    max_age: Duration,
+    built: std::sync::Mutex<Option<(Arc<a2a_core::KeySet>, Arc<CardDocument>)>>,
+}
+
+impl Jwks {
+    pub(crate) fn new(signer: a2a_core::PushSigner, max_age: Duration) -> Self {
+        Self {
+            signer,
+            max_age,
+            built: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The document of the current keys. Without keys (none generated yet, an unreadable or
+    /// broken key set) it is an empty set: the card and the JWKS stay up, and the function
+    /// that signs reports the problem.
+    async fn document(&self) -> Arc<CardDocument> {
+        let keys = match self.signer.keys().await {
+            Ok(keys) => keys,
+            Err(err) => {
+                tracing::warn!(error = %err, "no push signing keys to publish; serving an empty JWKS");
+                let empty = serde_json::json!({ "keys": [] });
+                // Not to be cached: the first key may exist by the next request.
+                return Arc::new(CardDocument::jwks(&empty, Duration::ZERO));
+            }
+        };
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((set, document)) = built.as_ref() {
+            if Arc::ptr_eq(set, &keys) {
+                return document.clone();
+            }
+        }
+        let document = Arc::new(CardDocument::jwks(&keys.jwks(), self.max_age));
+        *built = Some((keys, document.clone()));
+        document
+    }
 }
 
 fn serve(document: Option<&CardDocument>, headers: &HeaderMap) -> Response {

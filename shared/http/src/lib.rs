@@ -157,10 +157,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     });
     // The JWKS is served wherever the card is: receivers find it next to the agent.
     let jwks = match (&card, &service.config().push_signer) {
-        (Some(_), Some(signer)) => Some(card::CardDocument::jwks(
-            &signer.keys().jwks(),
-            options.card_max_age,
-        )),
+        (Some(_), Some(signer)) => Some(card::Jwks::new(signer.clone(), options.card_max_age)),
         _ => None,
     };
     // Browsers send API keys in the header the auth layer reads, so a preflight must allow it.
@@ -256,7 +253,7 @@ pub(crate) struct App {
     /// The early protocol's card (`/.well-known/agent.json`), when it is on and the card served.
     pub(crate) early_card: Option<card::CardDocument>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.
-    pub(crate) jwks: Option<card::CardDocument>,
+    pub(crate) jwks: Option<card::Jwks>,
 }
 
 /// A set of operations: eleven flags are all it takes.

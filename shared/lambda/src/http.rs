@@ -18,7 +18,7 @@ use lambda_http::{Request, RequestExt};
 use tower::ServiceExt;
 
 use crate::settings::Settings;
-use crate::{Error, Init};
+use crate::{Error, Init, KeyUse};
 
 /// The HTTP functions, each serving a slice of the surface. The front door's routes
 /// (`infra/routes.json`) send each REST route, and its `/{tenant}/…` form, to one of them; the
@@ -126,9 +126,14 @@ impl HttpFunction {
         surface
     }
 
-    /// Whether the function needs the push signing keys (the card function publishes them).
-    pub fn needs_keys(self) -> bool {
-        self == Self::Card
+    /// What the function does with the push signing keys: the card function publishes them
+    /// (read-only), the others do not read them.
+    pub fn key_use(self) -> KeyUse {
+        if self == Self::Card {
+            KeyUse::Publish
+        } else {
+            KeyUse::None
+        }
     }
 }
 
@@ -173,7 +178,7 @@ fn path_shape(path: &str) -> String {
 /// Runs `function` for `agent`: builds clients and configuration once, then serves requests
 /// until the runtime stops the instance.
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
-    let init = Init::for_callers(agent, function.needs_keys()).await?;
+    let init = Init::for_callers(agent, function.key_use()).await?;
     let handler = LazyRouter::new(init, function);
     if function.streaming() {
         lambda_http::run_with_streaming_response(handler).await
@@ -487,6 +492,62 @@ mod tests {
             .to_str()
             .unwrap();
         assert!(exposed.contains("WWW-Authenticate"), "{exposed}");
+    }
+
+    /// Every operation a function serves is counted as an EMF line on its way out: requests,
+    /// latency, and errors split into ours and the caller's, per operation.
+    #[tokio::test]
+    async fn operations_are_counted_in_embedded_metric_format() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let settings = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "AWS_LAMBDA_FUNCTION_NAME" => Some("stack-GetFunction-1".into()),
+            "A2A_METRICS_NAMESPACE" => Some("test-ns".into()),
+            _ => None,
+        })
+        .unwrap();
+        let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink_lines = lines.clone();
+        let mut config =
+            settings.service_config(Some("https://x.example"), None, a2a_core::Auth::none());
+        // The configured observer writes to stdout; the same observer on a captured sink.
+        assert!(format!("{:?}", config.observer).contains("stack-GetFunction-1"));
+        config.observer = Arc::new(crate::EmfObserver::with_sink(
+            &settings.metrics_namespace,
+            &settings.function_name,
+            Arc::new(move |line: &str| sink_lines.lock().unwrap().push(line.to_owned())),
+        ));
+        let service = store.service(config, Arc::new(Idle));
+        let router = router_with(
+            service,
+            http_options(&settings),
+            &HttpFunction::Get.surface(),
+        );
+        let mut request = rest_event("GET", "/tasks/{id}", "/tasks/nope");
+        request
+            .headers_mut()
+            .insert("a2a-version", "1.0".parse().unwrap());
+        let missing = answer(&router, request).await;
+        assert_eq!(missing.status(), 404);
+
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line: serde_json::Value = serde_json::from_str(&lines[0]).expect("one JSON object");
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "test-ns");
+        assert_eq!(
+            directive["Dimensions"],
+            serde_json::json!([["FunctionName", "Operation"]])
+        );
+        assert_eq!(line["FunctionName"], "stack-GetFunction-1");
+        assert_eq!(line["Operation"], "GetTask");
+        assert_eq!(line["Requests"], 1.0);
+        assert_eq!(line["ClientErrors"], 1.0);
+        assert_eq!(line["Errors"], 0.0);
+        assert!(line["Latency"].as_f64().is_some_and(|ms| ms >= 0.0));
+        assert_eq!(line["error"], "TASK_NOT_FOUND");
     }
 
     #[test]

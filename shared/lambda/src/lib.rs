@@ -13,6 +13,7 @@
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
 mod http;
+pub mod metrics;
 mod settings;
 mod sqs;
 
@@ -20,20 +21,48 @@ use std::sync::Arc;
 
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
-pub use settings::{build_auth, load_keys, Init, Settings};
+pub use metrics::EmfObserver;
+pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
 pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
 
-/// Logs to stdout in the form CloudWatch keeps (no colours, no timestamps: Lambda adds them).
-/// `RUST_LOG` sets the filter (the template sets it from its `LogLevel` parameter).
+/// Logs to stdout in the form CloudWatch keeps, no colours.
+///
+/// With Lambda's JSON log format (`AWS_LAMBDA_LOG_FORMAT=JSON`, the template's
+/// `LoggingConfig`), each line is one JSON object with `timestamp`, `level` and `message` (what
+/// Lambda needs to filter by `ApplicationLogLevel`), the event's fields, and under `span` the
+/// invocation's `requestId` and `xrayTraceId` (set by `lambda_runtime` on every line logged
+/// while it handles an invocation). Otherwise, plain text without timestamps (Lambda adds
+/// them). The level is `AWS_LAMBDA_LOG_LEVEL` (Lambda sets it from `ApplicationLogLevel`),
+/// else `RUST_LOG`, else `info`.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let filter = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .ok()
+        .and_then(|level| tracing_subscriber::EnvFilter::try_new(level.to_lowercase()).ok())
+        .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .without_time()
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = if json {
+        fmt.json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init()
+    } else {
+        fmt.without_time().try_init()
+    };
+}
+
+/// One-off set-up the first request would otherwise pay, done in the init phase (which Lambda
+/// gives a full CPU and does not bill to the caller's latency): aws-lc's CPU feature detection
+/// and random generator seeding, which every TLS handshake and signature needs. No network.
+pub fn warm_up() {
+    aws_lc_rs::init();
+    let mut seed = [0u8; 32];
+    let _ = aws_lc_rs::rand::fill(&mut seed);
 }
 
 /// The agent a function serves, as an `Arc` (what [`A2aService`](a2a_core::A2aService) takes).

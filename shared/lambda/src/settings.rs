@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
 use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
+use a2a_core::signing::KeyError;
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
     Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
-    SigningAlgorithm,
+    SigningAlgorithm, SigningKeySource, SigningKeys,
 };
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::CorsOrigins;
@@ -41,6 +42,11 @@ pub const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
 pub const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
 /// A local key file instead of the secret (created on first use; local runs only).
 pub const ENV_PUSH_SIGNING_KEYS_FILE: &str = "A2A_PUSH_SIGNING_KEYS_FILE";
+/// Seconds loaded push signing keys are used before they are read again (default 300): a
+/// rotated key set reaches running instances within this time, with no redeploy.
+pub const ENV_PUSH_KEYS_REFRESH_SECS: &str = "A2A_PUSH_KEYS_REFRESH_SECS";
+/// The CloudWatch namespace of the EMF metrics (default `a2a-lambda`).
+pub use crate::metrics::ENV_METRICS_NAMESPACE;
 /// Webhook hosts exempt from the public-address rule (comma-separated; local runs only).
 pub const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
 /// `true` allows `http` webhooks (local runs only; the cloud requires `https`).
@@ -90,6 +96,12 @@ pub struct Settings {
     pub push_signing_secret_arn: Option<String>,
     /// Local key file of the push signing keys.
     pub push_signing_keys_file: Option<String>,
+    /// How long loaded push signing keys are used before they are read again.
+    pub push_keys_refresh: Duration,
+    /// The CloudWatch namespace of the metrics.
+    pub metrics_namespace: String,
+    /// The function's name, the `FunctionName` of its metrics (`AWS_LAMBDA_FUNCTION_NAME`).
+    pub function_name: String,
     /// Webhook allow-list (local runs).
     pub push_allow_hosts: Vec<String>,
     /// Allow `http` webhooks (local runs).
@@ -186,6 +198,10 @@ impl Settings {
             jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
             push_signing_secret_arn: get(ENV_PUSH_SIGNING_SECRET_ARN),
             push_signing_keys_file: get(ENV_PUSH_SIGNING_KEYS_FILE),
+            push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
+            metrics_namespace: get(ENV_METRICS_NAMESPACE)
+                .unwrap_or_else(|| crate::metrics::DEFAULT_NAMESPACE.into()),
+            function_name: get("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into()),
             push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
                 .map(|v| {
                     v.split(',')
@@ -275,6 +291,10 @@ impl Settings {
             lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
             generations: self.generations,
+            observer: Arc::new(crate::EmfObserver::stdout(
+                &self.metrics_namespace,
+                &self.function_name,
+            )),
             ..ServiceConfig::default()
         }
     }
@@ -288,30 +308,44 @@ pub struct Init {
     pub clients: AwsClients,
     /// The adapters on those clients.
     pub adapters: AwsAdapters,
-    /// The push signing keys, when the function needs them.
-    pub keys: Option<KeySet>,
+    /// The push signing keys, when the function needs them: read on first use and refreshed,
+    /// never during init.
+    pub keys: Option<Arc<SigningKeys>>,
     /// The auth layer (one JWKS or API key cache per instance).
     pub auth: Auth,
     /// The agent (with the card overrides applied).
     pub agent: Arc<dyn Agent>,
 }
 
+/// What a function does with the push signing keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Nothing: no keys are read.
+    None,
+    /// Publishes them in the JWKS (the card function): read-only; a secret with no keys yet
+    /// is an empty JWKS, not an error.
+    Publish,
+    /// Signs with them (the push function): the only one that generates the first key.
+    Sign,
+}
+
 impl Init {
-    /// Reads the environment and builds the clients and adapters; loads the signing keys when
-    /// `with_keys` (the card function publishes them, the push function signs with them).
-    /// Callers are not authenticated here (the queue functions): the auth layer is `none`.
-    pub async fn from_env(agent: Arc<dyn Agent>, with_keys: bool) -> Result<Self, Error> {
-        Self::load(agent, with_keys, false).await
+    /// Reads the environment and builds the clients and adapters, and the signing keys' cache
+    /// for `keys` (read on first use, not here). Callers are not authenticated here (the queue
+    /// functions): the auth layer is `none`.
+    pub async fn from_env(agent: Arc<dyn Agent>, keys: KeyUse) -> Result<Self, Error> {
+        Self::load(agent, keys, false).await
     }
 
     /// As [`Self::from_env`], for a function behind the front door: also builds the auth layer
     /// the settings describe.
-    pub async fn for_callers(agent: Arc<dyn Agent>, with_keys: bool) -> Result<Self, Error> {
-        Self::load(agent, with_keys, true).await
+    pub async fn for_callers(agent: Arc<dyn Agent>, keys: KeyUse) -> Result<Self, Error> {
+        Self::load(agent, keys, true).await
     }
 
-    async fn load(agent: Arc<dyn Agent>, with_keys: bool, with_auth: bool) -> Result<Self, Error> {
+    async fn load(agent: Arc<dyn Agent>, key_use: KeyUse, with_auth: bool) -> Result<Self, Error> {
         crate::init_logging();
+        crate::warm_up();
         let settings = Settings::from_env()?;
         // One SDK configuration (credentials, region, endpoint) for every client of the instance.
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -319,11 +353,8 @@ impl Init {
             .await;
         let clients = AwsClients::from_sdk_config(&sdk);
         let adapters = AwsAdapters::new(&clients, &settings.aws);
-        let keys = if with_keys {
-            load_keys(&settings, &sdk).await?
-        } else {
-            None
-        };
+        let keys = key_source(&settings, &sdk, key_use)
+            .map(|source| Arc::new(SigningKeys::from_source(source)));
         let auth = if with_auth {
             build_auth(&settings, &sdk)?
         } else {
@@ -352,7 +383,7 @@ impl Init {
         let signer = self
             .keys
             .clone()
-            .map(|keys| PushSigner::new(keys, base.map(str::to_owned).unwrap_or_default()));
+            .map(|keys| PushSigner::with_keys(keys, base.map(str::to_owned).unwrap_or_default()));
         A2aService::new(
             self.settings
                 .service_config(base, signer, self.auth.clone()),
@@ -440,33 +471,116 @@ async fn read_secret(
         .ok_or_else(|| format!("the {what} secret has no SecretString"))
 }
 
-/// The push signing keys: the Secrets Manager secret in the cloud, a key file locally.
-pub async fn load_keys(
+/// Where a function's push signing keys come from, for `key_use`: the Secrets Manager secret
+/// in the cloud, a key file locally, or nowhere (with a warning: pushes go out unsigned).
+/// Nothing is read here; the keys are read on first use and every `push_keys_refresh`.
+pub fn key_source(
     settings: &Settings,
     sdk: &aws_config::SdkConfig,
-) -> Result<Option<KeySet>, String> {
+    key_use: KeyUse,
+) -> Option<Arc<dyn SigningKeySource>> {
+    if key_use == KeyUse::None {
+        return None;
+    }
     if let Some(arn) = &settings.push_signing_secret_arn {
-        let client = aws_sdk_secretsmanager::Client::new(sdk);
-        let mut text = read_secret(&client, arn, "push signing").await?;
-        if KeySet::is_empty_document(&text) {
-            generate_first_key(&client, arn).await?;
-            text = read_secret(&client, arn, "push signing").await?;
-        }
-        let keys = KeySet::from_json(&text)
-            .map_err(|e| format!("the push signing secret is not a key set: {e}"))?;
-        return Ok(Some(keys));
+        return Some(Arc::new(SecretKeys {
+            client: aws_sdk_secretsmanager::Client::new(sdk),
+            arn: arn.clone(),
+            refresh: settings.push_keys_refresh,
+            bootstrap: key_use == KeyUse::Sign,
+        }));
     }
     if let Some(path) = &settings.push_signing_keys_file {
-        let keys = KeyFile::new(path, SigningAlgorithm::Es256)
-            .load_or_create()
-            .map_err(|e| format!("cannot load the push signing keys from {path}: {e}"))?;
-        return Ok(Some(keys));
+        return Some(Arc::new(FileKeys {
+            path: path.clone(),
+            refresh: settings.push_keys_refresh,
+        }));
     }
     tracing::warn!(
         "neither {ENV_PUSH_SIGNING_SECRET_ARN} nor {ENV_PUSH_SIGNING_KEYS_FILE} is set: pushes \
          are not signed and no JWKS is served"
     );
-    Ok(None)
+    None
+}
+
+/// Loads the push signing keys once, as the push function does (generating the first key
+/// when the secret holds the empty placeholder).
+pub async fn load_keys(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Option<KeySet>, String> {
+    match key_source(settings, sdk, KeyUse::Sign) {
+        Some(source) => source.load().await.map(Some).map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
+}
+
+/// The push signing keys in a Secrets Manager secret.
+#[derive(Debug)]
+struct SecretKeys {
+    client: aws_sdk_secretsmanager::Client,
+    arn: String,
+    refresh: Duration,
+    /// Whether an empty placeholder is filled with a generated key (the push function only:
+    /// the internet-facing card function holds no write access to the secret).
+    bootstrap: bool,
+}
+
+#[async_trait::async_trait]
+impl SigningKeySource for SecretKeys {
+    async fn load(&self) -> Result<KeySet, KeyError> {
+        let read = || async {
+            read_secret(&self.client, &self.arn, "push signing")
+                .await
+                .map_err(KeyError::Io)
+        };
+        let mut text = read().await?;
+        if KeySet::is_empty_document(&text) {
+            if !self.bootstrap {
+                return Err(KeyError::Invalid(
+                    "the push signing secret holds no keys yet (the push function generates \
+                     the first one on its first delivery)"
+                        .into(),
+                ));
+            }
+            generate_first_key(&self.client, &self.arn)
+                .await
+                .map_err(KeyError::Io)?;
+            text = read().await?;
+        }
+        KeySet::from_json(&text).map_err(|e| {
+            KeyError::Invalid(format!("the push signing secret is not a key set: {e}"))
+        })
+    }
+
+    fn refresh(&self) -> Duration {
+        self.refresh
+    }
+}
+
+/// The push signing keys in a local key file (created on first use; local runs only).
+#[derive(Debug)]
+struct FileKeys {
+    path: String,
+    refresh: Duration,
+}
+
+#[async_trait::async_trait]
+impl SigningKeySource for FileKeys {
+    async fn load(&self) -> Result<KeySet, KeyError> {
+        KeyFile::new(&self.path, SigningAlgorithm::Es256)
+            .load_or_create()
+            .map_err(|e| {
+                KeyError::Io(format!(
+                    "cannot load the push signing keys from {}: {e}",
+                    self.path
+                ))
+            })
+    }
+
+    fn refresh(&self) -> Duration {
+        self.refresh
+    }
 }
 
 /// The version token of the first key a deployment generates. Secrets Manager refuses a second

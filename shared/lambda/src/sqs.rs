@@ -15,13 +15,13 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Init};
+use crate::{Error, Init, KeyUse};
 
 /// The worker function: runs each record's work job of an SQS batch, concurrently, and
 /// reports the ones to retry; invoked by its schedule instead, it sweeps for tasks whose
 /// inline execution died (see [`WorkBatch::handle_invocation`]).
 pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
-    let init = Init::from_env(agent, false).await?;
+    let init = Init::from_env(agent, KeyUse::None).await?;
     let s = &init.settings;
     let queue = s.consumer_queue(
         &init.clients,
@@ -47,7 +47,7 @@ const SWEEP_BATCH: usize = 500;
 /// The push function: delivers each message group's records in order, and reports a failed
 /// record together with every later record of its group.
 pub async fn run_push(agent: Arc<dyn Agent>) -> Result<(), Error> {
-    let init = Init::from_env(agent, true).await?;
+    let init = Init::from_env(agent, KeyUse::Sign).await?;
     let s = &init.settings;
     let queue = s.consumer_queue(
         &init.clients,

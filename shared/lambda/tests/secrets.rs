@@ -8,7 +8,7 @@ use std::time::Duration;
 use a2a_core::auth::ApiKeyDocument;
 use a2a_core::KeySet;
 use a2a_core::{Credentials, Permission, Permissions};
-use a2a_lambda_glue::{build_auth, load_keys, Settings};
+use a2a_lambda_glue::{build_auth, key_source, load_keys, HttpFunction, KeyUse, Settings};
 use a2a_protocol::A2AError;
 
 /// The SDK configuration for moto, or `None` (the test skips, see
@@ -214,4 +214,197 @@ async fn a_signing_secret_with_keys_is_used_as_it_is() {
 
 fn settings_with_signing(arn: &str) -> Settings {
     settings(&[("A2A_PUSH_SIGNING_SECRET_ARN", arn.to_owned())])
+}
+
+/// The card function's JWKS over the keys `key_use` reads from the secret of `settings`,
+/// with the push function's signer on the same keys.
+fn card_router(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+    key_use: KeyUse,
+) -> (axum::Router, a2a_core::PushSigner) {
+    let source = key_source(settings, sdk, key_use).expect("a key source");
+    let keys = std::sync::Arc::new(a2a_core::SigningKeys::from_source(source));
+    let signer = a2a_core::PushSigner::with_keys(keys, "https://agent.example");
+    let config = settings.service_config(
+        Some("https://agent.example"),
+        Some(signer.clone()),
+        a2a_core::Auth::none(),
+    );
+    let store = a2a_test_support::server::EmbeddedStore::open();
+    let service = store.service(config, std::sync::Arc::new(a2a_reference_agent_free::Idle));
+    let surface = HttpFunction::Card.surface();
+    let options = a2a_http::HttpOptions::default();
+    (a2a_http::router_with(service, options, &surface), signer)
+}
+
+/// The kids of the JWKS the card function serves now.
+async fn served_kids(router: &axum::Router) -> Vec<String> {
+    use tower::ServiceExt as _;
+    let response = router
+        .clone()
+        .oneshot(
+            axum::http::Request::get("/.well-known/jwks.json")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "the JWKS is always served");
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let jwks: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// An agent that is never asked anything: these tests only read the JWKS and sign.
+mod a2a_reference_agent_free {
+    pub struct Idle;
+
+    #[async_trait::async_trait]
+    impl a2a_core::Agent for Idle {
+        fn describe(&self) -> a2a_core::AgentDescription {
+            a2a_core::AgentDescription {
+                name: "idle".into(),
+                ..Default::default()
+            }
+        }
+
+        async fn execute(
+            &self,
+            _request: a2a_core::AgentRequest,
+            _emitter: a2a_core::Emitter,
+        ) -> Result<(), a2a_core::AgentError> {
+            Ok(())
+        }
+    }
+}
+
+fn claims(signer: &a2a_core::PushSigner) -> a2a_protocol::push::PushClaims {
+    signer.claims("https://hook.example/", "t1", 1, "c1", b"{}")
+}
+
+/// A fresh deployment: the card serves an empty JWKS and never writes the secret; the push
+/// function generates the first key when it first signs, and the card publishes it from its
+/// next refresh on.
+#[tokio::test]
+async fn only_the_push_function_generates_the_first_key() {
+    let Some(sdk) = moto().await else {
+        return;
+    };
+    let arn = create_secret(&sdk, r#"{"keys": []}"#).await;
+    let mut settings = settings_with_signing(&arn);
+    settings.push_keys_refresh = Duration::ZERO;
+
+    let (card, card_signer) = card_router(&settings, &sdk, KeyUse::Publish);
+    assert!(served_kids(&card).await.is_empty());
+    let err = card_signer
+        .sign(&claims(&card_signer))
+        .await
+        .expect_err("the card function holds no keys yet");
+    assert!(err.to_string().contains("no keys yet"), "{err}");
+    let stored = secret_text(&sdk, &arn).await;
+    assert!(
+        KeySet::is_empty_document(&stored),
+        "the card wrote the secret"
+    );
+
+    let (_, push_signer) = card_router(&settings, &sdk, KeyUse::Sign);
+    push_signer
+        .sign(&claims(&push_signer))
+        .await
+        .expect("the push function signs with a generated key");
+    let generated = push_signer.keys().await.unwrap().active().kid().to_owned();
+    assert_eq!(served_kids(&card).await, [generated]);
+}
+
+/// A rotation is an update of the secret: running instances sign with, and publish, the new
+/// key set once their refresh time has passed, without a redeploy.
+#[tokio::test]
+async fn a_rotated_secret_is_used_without_a_redeploy() {
+    let Some(sdk) = moto().await else {
+        return;
+    };
+    let (old, old_text) = KeySet::generate(a2a_core::SigningAlgorithm::Es256).unwrap();
+    let arn = create_secret(&sdk, old_text.expose()).await;
+    let mut settings = settings_with_signing(&arn);
+    settings.push_keys_refresh = Duration::ZERO;
+    let (card, signer) = card_router(&settings, &sdk, KeyUse::Sign);
+    let old_kid = old.active().kid().to_owned();
+    assert_eq!(served_kids(&card).await, std::slice::from_ref(&old_kid));
+
+    // docs/push.md's rotation, step 1: add the new key, inactive, so it is published first.
+    let (new, new_text) = KeySet::generate(a2a_core::SigningAlgorithm::Es256).unwrap();
+    let new_kid = new.active().kid().to_owned();
+    let entry = |text: &str, active: bool| {
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut key = doc["keys"][0].take();
+        key["active"] = serde_json::json!(active);
+        key
+    };
+    let step = |old_active: bool| {
+        serde_json::json!({"keys": [
+            entry(old_text.expose(), old_active),
+            entry(new_text.expose(), !old_active),
+        ]})
+        .to_string()
+    };
+    put_secret(&sdk, &arn, &step(true)).await;
+    assert_eq!(served_kids(&card).await, [old_kid.clone(), new_kid.clone()]);
+    assert_eq!(signer.keys().await.unwrap().active().kid(), old_kid);
+    // Step 2: make the new key active; the push function signs with it from its next refresh.
+    put_secret(&sdk, &arn, &step(false)).await;
+    assert_eq!(signer.keys().await.unwrap().active().kid(), new_kid);
+}
+
+/// A key set broken by hand: the function that signs says why at signing time; the card and
+/// its JWKS stay up (an empty set rather than an init crash).
+#[tokio::test]
+async fn a_broken_key_set_is_an_error_where_it_signs_and_an_empty_jwks() {
+    let Some(sdk) = moto().await else {
+        return;
+    };
+    let arn = create_secret(&sdk, r#"{"keys": [{"privateKeyPem": "not a key"}]}"#).await;
+    let settings = settings_with_signing(&arn);
+    let (card, _) = card_router(&settings, &sdk, KeyUse::Publish);
+    assert!(served_kids(&card).await.is_empty());
+    let (_, signer) = card_router(&settings, &sdk, KeyUse::Sign);
+    let err = signer
+        .sign(&claims(&signer))
+        .await
+        .expect_err("a broken key set")
+        .to_string();
+    assert!(err.contains("not a key set"), "{err}");
+    assert!(
+        !err.contains("not a key\""),
+        "quotes no key material: {err}"
+    );
+}
+
+async fn secret_text(sdk: &aws_config::SdkConfig, arn: &str) -> String {
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .unwrap()
+        .secret_string()
+        .unwrap()
+        .to_owned()
+}
+
+async fn put_secret(sdk: &aws_config::SdkConfig, arn: &str, text: &str) {
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .put_secret_value()
+        .secret_id(arn)
+        .secret_string(text)
+        .send()
+        .await
+        .expect("update the secret");
 }

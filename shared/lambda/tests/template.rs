@@ -658,3 +658,134 @@ fn sam_build_runs_without_a_prompt() {
         "samconfig.toml: [default.build.parameters] beta_features = true"
     );
 }
+
+/// The logical id of a function resource, by binary name (`push-config` → `PushConfigFunction`).
+fn logical_ids(t: &Value) -> BTreeMap<String, String> {
+    t["Resources"]
+        .as_mapping()
+        .expect("Resources")
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(k, r)| {
+            (
+                r["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                k.as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Every function logs in Lambda's JSON format at the configured levels, traces actively, and
+/// writes to a log group of its own with the configured retention; the push signing keys'
+/// refresh time and the metrics' namespace reach every function.
+#[test]
+fn every_function_logs_json_with_retention_and_traces() {
+    let t = template();
+    let globals = &untag(&t)["Globals"]["Function"];
+    let logging = &globals["LoggingConfig"];
+    assert_eq!(logging["LogFormat"].as_str(), Some("JSON"));
+    let app_level = serde_norway::to_string(&logging["ApplicationLogLevel"]).unwrap();
+    assert!(app_level.contains("LogLevel"), "{app_level}");
+    assert_eq!(str_of(&logging["SystemLogLevel"]), "SystemLogLevel");
+    assert_eq!(globals["Tracing"].as_str(), Some("Active"));
+    let env = &globals["Environment"]["Variables"];
+    assert_eq!(str_of(&env["A2A_METRICS_NAMESPACE"]), "MetricsNamespace");
+    assert_eq!(
+        str_of(&env["A2A_PUSH_KEYS_REFRESH_SECS"]),
+        "PushKeysRefreshSeconds"
+    );
+    // Every LogLevel value maps to one of Lambda's levels.
+    let levels = &t["Mappings"]["LambdaLogLevel"];
+    for level in t["Parameters"]["LogLevel"]["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+    {
+        let lambda = levels[level.as_str().unwrap()]["Level"].as_str();
+        assert!(
+            matches!(lambda, Some("ERROR" | "WARN" | "INFO" | "DEBUG" | "TRACE")),
+            "{level:?}"
+        );
+    }
+
+    let groups: BTreeMap<String, &Value> = resources_of_type(&t, "AWS::Logs::LogGroup")
+        .into_values()
+        .map(|g| (str_of(&g["Properties"]["LogGroupName"]), g))
+        .collect();
+    for (binary, logical) in logical_ids(&t) {
+        let group = groups
+            .get(&format!("/aws/lambda/${{{logical}}}"))
+            .unwrap_or_else(|| panic!("{binary} has no log group"));
+        assert_eq!(
+            str_of(&group["Properties"]["RetentionInDays"]),
+            "LogRetentionDays"
+        );
+    }
+    assert_eq!(groups.len(), logical_ids(&t).len());
+    assert_eq!(num(&t["Parameters"]["LogRetentionDays"]["Default"]), 30);
+}
+
+/// Alarms on both dead-letter queues and on every function's errors and throttles, notifying
+/// the optional topic.
+#[test]
+fn dead_letters_errors_and_throttles_raise_alarms() {
+    let t = template();
+    let alarms = resources_of_type(&t, "AWS::CloudWatch::Alarm");
+    let watched = |namespace: &str, metric: &str| -> BTreeSet<String> {
+        alarms
+            .values()
+            .map(|a| &a["Properties"])
+            .filter(|p| p["Namespace"].as_str() == Some(namespace))
+            .filter(|p| p["MetricName"].as_str() == Some(metric))
+            .map(|p| {
+                assert_eq!(
+                    p["ComparisonOperator"].as_str(),
+                    Some("GreaterThanThreshold")
+                );
+                assert_eq!(num(&p["Threshold"]), 0);
+                let actions = serde_norway::to_string(&p["AlarmActions"]).unwrap();
+                assert!(actions.contains("HasAlarmTopic"), "{actions}");
+                let dimensions = p["Dimensions"].as_sequence().unwrap();
+                assert_eq!(dimensions.len(), 1);
+                let value = untag(&dimensions[0]["Value"]);
+                match value {
+                    // !GetAtt WorkDeadLetterQueue.QueueName
+                    Value::String(s) => s.split('.').next().unwrap().to_owned(),
+                    Value::Sequence(parts) => str_of(&parts[0]),
+                    other => panic!("dimension value {other:?}"),
+                }
+            })
+            .collect()
+    };
+    let dlqs: BTreeSet<String> = ["PushDeadLetterQueue", "WorkDeadLetterQueue"]
+        .map(String::from)
+        .into();
+    assert_eq!(
+        watched("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+        dlqs
+    );
+    let functions: BTreeSet<String> = logical_ids(&t).into_values().collect();
+    assert_eq!(watched("AWS/Lambda", "Errors"), functions);
+    assert_eq!(watched("AWS/Lambda", "Throttles"), functions);
+    assert_eq!(
+        t["Parameters"]["AlarmTopicArn"]["Default"].as_str(),
+        Some("")
+    );
+}
+
+/// Only the push function may write the signing keys (it generates the first one); the card
+/// function, facing the internet, only reads them.
+#[test]
+fn only_the_push_function_writes_the_signing_keys() {
+    let t = template();
+    for (binary, function) in functions(&t) {
+        let policies = serde_norway::to_string(&untag(function)["Properties"]["Policies"]).unwrap();
+        assert_eq!(
+            policies.contains("secretsmanager:PutSecretValue"),
+            binary == "push",
+            "{binary}: {policies}"
+        );
+    }
+}

@@ -1,0 +1,479 @@
+//! The cold-start benchmark: runs each function binary against a fake Lambda Runtime API on
+//! 127.0.0.1 and measures, per function,
+//! - **init**: from `exec` to the function's first `GET /runtime/invocation/next` (what Lambda
+//!   reports as *Init Duration*, minus loading the binary), and
+//! - **first request**: from handing it its first event to the end of its response (the
+//!   caller's wait on a cold instance, beyond init).
+//!
+//! With `AWS_ENDPOINT_URL` set (moto: `eval "$(infra/moto.sh env-start)"`), it creates a table,
+//! the queues and a push signing secret there, so the first requests do their real AWS calls;
+//! without, the functions get a local key file and an endpoint that refuses connections (the
+//! requests that need AWS then fail fast, and the table says so). Prints a Markdown table.
+//!
+//! `cargo build -p card -p push …` (or `--release`) first; `--bin-dir` names where the binaries
+//! are (default `$CARGO_TARGET_DIR/debug`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use a2a_aws::resources::{self, Resources};
+use a2a_aws::AwsClients;
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use clap::Parser;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+#[derive(Debug, Parser)]
+#[command(about = "Measure each function's init and first request against a fake Runtime API")]
+struct Options {
+    /// Where the function binaries are (default: `$CARGO_TARGET_DIR/debug`, else `target/debug`).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// The functions to run (default: all ten).
+    #[arg(long, value_delimiter = ',')]
+    functions: Vec<String>,
+    /// Cold starts per function; the table shows the median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Longest wait for a function's init or first response, in seconds.
+    #[arg(long, default_value_t = 20)]
+    timeout_secs: u64,
+    /// Exit non-zero unless every function initialised and answered its first event (the
+    /// response may be an error: without AWS, that is expected). Times are never checked.
+    #[arg(long)]
+    check: bool,
+}
+
+const ALL: [&str; 10] = [
+    "send",
+    "get",
+    "list",
+    "cancel",
+    "push-config",
+    "card",
+    "stream",
+    "rpc",
+    "worker",
+    "push",
+];
+
+/// An API Gateway REST proxy event for `method path` with `body`.
+fn rest_event(method: &str, path: &str, body: Option<Value>) -> Value {
+    let host = "abc123.execute-api.us-east-1.amazonaws.com";
+    json!({
+        "resource": path, "path": path, "httpMethod": method,
+        "headers": {"Host": host, "Content-Type": "application/json", "A2A-Version": "1.0"},
+        "multiValueHeaders": {"Host": [host], "Content-Type": ["application/json"], "A2A-Version": ["1.0"]},
+        "queryStringParameters": null, "multiValueQueryStringParameters": null,
+        "pathParameters": {}, "stageVariables": null,
+        "requestContext": {
+            "accountId": "123456789012", "resourceId": "r1", "stage": "a2a", "requestId": "bench",
+            "identity": {"sourceIp": "127.0.0.1"}, "resourcePath": path, "httpMethod": method,
+            "apiId": "abc123", "path": format!("/a2a{path}"), "domainName": host,
+            "protocol": "HTTP/1.1"
+        },
+        "body": body.map(|b| b.to_string()), "isBase64Encoded": false
+    })
+}
+
+/// The first event each function gets: a representative request of its own.
+fn first_event(function: &str) -> Value {
+    let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
+    match function {
+        "send" => rest_event("POST", "/message:send", Some(message)),
+        "stream" => rest_event("POST", "/message:stream", Some(message)),
+        "get" => rest_event("GET", "/tasks/cold-start-missing", None),
+        "list" => rest_event("GET", "/tasks", None),
+        "cancel" => rest_event("POST", "/tasks/cold-start-missing:cancel", None),
+        "push-config" => rest_event(
+            "GET",
+            "/tasks/cold-start-missing/pushNotificationConfigs",
+            None,
+        ),
+        "card" => rest_event("GET", "/.well-known/jwks.json", None),
+        "rpc" => rest_event(
+            "POST",
+            "/jsonrpc",
+            Some(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "cold-start-missing"}}),
+            ),
+        ),
+        // The scheduled sweep: one query of the table.
+        "worker" => json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}),
+        // A push job whose config does not exist: one read of the table, then done.
+        "push" => json!({"Records": [{
+            "messageId": "m1", "receiptHandle": "r1",
+            "body": json!({"v": 1, "owner": "anonymous", "taskId": "cold-start-missing", "seq": 1, "configId": "c1"}).to_string(),
+            "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": "cold-start-missing"},
+            "messageAttributes": {}, "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:push.fifo", "awsRegion": "us-east-1"
+        }]}),
+        other => panic!("unknown function {other}"),
+    }
+}
+
+/// A message id no earlier run used.
+fn uuid() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("cold-start-{}-{nanos}", std::process::id())
+}
+
+/// What the fake Runtime API saw of one cold start.
+#[derive(Default)]
+struct Seen {
+    /// The first `GET /next`.
+    first_next: Option<Instant>,
+    /// The end of the first response (or error report), and what it was.
+    answered: Option<(Instant, String)>,
+}
+
+struct Runtime {
+    event: Value,
+    seen: Mutex<Seen>,
+    changed: Notify,
+}
+
+async fn next(State(rt): State<Arc<Runtime>>) -> Response {
+    let first = {
+        let mut seen = rt.seen.lock().unwrap();
+        let first = seen.first_next.is_none();
+        if first {
+            seen.first_next = Some(Instant::now());
+        }
+        first
+    };
+    rt.changed.notify_waiters();
+    if !first {
+        // One event per cold start: the second `next` waits until the process is stopped.
+        std::future::pending::<()>().await;
+    }
+    let mut headers = HeaderMap::new();
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 60_000;
+    for (name, value) in [
+        (
+            "lambda-runtime-aws-request-id",
+            "bench-request-1".to_owned(),
+        ),
+        ("lambda-runtime-deadline-ms", deadline.to_string()),
+        (
+            "lambda-runtime-invoked-function-arn",
+            "arn:aws:lambda:us-east-1:123456789012:function:bench".to_owned(),
+        ),
+        (
+            "lambda-runtime-trace-id",
+            "Root=1-6561abcd-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1".to_owned(),
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_str(&value).unwrap());
+    }
+    (StatusCode::OK, headers, rt.event.to_string()).into_response()
+}
+
+/// The end of the function's answer: a buffered response, a streamed one (read to its end), or
+/// an error report.
+fn answered(rt: &Runtime, outcome: String) -> StatusCode {
+    rt.seen.lock().unwrap().answered = Some((Instant::now(), outcome));
+    rt.changed.notify_waiters();
+    StatusCode::ACCEPTED
+}
+
+async fn response(
+    State(rt): State<Arc<Runtime>>,
+    UrlPath(_id): UrlPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let streamed = headers
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|m| m == "streaming");
+    let outcome = if streamed {
+        // The prelude (JSON with the status code), eight NULs, then the body.
+        let text = String::from_utf8_lossy(&body);
+        let status = serde_json::from_str::<Value>(text.split('\0').next().unwrap_or_default())
+            .ok()
+            .and_then(|p| p["statusCode"].as_u64())
+            .unwrap_or_default();
+        format!("HTTP {status}, streamed")
+    } else {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(v) if v.get("statusCode").is_some() => format!("HTTP {}", v["statusCode"]),
+            Ok(v) if v.get("batchItemFailures").is_some() => {
+                let failed = v["batchItemFailures"].as_array().map_or(0, Vec::len);
+                format!("{failed} batch item failure(s)")
+            }
+            Ok(v) => format!("ok {}", truncate(&v.to_string())),
+            Err(_) => "ok".into(),
+        }
+    };
+    answered(&rt, outcome)
+}
+
+async fn error(
+    State(rt): State<Arc<Runtime>>,
+    UrlPath(_id): UrlPath<String>,
+    body: Bytes,
+) -> StatusCode {
+    answered(
+        &rt,
+        format!("error {}", truncate(&String::from_utf8_lossy(&body))),
+    )
+}
+
+async fn init_error(State(rt): State<Arc<Runtime>>, body: Bytes) -> StatusCode {
+    answered(
+        &rt,
+        format!("init error {}", truncate(&String::from_utf8_lossy(&body))),
+    )
+}
+
+fn truncate(text: &str) -> String {
+    text.chars().take(80).collect()
+}
+
+/// One cold start's figures.
+struct Run {
+    init: Option<Duration>,
+    first: Option<Duration>,
+    outcome: String,
+}
+
+async fn cold_start(
+    binary: &Path,
+    function: &str,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Run {
+    let rt = Arc::new(Runtime {
+        event: first_event(function),
+        seen: Mutex::new(Seen::default()),
+        changed: Notify::new(),
+    });
+    let app = Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            post(response),
+        )
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
+        .route("/2018-06-01/runtime/init/error", post(init_error))
+        .with_state(rt.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    // std's process API: spawning does not block, and it needs no tokio feature.
+    let mut command = std::process::Command::new(binary);
+    command
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", format!("bench-{function}"))
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            server.abort();
+            return Run {
+                init: None,
+                first: None,
+                outcome: format!("cannot start {}: {e}", binary.display()),
+            };
+        }
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let changed = rt.changed.notified();
+        if rt.seen.lock().unwrap().answered.is_some() {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    server.abort();
+    let seen = rt.seen.lock().unwrap();
+    let init = seen.first_next.map(|at| at - started);
+    match (&seen.first_next, &seen.answered) {
+        (_, Some((at, outcome))) => Run {
+            init,
+            first: seen.first_next.map(|next| *at - next),
+            outcome: outcome.clone(),
+        },
+        (Some(_), None) => Run {
+            init,
+            first: None,
+            outcome: "no answer before the timeout".into(),
+        },
+        (None, None) => Run {
+            init: None,
+            first: None,
+            outcome: "never asked for an event".into(),
+        },
+    }
+}
+
+/// The functions' environment: the moto resources when `AWS_ENDPOINT_URL` is set, else local
+/// stand-ins that make every AWS call fail fast.
+async fn environment(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut env = vec![
+        ("A2A_AUTH".to_owned(), "none".to_owned()),
+        ("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH".into(), "true".into()),
+        (
+            "A2A_PUBLIC_BASE_URL".into(),
+            "https://abc123.execute-api.us-east-1.amazonaws.com/a2a".into(),
+        ),
+        ("AWS_REGION".into(), "us-east-1".into()),
+    ];
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        env.extend([
+            // Connection refused at once: no real AWS is ever contacted.
+            (
+                "AWS_ENDPOINT_URL".to_owned(),
+                "http://127.0.0.1:9".to_owned(),
+            ),
+            ("AWS_ACCESS_KEY_ID".into(), "bench".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "bench".into()),
+            ("AWS_MAX_ATTEMPTS".into(), "1".into()),
+            ("A2A_TABLE".into(), "a2a-cold-start".into()),
+            (
+                "A2A_WORK_QUEUE_URL".into(),
+                "http://127.0.0.1:9/q/work".into(),
+            ),
+            (
+                "A2A_PUSH_QUEUE_URL".into(),
+                "http://127.0.0.1:9/q/push.fifo".into(),
+            ),
+            (
+                "A2A_PUSH_SIGNING_KEYS_FILE".into(),
+                dir.join("push-signing-keys.json").display().to_string(),
+            ),
+        ]);
+        return Ok(env);
+    }
+    let clients = AwsClients::from_env().await;
+    let prefix = format!("a2a-cold-start-{}", std::process::id());
+    let config = resources::create_all(&clients, &Resources::named(&prefix)).await?;
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let secret = aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(format!("{prefix}-push-signing-keys"))
+        .secret_string(r#"{"keys": []}"#)
+        .send()
+        .await
+        .map_err(|e| format!("cannot create the signing secret: {e}"))?;
+    env.extend([
+        ("A2A_TABLE".to_owned(), config.table),
+        ("A2A_WORK_QUEUE_URL".into(), config.work_queue_url),
+        ("A2A_PUSH_QUEUE_URL".into(), config.push_queue_url),
+        (
+            "A2A_PUSH_SIGNING_SECRET_ARN".into(),
+            secret.arn().unwrap_or_default().to_owned(),
+        ),
+    ]);
+    Ok(env)
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "-".into(),
+        |d| format!("{:.1}", d.as_secs_f64() * 1000.0),
+    )
+}
+
+fn median(mut values: Vec<Duration>) -> Option<Duration> {
+    values.sort();
+    values.get(values.len() / 2).copied()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let o = Options::parse();
+    let bin_dir = o.bin_dir.clone().unwrap_or_else(|| {
+        PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+            .join("debug")
+    });
+    let functions: Vec<String> = if o.functions.is_empty() {
+        ALL.iter().map(|f| f.to_string()).collect()
+    } else {
+        o.functions.clone()
+    };
+    let dir = std::env::temp_dir().join(format!("a2a-cold-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let env = environment(&dir).await?;
+    let with_aws = std::env::var("AWS_ENDPOINT_URL").is_ok();
+    println!(
+        "binaries: {} · AWS: {} · {} run(s) per function, median",
+        bin_dir.display(),
+        if with_aws {
+            "emulator"
+        } else {
+            "none (calls fail fast)"
+        },
+        o.runs
+    );
+    println!();
+    println!("| function | init (exec → first /next), ms | first request, ms | first answer |");
+    println!("|---|---:|---:|---|");
+    let mut failed = Vec::new();
+    for function in &functions {
+        let binary = bin_dir.join(function);
+        if !binary.exists() {
+            println!("| {function} | - | - | not built: cargo build -p {function} |");
+            failed.push(format!("{function}: no binary at {}", binary.display()));
+            continue;
+        }
+        let mut inits = Vec::new();
+        let mut firsts = Vec::new();
+        let mut outcome = String::new();
+        for _ in 0..o.runs.max(1) {
+            let run =
+                cold_start(&binary, function, &env, Duration::from_secs(o.timeout_secs)).await;
+            inits.extend(run.init);
+            firsts.extend(run.first);
+            if run.first.is_none() && !failed.iter().any(|f| f.starts_with(function.as_str())) {
+                failed.push(format!("{function}: {}", run.outcome));
+            }
+            outcome = run.outcome;
+        }
+        println!(
+            "| {function} | {} | {} | {} |",
+            ms(median(inits)),
+            ms(median(firsts)),
+            outcome.replace('|', "\\|")
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if o.check && !failed.is_empty() {
+        return Err(format!(
+            "functions that did not answer: {}",
+            failed.join("; ")
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! What the service reports as it works, for a host's metrics: the [`Observer`] port. The
+//! core only calls it; a host turns the calls into whatever it records (the Lambda glue writes
+//! CloudWatch Embedded Metric Format lines). The default observes nothing.
+
+use std::fmt;
+use std::time::Duration;
+
+use a2a_protocol::{A2AError, TaskState};
+
+use crate::operation::Operation;
+use crate::ports::{JobOutcome, PushAttempt};
+
+/// Receives the service's countable events. Calls are synchronous and must be cheap: they run
+/// on the request's path.
+pub trait Observer: Send + Sync + fmt::Debug {
+    /// An operation ended (for streams: its stream started, or it was refused), after
+    /// `elapsed`, with `error` when it failed.
+    fn operation(&self, operation: Operation, elapsed: Duration, error: Option<&A2AError>) {
+        let _ = (operation, elapsed, error);
+    }
+
+    /// A task reached the terminal `state`.
+    fn task_finished(&self, state: TaskState) {
+        let _ = state;
+    }
+
+    /// One webhook delivery attempt ended, the `receive_count`-th of its job.
+    fn push_attempt(&self, attempt: &PushAttempt, receive_count: u32) {
+        let _ = (attempt, receive_count);
+    }
+
+    /// One work job attempt (the `receive_count`-th receive of its job) ended with `outcome`.
+    fn work_job(&self, receive_count: u32, outcome: &JobOutcome) {
+        let _ = (receive_count, outcome);
+    }
+}
+
+/// Observes nothing: the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}

@@ -1,0 +1,426 @@
+//! Metrics as CloudWatch Embedded Metric Format (EMF) log lines: CloudWatch Logs extracts them
+//! from the function's log stream, so a function needs no `cloudwatch:PutMetricData`, no
+//! network call and no extra latency. [`EmfObserver`] is the core's [`Observer`] on Lambda.
+//!
+//! Every line has the dimension `FunctionName` (the deployed function's name, as Lambda's own
+//! metrics have), plus the one its metric is broken down by:
+//!
+//! | Metric | Unit | Dimensions |
+//! |---|---|---|
+//! | `Requests`, `Errors`, `ClientErrors` | Count | `FunctionName`, `Operation` |
+//! | `Latency` | Milliseconds | `FunctionName`, `Operation` |
+//! | `TasksFinished` | Count | `FunctionName`, `State` |
+//! | `PushAttempts`, `PushDeliveries`, `PushRetries`, `PushDeadLetters` | Count | `FunctionName` |
+//! | `JobAttempts`, `JobRetries` | Count | `FunctionName` |
+//!
+//! `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
+//! request (4xx). Lines carry `traceId` (the X-Ray trace of the invocation) and the error or push
+//! result as plain properties, searchable in Logs Insights but not metric dimensions.
+
+use std::fmt;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use a2a_core::{JobOutcome, Observer, Operation};
+use a2a_protocol::{A2AError, TaskState};
+use serde_json::{json, Map, Value};
+
+/// The CloudWatch namespace of the metrics (template parameter `MetricsNamespace`).
+pub const ENV_METRICS_NAMESPACE: &str = "A2A_METRICS_NAMESPACE";
+/// The namespace when none is configured.
+pub const DEFAULT_NAMESPACE: &str = "a2a-lambda";
+
+/// An EMF metric unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count of events.
+    Count,
+    /// A duration in milliseconds.
+    Milliseconds,
+}
+
+impl Unit {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Count => "Count",
+            Self::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// One EMF log line: `dimensions` (name, value) form the one dimension set of every metric in
+/// `metrics` (name, unit, value); `properties` are logged alongside, not extracted.
+pub fn emf_line(
+    namespace: &str,
+    timestamp: SystemTime,
+    dimensions: &[(&str, &str)],
+    metrics: &[(&str, Unit, f64)],
+    properties: &[(&str, Value)],
+) -> String {
+    let millis = timestamp
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let mut line = Map::new();
+    // Properties first, so a metric or dimension of the same name wins.
+    for (name, value) in properties {
+        line.insert((*name).to_owned(), value.clone());
+    }
+    for (name, value) in dimensions {
+        line.insert((*name).to_owned(), json!(value));
+    }
+    for (name, _, value) in metrics {
+        line.insert((*name).to_owned(), json!(value));
+    }
+    line.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": millis,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
+                "Metrics": metrics
+                    .iter()
+                    .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
+                    .collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    Value::Object(line).to_string()
+}
+
+/// Where the lines go: stdout on Lambda, a buffer in tests.
+pub type Sink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The core's events as EMF lines.
+#[derive(Clone)]
+pub struct EmfObserver {
+    namespace: String,
+    function: String,
+    sink: Sink,
+}
+
+impl fmt::Debug for EmfObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmfObserver")
+            .field("namespace", &self.namespace)
+            .field("function", &self.function)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmfObserver {
+    /// Lines for `function` in `namespace`, written to stdout (one `write` per line, so lines of
+    /// concurrent requests never interleave).
+    pub fn stdout(namespace: impl Into<String>, function: impl Into<String>) -> Self {
+        Self::with_sink(
+            namespace,
+            function,
+            Arc::new(|line: &str| {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(format!("{line}\n").as_bytes());
+                let _ = out.flush();
+            }),
+        )
+    }
+
+    /// Lines for `function` in `namespace`, handed to `sink`.
+    pub fn with_sink(
+        namespace: impl Into<String>,
+        function: impl Into<String>,
+        sink: Sink,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            function: function.into(),
+            sink,
+        }
+    }
+
+    fn emit(
+        &self,
+        extra: Option<(&str, &str)>,
+        metrics: &[(&str, Unit, f64)],
+        mut properties: Vec<(&str, Value)>,
+    ) {
+        let mut dimensions = vec![("FunctionName", self.function.as_str())];
+        dimensions.extend(extra);
+        // Set by lambda_runtime for each invocation: ties the line to its trace.
+        if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
+            properties.push(("traceId", json!(trace)));
+        }
+        let line = emf_line(
+            &self.namespace,
+            SystemTime::now(),
+            &dimensions,
+            metrics,
+            &properties,
+        );
+        (self.sink)(&line);
+    }
+}
+
+fn count(yes: bool) -> f64 {
+    if yes {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+impl Observer for EmfObserver {
+    fn operation(&self, operation: Operation, elapsed: Duration, error: Option<&A2AError>) {
+        let status = error.map(A2AError::http_status);
+        let mut properties = Vec::new();
+        if let Some(error) = error {
+            properties.push(("error", json!(error.reason())));
+        }
+        self.emit(
+            Some(("Operation", operation.name())),
+            &[
+                ("Requests", Unit::Count, 1.0),
+                (
+                    "Latency",
+                    Unit::Milliseconds,
+                    elapsed.as_secs_f64() * 1000.0,
+                ),
+                (
+                    "Errors",
+                    Unit::Count,
+                    count(status.is_some_and(|s| s >= 500)),
+                ),
+                (
+                    "ClientErrors",
+                    Unit::Count,
+                    count(status.is_some_and(|s| s < 500)),
+                ),
+            ],
+            properties,
+        );
+    }
+
+    fn task_finished(&self, state: TaskState) {
+        self.emit(
+            Some(("State", state.as_str())),
+            &[("TasksFinished", Unit::Count, 1.0)],
+            Vec::new(),
+        );
+    }
+
+    fn push_attempt(&self, attempt: &a2a_core::PushAttempt, receive_count: u32) {
+        use a2a_core::PushAttemptResult as R;
+        let failed = attempt.result == R::Failed;
+        let mut properties = vec![
+            ("result", json!(attempt.result)),
+            ("attempt", json!(receive_count)),
+        ];
+        if let Some(status) = attempt.http_status {
+            properties.push(("httpStatus", json!(status)));
+        }
+        self.emit(
+            None,
+            &[
+                ("PushAttempts", Unit::Count, 1.0),
+                (
+                    "PushDeliveries",
+                    Unit::Count,
+                    count(attempt.result == R::Delivered),
+                ),
+                (
+                    "PushRetries",
+                    Unit::Count,
+                    count(failed && !attempt.final_attempt),
+                ),
+                (
+                    "PushDeadLetters",
+                    Unit::Count,
+                    count(failed && attempt.final_attempt),
+                ),
+            ],
+            properties,
+        );
+    }
+
+    fn work_job(&self, receive_count: u32, outcome: &JobOutcome) {
+        let retried = matches!(outcome, JobOutcome::Retry { .. });
+        self.emit(
+            None,
+            &[
+                ("JobAttempts", Unit::Count, 1.0),
+                ("JobRetries", Unit::Count, count(retried)),
+            ],
+            vec![("attempt", json!(receive_count))],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_emf_with_its_dimensions_and_metrics() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        let line = emf_line(
+            "ns",
+            at,
+            &[("FunctionName", "a2a-send"), ("Operation", "SendMessage")],
+            &[
+                ("Requests", Unit::Count, 1.0),
+                ("Latency", Unit::Milliseconds, 12.5),
+            ],
+            &[("traceId", json!("Root=1-abc"))],
+        );
+        assert!(!line.contains('\n'));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["_aws"]["Timestamp"], 1_700_000_000_123u64);
+        let directive = &v["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "ns");
+        assert_eq!(
+            directive["Dimensions"],
+            json!([["FunctionName", "Operation"]])
+        );
+        assert_eq!(
+            directive["Metrics"],
+            json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
+        );
+        // Every dimension and metric named in the directive is a member of the root object
+        // (what CloudWatch requires to extract it).
+        assert_eq!(v["FunctionName"], "a2a-send");
+        assert_eq!(v["Operation"], "SendMessage");
+        assert_eq!(v["Requests"], 1.0);
+        assert_eq!(v["Latency"], 12.5);
+        assert_eq!(v["traceId"], "Root=1-abc");
+    }
+
+    fn captured() -> (EmfObserver, Arc<std::sync::Mutex<Vec<Value>>>) {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink_lines = lines.clone();
+        let observer = EmfObserver::with_sink(
+            "ns",
+            "fn",
+            Arc::new(move |line: &str| {
+                sink_lines
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::from_str(line).expect("a JSON line"));
+            }),
+        );
+        (observer, lines)
+    }
+
+    #[test]
+    fn errors_are_split_into_ours_and_the_callers() {
+        let (observer, lines) = captured();
+        observer.operation(
+            Operation::GetTask,
+            Duration::from_millis(3),
+            Some(&A2AError::task_not_found("t1")),
+        );
+        observer.operation(
+            Operation::GetTask,
+            Duration::from_millis(3),
+            Some(&A2AError::Internal("store".into())),
+        );
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines[0]["ClientErrors"], 1.0);
+        assert_eq!(lines[0]["Errors"], 0.0);
+        assert_eq!(lines[0]["error"], "TASK_NOT_FOUND");
+        assert_eq!(lines[1]["Errors"], 1.0);
+        assert_eq!(lines[1]["Operation"], "GetTask");
+    }
+
+    /// An agent that completes every task at once.
+    struct Completes;
+
+    #[async_trait::async_trait]
+    impl a2a_core::Agent for Completes {
+        fn describe(&self) -> a2a_core::AgentDescription {
+            a2a_core::AgentDescription {
+                name: "completes".into(),
+                ..Default::default()
+            }
+        }
+
+        async fn execute(
+            &self,
+            _request: a2a_core::AgentRequest,
+            emitter: a2a_core::Emitter,
+        ) -> Result<(), a2a_core::AgentError> {
+            emitter.complete(Some("done")).await
+        }
+    }
+
+    /// Through the service: a SendMessage is one request of its operation, and the task it
+    /// completes is counted once by its final state.
+    #[tokio::test]
+    async fn a_completed_task_is_counted_by_its_final_state() {
+        let (observer, lines) = captured();
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let config = a2a_core::ServiceConfig {
+            observer: Arc::new(observer),
+            ..a2a_core::ServiceConfig::default()
+        };
+        let service = store.service(config, Arc::new(Completes));
+        let request: a2a_protocol::SendMessageRequest = serde_json::from_value(json!({
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        }))
+        .unwrap();
+        service
+            .send_message(&a2a_core::CallContext::anonymous(""), request)
+            .await
+            .expect("sent");
+        let lines = lines.lock().unwrap();
+        let finished: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("TasksFinished").is_some())
+            .collect();
+        assert_eq!(finished.len(), 1, "{lines:?}");
+        assert_eq!(finished[0]["State"], "TASK_STATE_COMPLETED");
+        let requests: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("Requests").is_some())
+            .collect();
+        assert_eq!(requests.len(), 1, "{lines:?}");
+        assert_eq!(requests[0]["Operation"], "SendMessage");
+        assert_eq!(requests[0]["Errors"], 0.0);
+    }
+
+    #[test]
+    fn a_last_failed_push_is_a_dead_letter() {
+        let (observer, lines) = captured();
+        let mut attempt = a2a_core::PushAttempt {
+            seq: 3,
+            at: a2a_protocol::Timestamp::now(),
+            result: a2a_core::PushAttemptResult::Failed,
+            http_status: Some(503),
+            error: Some("webhook h answered 503".into()),
+            final_attempt: false,
+        };
+        observer.push_attempt(&attempt, 1);
+        attempt.final_attempt = true;
+        observer.push_attempt(&attempt, 8);
+        let lines = lines.lock().unwrap();
+        assert_eq!(
+            (
+                lines[0]["PushRetries"].as_f64(),
+                lines[0]["PushDeadLetters"].as_f64()
+            ),
+            (Some(1.0), Some(0.0))
+        );
+        assert_eq!(
+            (
+                lines[1]["PushRetries"].as_f64(),
+                lines[1]["PushDeadLetters"].as_f64()
+            ),
+            (Some(0.0), Some(1.0))
+        );
+        assert_eq!(lines[1]["attempt"], 8);
+        assert_eq!(lines[1]["httpStatus"], 503);
+        assert_eq!(
+            lines[1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["FunctionName"]])
+        );
+    }
+}
