@@ -35,3 +35,26 @@ fn cors_origins_are_a_list_or_a_wildcard_and_off_when_unset() {
     assert!(help.contains("--cors-origins"), "{help}");
     assert!(help.contains("A2A_CORS_ORIGINS"), "{help}");
 }
+
+#[test]
+fn older_generations_are_switched_with_on_and_off() {
+    let off = Cli::try_parse_from([
+        "a2a-local",
+        "--protocol-0-3",
+        "off",
+        "--protocol-early",
+        "off",
+    ])
+    .expect("parses");
+    assert!(!off.options.protocol_0_3 && !off.options.protocol_early);
+    let on = Cli::try_parse_from(["a2a-local", "--protocol-0-3", "on", "--protocol-early=on"])
+        .expect("parses");
+    assert!(on.options.protocol_0_3 && on.options.protocol_early);
+    if std::env::var_os("A2A_PROTOCOL_0_3").is_none() {
+        let unset = Cli::try_parse_from(["a2a-local"]).expect("parses");
+        assert!(unset.options.protocol_0_3, "on by default");
+    }
+    let bad =
+        Cli::try_parse_from(["a2a-local", "--protocol-0-3", "maybe"]).expect_err("only on or off");
+    assert!(bad.to_string().contains("maybe"), "{bad}");
+}
