@@ -87,6 +87,29 @@ impl RouteTable {
     }
 }
 
+/// The URLs of the work and push dead-letter queues of `resources`, which the template passes to
+/// the queue functions (`A2A_WORK_DLQ_URL`, `A2A_PUSH_DLQ_URL`): they never look them up.
+pub async fn dead_letter_queue_urls(
+    clients: &a2a_aws::AwsClients,
+    resources: &a2a_aws::resources::Resources,
+) -> Result<[String; 2], String> {
+    let mut urls = [String::new(), String::new()];
+    for (url, queue) in urls.iter_mut().zip([
+        &resources.work_dead_letter_queue,
+        &resources.push_dead_letter_queue,
+    ]) {
+        let out = clients
+            .sqs
+            .get_queue_url()
+            .queue_name(&queue.name)
+            .send()
+            .await
+            .map_err(|e| format!("the URL of {}: {e}", queue.name))?;
+        *url = out.queue_url.unwrap_or_default();
+    }
+    Ok(urls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,6 +368,14 @@ async fn environment(dir: &Path) -> Result<Vec<(String, String)>, String> {
                 "http://127.0.0.1:9/q/push.fifo".into(),
             ),
             (
+                "A2A_WORK_DLQ_URL".into(),
+                "http://127.0.0.1:9/q/work-dlq".into(),
+            ),
+            (
+                "A2A_PUSH_DLQ_URL".into(),
+                "http://127.0.0.1:9/q/push-dlq.fifo".into(),
+            ),
+            (
                 "A2A_PUSH_SIGNING_KEYS_FILE".into(),
                 dir.join("push-signing-keys.json").display().to_string(),
             ),
@@ -376,7 +384,10 @@ async fn environment(dir: &Path) -> Result<Vec<(String, String)>, String> {
     }
     let clients = AwsClients::from_env().await;
     let prefix = format!("a2a-cold-start-{}", std::process::id());
-    let config = resources::create_all(&clients, &Resources::named(&prefix)).await?;
+    let resources = Resources::named(&prefix);
+    let config = resources::create_all(&clients, &resources).await?;
+    let [work_dlq_url, push_dlq_url] =
+        a2a_lambda_tools::dead_letter_queue_urls(&clients, &resources).await?;
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
@@ -391,6 +402,8 @@ async fn environment(dir: &Path) -> Result<Vec<(String, String)>, String> {
         ("A2A_TABLE".to_owned(), config.table),
         ("A2A_WORK_QUEUE_URL".into(), config.work_queue_url),
         ("A2A_PUSH_QUEUE_URL".into(), config.push_queue_url),
+        ("A2A_WORK_DLQ_URL".into(), work_dlq_url),
+        ("A2A_PUSH_DLQ_URL".into(), push_dlq_url),
         (
             "A2A_PUSH_SIGNING_SECRET_ARN".into(),
             secret.arn().unwrap_or_default().to_owned(),

@@ -44,20 +44,7 @@ async fn main() -> Result<(), String> {
     let resources = Resources::named(&o.prefix);
     let config = resources::create_all(&clients, &resources).await?;
     // The template passes the dead-letter queues' URLs in (the functions never look them up).
-    let mut dlq_urls = Vec::new();
-    for queue in [
-        &resources.work_dead_letter_queue,
-        &resources.push_dead_letter_queue,
-    ] {
-        let out = clients
-            .sqs
-            .get_queue_url()
-            .queue_name(&queue.name)
-            .send()
-            .await
-            .map_err(|e| format!("the URL of {}: {e}", queue.name))?;
-        dlq_urls.push(out.queue_url.unwrap_or_default());
-    }
+    let dlq_urls = a2a_lambda_tools::dead_letter_queue_urls(&clients, &resources).await?;
     let mut env = String::from(
         "# Written by infra/lambda-local.sh (a2a-lambda-setup): the environment of every function\n\
          # under `cargo lambda watch`. Local only: the push allow-list and plain http webhooks\n\
