@@ -16,10 +16,6 @@ pub(crate) struct Printer {
     json: bool,
 }
 
-fn state_name(state: TaskState) -> &'static str {
-    state.as_str()
-}
-
 /// A part as one line of text.
 fn part_text(part: &Part) -> String {
     if let Some(text) = &part.text {
@@ -113,7 +109,7 @@ impl Printer {
         if self.json {
             return self.print_json(task);
         }
-        println!("task {}  {}", task.id, state_name(task.status.state));
+        println!("task {}  {}", task.id, task.status.state.as_str());
         if !task.context_id.is_empty() {
             println!("  context {}", task.context_id);
         }
@@ -151,7 +147,7 @@ impl Printer {
                 .timestamp
                 .map(|t| t.0.to_rfc3339())
                 .unwrap_or_default();
-            println!("{}  {:<26} {when}", task.id, state_name(task.status.state));
+            println!("{}  {:<26} {when}", task.id, task.status.state.as_str());
         }
         println!("({} of {} tasks)", page.tasks.len(), page.total_size);
         if !page.next_page_token.is_empty() {
@@ -234,7 +230,7 @@ impl Printer {
 /// One line about an event.
 fn summary(event: &StreamResponse) -> String {
     match event {
-        StreamResponse::Task(t) => format!("task {} {}", t.id, state_name(t.status.state)),
+        StreamResponse::Task(t) => format!("task {} {}", t.id, t.status.state.as_str()),
         StreamResponse::Message(m) => format!("message: {}", parts_text(&m.parts)),
         StreamResponse::StatusUpdate(u) => {
             let text = u
@@ -243,7 +239,7 @@ fn summary(event: &StreamResponse) -> String {
                 .as_ref()
                 .map(|m| format!(": {}", parts_text(&m.parts)))
                 .unwrap_or_default();
-            format!("status {}{text}", state_name(u.status.state))
+            format!("status {}{text}", u.status.state.as_str())
         }
         StreamResponse::ArtifactUpdate(a) => format!(
             "artifact {}: {}",
@@ -283,7 +279,7 @@ impl Live {
                 self.task_id = t.id.clone();
                 self.state = Some(t.status.state);
                 if !self.terminal {
-                    println!("task {}  {}", t.id, state_name(t.status.state));
+                    println!("task {}  {}", t.id, t.status.state.as_str());
                 }
             }
             StreamResponse::StatusUpdate(u) => {
@@ -300,8 +296,8 @@ impl Live {
                     }
                 } else {
                     match text {
-                        Some(text) => println!("status {}: {text}", state_name(u.status.state)),
-                        None => println!("status {}", state_name(u.status.state)),
+                        Some(text) => println!("status {}: {text}", u.status.state.as_str()),
+                        None => println!("status {}", u.status.state.as_str()),
                     }
                 }
             }
@@ -355,7 +351,7 @@ impl Live {
     }
 
     fn redraw(&mut self) {
-        let state = self.state.map_or("connecting", state_name);
+        let state = self.state.map_or("connecting", TaskState::as_str);
         let spinner = SPINNER[self.frame % SPINNER.len()];
         let gap = if self.line.is_empty() { "" } else { "  " };
         let mut out = std::io::stdout().lock();
@@ -384,7 +380,7 @@ impl Live {
             let _ = writeln!(out, "{}", self.line);
         }
         if let Some(state) = self.state {
-            let _ = writeln!(out, "task {}  {}", self.task_id, state_name(state));
+            let _ = writeln!(out, "task {}  {}", self.task_id, state.as_str());
         }
         let _ = out.flush();
     }
