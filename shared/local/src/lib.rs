@@ -4,6 +4,7 @@
 
 mod backend;
 mod loops;
+pub mod new_project;
 
 pub use backend::StoreKind;
 
@@ -246,6 +247,9 @@ pub enum Command {
     /// Manage API keys (for `--auth api-key`).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Writes a new agent project into a directory: its agent, a local server, the Lambda
+    /// binary, template.yaml and a test, on this kit's crates.
+    New(new_project::NewArgs),
 }
 
 /// `a2a-local keys …`.
@@ -276,7 +280,10 @@ pub enum KeysCommand {
 /// Runs an admin command, printing to stdout. The key itself is printed exactly once, by
 /// `keys issue`, and is never logged.
 pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
-    let Command::Keys(keys) = command;
+    let keys = match command {
+        Command::Keys(keys) => keys,
+        Command::New(args) => return new_project::run(args).map_err(|e| e.to_string()),
+    };
     let file = ApiKeyFile::new(options.auth.api_key_path(&options.data_dir));
     let path = file.path();
     let mut doc = file.read()?;
