@@ -4,7 +4,8 @@
 # the template mirrors the code: `cargo test -p a2a-lambda-glue --test template` does that.
 #
 # Installs aws-sam-cli (pinned) into its own venv, .venv-sam (it pins an older boto3 than moto).
-# First run ~80 s (install), then ~10 s.
+# First run ~80 s (install), then ~10 s. `--setup` only installs (infra/new-agent-check.sh
+# checks a generated project's template with the same venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ if [[ ! -x "$VENV/bin/sam" ]] || ! "$VENV/bin/sam" --version 2>/dev/null | grep 
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "aws-sam-cli==$SAM_VERSION"
 fi
+if [[ "${1:-}" == "--setup" ]]; then exit 0; fi
 
 export AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 echo "check-template: sam validate" >&2

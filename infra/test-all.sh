@@ -133,5 +133,8 @@ fi
 step "SAM template: sam validate, cfn-lint, routes and streaming modes"
 "$root/infra/check-template.sh"
 
+step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate"
+"$root/infra/new-agent-check.sh"
+
 step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller)"
 "$root/infra/lambda-e2e.sh"
