@@ -4,14 +4,17 @@
 #   front door, from infra/routes.json)  and  a2a-sqs-poller (the SQS event source mappings).
 #
 #   infra/lambda-local.sh start   install (pinned, into .venv-lambda), build, start everything in
-#                                 the background; prints A2A_BASE_URL=http://127.0.0.1:PORT
+#                                 the background, start every function (one request each, so
+#                                 no test pays a function's start); prints
+#                                 A2A_BASE_URL=http://127.0.0.1:PORT
 #   infra/lambda-local.sh stop    stop what `start` started (moto too)
 #   infra/lambda-local.sh env     print the export lines of a running setup
 #   infra/lambda-local.sh restart-watch [EXTRA_ENV_FILE]
 #                                 replace the function processes, as Lambda replaces an
 #                                 execution environment that died: restarts only `cargo lambda
 #                                 watch` (same env file, same port; moto, the pollers and the
-#                                 router keep running) and waits until it serves again. Needed
+#                                 router keep running) and waits until every function serves
+#                                 again. Needed
 #                                 after a function process was killed: watch 1.9.2 never starts
 #                                 a function again once its process is gone. With
 #                                 EXTRA_ENV_FILE, the functions also get its variables (e.g.
@@ -107,6 +110,30 @@ wait_for() { # url seconds
   return 1
 }
 
+# Starts every function, one cheap request each, all awaited: watch starts a function (`cargo
+# run` of its binary) on its first request, and no test should pay that start, or time out on
+# it. Any HTTP answer will do (an HTTP function answers a path it does not serve with 404, or
+# 401 with auth on); the queue functions get an empty SQS batch through the Invoke API.
+warm_functions() {
+  local pids=() names=() f i failed=""
+  for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["functions"]))'); do
+    curl -sS -o /dev/null --max-time 120 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
+    pids+=($!); names+=("$f")
+  done
+  for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["queueFunctions"]))'); do
+    curl -fsS -o /dev/null --max-time 120 -X POST -H 'Content-Type: application/json' \
+      -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" &
+    pids+=($!); names+=("$f")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed="$failed ${names[$i]}"
+  done
+  if [ -n "$failed" ]; then
+    say "functions that did not answer their first request:$failed; see $STATE/watch.log"
+    return 1
+  fi
+}
+
 print_env() {
   echo "export A2A_BASE_URL=$BASE"
   echo "export A2A_WATCH_URL=$WATCH"
@@ -118,7 +145,11 @@ start() {
   mkdir -p "$STATE"
   install
   say "building the functions and local tools"
-  cargo build --quiet --workspace --bins >&2
+  # The workspace as infra/test-all.sh builds it (a no-op after it), then the functions' package
+  # alone: what watch's `cargo run --bin <function>` resolves (its own feature set), so that
+  # no function compiles on its first request.
+  cargo build --quiet --workspace --all-targets >&2
+  cargo build --quiet -p a2a-function --bins >&2
   if alive watch; then say "already running"; print_env; return; fi
   if ! alive moto; then
     [ -n "$MOTO_PORT" ] || MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -158,6 +189,8 @@ start() {
     say "the card function did not answer; see $STATE/watch.log"
     exit 1
   fi
+  say "starting every function (one request each)"
+  warm_functions || exit 1
   say "ready: agent card at $BASE/.well-known/agent-card.json"
   print_env
 }
@@ -182,7 +215,8 @@ restart_watch() {
     say "cargo lambda watch did not come back; see $STATE/watch.log"
     exit 1
   fi
-  say "cargo lambda watch is serving again"
+  warm_functions || exit 1
+  say "cargo lambda watch is serving again, every function started"
 }
 
 case "${1:-start}" in

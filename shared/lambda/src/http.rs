@@ -57,7 +57,7 @@ impl HttpFunction {
         Self::Rpc,
     ];
 
-    /// The function's name: its crate and binary under `functions/`.
+    /// The function's name: its `A2A_FUNCTION` value and its name in `infra/routes.json`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Send => "send",

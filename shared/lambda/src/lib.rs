@@ -20,8 +20,6 @@ pub mod metrics;
 mod settings;
 mod sqs;
 
-use std::sync::Arc;
-
 pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
@@ -67,9 +65,4 @@ pub fn warm_up() {
     aws_lc_rs::init();
     let mut seed = [0u8; 32];
     let _ = aws_lc_rs::rand::fill(&mut seed);
-}
-
-/// The agent a function serves, as an `Arc` (what [`A2aService`](a2a_core::A2aService) takes).
-pub fn agent<A: a2a_core::Agent>(agent: A) -> Arc<dyn a2a_core::Agent> {
-    Arc::new(agent)
 }

@@ -204,9 +204,9 @@ impl Stack {
     }
 }
 
-/// The template's grants to the function built from `binary`: every `Effect: Allow` statement
-/// of its inline policies, as (action, logical id) pairs.
-fn template_grants(binary: &str) -> BTreeSet<Grant> {
+/// The template's grants to the function whose role (`A2A_FUNCTION`) is `function`: every
+/// `Effect: Allow` statement of its inline policies, as (action, logical id) pairs.
+fn template_grants(function: &str) -> BTreeSet<Grant> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text = std::fs::read_to_string(root.join("template.yaml")).expect("template.yaml");
     let t: Value = serde_norway::from_str(&text).expect("template.yaml parses");
@@ -214,7 +214,10 @@ fn template_grants(binary: &str) -> BTreeSet<Grant> {
         .as_mapping()
         .unwrap()
         .values()
-        .find(|r| r["Metadata"]["BuildProperties"]["Binary"].as_str() == Some(binary))
+        .find(|r| {
+            r["Properties"]["Environment"]["Variables"][a2a_lambda_glue::ENV_FUNCTION].as_str()
+                == Some(function)
+        })
         .expect("the function");
     let mut grants = BTreeSet::new();
     for policy in function["Properties"]["Policies"].as_sequence().unwrap() {

@@ -1,4 +1,5 @@
-//! `template.yaml` against the code: the functions under `functions/`, the route table
+//! `template.yaml` against the code: the functions (one build, one binary, a role each in
+//! `A2A_FUNCTION`: `a2a_lambda_glue::Function`), the route table
 //! (`infra/routes.json`, which the local router serves too), response streaming for every
 //! streaming function (the linters do not check it), and the table and queues of
 //! `a2a_aws::resources::Resources::named`.
@@ -7,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use a2a_aws::resources::{QueueDefinition, Resources};
-use a2a_lambda_glue::HttpFunction;
+use a2a_lambda_glue::{Function, HttpFunction, ENV_FUNCTION};
 use serde_norway::Value;
 
 /// The stack name stands in for the resource prefix: the template names everything
@@ -59,37 +60,31 @@ fn resources_of_type<'a>(t: &'a Value, ty: &str) -> BTreeMap<String, &'a Value> 
         .collect()
 }
 
-/// The functions of the template, by binary name.
+/// The package and binary every function runs (`functions/Cargo.toml`).
+const BINARY: &str = "a2a-function";
+
+/// The functions of the template, by role (their `A2A_FUNCTION`).
 fn functions(t: &Value) -> BTreeMap<String, &Value> {
-    resources_of_type(t, "AWS::Serverless::Function")
-        .into_values()
-        .map(|f| {
-            assert_eq!(
-                f["Metadata"]["BuildMethod"].as_str(),
-                Some("rust-cargolambda")
-            );
-            (
-                f["Metadata"]["BuildProperties"]["Binary"]
-                    .as_str()
-                    .expect("Binary")
-                    .to_owned(),
-                f,
-            )
-        })
-        .collect()
+    let mut by_role = BTreeMap::new();
+    for (logical, f) in resources_of_type(t, "AWS::Serverless::Function") {
+        let role = f["Properties"]["Environment"]["Variables"][ENV_FUNCTION]
+            .as_str()
+            .unwrap_or_else(|| panic!("{logical} has no {ENV_FUNCTION}"))
+            .to_owned();
+        assert!(
+            by_role.insert(role.clone(), f).is_none(),
+            "two functions have {ENV_FUNCTION}={role}"
+        );
+    }
+    by_role
 }
 
 #[test]
-fn every_function_crate_is_in_the_template_and_vice_versa() {
+fn every_function_role_is_in_the_template_and_vice_versa() {
     let t = template();
     let in_template: BTreeSet<String> = functions(&t).into_keys().collect();
-    let crates: BTreeSet<String> = std::fs::read_dir(root().join("functions"))
-        .expect("functions/")
-        .map(|e| e.unwrap())
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(in_template, crates);
+    let roles: BTreeSet<String> = Function::ALL.iter().map(|f| f.name().to_owned()).collect();
+    assert_eq!(in_template, roles);
     let r = routes();
     let in_routes: BTreeSet<String> = r["functions"]
         .as_object()
@@ -98,7 +93,7 @@ fn every_function_crate_is_in_the_template_and_vice_versa() {
         .chain(r["queueFunctions"].as_object().unwrap().keys())
         .cloned()
         .collect();
-    assert_eq!(in_routes, crates);
+    assert_eq!(in_routes, roles);
     let http: BTreeSet<String> = HttpFunction::ALL
         .iter()
         .map(|f| f.name().to_owned())
@@ -120,6 +115,59 @@ fn every_function_crate_is_in_the_template_and_vice_versa() {
     assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
     assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
     assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));
+}
+
+/// `cargo lambda watch` starts a function as the binary of its name: every role has one in
+/// the functions' package (the same program as the deployed binary).
+#[test]
+fn every_role_has_a_binary_for_cargo_lambda_watch() {
+    let bins = root().join("functions/src/bin");
+    let found: BTreeSet<String> = std::fs::read_dir(&bins)
+        .expect("functions/src/bin")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let roles: BTreeSet<String> = Function::ALL.iter().map(|f| f.name().to_owned()).collect();
+    assert_eq!(found, roles);
+}
+
+/// `sam build` builds functions with the same build definition once (CodeUri, Runtime,
+/// Architectures, Handler and Metadata: samcli/lib/build/build_graph.py): every function takes
+/// those from Globals and has the same Metadata, so the stack's one binary is built once.
+#[test]
+fn every_function_shares_one_build() {
+    let t = template();
+    let manifest = std::fs::read_to_string(root().join("functions/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("name = \"{BINARY}\"")),
+        "functions/Cargo.toml is not the {BINARY} package"
+    );
+    for (role, f) in functions(&t) {
+        assert_eq!(
+            f["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{role}"
+        );
+        assert_eq!(
+            f["Metadata"]["BuildProperties"],
+            serde_norway::from_str::<Value>(&format!("Binary: {BINARY}")).unwrap(),
+            "{role}: its build must be the others'"
+        );
+        for key in [
+            "CodeUri",
+            "Runtime",
+            "Architectures",
+            "Handler",
+            "PackageType",
+            "Layers",
+        ] {
+            assert!(
+                f["Properties"].get(key).is_none(),
+                "{role} sets {key}: it would get a build of its own"
+            );
+        }
+    }
 }
 
 #[test]
@@ -437,8 +485,8 @@ fn secrets_in_policies(function: &Value) -> String {
 #[test]
 fn only_the_functions_that_need_a_secret_may_read_it() {
     let t = template();
-    for (binary, function) in functions(&t) {
-        let expected = match binary.as_str() {
+    for (role, function) in functions(&t) {
+        let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
             "card" => "ApiKeysSecret,PushSigningKeysSecret",
@@ -446,7 +494,7 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
             "worker" => "",
             _ => "ApiKeysSecret",
         };
-        assert_eq!(secrets_in_policies(function), expected, "{binary}");
+        assert_eq!(secrets_in_policies(function), expected, "{role}");
     }
     // Every function reads its auth settings from the globals (the template's parameters).
     let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
@@ -659,7 +707,7 @@ fn sam_build_runs_without_a_prompt() {
     );
 }
 
-/// The logical id of a function resource, by binary name (`push-config` → `PushConfigFunction`).
+/// The logical id of a function resource, by role (`push-config` → `PushConfigFunction`).
 fn logical_ids(t: &Value) -> BTreeMap<String, String> {
     t["Resources"]
         .as_mapping()
@@ -668,7 +716,7 @@ fn logical_ids(t: &Value) -> BTreeMap<String, String> {
         .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
         .map(|(k, r)| {
             (
-                r["Metadata"]["BuildProperties"]["Binary"]
+                r["Properties"]["Environment"]["Variables"][ENV_FUNCTION]
                     .as_str()
                     .unwrap()
                     .to_owned(),
@@ -714,10 +762,10 @@ fn every_function_logs_json_with_retention_and_traces() {
         .into_values()
         .map(|g| (str_of(&g["Properties"]["LogGroupName"]), g))
         .collect();
-    for (binary, logical) in logical_ids(&t) {
+    for (role, logical) in logical_ids(&t) {
         let group = groups
             .get(&format!("/aws/lambda/${{{logical}}}"))
-            .unwrap_or_else(|| panic!("{binary} has no log group"));
+            .unwrap_or_else(|| panic!("{role} has no log group"));
         assert_eq!(
             str_of(&group["Properties"]["RetentionInDays"]),
             "LogRetentionDays"
@@ -780,12 +828,12 @@ fn dead_letters_errors_and_throttles_raise_alarms() {
 #[test]
 fn only_the_push_function_writes_the_signing_keys() {
     let t = template();
-    for (binary, function) in functions(&t) {
+    for (role, function) in functions(&t) {
         let policies = serde_norway::to_string(&untag(function)["Properties"]["Policies"]).unwrap();
         assert_eq!(
             policies.contains("secretsmanager:PutSecretValue"),
-            binary == "push",
-            "{binary}: {policies}"
+            role == "push",
+            "{role}: {policies}"
         );
     }
 }

@@ -1,5 +1,6 @@
-//! The cold-start benchmark: runs each function binary against a fake Lambda Runtime API on
-//! 127.0.0.1 and measures, per function,
+//! The cold-start benchmark: runs the functions' one binary (`a2a-function`) in each role
+//! (`A2A_FUNCTION`, as the template sets it) against a fake Lambda Runtime API on 127.0.0.1
+//! and measures, per function,
 //! - **init**: from `exec` to the function's first `GET /runtime/invocation/next` (what Lambda
 //!   reports as *Init Duration*, minus loading the binary), and
 //! - **first request**: from handing it its first event to the end of its response (the
@@ -10,8 +11,9 @@
 //! without, the functions get a local key file and an endpoint that refuses connections (the
 //! requests that need AWS then fail fast, and the table says so). Prints a Markdown table.
 //!
-//! `cargo build -p card -p push …` (or `--release`) first; `--bin-dir` names where the binaries
-//! are (default `$CARGO_TARGET_DIR/debug`).
+//! `cargo build -p a2a-function` (or `--release`, or `cargo lambda build --release`) first;
+//! `--bin-dir` names where the binary is: a directory holding `a2a-function`, or cargo lambda's
+//! `target/lambda/a2a-function` holding `bootstrap` (default `$CARGO_TARGET_DIR/debug`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,8 @@ use tokio::sync::Notify;
 #[derive(Debug, Parser)]
 #[command(about = "Measure each function's init and first request against a fake Runtime API")]
 struct Options {
-    /// Where the function binaries are (default: `$CARGO_TARGET_DIR/debug`, else `target/debug`).
+    /// Where the functions' binary is: a directory with `a2a-function`, or with `bootstrap`
+    /// (cargo lambda's output). Default: `$CARGO_TARGET_DIR/debug`, else `target/debug`.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
     /// The functions to run (default: all ten).
@@ -52,6 +55,10 @@ struct Options {
     check: bool,
 }
 
+/// The one binary of every function (`functions/`).
+const BINARY: &str = "a2a-function";
+
+/// Every role, as `a2a_lambda_glue::Function::ALL` names them.
 const ALL: [&str; 10] = [
     "send",
     "get",
@@ -283,6 +290,7 @@ async fn cold_start(
     command
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("A2A_FUNCTION", function)
         .env("AWS_LAMBDA_FUNCTION_NAME", format!("bench-{function}"))
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
@@ -431,6 +439,16 @@ async fn main() -> Result<(), String> {
         PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
             .join("debug")
     });
+    let binary = [BINARY, "bootstrap"]
+        .map(|name| bin_dir.join(name))
+        .into_iter()
+        .find(|path| path.exists())
+        .ok_or_else(|| {
+            format!(
+                "no {BINARY} or bootstrap in {}: cargo build -p {BINARY} first",
+                bin_dir.display()
+            )
+        })?;
     let functions: Vec<String> = if o.functions.is_empty() {
         ALL.iter().map(|f| f.to_string()).collect()
     } else {
@@ -441,8 +459,8 @@ async fn main() -> Result<(), String> {
     let env = environment(&dir).await?;
     let with_aws = std::env::var("AWS_ENDPOINT_URL").is_ok();
     println!(
-        "binaries: {} · AWS: {} · {} run(s) per function, median",
-        bin_dir.display(),
+        "binary: {} (role: A2A_FUNCTION) · AWS: {} · {} run(s) per function, median",
+        binary.display(),
         if with_aws {
             "emulator"
         } else {
@@ -453,14 +471,8 @@ async fn main() -> Result<(), String> {
     println!();
     println!("| function | init (exec → first /next), ms | first request, ms | first answer |");
     println!("|---|---:|---:|---|");
-    let mut failed = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
     for function in &functions {
-        let binary = bin_dir.join(function);
-        if !binary.exists() {
-            println!("| {function} | - | - | not built: cargo build -p {function} |");
-            failed.push(format!("{function}: no binary at {}", binary.display()));
-            continue;
-        }
         let mut inits = Vec::new();
         let mut firsts = Vec::new();
         let mut outcome = String::new();

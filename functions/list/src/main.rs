@@ -1,9 +1,0 @@
-//! The `list` function: see `a2a_lambda_glue::HttpFunction::List`.
-
-use a2a_lambda_glue::{agent, serve_http, Error, HttpFunction};
-use a2a_reference_agent::ReferenceAgent;
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    serve_http(HttpFunction::List, agent(ReferenceAgent)).await
-}

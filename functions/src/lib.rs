@@ -1,0 +1,13 @@
+//! Every Lambda function of the stack, as one program: the environment picks the role
+//! (`A2A_FUNCTION`, set per function by `template.yaml`; see `a2a_lambda_glue::run`), and the
+//! agent is the one `agent/` names.
+//!
+//! The deployed functions all run the `a2a-function` binary. The binaries under `src/bin/`, one
+//! per role and named after it, are the same program for `cargo lambda watch`, which starts a
+//! function as the binary of its name and sets `AWS_LAMBDA_FUNCTION_NAME` to that name.
+
+/// Runs this process as the function the environment names, serving `a2a_agent::agent()`.
+#[tokio::main]
+pub async fn main() -> Result<(), a2a_lambda_glue::Error> {
+    a2a_lambda_glue::run(a2a_agent::agent()).await
+}
