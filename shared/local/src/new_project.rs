@@ -736,6 +736,30 @@ mod tests {
     }
 
     #[test]
+    fn the_command_takes_a_directory_and_optionally_a_git_source() {
+        use clap::Parser;
+        let cli = crate::Cli::try_parse_from([
+            "a2a-local",
+            "new",
+            "../my-agent",
+            "--kit-git",
+            "https://example.com/kit.git",
+            "--kit-rev",
+            "abc123",
+        ])
+        .expect("parses");
+        let Some(crate::Command::New(args)) = cli.command else {
+            panic!("not the new command: {:?}", cli.command);
+        };
+        assert_eq!(args.dir, PathBuf::from("../my-agent"));
+        assert_eq!(args.kit_git.as_deref(), Some("https://example.com/kit.git"));
+        assert_eq!(args.kit_rev.as_deref(), Some("abc123"));
+        let err = crate::Cli::try_parse_from(["a2a-local", "new", "x", "--kit-rev", "abc123"])
+            .expect_err("a revision needs a repository");
+        assert!(err.to_string().contains("--kit-git"), "{err}");
+    }
+
+    #[test]
     fn a_project_is_written_into_a_new_or_empty_directory_only() {
         let root = tempfile::tempdir().expect("tempdir");
         let dir = root.path().join("hello-agent");
