@@ -74,7 +74,9 @@ watch_children() { pgrep -P "$(cat "$STATE/watch.pid")" 2>/dev/null || true; }
 start_watch() {
   cp "$STATE/lambda.env" "$STATE/functions.env"
   if [ -n "${1:-}" ]; then cat "$1" >>"$STATE/functions.env"; fi
-  PATH="$ROOT/$VENV/bin:$PATH" setsid "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+  # Each function's role comes from its name (AWS_LAMBDA_FUNCTION_NAME, set by watch): an
+  # A2A_FUNCTION left in the caller's shell would give every function the same role.
+  PATH="$ROOT/$VENV/bin:$PATH" setsid env -u A2A_FUNCTION "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
     --ignore-changes --env-file "$STATE/functions.env" >>"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
 }
