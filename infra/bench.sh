@@ -131,9 +131,9 @@ write_script send-jsonrpc TASK_STATE_COMPLETED POST /jsonrpc \
 write_script send-rest TASK_STATE_COMPLETED POST /message:send "{\"message\":$message}"
 
 failures=0
-printf '\nmachine: %s, %s CPUs; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
-  "$(uname -m)" "$(nproc)" "$bin" "$threads" "$conns" "$secs"
-printf '%-34s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed)"
+printf '\nmachine: %s, %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
+  "$(uname -m)" "$(nproc)" "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
+printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed)"
 
 # Runs wrk with a script and prints one line; a failed or missing request fails the run.
 run_wrk() { # label script [path-override]
@@ -148,7 +148,7 @@ run_wrk() { # label script [path-override]
   failed=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' <<<"$counts")
   requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$counts")
   errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$counts")
-  printf '%-34s %10s %9s %9s %s (%s)\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${requests:-?}" "${failed:-?}"
+  printf '%-40s %10s %9s %9s %s (%s)\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${requests:-?}" "${failed:-?}"
   if [ -z "$counts" ] || [ "$failed" != 0 ] || [ "$errors" != 0 ] || [ "$ok" != "$requests" ] \
      || [ "$requests" = 0 ]; then
     echo "  FAILED: $counts" >&2; echo "$out" >&2; failures=$((failures + 1))
@@ -242,7 +242,7 @@ async def one_stream(run):
 async def main():
     rates = [await one_stream(run) for run in range(1 if smoke else 5)]
     rates.sort()
-    print(f"{'streaming, one task (events/s)':<34} {rates[len(rates) // 2]:>10.0f}   median of {len(rates)}, {events + 3} events each")
+    print(f"{'streaming, one task (events/s)':<40} {rates[len(rates) // 2]:>10.0f}   median of {len(rates)}, {events + 3} events each")
 
     before = rss_mb()
     # Each stream's task works on: two chunks a minute apart keep it open.
@@ -254,7 +254,7 @@ async def main():
     got = sum(1 for ev in firsts if ev and "task" in ev)
     await asyncio.sleep(1)
     after = rss_mb()
-    print(f"{'RSS with %d open streams (MB)' % streams:<34} {after:>10.1f}   idle server {before:.1f} MB")
+    print(f"{'RSS with %d open streams (MB)' % streams:<40} {after:>10.1f}   idle server {before:.1f} MB")
     for _, w in opened:
         w.close()
     if got != streams:
