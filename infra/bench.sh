@@ -161,8 +161,9 @@ if [ -n "${BENCH_PERF:-}" ]; then
   perf_pid=$!
   run_wrk "SendMessage JSON-RPC (blocking echo)" send-jsonrpc
   wait "$perf_pid" || true
-  perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
-    | grep -E '^ +[0-9.]+%' | head -n 40 >"$BENCH_PERF"
+  # `head` closes the pipe early: the report's SIGPIPE is not a failure.
+  { perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
+    | grep -E '^ +[0-9.]+%' | sed -E 's/ +- +- *$//' | head -n 40 >"$BENCH_PERF"; } || true
   echo "profile: top frames in $BENCH_PERF"
 else
   run_wrk "SendMessage JSON-RPC (blocking echo)" send-jsonrpc

@@ -407,11 +407,13 @@ impl A2aService {
         let started = self.start(ctx, request, false).await?;
         let (task_id, from_seq, known) = match started {
             Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
+            // Only a new task's head (`from_seq` 0) is the agent's own write; any other head is
+            // from before the agent ran (the client's message recorded), not its answer.
             Started::Task {
                 task_id,
                 from_seq,
                 head,
-            } => (task_id, from_seq, head),
+            } => (task_id, from_seq, head.filter(|_| from_seq == 0)),
             // A repeat waits as the original would, from where the task stands now.
             Started::Repeat(head) => (head.task.id.clone(), head.version, Some(head)),
         };
