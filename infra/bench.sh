@@ -133,11 +133,15 @@ write_script send-rest TASK_STATE_COMPLETED POST /message:send "{\"message\":$me
 failures=0
 printf '\nmachine: %s, %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
   "$(uname -m)" "$(nproc)" "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
-printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed)"
+printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed) per-server-CPU-second"
+
+# The server's CPU time so far (user + system), in clock ticks.
+server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 
 # Runs wrk with a script and prints one line; a failed or missing request fails the run.
 run_wrk() { # label script [path-override]
-  local label=$1 script=$2 out
+  local label=$1 script=$2 out cpu_before cpu_after
+  cpu_before=$(server_cpu_ticks)
   out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$base${3:-}" 2>&1)
   local rps p50 p99 counts ok failed requests errors
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
@@ -148,7 +152,13 @@ run_wrk() { # label script [path-override]
   failed=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' <<<"$counts")
   requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$counts")
   errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$counts")
-  printf '%-40s %10s %9s %9s %s (%s)\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${requests:-?}" "${failed:-?}"
+  cpu_after=$(server_cpu_ticks)
+  # Requests per second of the server's own CPU time: comparable across runs on a busy machine.
+  local per_cpu=?
+  if [ -n "${requests:-}" ] && [ "$cpu_after" -gt "$cpu_before" ]; then
+    per_cpu=$(( requests * $(getconf CLK_TCK) / (cpu_after - cpu_before) ))
+  fi
+  printf '%-40s %10s %9s %9s %s (%s) %s\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${requests:-?}" "${failed:-?}" "$per_cpu"
   if [ -z "$counts" ] || [ "$failed" != 0 ] || [ "$errors" != 0 ] || [ "$ok" != "$requests" ] \
      || [ "$requests" = 0 ]; then
     echo "  FAILED: $counts" >&2; echo "$out" >&2; failures=$((failures + 1))

@@ -134,7 +134,7 @@ impl SqliteStore {
             let now = now_ms();
             // Immediate: the select and the claim form one step, so two consumers (or two
             // processes) never claim the same job.
-            let mut jobs = eligible(&tx, queue, now, max)?;
+            let mut jobs = eligible(tx, queue, now, max)?;
             {
                 let mut claim = tx.prepare_cached(
                     "UPDATE jobs SET visible_at_ms = ?2, receive_count = receive_count + 1

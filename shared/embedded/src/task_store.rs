@@ -334,11 +334,11 @@ impl TaskStore for SqliteStore {
                 None => {}
             }
             // A live reply record holds the id as a live task would (idempotent SendMessage).
-            if reply_holds(&tx, &row.task_id, now)? {
+            if reply_holds(tx, &row.task_id, now)? {
                 return Err(StoreError::Conflict.into());
             }
-            row.insert(&tx)?;
-            EventRow::insert_all(&events, &tx, &row.task_id)?;
+            row.insert(tx)?;
+            EventRow::insert_all(&events, tx, &row.task_id)?;
             Ok(())
         })
         .await?;
@@ -372,8 +372,8 @@ impl TaskStore for SqliteStore {
                 // Gone, expired, someone else's or moved on: the caller re-reads and decides.
                 _ => return Err(StoreError::Conflict.into()),
             }
-            EventRow::insert_all(&events, &tx, &row.task_id)?;
-            row.update(&tx)?;
+            EventRow::insert_all(&events, tx, &row.task_id)?;
+            row.update(tx)?;
             Ok(())
         })
         .await?;
@@ -451,7 +451,7 @@ impl TaskStore for SqliteStore {
                     |r| r.get(0),
                 )
                 .optional()?;
-            if task_live.is_some() || reply_holds(&tx, &task_id, now)? {
+            if task_live.is_some() || reply_holds(tx, &task_id, now)? {
                 return Ok(false);
             }
             tx.execute_cached(

@@ -204,7 +204,7 @@ impl Agent for Echo {
     }
 
     async fn execute(&self, request: AgentRequest, e: Emitter) -> Result<(), AgentError> {
-        e.complete(Some(&request.text())).await
+        e.complete(Some(request.text())).await
     }
 }
 
