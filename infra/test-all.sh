@@ -67,6 +67,10 @@ step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
 # The same build as above (the whole workspace), so nothing is compiled again.
 cargo test --workspace --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
 
+step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
+# Asserts only that every request succeeded and the counts add up; the figures are printed.
+A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke
+
 step "Cold start: each function's init and first request, fake Runtime API + moto (docs/lambda.md)"
 # A smoke run: every function must start and answer; the times are printed, never asserted.
 "$target_dir/debug/a2a-cold-start" --runs 1 --check

@@ -18,8 +18,9 @@ use crate::task_log::{AppendError, TaskLog};
 /// How the agent's first report resolved the request: a task exists now, or a direct reply.
 #[derive(Debug)]
 pub(crate) enum FirstOutcome {
-    /// The task exists in the store.
-    TaskStarted,
+    /// The task exists in the store: its head as the create wrote it, so that the caller need
+    /// not read back what was just written.
+    TaskStarted(Box<StoredTask>),
     /// The agent answered with a message and no task.
     Message(Message),
     /// A concurrent copy of the same message (same owner and `messageId`) created the task or
@@ -266,10 +267,10 @@ impl Emitter {
                         self.inline_push.as_ref(),
                     )
                     .await;
-                match created {
-                    Ok(_) => {
+                match &created {
+                    Ok(head) => {
                         if let Some(tx) = state.first.take() {
-                            let _ = tx.send(FirstOutcome::TaskStarted);
+                            let _ = tx.send(FirstOutcome::TaskStarted(Box::new(head.clone())));
                         }
                     }
                     // The task id is derived from the message: a live task under it means a

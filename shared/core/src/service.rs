@@ -405,15 +405,26 @@ impl A2aService {
     ) -> Result<SendMessageResponse, A2AError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let started = self.start(ctx, request, false).await?;
-        let (task_id, from_seq, settled) = match started {
+        let (task_id, from_seq, known) = match started {
             Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
+            // Only a new task's head (`from_seq` 0) is the agent's own write; any other head is
+            // from before the agent ran (the client's message recorded), not its answer.
             Started::Task {
-                task_id, from_seq, ..
-            } => (task_id, from_seq, false),
+                task_id,
+                from_seq,
+                head,
+            } => (task_id, from_seq, head.filter(|_| from_seq == 0)),
             // A repeat waits as the original would, from where the task stands now.
-            Started::Repeat(head) => (head.task.id.clone(), head.version, stops(&head)),
+            Started::Repeat(head) => (head.task.id.clone(), head.version, Some(head)),
         };
-        if !configuration.return_immediately && !settled {
+        // A task that already stopped in the head this request wrote (or just read) is the
+        // answer: following the log and reading the head back would only return it again.
+        if let Some(head) = known.filter(|head| stops(head)) {
+            let mut task = head.task;
+            task.truncate_history(configuration.history_length);
+            return Ok(SendMessageResponse::Task(task));
+        }
+        if !configuration.return_immediately {
             let deadline = Instant::now() + self.core.config.blocking_timeout;
             let mut events = Box::pin(self.core.log.follow(
                 ctx.owner.clone(),
@@ -782,10 +793,10 @@ impl A2aService {
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
                     Ok(FirstOutcome::Superseded) => self.superseded(ctx, &sent, &task_id).await,
-                    Ok(FirstOutcome::TaskStarted) => Ok(Started::Task {
+                    Ok(FirstOutcome::TaskStarted(created)) => Ok(Started::Task {
                         task_id,
                         from_seq: 0,
-                        head: None,
+                        head: Some(created),
                     }),
                     Err(_) => Err(A2AError::InvalidAgentResponse(
                         "the agent stopped without creating a task or replying".into(),
@@ -1254,7 +1265,8 @@ enum Started {
         task_id: String,
         /// The log position the caller's view starts after (0: the task is new).
         from_seq: u64,
-        /// The task right after the client's message was recorded, when known.
+        /// The task as this request last wrote it, when known: right after the client's
+        /// message was recorded, or (a new task, `from_seq` 0) as its agent created it.
         head: Option<Box<StoredTask>>,
     },
 }

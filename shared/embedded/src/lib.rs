@@ -15,13 +15,13 @@ mod queue;
 mod schema;
 mod task_store;
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2a_core::StoreError;
-use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::watch;
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{oneshot, watch};
 
 pub use queue::{EmbeddedQueue, QueueName, ReceivedJob};
 
@@ -37,7 +37,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The task store and both queues, in one SQLite file.
 ///
-/// Cloning is cheap: clones share one connection and the wake-up channels. Open the same file
+/// Cloning is cheap: clones share the connections and the wake-up channels. Open the same file
 /// from several processes (or several `SqliteStore`s) if you like; conditional writes keep
 /// them correct.
 #[derive(Clone)]
@@ -46,9 +46,15 @@ pub struct SqliteStore {
 }
 
 struct Inner {
-    /// One connection is enough for a local server; calls are serialised through the mutex and
-    /// run on the blocking thread pool, never on the async workers.
-    conn: Mutex<Connection>,
+    /// The writer thread's queue. One thread owns the only write connection of this store and
+    /// commits whatever writes are waiting in one transaction (group commit), so concurrent
+    /// writers share a commit instead of queueing for the file lock one by one.
+    writer: mpsc::Sender<WriteJob>,
+    /// Idle read connections. WAL lets readers run beside the writer, so a read runs at once
+    /// on the calling thread instead of waiting for a thread hop or for the writer.
+    readers: Mutex<Vec<Connection>>,
+    /// The database file, to open more read connections.
+    path: PathBuf,
     /// Bumped after every successful create or append by this process.
     appended: watch::Sender<u64>,
     /// Bumped after every enqueue on the work queue by this process.
@@ -56,6 +62,20 @@ struct Inner {
     /// Bumped after every enqueue on the push queue by this process.
     push_enqueued: watch::Sender<u64>,
 }
+
+/// A write for the writer thread: it runs inside the batch's transaction, says whether it
+/// succeeded (else its savepoint is rolled back), and returns how to answer its caller once the
+/// batch's commit is known, so that nobody is answered before their write is durable.
+type WriteJob = Box<dyn FnOnce(&Connection) -> (bool, Answer) + Send>;
+
+/// Answers a write's caller with the outcome of the commit of its batch.
+type Answer = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// How many idle read connections are kept; more are opened while more threads read at once.
+const MAX_IDLE_READERS: usize = 8;
+
+/// How many writes at most share one transaction.
+const MAX_BATCH: usize = 128;
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,17 +86,27 @@ impl std::fmt::Debug for SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) `<data_dir>/a2a.sqlite3` and its schema.
     ///
-    /// The file runs in WAL mode with `synchronous=NORMAL`: a committed transaction survives a
-    /// crash of the process (only an OS crash or power loss may lose the last commits).
+    /// The file runs in WAL mode with `synchronous=NORMAL`: a committed transaction is in the
+    /// WAL file (the operating system's page cache) before its caller is answered, so it
+    /// survives a crash or `kill -9` of the process; only an OS crash or power loss may lose
+    /// the last commits. Each commit therefore costs no `fsync`; checkpoints do.
     pub fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Backend(format!("cannot create the data directory: {e}")))?;
-        let mut conn = Connection::open(data_dir.join(DB_FILE_NAME)).map_err(DbError::from)?;
+        let path = data_dir.join(DB_FILE_NAME);
+        let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
+        let (writer, jobs) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("a2a-sqlite-writer".into())
+            .spawn(move || run_writer(conn, jobs))
+            .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                writer,
+                readers: Mutex::new(Vec::new()),
+                path,
                 appended: watch::channel(0).0,
                 work_enqueued: watch::channel(0).0,
                 push_enqueued: watch::channel(0).0,
@@ -84,32 +114,204 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `f` with the connection on the blocking thread pool.
-    async fn with_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs the write `f` on the writer thread, inside a transaction that it may share with
+    /// other writes (each in its own savepoint: an error rolls back only its own changes), and
+    /// answers once that transaction committed.
+    ///
+    /// The transaction is `BEGIN IMMEDIATE`: it holds the file's write lock from the start, so
+    /// what `f` reads is still true when it writes, even with other processes on the file.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let (answer, answered) = oneshot::channel();
+        let job: WriteJob = Box::new(move |conn: &Connection| {
+            let result = f(conn);
+            let ok = result.is_ok();
+            let answer: Answer = Box::new(move |committed: Result<(), String>| {
+                let result = match committed {
+                    Ok(()) => result.map_err(StoreError::from),
+                    Err(e) => Err(StoreError::Backend(e)),
+                };
+                let _ = answer.send(result);
+            });
+            (ok, answer)
+        });
+        self.inner
+            .writer
+            .send(job)
+            .map_err(|_| StoreError::Backend("the store's writer has stopped".into()))?;
+        // A dropped answer means the write was not run (see `run_writer`).
+        answered
+            .await
+            .map_err(|_| StoreError::Backend("the store could not run the write".into()))?
+    }
+
+    /// Runs the read `f` at once on this thread, on an idle read connection.
+    ///
+    /// Reads are point lookups by primary key or short index ranges, so they take
+    /// microseconds: far less than a hop to another thread. A WAL reader never waits for the
+    /// writer. Use [`read_blocking`](Self::read_blocking) for reads that scan.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, DbError>,
+    {
+        self.read_now(f)
+    }
+
+    /// Runs a read that may scan (ListTasks counts its matches) on the blocking thread pool.
+    async fn read_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
     {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
-            // A panic while holding the lock poisons it; the connection itself is still sound
-            // (an open rusqlite transaction rolls back when dropped), so carry on with it.
-            let mut conn = inner
-                .conn
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut conn)
-        })
-        .await
-        .map_err(|e| StoreError::Backend(format!("store call did not complete: {e}")))?
-        .map_err(StoreError::from)
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.read_now(f))
+            .await
+            .map_err(|e| StoreError::Backend(format!("store call did not complete: {e}")))?
+    }
+
+    fn read_now<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, DbError>,
+    {
+        let idle = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop();
+        let mut conn = match idle {
+            Some(conn) => conn,
+            None => open_reader(&self.inner.path)?,
+        };
+        let result = f(&mut conn);
+        let mut readers = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if readers.len() < MAX_IDLE_READERS {
+            readers.push(conn);
+        }
+        result.map_err(StoreError::from)
     }
 }
 
-/// Starts a write transaction that takes the write lock at once, so that what it reads is
-/// still true when it writes, even with other processes on the same file.
-pub(crate) fn write_tx(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, DbError> {
-    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+/// Opens a read connection on an existing store file.
+fn open_reader(path: &Path) -> Result<Connection, DbError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// Prepared statements kept per connection: every statement of the store fits.
+const STATEMENT_CACHE: usize = 64;
+
+/// The writer thread: takes every write waiting, runs them in one immediate transaction (each
+/// in a savepoint), commits once, then answers them all. Ends when the store is dropped.
+///
+/// A write that cannot run (the transaction or its savepoint could not start, or it panicked)
+/// is dropped unanswered, and its caller gets an error; the others go on.
+fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut answers: Vec<Answer> = Vec::with_capacity(batch.len());
+        let mut in_transaction = false;
+        for job in batch {
+            if !in_transaction {
+                if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+                    tracing::error!(error = %e, "the store could not start a write transaction");
+                    continue;
+                }
+                in_transaction = true;
+            }
+            if let Err(e) = conn.execute_batch("SAVEPOINT w") {
+                tracing::error!(error = %e, "the store could not start a write");
+                continue;
+            }
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&conn)));
+            let kept = match ran {
+                Ok((true, answer)) => {
+                    answers.push(answer);
+                    conn.execute_batch("RELEASE w")
+                }
+                Ok((false, answer)) => {
+                    answers.push(answer);
+                    roll_back_savepoint(&conn)
+                }
+                Err(_) => roll_back_savepoint(&conn),
+            };
+            if let Err(e) = kept {
+                tracing::error!(error = %e, "the store could not end a write");
+            }
+            if conn.is_autocommit() {
+                // SQLite rolled the whole transaction back (an I/O error, a full disk): every
+                // write of it so far is lost. Say so, and start afresh for the rest.
+                for answer in answers.drain(..) {
+                    answer(Err("sqlite: the write transaction was rolled back".into()));
+                }
+                in_transaction = false;
+            }
+        }
+        if !in_transaction {
+            continue;
+        }
+        // SQLite's messages name tables and constraints, never values: safe to pass on.
+        let committed = conn.execute_batch("COMMIT").map_err(|e| {
+            let _ = conn.execute_batch("ROLLBACK");
+            format!("sqlite: {e}")
+        });
+        for answer in answers {
+            answer(committed.clone());
+        }
+    }
+}
+
+/// Undoes the changes of the write in savepoint `w`, keeping the others of the transaction.
+fn roll_back_savepoint(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    conn.execute_batch("ROLLBACK TO w; RELEASE w")
+}
+
+/// `execute` and `query_row` through the connection's prepared-statement cache: the store runs
+/// the same few statements over and over, and preparing one costs more than running it.
+pub(crate) trait CachedStatements {
+    /// [`Connection::execute`], with the statement prepared once per connection.
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+
+    /// [`Connection::query_row`], with the statement prepared once per connection.
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl CachedStatements for Connection {
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
 }
 
 /// Sets the per-connection pragmas.
@@ -117,6 +319,7 @@ fn configure(conn: &mut Connection) -> Result<(), DbError> {
     // Set first, so that everything below (and the schema creation) waits for other processes
     // instead of failing with SQLITE_BUSY.
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     enable_wal(conn)?;
     // In WAL mode NORMAL only risks the last commits on power loss, not on a process crash.
     conn.pragma_update(None, "synchronous", "NORMAL")?;

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
-use crate::{duration_ms, now_ms, wait_tick, write_tx, DbError, SqliteStore};
+use crate::{duration_ms, now_ms, wait_tick, CachedStatements, DbError, SqliteStore};
 
 /// How long a push job's de-duplication key is remembered, as in SQS FIFO queues.
 const DEDUP_WINDOW: Duration = Duration::from_secs(5 * 60);
@@ -130,12 +130,11 @@ impl SqliteStore {
         if max == 0 {
             return Ok(Vec::new());
         }
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
             // Immediate: the select and the claim form one step, so two consumers (or two
             // processes) never claim the same job.
-            let tx = write_tx(conn)?;
-            let mut jobs = eligible(&tx, queue, now, max)?;
+            let mut jobs = eligible(tx, queue, now, max)?;
             {
                 let mut claim = tx.prepare_cached(
                     "UPDATE jobs SET visible_at_ms = ?2, receive_count = receive_count + 1
@@ -147,7 +146,6 @@ impl SqliteStore {
                     job.receive_count = job.receive_count.saturating_add(1);
                 }
             }
-            tx.commit()?;
             Ok(jobs)
         })
         .await
@@ -156,10 +154,8 @@ impl SqliteStore {
     /// Deletes a job: it was handled (or there is nothing left to do). Deleting a job that is
     /// already gone is not an error.
     pub async fn delete_job(&self, id: i64) -> Result<(), StoreError> {
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            tx.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
-            tx.commit()?;
+        self.write(move |tx| {
+            tx.execute_cached("DELETE FROM jobs WHERE id = ?1", [id])?;
             Ok(())
         })
         .await
@@ -168,13 +164,11 @@ impl SqliteStore {
     /// Makes a job visible again `after` from now, for another attempt. On the push queue the
     /// task's later jobs keep waiting behind it.
     pub async fn retry_job(&self, id: i64, after: Duration) -> Result<(), StoreError> {
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            tx.execute(
+        self.write(move |tx| {
+            tx.execute_cached(
                 "UPDATE jobs SET visible_at_ms = ?2 WHERE id = ?1",
                 params![id, now_ms().saturating_add(duration_ms(after))],
             )?;
-            tx.commit()?;
             Ok(())
         })
         .await
@@ -184,15 +178,13 @@ impl SqliteStore {
     /// push queue this unblocks the task's later jobs.
     pub async fn dead_letter(&self, id: i64, reason: &str) -> Result<(), StoreError> {
         let reason = reason.to_owned();
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            tx.execute(
+        self.write(move |tx| {
+            tx.execute_cached(
                 "INSERT INTO dead_letters (queue, body, receive_count, reason, moved_at_ms)
                  SELECT queue, body, receive_count, ?2, ?3 FROM jobs WHERE id = ?1",
                 params![id, reason, now_ms()],
             )?;
-            tx.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
-            tx.commit()?;
+            tx.execute_cached("DELETE FROM jobs WHERE id = ?1", [id])?;
             Ok(())
         })
         .await
@@ -203,7 +195,7 @@ impl SqliteStore {
         &self,
         queue: QueueName,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT body, reason FROM dead_letters WHERE queue = ?1 ORDER BY id",
             )?;
@@ -227,7 +219,7 @@ impl SqliteStore {
             // Seen before the check, so an enqueue after it still ends the wait.
             rx.borrow_and_update();
             let ready = self
-                .with_conn(move |conn| Ok(!eligible(conn, queue, now_ms(), 1)?.is_empty()))
+                .read(move |conn| Ok(!eligible(conn, queue, now_ms(), 1)?.is_empty()))
                 .await;
             match ready {
                 Ok(true) => return,
@@ -307,15 +299,13 @@ impl JobQueue for EmbeddedQueue {
 impl WorkQueue for SqliteStore {
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
         let body = serde_json::to_string(job).map_err(DbError::from)?;
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO jobs (queue, body, group_key, visible_at_ms, receive_count, created_ms)
                  VALUES ('work', ?1, NULL, ?2, 0, ?2)",
                 params![body, now],
             )?;
-            tx.commit()?;
             Ok(())
         })
         .await?;
@@ -342,10 +332,9 @@ impl PushQueue for SqliteStore {
             })
             .collect::<Result<Vec<_>, DbError>>()?;
         let inserted = self
-            .with_conn(move |conn| {
+            .write(move |tx| {
                 let now = now_ms();
                 let dedup_until = now.saturating_add(duration_ms(DEDUP_WINDOW));
-                let tx = write_tx(conn)?;
                 let mut inserted = 0;
                 {
                     // A key seen within the window (even if its job is long delivered) is a
@@ -371,7 +360,6 @@ impl PushQueue for SqliteStore {
                         }
                     }
                 }
-                tx.commit()?;
                 Ok(inserted)
             })
             .await?;

@@ -15,7 +15,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::{now_ms, to_i64, wait_tick, write_tx, DbError, SqliteStore};
+use crate::{now_ms, to_i64, wait_tick, CachedStatements, DbError, SqliteStore};
 
 /// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
 const LEASE_PURGE_GRACE_MS: i64 = 24 * 3600 * 1000;
@@ -50,7 +50,7 @@ impl HeadRow {
     }
 
     fn insert(&self, conn: &Connection) -> Result<(), DbError> {
-        conn.execute(
+        conn.execute_cached(
             "INSERT INTO tasks (task_id, owner, context_id, state, status_ts_ms, version,
                                 expires_at_ms, head)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -69,7 +69,7 @@ impl HeadRow {
     }
 
     fn update(&self, conn: &Connection) -> Result<(), DbError> {
-        conn.execute(
+        conn.execute_cached(
             "UPDATE tasks SET context_id = ?2, state = ?3, status_ts_ms = ?4, version = ?5,
                               expires_at_ms = ?6, head = ?7
              WHERE task_id = ?1",
@@ -151,7 +151,7 @@ fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbErr
     match expires {
         Some(at) if at > now => Ok(true),
         Some(_) => {
-            conn.execute("DELETE FROM message_replies WHERE task_id = ?1", [task_id])?;
+            conn.execute_cached("DELETE FROM message_replies WHERE task_id = ?1", [task_id])?;
             Ok(false)
         }
         None => Ok(false),
@@ -193,7 +193,7 @@ impl SqliteStore {
     /// The stored version of a task, whoever owns it (for wake-ups only).
     async fn version_of(&self, task_id: &str) -> Result<Option<u64>, StoreError> {
         let task_id = task_id.to_owned();
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let version: Option<i64> = conn
                 .query_row(
                     "SELECT version FROM tasks WHERE task_id = ?1",
@@ -217,12 +217,11 @@ impl SqliteStore {
         let task_id = task_id.to_owned();
         let holder = holder.to_owned();
         let until_ms = until.millis();
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
+        self.write(move |tx| {
             let inline = owner.is_some();
             // The upsert's WHERE decides in one statement: take a free or expired lease, renew
             // our own, leave anyone else's alone (then no row changes).
-            let changed = tx.execute(
+            let changed = tx.execute_cached(
                 "INSERT INTO leases (task_id, holder, until_ms, owner, inline)
                  VALUES (?1, ?2, ?3, ?5, ?6)
                  ON CONFLICT (task_id) DO UPDATE
@@ -231,7 +230,6 @@ impl SqliteStore {
                  WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4",
                 params![task_id, holder, until_ms, now_ms(), owner, inline],
             )?;
-            tx.commit()?;
             Ok(changed == 1)
         })
         .await
@@ -243,34 +241,32 @@ impl SqliteStore {
     /// Reads already hide expired items, so this only reclaims space; the local server calls
     /// it periodically.
     pub async fn purge_expired(&self) -> Result<usize, StoreError> {
-        self.with_conn(|conn| {
+        self.write(|tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
             // Events are deleted explicitly rather than through the foreign key's cascade, so
             // that the purge does not depend on the connection's `foreign_keys` setting.
-            tx.execute(
+            tx.execute_cached(
                 "DELETE FROM events WHERE task_id IN
                      (SELECT task_id FROM tasks WHERE expires_at_ms <= ?1)",
                 [now],
             )?;
-            let tasks = tx.execute("DELETE FROM tasks WHERE expires_at_ms <= ?1", [now])?;
-            tx.execute("DELETE FROM push_configs WHERE expires_at_ms <= ?1", [now])?;
-            tx.execute(
+            let tasks = tx.execute_cached("DELETE FROM tasks WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute_cached("DELETE FROM push_configs WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute_cached(
                 "DELETE FROM push_deliveries WHERE expires_at_ms <= ?1",
                 [now],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "DELETE FROM message_replies WHERE expires_at_ms <= ?1",
                 [now],
             )?;
             // Expired inline leases are the sweep's to find (it ends their tasks); they are
             // purged only if no sweep ran for a day, like DynamoDB's TTL does.
-            tx.execute(
+            tx.execute_cached(
                 "DELETE FROM leases WHERE until_ms <= ?1 AND (inline = 0 OR until_ms <= ?2)",
                 [now, now - LEASE_PURGE_GRACE_MS],
             )?;
-            tx.execute("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
-            tx.commit()?;
+            tx.execute_cached("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
             Ok(tasks)
         })
         .await
@@ -288,7 +284,7 @@ impl SqliteStore {
         let owner = owner.as_str().to_owned();
         let task_id = task_id.to_owned();
         let config_id = config_id.to_owned();
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let body: Option<String> = conn
                 .query_row(
                     &format!(
@@ -318,9 +314,8 @@ impl TaskStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let row = HeadRow::new(head)?;
         let events = EventRow::all(events, 0, head.version)?;
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
             let existing: Option<i64> = tx
                 .query_row(
                     "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
@@ -333,18 +328,17 @@ impl TaskStore for SqliteStore {
                 // An expired task is gone as far as readers are concerned; the purge just has
                 // not reclaimed it yet. Its id is free again.
                 Some(_) => {
-                    tx.execute("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
-                    tx.execute("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+                    tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
+                    tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
                 }
                 None => {}
             }
             // A live reply record holds the id as a live task would (idempotent SendMessage).
-            if reply_holds(&tx, &row.task_id, now)? {
+            if reply_holds(tx, &row.task_id, now)? {
                 return Err(StoreError::Conflict.into());
             }
-            row.insert(&tx)?;
-            EventRow::insert_all(&events, &tx, &row.task_id)?;
-            tx.commit()?;
+            row.insert(tx)?;
+            EventRow::insert_all(&events, tx, &row.task_id)?;
             Ok(())
         })
         .await?;
@@ -361,9 +355,8 @@ impl TaskStore for SqliteStore {
         let row = HeadRow::new(head)?;
         let events = EventRow::all(events, expected_version, head.version)?;
         let expected = to_i64(expected_version);
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
             // The check and the write are in one immediate transaction: no other connection,
             // in this process or another, can write between them.
             let stored: Option<(i64, String, i64)> = tx
@@ -379,9 +372,8 @@ impl TaskStore for SqliteStore {
                 // Gone, expired, someone else's or moved on: the caller re-reads and decides.
                 _ => return Err(StoreError::Conflict.into()),
             }
-            EventRow::insert_all(&events, &tx, &row.task_id)?;
-            row.update(&tx)?;
-            tx.commit()?;
+            EventRow::insert_all(&events, tx, &row.task_id)?;
+            row.update(tx)?;
             Ok(())
         })
         .await?;
@@ -396,7 +388,7 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<StoredTask>, StoreError> {
         let owner = owner.clone();
         let task_id = task_id.to_owned();
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let row: Option<(String, i64, i64)> = conn
                 .query_row(
                     "SELECT head, version, expires_at_ms FROM tasks
@@ -428,7 +420,7 @@ impl TaskStore for SqliteStore {
         }
         let owner = owner.as_str().to_owned();
         let task_id = task_id.to_owned();
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let body: Option<String> = conn
                 .query_row(
                     "SELECT body FROM message_replies
@@ -450,9 +442,8 @@ impl TaskStore for SqliteStore {
         let owner = reply.owner.as_str().to_owned();
         let expires_at_ms = reply.expires_at.millis();
         let body = serde_json::to_string(reply).map_err(DbError::from)?;
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
             let task_live: Option<i64> = tx
                 .query_row(
                     "SELECT 1 FROM tasks WHERE task_id = ?1 AND expires_at_ms > ?2",
@@ -460,15 +451,14 @@ impl TaskStore for SqliteStore {
                     |r| r.get(0),
                 )
                 .optional()?;
-            if task_live.is_some() || reply_holds(&tx, &task_id, now)? {
+            if task_live.is_some() || reply_holds(tx, &task_id, now)? {
                 return Ok(false);
             }
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO message_replies (task_id, owner, body, expires_at_ms)
                  VALUES (?1, ?2, ?3, ?4)",
                 params![task_id, owner, body, expires_at_ms],
             )?;
-            tx.commit()?;
             Ok(true)
         })
         .await
@@ -487,7 +477,7 @@ impl TaskStore for SqliteStore {
         let owner = owner.as_str().to_owned();
         let task_id = task_id.to_owned();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             // Joining the head applies the owner and expiry of the task to its events.
             let mut stmt = conn.prepare_cached(
                 "SELECT e.body FROM events e JOIN tasks t ON t.task_id = e.task_id
@@ -514,7 +504,7 @@ impl TaskStore for SqliteStore {
         let query = query.clone();
         // The query is validated upstream; a zero would only make the page useless.
         let page_size = query.page_size.max(1);
-        self.with_conn(move |conn| {
+        self.read_blocking(move |conn| {
             let now = now_ms();
             let mut filter = String::from("owner = ?1 AND expires_at_ms > ?2");
             let mut args: Vec<Value> = vec![owner.into(), now.into()];
@@ -533,7 +523,7 @@ impl TaskStore for SqliteStore {
 
             // One read transaction, so the count and the page see the same snapshot.
             let tx = conn.transaction()?;
-            let total: i64 = tx.query_row(
+            let total: i64 = tx.query_row_cached(
                 &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
                 params_from_iter(&args),
                 |r| r.get(0),
@@ -637,16 +627,14 @@ impl TaskStore for SqliteStore {
         let config_id = config.id.clone();
         let body = serde_json::to_string(config).map_err(DbError::from)?;
         let expires_at_ms = expires_at.millis();
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            tx.execute(
+        self.write(move |tx| {
+            tx.execute_cached(
                 "INSERT INTO push_configs (owner, task_id, config_id, body, expires_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (owner, task_id, config_id)
                  DO UPDATE SET body = excluded.body, expires_at_ms = excluded.expires_at_ms",
                 params![owner, task_id, config_id, body, expires_at_ms],
             )?;
-            tx.commit()?;
             Ok(())
         })
         .await
@@ -669,7 +657,7 @@ impl TaskStore for SqliteStore {
     ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
         let owner = owner.as_str().to_owned();
         let task_id = task_id.to_owned();
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT body FROM push_configs
                  WHERE owner = ?1 AND task_id = ?2 AND expires_at_ms > ?3
@@ -695,9 +683,8 @@ impl TaskStore for SqliteStore {
         let owner = owner.as_str().to_owned();
         let task_id = task_id.to_owned();
         let config_id = config_id.to_owned();
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
-            let tx = write_tx(conn)?;
             let expires_at: Option<i64> = tx
                 .query_row(
                     "SELECT expires_at_ms FROM push_configs
@@ -706,11 +693,10 @@ impl TaskStore for SqliteStore {
                     |r| r.get(0),
                 )
                 .optional()?;
-            tx.execute(
+            tx.execute_cached(
                 "DELETE FROM push_configs WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
                 params![owner, task_id, config_id],
             )?;
-            tx.commit()?;
             // An expired config was already invisible: deleting it is not deleting "one".
             Ok(expires_at.is_some_and(|t| t > now))
         })
@@ -730,11 +716,10 @@ impl TaskStore for SqliteStore {
         let config_id = config_id.to_owned();
         let attempt = attempt.clone();
         let expires_at_ms = expires_at.millis();
-        self.with_conn(move |conn| {
+        self.write(move |tx| {
             let now = now_ms();
             // Read, fold and write in one immediate transaction: concurrent attempts (other
             // processes on the file) cannot lose each other's counts.
-            let tx = write_tx(conn)?;
             let body: Option<String> = tx
                 .query_row(
                     "SELECT body FROM push_deliveries
@@ -748,7 +733,7 @@ impl TaskStore for SqliteStore {
                 None => PushDeliveryState::default(),
             };
             state.record(&attempt);
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO push_deliveries (owner, task_id, config_id, body, expires_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (owner, task_id, config_id)
@@ -761,7 +746,6 @@ impl TaskStore for SqliteStore {
                     expires_at_ms
                 ],
             )?;
-            tx.commit()?;
             Ok(())
         })
         .await
@@ -803,7 +787,7 @@ impl TaskStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<ExpiredLease>, StoreError> {
         let limit = to_i64(limit as u64);
-        self.with_conn(move |conn| {
+        self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT task_id, owner, holder, until_ms FROM leases
                  WHERE inline = 1 AND until_ms <= ?1 ORDER BY until_ms LIMIT ?2",
@@ -823,14 +807,12 @@ impl TaskStore for SqliteStore {
 
     async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
         let lease = lease.clone();
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            let removed = tx.execute(
+        self.write(move |tx| {
+            let removed = tx.execute_cached(
                 "DELETE FROM leases
                  WHERE task_id = ?1 AND holder = ?2 AND until_ms = ?3 AND inline = 1",
                 params![lease.task_id, lease.holder, lease.until.millis()],
             )?;
-            tx.commit()?;
             Ok(removed == 1)
         })
         .await
@@ -839,13 +821,11 @@ impl TaskStore for SqliteStore {
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         let task_id = task_id.to_owned();
         let holder = holder.to_owned();
-        self.with_conn(move |conn| {
-            let tx = write_tx(conn)?;
-            tx.execute(
+        self.write(move |tx| {
+            tx.execute_cached(
                 "DELETE FROM leases WHERE task_id = ?1 AND holder = ?2",
                 params![task_id, holder],
             )?;
-            tx.commit()?;
             Ok(())
         })
         .await

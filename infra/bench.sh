@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Benchmarks a2a-local (the embedded SQLite store) on loopback and prints req/s, p50 and p99 for:
+#   - blocking echo SendMessage over JSON-RPC and over REST (a unique messageId per request)
+#   - GetTask and ListTasks (REST)
+#   - streaming: events/s one SendStreamingMessage subscriber receives from one task
+#   - RSS of the server with N open streams
+# Method and latest figures: docs/performance.md.
+#
+#   infra/bench.sh            optimised build, 10 s per run, 16 connections, 1,000 streams
+#   infra/bench.sh --smoke    the debug build, ~1 s per run, tiny counts; asserts only that every
+#                             request succeeded and that the counts add up (infra/test-all.sh)
+#
+# Environment: A2A_BENCH_BIN (a built a2a-local to measure instead of building one),
+# BENCH_SECS, BENCH_CONNECTIONS, BENCH_THREADS, BENCH_STREAMS, BENCH_STREAM_EVENTS, and
+# BENCH_PERF=FILE: record a CPU profile (perf) of the JSON-RPC send run, top frames into FILE.
+# The load generator is wrk (Debian package; installed with apt-get when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+
+smoke=false
+[ "${1:-}" = "--smoke" ] && smoke=true
+
+if $smoke; then
+  secs=${BENCH_SECS:-1}; conns=${BENCH_CONNECTIONS:-2}; threads=${BENCH_THREADS:-1}
+  streams=${BENCH_STREAMS:-10}; stream_events=${BENCH_STREAM_EVENTS:-50}
+else
+  secs=${BENCH_SECS:-10}; conns=${BENCH_CONNECTIONS:-16}; threads=${BENCH_THREADS:-2}
+  streams=${BENCH_STREAMS:-1000}; stream_events=${BENCH_STREAM_EVENTS:-1000}
+fi
+
+# --- the server binary ---------------------------------------------------------------------
+if [ -n "${A2A_BENCH_BIN:-}" ]; then
+  bin=$A2A_BENCH_BIN
+elif $smoke; then
+  cargo build -p a2a-local --locked
+  bin="$target_dir/debug/a2a-local"
+else
+  # The release profile tuned for Lambda (opt-level "s", fat LTO, stripped) takes long to
+  # build and leaves no symbols to profile; the local server is measured at opt-level 3 with
+  # line tables instead, in a target directory of its own so the two never rebuild each other.
+  bench_target="${A2A_BENCH_TARGET_DIR:-$target_dir/bench}"
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=3 CARGO_PROFILE_RELEASE_LTO=false \
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_STRIP=false \
+  CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_TARGET_DIR="$bench_target" \
+    nice -n 5 cargo build --release -p a2a-local --locked
+  bin="$bench_target/release/a2a-local"
+fi
+
+# --- the load generator ----------------------------------------------------------------------
+if ! command -v wrk >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+  else
+    echo "bench: wrk is missing; install it (Debian/Ubuntu: apt-get install wrk)" >&2; exit 1
+  fi
+fi
+
+work=$(mktemp -d)
+server=""
+cleanup() {
+  [ -n "$server" ] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ulimit -n 8192 2>/dev/null || true
+
+"$bin" --addr 127.0.0.1:0 --data-dir "$work/store" --max-connections $((streams + 64)) \
+  2>"$work/server.log" &
+server=$!
+base=""
+for _ in $(seq 1 300); do
+  base=$(grep -o 'serving on http://[0-9.:]*' "$work/server.log" | head -n1 | sed 's/serving on //' || true)
+  [ -n "$base" ] && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/server.log"; echo "bench: a2a-local exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$base" ] || { cat "$work/server.log"; echo "bench: a2a-local did not start" >&2; exit 1; }
+
+# A wrk script that counts answers whose body holds $2 (the success mark); the others are
+# failures. With a body template, each request gets a unique messageId (thread, counter).
+write_script() { # name mark method path [body-with-MSGID]
+  local name=$1 mark=$2 method=$3 path=$4 body=${5:-}
+  cat >"$work/$name.lua" <<LUA
+local threads = {}
+local n = 0
+function setup(thread)
+  n = n + 1
+  thread:set("tid", n)
+  table.insert(threads, thread)
+end
+local counter = 0
+ok = 0
+failed = 0
+local prefix = ""
+function init(args)
+  prefix = string.format("bench-%d-%d-", os.time(), tid)
+end
+wrk.method = "$method"
+wrk.path = "$path"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["A2A-Version"] = "1.0"
+local template = [[$body]]
+if template ~= "" then
+  request = function()
+    counter = counter + 1
+    local body = template:gsub("MSGID", prefix .. counter)
+    return wrk.format(nil, nil, nil, body)
+  end
+end
+function response(status, headers, body)
+  if status == 200 and body:find('$mark', 1, true) then ok = ok + 1 else failed = failed + 1 end
+end
+function done(summary, latency, requests)
+  local total_ok, total_failed = 0, 0
+  for _, t in ipairs(threads) do
+    total_ok = total_ok + t:get("ok")
+    total_failed = total_failed + t:get("failed")
+  end
+  io.write(string.format("COUNTS ok=%d failed=%d requests=%d errors=%d\n", total_ok, total_failed,
+    summary.requests, summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.status + summary.errors.timeout))
+end
+LUA
+}
+
+message='{"messageId":"MSGID","role":"ROLE_USER","parts":[{"text":"hello"}]}'
+write_script send-jsonrpc TASK_STATE_COMPLETED POST /jsonrpc \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"SendMessage\",\"params\":{\"message\":$message}}"
+write_script send-rest TASK_STATE_COMPLETED POST /message:send "{\"message\":$message}"
+
+failures=0
+printf '\nmachine: %s, %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
+  "$(uname -m)" "$(nproc)" "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
+printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed) per-server-CPU-second"
+
+# The server's CPU time so far (user + system), in clock ticks.
+server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+
+# Runs wrk with a script and prints one line; a failed or missing request fails the run.
+run_wrk() { # label script [path-override]
+  local label=$1 script=$2 out cpu_before cpu_after
+  cpu_before=$(server_cpu_ticks)
+  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$base${3:-}" 2>&1)
+  local rps p50 p99 counts ok failed requests errors
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  counts=$(grep '^COUNTS' <<<"$out" || true)
+  ok=$(sed -n 's/.*ok=\([0-9]*\).*/\1/p' <<<"$counts")
+  failed=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' <<<"$counts")
+  requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$counts")
+  errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$counts")
+  cpu_after=$(server_cpu_ticks)
+  # Requests per second of the server's own CPU time: comparable across runs on a busy machine.
+  local per_cpu=?
+  if [ -n "${requests:-}" ] && [ "$cpu_after" -gt "$cpu_before" ]; then
+    per_cpu=$(( requests * $(getconf CLK_TCK) / (cpu_after - cpu_before) ))
+  fi
+  printf '%-40s %10s %9s %9s %s (%s) %s\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${requests:-?}" "${failed:-?}" "$per_cpu"
+  if [ -z "$counts" ] || [ "$failed" != 0 ] || [ "$errors" != 0 ] || [ "$ok" != "$requests" ] \
+     || [ "$requests" = 0 ]; then
+    echo "  FAILED: $counts" >&2; echo "$out" >&2; failures=$((failures + 1))
+  fi
+}
+
+if [ -n "${BENCH_PERF:-}" ]; then
+  # A CPU profile of the server during the JSON-RPC send run (docs/performance.md).
+  perf record -F 999 -g -o "$work/perf.data" -p "$server" -- sleep "$secs" >/dev/null 2>&1 &
+  perf_pid=$!
+  run_wrk "SendMessage JSON-RPC (blocking echo)" send-jsonrpc
+  wait "$perf_pid" || true
+  # `head` closes the pipe early: the report's SIGPIPE is not a failure.
+  { perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
+    | grep -E '^ +[0-9.]+%' | sed -E 's/ +- +- *$//' | head -n 40 >"$BENCH_PERF"; } || true
+  echo "profile: top frames in $BENCH_PERF"
+else
+  run_wrk "SendMessage JSON-RPC (blocking echo)" send-jsonrpc
+fi
+run_wrk "SendMessage REST (blocking echo)" send-rest
+
+# Reads: one task to get, and every task the runs above created to list.
+task_id=$(curl -sf -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' \
+  -d "{\"message\":${message/MSGID/bench-get-task}}" "$base/message:send" | jq -r '.task.id')
+[ -n "$task_id" ] && [ "$task_id" != null ] || { echo "bench: no task to get" >&2; exit 1; }
+write_script get-task "\"$task_id\"" GET "/tasks/$task_id"
+write_script list-tasks '"totalSize"' GET "/tasks?pageSize=50"
+total=$(curl -sf -H 'A2A-Version: 1.0' "$base/tasks?pageSize=1" | jq -r '.totalSize')
+run_wrk "GetTask REST" get-task
+run_wrk "ListTasks REST (50 of $total tasks)" list-tasks
+
+# Streaming and open streams: a small asyncio client speaking HTTP/1.1 on raw sockets, so
+# that a thousand open streams cost the client a few MB, not a thousand processes.
+python3 - "$base" "$server" "$stream_events" "$streams" "$smoke" <<'PY' || failures=$((failures + 1))
+import asyncio, json, sys, time, urllib.parse
+
+base, pid, events, streams, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "true"
+url = urllib.parse.urlparse(base)
+
+def rss_mb():
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+async def open_stream(text, msg_id):
+    reader, writer = await asyncio.open_connection(url.hostname, url.port, limit=1 << 20)
+    body = json.dumps({"message": {"messageId": msg_id, "role": "ROLE_USER", "parts": [{"text": text}]}})
+    writer.write((f"POST /message:stream HTTP/1.0\r\nHost: {url.netloc}\r\nA2A-Version: 1.0\r\n"
+                  f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    await writer.drain()
+    status = await reader.readline()
+    if b" 200 " not in status:
+        raise RuntimeError(f"stream answered {status!r}")
+    while (await reader.readline()) not in (b"\r\n", b"\n"):
+        pass
+    return reader, writer
+
+async def next_event(reader):
+    """The data of the next SSE event (HTTP/1.0: the body is the plain event stream)."""
+    data = None
+    while True:
+        line = await reader.readline()
+        if not line:
+            return None
+        line = line.rstrip(b"\r\n")
+        if line.startswith(b"data:"):
+            data = line[5:].strip()
+        elif line == b"" and data is not None:
+            return json.loads(data)
+
+async def one_stream(run):
+    reader, writer = await open_stream(f"slow {events} 0", f"bench-stream-{time.time()}-{run}")
+    started = time.perf_counter()
+    count, last = 0, None
+    while (ev := await next_event(reader)) is not None:
+        count += 1
+        last = ev
+        state = ev.get("statusUpdate", {}).get("status", {}).get("state")
+        if state == "TASK_STATE_COMPLETED":
+            break
+    elapsed = time.perf_counter() - started
+    writer.close()
+    # The Task, WORKING, one artifact chunk per event asked, COMPLETED.
+    expected = events + 3
+    if count != expected:
+        raise RuntimeError(f"stream delivered {count} events, expected {expected}; last {last}")
+    return count / elapsed
+
+async def main():
+    rates = [await one_stream(run) for run in range(1 if smoke else 5)]
+    rates.sort()
+    print(f"{'streaming, one task (events/s)':<40} {rates[len(rates) // 2]:>10.0f}   median of {len(rates)}, {events + 3} events each")
+
+    before = rss_mb()
+    # Each stream's task works on: two chunks a minute apart keep it open.
+    opened = []
+    for i in range(0, streams, 100):
+        opened += await asyncio.gather(*(open_stream("slow 2 60000", f"bench-open-{time.time()}-{j}")
+                                         for j in range(i, min(streams, i + 100))))
+    firsts = await asyncio.gather(*(next_event(r) for r, _ in opened))
+    got = sum(1 for ev in firsts if ev and "task" in ev)
+    await asyncio.sleep(1)
+    after = rss_mb()
+    print(f"{'RSS with %d open streams (MB)' % streams:<40} {after:>10.1f}   idle server {before:.1f} MB")
+    for _, w in opened:
+        w.close()
+    if got != streams:
+        raise RuntimeError(f"{got} of {streams} streams delivered their first event")
+
+asyncio.run(main())
+PY
+
+if [ "$failures" != 0 ]; then
+  echo "bench: $failures run(s) failed" >&2; exit 1
+fi

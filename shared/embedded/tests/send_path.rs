@@ -1,0 +1,258 @@
+//! The send path of the service on the embedded store: what a blocking SendMessage reads back.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_core::{
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    ExpiredLease, LoggedEvent, Owner, Placement, PushAttempt, PushDeliveryState, SendRecord,
+    ServiceConfig, StoreError, StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
+};
+use a2a_embedded::SqliteStore;
+use a2a_protocol::{
+    Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskPushNotificationConfig,
+    TaskState, Timestamp,
+};
+use async_trait::async_trait;
+
+/// The embedded store, counting the reads of a task's head or log (`load_task`,
+/// `read_events`): what a caller reads back of what it (or its agent) wrote.
+struct Counting {
+    store: SqliteStore,
+    reads_back: AtomicUsize,
+}
+
+#[async_trait]
+impl TaskStore for Counting {
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.store.create_task(head, events).await
+    }
+
+    async fn append_events(
+        &self,
+        head: &StoredTask,
+        expected_version: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.store
+            .append_events(head, expected_version, events)
+            .await
+    }
+
+    async fn load_task(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.reads_back.fetch_add(1, Ordering::SeqCst);
+        self.store.load_task(owner, task_id).await
+    }
+
+    async fn load_send(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<SendRecord>, StoreError> {
+        self.store.load_send(owner, task_id).await
+    }
+
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
+        self.store.put_reply(task_id, reply).await
+    }
+
+    async fn read_events(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.reads_back.fetch_add(1, Ordering::SeqCst);
+        self.store
+            .read_events(owner, task_id, after_seq, limit)
+            .await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.store.list_tasks(owner, query).await
+    }
+
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
+        self.store
+            .wait_for_append(task_id, after_version, max_wait)
+            .await
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.store.put_push_config(owner, config, expires_at).await
+    }
+
+    async fn get_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        self.store.get_push_config(owner, task_id, config_id).await
+    }
+
+    async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        self.store.list_push_configs(owner, task_id).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.store
+            .delete_push_config(owner, task_id, config_id)
+            .await
+    }
+
+    async fn record_push_attempt(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.store
+            .record_push_attempt(owner, task_id, config_id, attempt, expires_at)
+            .await
+    }
+
+    async fn get_push_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushDeliveryState>, StoreError> {
+        self.store
+            .get_push_delivery(owner, task_id, config_id)
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.store.acquire_lease(task_id, holder, until).await
+    }
+
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
+        self.store.release_lease(task_id, holder).await
+    }
+
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.store
+            .acquire_inline_lease(owner, task_id, holder, until)
+            .await
+    }
+
+    async fn list_expired_inline_leases(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        self.store.list_expired_inline_leases(now, limit).await
+    }
+
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
+        self.store.remove_expired_lease(lease).await
+    }
+}
+
+/// Completes every task at once with an artifact, as the reference agent's echo does.
+struct Echo;
+
+#[async_trait]
+impl Agent for Echo {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "echo".into(),
+            ..AgentDescription::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Inline
+    }
+
+    async fn execute(&self, request: AgentRequest, e: Emitter) -> Result<(), AgentError> {
+        e.complete(Some(request.text())).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_send_whose_task_stops_at_once_reads_nothing_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = SqliteStore::open(dir.path()).expect("open the store");
+    let store = Arc::new(Counting {
+        store: sqlite.clone(),
+        reads_back: AtomicUsize::new(0),
+    });
+    let queues = Arc::new(sqlite);
+    let config = ServiceConfig {
+        blocking_timeout: Duration::from_secs(10),
+        ..ServiceConfig::default()
+    };
+    let service = A2aService::new(
+        config,
+        Arc::new(Echo),
+        store.clone(),
+        queues.clone(),
+        queues,
+    );
+    let request = SendMessageRequest {
+        message: Some(Message {
+            message_id: "send-path-1".into(),
+            role: Role::User,
+            parts: vec![Part::text("hello")],
+            ..Message::default()
+        }),
+        ..SendMessageRequest::default()
+    };
+    let response = service
+        .send_message(&CallContext::anonymous(""), request)
+        .await
+        .expect("send");
+    let SendMessageResponse::Task(task) = response else {
+        panic!("expected a task, got {response:?}");
+    };
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(
+        task.history.len(),
+        1,
+        "the client's message is in the history"
+    );
+    assert_eq!(
+        store.reads_back.load(Ordering::SeqCst),
+        0,
+        "the answer is the head the agent's create wrote, not a read of it"
+    );
+}
