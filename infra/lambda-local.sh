@@ -119,11 +119,11 @@ wait_for() { # url seconds
 warm_functions() {
   local pids=() names=() f i failed=""
   for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["functions"]))'); do
-    curl -sS -o /dev/null --max-time 120 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
+    curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
     pids+=($!); names+=("$f")
   done
   for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["queueFunctions"]))'); do
-    curl -fsS -o /dev/null --max-time 120 -X POST -H 'Content-Type: application/json' \
+    curl -fsS -o /dev/null --max-time 300 -X POST -H 'Content-Type: application/json' \
       -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" &
     pids+=($!); names+=("$f")
   done
