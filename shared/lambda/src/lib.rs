@@ -7,11 +7,14 @@
 //!   the service configuration and (for the functions that need them) the push signing keys;
 //! - [`serve_http`]: an HTTP function, serving the slice of the A2A surface of its
 //!   [`HttpFunction`] through `lambda_http`, buffered or with response streaming (SSE);
-//! - [`run_worker`] and [`run_push`]: the SQS functions, with partial batch failures.
+//! - [`run_worker`] and [`run_push`]: the SQS functions, with partial batch failures;
+//! - [`run`]: the one entry point of every function's binary, which picks the [`Function`]
+//!   from the environment (`A2A_FUNCTION`).
 //!
 //! The routes of the front door and which functions stream live in `infra/routes.json`, shared
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
+mod function;
 mod http;
 pub mod metrics;
 mod settings;
@@ -19,6 +22,7 @@ mod sqs;
 
 use std::sync::Arc;
 
+pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
 pub use metrics::EmfObserver;

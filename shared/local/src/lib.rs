@@ -22,7 +22,6 @@ use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, CorsOrigins, HttpOptions};
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
-use a2a_reference_agent::ReferenceAgent;
 use clap::{Args, Parser, Subcommand};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -353,14 +352,6 @@ pub async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-}
-
-/// Serves the reference agent until `shutdown` resolves.
-pub async fn run(
-    options: Options,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
-    serve(options, Arc::new(ReferenceAgent), shutdown).await
 }
 
 /// Serves `agent` until `shutdown` resolves, then stops accepting requests and the loops.

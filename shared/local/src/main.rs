@@ -15,7 +15,12 @@ async fn main() -> std::process::ExitCode {
         };
     }
     a2a_local::init_logging();
-    match a2a_local::run(cli.options, a2a_local::shutdown_signal()).await {
+    let serving = a2a_local::serve(
+        cli.options,
+        a2a_agent::agent(),
+        a2a_local::shutdown_signal(),
+    );
+    match serving.await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = %err, "a2a-local stopped");
