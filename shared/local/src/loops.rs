@@ -183,7 +183,11 @@ async fn run_work<Q: Poll>(
                     policy,
                     |job: WorkJob, receive_count| async move {
                         // Ids and counts only: never the message or anything of the caller's.
-                        tracing::info!(task_id = %job.task_id, attempt = receive_count, "work started");
+                        tracing::info!(
+                            task_id = %job.task_id,
+                            attempt = receive_count,
+                            "work started"
+                        );
                         let outcome = service.run_work_job(&job, receive_count).await;
                         match &outcome {
                             JobOutcome::Done => {
