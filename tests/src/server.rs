@@ -219,6 +219,11 @@ fn store_env(data_dir: &Path) -> Vec<(String, String)> {
     vec![
         ("A2A_STORE".into(), "dynamodb".into()),
         ("A2A_CREATE_RESOURCES".into(), format!("e2e{unique}")),
+        // moto's long poll on a FIFO queue does not see a message group freed during the poll
+        // (it notes the busy groups when the poll starts), so a task's next push would wait for
+        // the poll to end; SQS itself hands it out at once. Short polls here; tests of the
+        // default wait set it back (tests/queued.rs).
+        ("A2A_QUEUE_WAIT_SECS".into(), "1".into()),
     ]
 }
 
