@@ -17,7 +17,46 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Progress: each step says when it starts, and a ticker in the background says every minute
+# which step is still running and for how long, so a long silent step (a clean build, a test
+# binary that prints nothing until it ends) still shows a line at least once a minute.
+progress=$(mktemp)
+run_start=$(date +%s)
+step() {
+  printf '\n==> %s\n' "$*"
+  printf '%s %s\n' "$(date +%s)" "$*" >"$progress"
+}
+minutes() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+ticker() {
+  local nap=""
+  # Stops at once, and takes its sleep with it.
+  trap '[ -n "$nap" ] && kill "$nap" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep 60 &
+    nap=$!
+    wait "$nap" || true
+    local since name now
+    read -r since name <"$progress" || continue
+    now=$(date +%s)
+    # One write of one whole line, to stderr (where cargo's own progress goes).
+    printf '... still running: %s (%s in this step, %s in all)\n' "$name" \
+      "$(minutes $((now - since)))" "$(minutes $((now - run_start)))" >&2
+  done
+}
+ticker &
+ticker_pid=$!
+stop_ticker() {
+  kill "$ticker_pid" 2>/dev/null || true
+  wait "$ticker_pid" 2>/dev/null || true
+  rm -f "$progress"
+}
+trap stop_ticker EXIT
+
+# One feature set for the whole run: every cargo command below selects the same packages and
+# targets (`--workspace`, tests and examples included), so each dependency is compiled once.
+# Selecting fewer (`-p a2a-e2e`, `--bins`) resolves other features (tokio without a2a-core's
+# `test-util`, hyper without http2, ...) and compiles tokio, hyper and everything above them
+# again.
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -30,6 +69,7 @@ cargo build --workspace --all-targets --locked
 
 step "moto (DynamoDB + SQS on 127.0.0.1, for the AWS adapter tests)"
 cleanup() {
+  stop_ticker
   for pid in ${server:-} ${auth_server:-} ${issuer:-}; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
@@ -59,8 +99,26 @@ step "Rust tests"
 run_tests --workspace
 
 step "End-to-end tests again, with a2a-local on DynamoDB + SQS (moto)"
+# Still the whole workspace's selection (the same build), running only a2a-e2e's tests.
 export A2A_E2E_STORE=dynamodb
-run_tests -p a2a-e2e
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --locked --no-fail-fast --workspace -E 'package(a2a-e2e)'
+else
+  # Plain cargo test cannot pick one package's tests out of a workspace selection: list the
+  # test executables of the workspace build and run a2a-e2e's (in its directory, as cargo does).
+  cargo test --workspace --locked --no-run --message-format=json |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] \
+            and m["package_id"].split("#")[-1].startswith("a2a-e2e@"):
+        print(m["executable"])' >"$progress.e2e"
+  [ -s "$progress.e2e" ] || { echo "no a2a-e2e test executables found" >&2; exit 1; }
+  status=0
+  while read -r exe; do (cd "$root/tests" && "$exe") || status=1; done <"$progress.e2e"
+  rm -f "$progress.e2e"
+  [ "$status" = 0 ]
+fi
 unset A2A_E2E_STORE
 
 step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"

@@ -18,7 +18,7 @@ pub const REQUIRE_INTEROP: &str = "A2A_REQUIRE_INTEROP";
 pub fn cli_binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_if_missing(target_binary("a2a"), "a2a-cli"))
+        .get_or_init(|| build_if_missing(target_binary("a2a"), "a2a-cli", &[]))
         .clone()
 }
 

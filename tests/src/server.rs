@@ -46,17 +46,19 @@ pub fn target_binary(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
-/// Returns the binary, building it once (`cargo build -p a2a-local`) if it is missing. A file
-/// lock keeps concurrent test processes (nextest runs one per test) from building it twice.
+/// Returns the binary, building it once (`cargo build -p a2a-local --features dynamodb`, for
+/// both stores) if it is missing. A file lock keeps concurrent test processes (nextest runs one
+/// per test) from building it twice.
 pub fn ensure_built() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_if_missing(binary_path(), "a2a-local"))
+        .get_or_init(|| build_if_missing(binary_path(), "a2a-local", &["--features", "dynamodb"]))
         .clone()
 }
 
-/// Builds `package` (`cargo build -p package`) unless `bin` exists, under a file lock.
-pub(crate) fn build_if_missing(bin: PathBuf, package: &str) -> PathBuf {
+/// Builds `package` (`cargo build -p package` with `extra` arguments) unless `bin` exists,
+/// under a file lock.
+pub(crate) fn build_if_missing(bin: PathBuf, package: &str, extra: &[&str]) -> PathBuf {
     if bin.exists() {
         return bin;
     }
@@ -72,6 +74,7 @@ pub(crate) fn build_if_missing(bin: PathBuf, package: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "-p", package])
+            .args(extra)
             .current_dir(workspace_root())
             .status()
             .unwrap_or_else(|e| panic!("run cargo build -p {package}: {e}"));
@@ -216,6 +219,11 @@ fn store_env(data_dir: &Path) -> Vec<(String, String)> {
     vec![
         ("A2A_STORE".into(), "dynamodb".into()),
         ("A2A_CREATE_RESOURCES".into(), format!("e2e{unique}")),
+        // moto's long poll on a FIFO queue does not see a message group freed during the poll
+        // (it notes the busy groups when the poll starts), so a task's next push would wait for
+        // the poll to end; SQS itself hands it out at once. Short polls here; tests of the
+        // default wait set it back (tests/queued.rs).
+        ("A2A_QUEUE_WAIT_SECS".into(), "1".into()),
     ]
 }
 

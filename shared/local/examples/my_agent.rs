@@ -1,12 +1,12 @@
 //! The smallest useful agent: it answers every message with the message's text, upper-cased.
 //! Run it with `cargo run -p a2a-local --example my_agent`, then talk to it on 127.0.0.1:9000.
+//! Its tasks live in `./.a2a-my-agent`, apart from the reference agent's (`./.a2a`).
 
 use std::sync::Arc;
 
 use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter};
 use a2a_protocol::{AgentSkill, Artifact, Part};
 use async_trait::async_trait;
-use clap::Parser;
 
 struct Shouter;
 
@@ -48,6 +48,6 @@ impl Agent for Shouter {
 #[tokio::main]
 async fn main() -> Result<(), String> {
     a2a_local::init_logging();
-    let options = a2a_local::Options::parse();
+    let options = a2a_local::Options::parse_with_data_dir("./.a2a-my-agent");
     a2a_local::serve(options, Arc::new(Shouter), a2a_local::shutdown_signal()).await
 }

@@ -68,6 +68,11 @@ pub struct Options {
     /// (for emulators such as moto) instead of reading their names from the environment.
     #[arg(long, env = "A2A_CREATE_RESOURCES")]
     pub create_resources: Option<String>,
+    /// With `--store dynamodb`: seconds one receive from an SQS queue waits for a message (a
+    /// long poll, 1 to 20). It returns as soon as one arrives, so a long wait delays nothing
+    /// and saves idle requests.
+    #[arg(long, env = "A2A_QUEUE_WAIT_SECS", default_value_t = 20)]
+    pub queue_wait_secs: u64,
     /// Days tasks are kept (and sends are remembered by their messageId).
     #[arg(long, env = "A2A_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
@@ -170,6 +175,37 @@ pub struct AuthOptions {
     /// How long the issuer's keys are cached, in seconds (an unknown `kid` refetches sooner).
     #[arg(long, env = "A2A_JWT_JWKS_TTL_SECS", default_value_t = 600)]
     pub jwt_jwks_ttl_secs: u64,
+}
+
+impl Options {
+    /// Parses the command line as `a2a-local` does, with `data_dir` as the default data
+    /// directory: a server of your own agent keeps its tasks apart from the reference agent's
+    /// (`./.a2a`). `--data-dir` and `A2A_DATA_DIR` still choose another. Exits with clap's
+    /// message on bad arguments.
+    pub fn parse_with_data_dir(data_dir: &'static str) -> Options {
+        Self::try_parse_from_with_data_dir(data_dir, std::env::args_os())
+            .unwrap_or_else(|err| err.exit())
+    }
+
+    /// Like [`Options::parse_with_data_dir`], from `args` (the first is the program's name).
+    pub fn try_parse_from_with_data_dir<I, T>(
+        data_dir: &'static str,
+        args: I,
+    ) -> Result<Options, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut matches = <Options as clap::CommandFactory>::command()
+            .mut_arg("data_dir", |arg| arg.default_value(data_dir))
+            .try_get_matches_from(args)?;
+        <Options as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+    }
+
+    /// How long one SQS receive waits: `--queue-wait-secs`, within what SQS allows.
+    pub fn queue_wait(&self) -> Duration {
+        Duration::from_secs(self.queue_wait_secs.clamp(1, 20))
+    }
 }
 
 impl AuthOptions {
@@ -428,7 +464,7 @@ pub async fn serve(
         config,
         agent,
         backend.store.clone(),
-        backend.work.clone(),
+        Arc::new(loops::LoggedWorkQueue(backend.work.clone())),
         backend.push.clone(),
     );
     let (stop_tx, stop_rx) = watch::channel(false);

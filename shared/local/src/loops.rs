@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "dynamodb")]
 use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
 use a2a_core::jobs::{self, run_jobs, JobPolicy, ReceivedJob};
-use a2a_core::{A2aService, PushJob, StoreError, WorkJob};
+use a2a_core::{A2aService, JobOutcome, PushJob, StoreError, WorkJob, WorkQueue};
 use a2a_embedded::{EmbeddedQueue, QueueName, SqliteStore};
 use async_trait::async_trait;
 use tokio::sync::{watch, Semaphore};
@@ -16,7 +17,8 @@ use tokio::sync::{watch, Semaphore};
 const PUSH_VISIBILITY: Duration = Duration::from_secs(30);
 /// At most this many agent executions from the queue at once.
 const WORK_CONCURRENCY: usize = 8;
-/// How long one receive waits for a job when the queue is empty.
+/// How long one receive of the embedded queue waits for a job when the queue is empty (an
+/// enqueue in this process wakes it at once).
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// A queue the loops consume.
@@ -29,8 +31,15 @@ pub enum JobQueue {
         /// Which of its queues.
         queue: QueueName,
     },
-    /// An SQS queue (on AWS, or an emulator through `AWS_ENDPOINT_URL`).
-    Sqs(SqsQueue),
+    /// An SQS queue (on AWS, or an emulator through `AWS_ENDPOINT_URL`), long-polled for
+    /// `wait` at a time.
+    #[cfg(feature = "dynamodb")]
+    Sqs {
+        /// The queue.
+        queue: SqsQueue,
+        /// How long one receive waits when the queue is empty.
+        wait: Duration,
+    },
 }
 
 /// A queue the loops poll: the receive side, beside the runner's settle side.
@@ -60,18 +69,54 @@ impl Poll for EmbeddedQueue {
     }
 }
 
+/// An SQS queue with the long poll its receives make.
+#[cfg(feature = "dynamodb")]
+#[derive(Clone)]
+struct LongPolled {
+    queue: SqsQueue,
+    wait: Duration,
+}
+
+#[cfg(feature = "dynamodb")]
 #[async_trait]
-impl Poll for SqsQueue {
+impl jobs::JobQueue for LongPolled {
+    type Receipt = SqsReceipt;
+
+    async fn settle(
+        &self,
+        job: &ReceivedJob<SqsReceipt>,
+        settlement: &jobs::Settlement,
+    ) -> Result<(), StoreError> {
+        self.queue.settle(job, settlement).await
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+#[async_trait]
+impl Poll for LongPolled {
     async fn receive(
         &self,
         max: usize,
         visibility: Duration,
     ) -> Result<Vec<ReceivedJob<SqsReceipt>>, StoreError> {
-        let messages = SqsQueue::receive(self, max, IDLE_WAIT, Some(visibility)).await?;
+        let messages = self.queue.receive(max, self.wait, Some(visibility)).await?;
         Ok(messages
             .into_iter()
             .map(ReceivedMessage::into_job)
             .collect())
+    }
+}
+
+/// The work queue, saying in the log what it queued (the task id only), so that queued work
+/// can be followed in the server's log: queued, started, finished.
+pub struct LoggedWorkQueue(pub Arc<dyn WorkQueue>);
+
+#[async_trait]
+impl WorkQueue for LoggedWorkQueue {
+    async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
+        self.0.enqueue_work(job).await?;
+        tracing::info!(task_id = %job.task_id, "work queued");
+        Ok(())
     }
 }
 
@@ -90,7 +135,10 @@ pub async fn worker_loop(
         JobQueue::Embedded { store, queue } => {
             run_work(service, store.queue(queue), visibility, stop).await;
         }
-        JobQueue::Sqs(queue) => run_work(service, queue, visibility, stop).await,
+        #[cfg(feature = "dynamodb")]
+        JobQueue::Sqs { queue, wait } => {
+            run_work(service, LongPolled { queue, wait }, visibility, stop).await;
+        }
     }
 }
 
@@ -134,7 +182,24 @@ async fn run_work<Q: Poll>(
                     vec![job],
                     policy,
                     |job: WorkJob, receive_count| async move {
-                        service.run_work_job(&job, receive_count).await
+                        // Ids and counts only: never the message or anything of the caller's.
+                        tracing::info!(
+                            task_id = %job.task_id,
+                            attempt = receive_count,
+                            "work started"
+                        );
+                        let outcome = service.run_work_job(&job, receive_count).await;
+                        match &outcome {
+                            JobOutcome::Done => {
+                                tracing::info!(task_id = %job.task_id, "work finished");
+                            }
+                            JobOutcome::Retry { reason, after } => tracing::info!(
+                                task_id = %job.task_id,
+                                retry_in_secs = after.as_secs(),
+                                "work stopped, to be retried: {reason}"
+                            ),
+                        }
+                        outcome
                     },
                 )
                 .await;
@@ -152,7 +217,10 @@ async fn run_work<Q: Poll>(
 /// The embedded queue hands out only the oldest job of each task, so one poller takes many.
 pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiver<bool>) {
     match queue {
-        JobQueue::Sqs(queue) => run_pushes(service, queue, stop, 8, 1).await,
+        #[cfg(feature = "dynamodb")]
+        JobQueue::Sqs { queue, wait } => {
+            run_pushes(service, LongPolled { queue, wait }, stop, 8, 1).await;
+        }
         JobQueue::Embedded { store, queue } => {
             run_pushes(service, store.queue(queue), stop, 1, 16).await;
         }

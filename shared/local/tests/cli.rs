@@ -58,3 +58,26 @@ fn older_generations_are_switched_with_on_and_off() {
         Cli::try_parse_from(["a2a-local", "--protocol-0-3", "maybe"]).expect_err("only on or off");
     assert!(bad.to_string().contains("maybe"), "{bad}");
 }
+
+#[test]
+fn an_agent_of_your_own_has_its_own_default_data_directory() {
+    use a2a_local::Options;
+    use std::path::Path;
+    if std::env::var_os("A2A_DATA_DIR").is_none() {
+        let own =
+            Options::try_parse_from_with_data_dir("./.a2a-my-agent", ["my_agent"]).expect("parses");
+        assert_eq!(own.data_dir, Path::new("./.a2a-my-agent"));
+        let reference = Cli::try_parse_from(["a2a-local"]).expect("parses");
+        assert_eq!(reference.options.data_dir, Path::new("./.a2a"));
+        assert_ne!(own.data_dir, reference.options.data_dir);
+    }
+    let chosen = Options::try_parse_from_with_data_dir(
+        "./.a2a-my-agent",
+        ["my_agent", "--data-dir", "/tmp/elsewhere"],
+    )
+    .expect("parses");
+    assert_eq!(chosen.data_dir, Path::new("/tmp/elsewhere"));
+    let bad = Options::try_parse_from_with_data_dir("./.a2a-my-agent", ["my_agent", "--nope"])
+        .expect_err("an unknown flag");
+    assert!(bad.to_string().contains("--nope"), "{bad}");
+}
