@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use a2a_core::Agent;
 use a2a_core::Operation;
@@ -180,10 +181,56 @@ fn path_shape(path: &str) -> String {
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::for_callers(agent, function.key_use()).await?;
     let handler = LazyRouter::new(init, function);
-    if function.streaming() {
-        lambda_http::run_with_streaming_response(handler).await
-    } else {
-        lambda_http::run(handler).await
+    keep_serving(|| {
+        let handler = handler.clone();
+        async move {
+            if function.streaming() {
+                lambda_http::run_with_streaming_response(handler).await
+            } else {
+                lambda_http::run(handler).await
+            }
+        }
+    })
+    .await
+}
+
+/// How many runtime loops in a row may fail within [`QUICK_FAILURE`] of their start before the
+/// function gives up and exits.
+const QUICK_FAILURES_TOLERATED: u32 = 5;
+
+/// A runtime loop that failed sooner than this after it started counts as a quick failure.
+const QUICK_FAILURE: Duration = Duration::from_secs(1);
+
+/// Runs the runtime loop `serve`, and runs it again when it fails.
+///
+/// `lambda_runtime` ends its loop with an error when it cannot hand one response to the Runtime
+/// API: for example when the caller of a streamed response went away and the connection to the
+/// Runtime API broke mid-body. Exiting then would throw away a warm instance for one lost
+/// response (and under `cargo lambda watch`, which never restarts a function whose process
+/// ended, leave the function dead), so the function asks for its next invocation instead. Only
+/// when the loop keeps failing right after it starts (the Runtime API is gone) does it exit.
+pub(crate) async fn keep_serving<F, Fut>(mut serve: F) -> Result<(), Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), Error>>,
+{
+    let mut quick_failures = 0;
+    loop {
+        let started = tokio::time::Instant::now();
+        let error = match serve().await {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        if started.elapsed() < QUICK_FAILURE {
+            quick_failures += 1;
+        } else {
+            quick_failures = 1;
+        }
+        if quick_failures > QUICK_FAILURES_TOLERATED {
+            return Err(error);
+        }
+        tracing::error!(%error, "the runtime loop failed; asking for the next invocation again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -589,5 +636,36 @@ mod tests {
                 "{f:?} serves nothing"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_failed_runtime_loop_is_run_again() {
+        let mut calls = 0;
+        let outcome = keep_serving(|| {
+            calls += 1;
+            let call = calls;
+            async move {
+                if call < 3 {
+                    Err(Error::from("IncompleteMessage"))
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .await;
+        assert!(outcome.is_ok());
+        assert_eq!(calls, 3, "two failures, then the loop that ended cleanly");
+    }
+
+    #[tokio::test]
+    async fn a_runtime_loop_that_keeps_failing_at_once_ends_the_function() {
+        let mut calls = 0;
+        let outcome = keep_serving(|| {
+            calls += 1;
+            async { Err(Error::from("connection refused")) }
+        })
+        .await;
+        assert_eq!(outcome.unwrap_err().to_string(), "connection refused");
+        assert_eq!(calls, QUICK_FAILURES_TOLERATED + 1);
     }
 }
