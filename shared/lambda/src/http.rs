@@ -195,8 +195,10 @@ pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result
 }
 
 /// How many runtime loops in a row may fail within [`QUICK_FAILURE`] of their start before the
-/// function gives up and exits.
-const QUICK_FAILURES_TOLERATED: u32 = 5;
+/// function gives up and exits: enough to ride out a burst of callers that hang up (each loop
+/// that fails served at least the invocation it failed on), few enough that a function whose
+/// Runtime API is gone exits within about a second.
+const QUICK_FAILURES_TOLERATED: u32 = 20;
 
 /// A runtime loop that failed sooner than this after it started counts as a quick failure.
 const QUICK_FAILURE: Duration = Duration::from_secs(1);
