@@ -3,9 +3,9 @@
 //! SAM template and samconfig, so the project deploys the same stack.
 //!
 //! The project's own files are real files under `shared/local/new-project/`, with `{{…}}`
-//! placeholders. `template.yaml`, `samconfig.toml`, `Cargo.lock`, `rust-toolchain.toml` and the
-//! build profiles are this repository's own, embedded at compile time and adapted at generation
-//! time, so they never drift from the kit's.
+//! placeholders. `template.yaml`, `samconfig.toml`, `Cargo.lock`, `rust-toolchain.toml`,
+//! `.cargo/config.toml` and the build profiles are this repository's own, embedded at compile
+//! time and adapted at generation time, so they never drift from the kit's.
 
 use std::fmt;
 use std::io;
@@ -217,6 +217,10 @@ const KIT_TOOLCHAIN: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../rust-toolchain.toml"
 ));
+const KIT_CARGO_CONFIG: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../.cargo/config.toml"
+));
 
 /// The project's own files, with placeholders: (path in the project, text).
 const PROJECT_FILES: &[(&str, &str)] = &[
@@ -340,6 +344,9 @@ impl NewProject {
         // The kit's toolchain: the lock file's versions need it, and a shared target
         // directory is only reused by the same compiler.
         files.push(("rust-toolchain.toml".into(), KIT_TOOLCHAIN.to_string()));
+        // The kit's build settings (aws-lc without CPU jitter entropy: the functions' cold
+        // start); the same settings also let a shared target directory reuse the kit's build.
+        files.push((".cargo/config.toml".into(), KIT_CARGO_CONFIG.to_string()));
         Ok(files)
     }
 
@@ -663,6 +670,8 @@ mod tests {
         assert!(file("README.md").starts_with("# hello-agent\n"));
         assert_eq!(file("Cargo.lock"), KIT_LOCK);
         assert_eq!(file("rust-toolchain.toml"), KIT_TOOLCHAIN);
+        assert_eq!(file(".cargo/config.toml"), KIT_CARGO_CONFIG);
+        assert!(KIT_CARGO_CONFIG.contains("AWS_LC_SYS_NO_JITTER_ENTROPY"));
         assert!(file("samconfig.toml").contains("stack_name = \"hello-agent\""));
 
         let underscored = NewProject::new("/tmp/my_bot", kit()).expect("valid");
@@ -781,6 +790,7 @@ mod tests {
             "README.md",
             ".gitignore",
             "rust-toolchain.toml",
+            ".cargo/config.toml",
         ] {
             assert!(dir.join(path).is_file(), "{path} missing");
         }

@@ -139,24 +139,47 @@ fn uuid() -> String {
 /// What the fake Runtime API saw of one cold start.
 #[derive(Default)]
 struct Seen {
-    /// The first `GET /next`.
-    first_next: Option<Instant>,
-    /// The end of the first response (or error report), and what it was.
-    answered: Option<(Instant, String)>,
+    /// The first `GET /next`, and the CPU time the process had used by then.
+    first_next: Option<(Instant, Option<Duration>)>,
+    /// The end of the first response (or error report), what it was, and the CPU time used.
+    answered: Option<(Instant, String, Option<Duration>)>,
 }
 
 struct Runtime {
     event: Value,
+    /// The function's process, once spawned.
+    pid: Mutex<Option<u32>>,
     seen: Mutex<Seen>,
     changed: Notify,
 }
 
+impl Runtime {
+    fn cpu(&self) -> Option<Duration> {
+        (*self.pid.lock().unwrap()).and_then(process_cpu)
+    }
+}
+
+/// The CPU time `pid` has used so far, all its threads together, at nanosecond resolution:
+/// the first field of each `/proc/<pid>/task/<tid>/schedstat` (`/proc/<pid>/stat`'s ticks are
+/// 10 ms, too coarse for a 15 ms budget). Threads that already exited are not counted; the
+/// functions keep theirs (tokio's workers) for the process's life. Linux only.
+fn process_cpu(pid: u32) -> Option<Duration> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0u64;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
+}
+
 async fn next(State(rt): State<Arc<Runtime>>) -> Response {
     let first = {
+        let at = Instant::now();
         let mut seen = rt.seen.lock().unwrap();
         let first = seen.first_next.is_none();
         if first {
-            seen.first_next = Some(Instant::now());
+            seen.first_next = Some((at, rt.cpu()));
         }
         first
     };
@@ -194,7 +217,9 @@ async fn next(State(rt): State<Arc<Runtime>>) -> Response {
 /// The end of the function's answer: a buffered response, a streamed one (read to its end), or
 /// an error report.
 fn answered(rt: &Runtime, outcome: String) -> StatusCode {
-    rt.seen.lock().unwrap().answered = Some((Instant::now(), outcome));
+    let at = Instant::now();
+    let cpu = rt.cpu();
+    rt.seen.lock().unwrap().answered = Some((at, outcome, cpu));
     rt.changed.notify_waiters();
     StatusCode::ACCEPTED
 }
@@ -252,10 +277,12 @@ fn truncate(text: &str) -> String {
     text.chars().take(80).collect()
 }
 
-/// One cold start's figures.
+/// One cold start's figures: wall-clock and CPU time of init and of the first request.
 struct Run {
     init: Option<Duration>,
+    init_cpu: Option<Duration>,
     first: Option<Duration>,
+    first_cpu: Option<Duration>,
     outcome: String,
 }
 
@@ -267,6 +294,7 @@ async fn cold_start(
 ) -> Run {
     let rt = Arc::new(Runtime {
         event: first_event(function),
+        pid: Mutex::new(None),
         seen: Mutex::new(Seen::default()),
         changed: Notify::new(),
     });
@@ -304,12 +332,12 @@ async fn cold_start(
         Err(e) => {
             server.abort();
             return Run {
-                init: None,
-                first: None,
                 outcome: format!("cannot start {}: {e}", binary.display()),
+                ..Run::none()
             };
         }
     };
+    *rt.pid.lock().unwrap() = Some(child.id());
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let changed = rt.changed.notified();
@@ -324,23 +352,45 @@ async fn cold_start(
     let _ = child.wait();
     server.abort();
     let seen = rt.seen.lock().unwrap();
-    let init = seen.first_next.map(|at| at - started);
-    match (&seen.first_next, &seen.answered) {
-        (_, Some((at, outcome))) => Run {
+    let Some((next_at, next_cpu)) = seen.first_next else {
+        let outcome = match &seen.answered {
+            Some((_, outcome, _)) => outcome.clone(),
+            None => "never asked for an event".into(),
+        };
+        return Run {
+            outcome,
+            ..Run::none()
+        };
+    };
+    let init = Some(next_at - started);
+    match &seen.answered {
+        Some((at, outcome, cpu)) => Run {
             init,
-            first: seen.first_next.map(|next| *at - next),
+            init_cpu: next_cpu,
+            first: Some(*at - next_at),
+            first_cpu: cpu
+                .zip(next_cpu)
+                .map(|(end, start)| end.saturating_sub(start)),
             outcome: outcome.clone(),
         },
-        (Some(_), None) => Run {
+        None => Run {
             init,
-            first: None,
+            init_cpu: next_cpu,
             outcome: "no answer before the timeout".into(),
+            ..Run::none()
         },
-        (None, None) => Run {
+    }
+}
+
+impl Run {
+    fn none() -> Self {
+        Run {
             init: None,
+            init_cpu: None,
             first: None,
-            outcome: "never asked for an event".into(),
-        },
+            first_cpu: None,
+            outcome: String::new(),
+        }
     }
 }
 
@@ -469,27 +519,35 @@ async fn main() -> Result<(), String> {
         o.runs
     );
     println!();
-    println!("| function | init (exec → first /next), ms | first request, ms | first answer |");
-    println!("|---|---:|---:|---|");
+    println!(
+        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | first answer |"
+    );
+    println!("|---|---:|---:|---:|---:|---|");
     let mut failed: Vec<String> = Vec::new();
     for function in &functions {
         let mut inits = Vec::new();
+        let mut init_cpus = Vec::new();
         let mut firsts = Vec::new();
+        let mut first_cpus = Vec::new();
         let mut outcome = String::new();
         for _ in 0..o.runs.max(1) {
             let run =
                 cold_start(&binary, function, &env, Duration::from_secs(o.timeout_secs)).await;
             inits.extend(run.init);
+            init_cpus.extend(run.init_cpu);
             firsts.extend(run.first);
+            first_cpus.extend(run.first_cpu);
             if run.first.is_none() && !failed.iter().any(|f| f.starts_with(function.as_str())) {
                 failed.push(format!("{function}: {}", run.outcome));
             }
             outcome = run.outcome;
         }
         println!(
-            "| {function} | {} | {} | {} |",
+            "| {function} | {} | {} | {} | {} | {} |",
             ms(median(inits)),
+            ms(median(init_cpus)),
             ms(median(firsts)),
+            ms(median(first_cpus)),
             outcome.replace('|', "\\|")
         );
     }
