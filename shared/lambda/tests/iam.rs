@@ -320,9 +320,18 @@ async fn the_worker_is_granted_exactly_what_it_calls() {
         .send()
         .await
         .unwrap();
-    // A job received too often: its task ends FAILED.
+    // A job whose attempts are exhausted (five started and died; our own count, on the
+    // task's lease): its task ends FAILED and the job is dead-lettered.
     let worn: Task = send("worn", false).await;
     let worn_id = worn.id.clone();
+    let over = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    for _ in 0..ServiceConfig::default().max_job_attempts {
+        plain
+            .store
+            .begin_job_attempt(&worn_id, 1, "a-lost-instance", over)
+            .await
+            .unwrap();
+    }
 
     let batch = WorkBatch {
         service: stack.service(&metered, ServiceConfig::default()),
@@ -430,6 +439,22 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
             .await
             .unwrap();
     }
+    // The failing one's event has had all but its last attempt (a live record).
+    let max = ServiceConfig::default().max_push_attempts;
+    let made = a2a_core::PushAttempt {
+        seq: 1,
+        at: Timestamp::now(),
+        result: a2a_core::PushAttemptResult::Failed,
+        http_status: Some(503),
+        error: Some("webhook answered 503".into()),
+        final_attempt: false,
+        number: max - 1,
+    };
+    plain
+        .store
+        .record_push_attempt(&owner, &task_id, "last", &made, expires)
+        .await
+        .unwrap();
     // An expired delivery record under one of them: the function writes a fresh one (a Put)
     // where it would otherwise update the live one.
     let attempt = a2a_core::PushAttempt {
@@ -439,6 +464,7 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
         http_status: Some(503),
         error: None,
         final_attempt: false,
+        number: 1,
     };
     let past = Timestamp::from_millis(Timestamp::now().millis() - 60_000);
     plain
@@ -467,7 +493,6 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
             .with_meter(meter.clone())
             .with_dead_letter_url(&stack.push_dlq),
     };
-    let max = batch.service.config().max_push_attempts;
     for _ in 0..jobs.len() {
         let event = stack
             .event(
