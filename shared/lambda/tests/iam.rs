@@ -226,18 +226,7 @@ fn template_grants(function: &str) -> BTreeSet<Grant> {
         };
         for s in statements {
             assert_eq!(s["Effect"].as_str(), Some("Allow"));
-            let resource = match &s["Resource"] {
-                Value::Tagged(tagged) => {
-                    let v = tagged.value.as_str().expect("a resource");
-                    match tagged.tag.to_string().as_str() {
-                        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
-                        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
-                        "!Ref" => v.to_owned(),
-                        other => panic!("resource tag {other}"),
-                    }
-                }
-                other => panic!("an unscoped resource: {other:?}"),
-            };
+            let resource = logical_resource(&s["Resource"]);
             let actions = match &s["Action"] {
                 Value::Sequence(actions) => actions.iter().map(|a| a.as_str().unwrap()).collect(),
                 Value::String(action) => vec![action.as_str()],
@@ -249,6 +238,39 @@ fn template_grants(function: &str) -> BTreeSet<Grant> {
         }
     }
     grants
+}
+
+/// A statement's resource as a logical id (`TasksTable`, `TasksTable/index/by_owner`, …).
+/// The table's resources are `!If [CreateTable, <the stack's table>, <ExistingTableName's>]`:
+/// both branches must name the same resource (the table, or the same index of it).
+fn logical_resource(resource: &Value) -> String {
+    let Value::Tagged(tagged) = resource else {
+        panic!("an unscoped resource: {resource:?}");
+    };
+    if tagged.tag.to_string() == "!If" {
+        let branches = tagged
+            .value
+            .as_sequence()
+            .expect("!If [condition, then, else]");
+        assert_eq!(branches[0].as_str(), Some("CreateTable"), "{resource:?}");
+        let own = logical_resource(&branches[1]);
+        let existing = logical_resource(&branches[2]);
+        let table_arn =
+            "arn:AWS::Partition}:dynamodb:AWS::Region}:AWS::AccountId}:table/ExistingTableName}";
+        assert_eq!(
+            existing.replacen(table_arn, "TasksTable", 1),
+            own,
+            "the restored table's resource matches the stack table's"
+        );
+        return own;
+    }
+    let v = tagged.value.as_str().expect("a resource");
+    match tagged.tag.to_string().as_str() {
+        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
+        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
+        "!Ref" => v.to_owned(),
+        other => panic!("resource tag {other}"),
+    }
 }
 
 fn table(grants: &BTreeSet<Grant>) -> BTreeMap<String, Vec<String>> {
