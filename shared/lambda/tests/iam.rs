@@ -248,7 +248,7 @@ fn logical_resource(resource: &Value) -> String {
     let Value::Tagged(tagged) = resource else {
         panic!("an unscoped resource: {resource:?}");
     };
-    if tagged.tag.to_string() == "!If" {
+    if tagged.tag == "!If" {
         let branches = tagged
             .value
             .as_sequence()

@@ -843,7 +843,7 @@ fn only_the_push_function_writes_the_signing_keys() {
 /// or dropped.
 fn with_create_table(v: &Value, create: bool) -> Value {
     match v {
-        Value::Tagged(t) if t.tag.to_string() == "!If" => {
+        Value::Tagged(t) if t.tag == "!If" => {
             let branches = t.value.as_sequence().expect("!If [condition, then, else]");
             if branches[0].as_str() == Some("CreateTable") {
                 return with_create_table(&branches[if create { 1 } else { 2 }], create);
