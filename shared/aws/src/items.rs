@@ -83,6 +83,8 @@ pub(crate) mod attr {
     pub const CONSECUTIVE_FAILURES: &str = "cf";
     pub const DEAD_LETTERED: &str = "dl";
     pub const LAST_SEQ: &str = "lseq";
+    /// Delivery record: attempts of the event `lseq` (the number of the last attempt).
+    pub const LAST_SEQ_ATTEMPTS: &str = "lsatt";
     pub const LAST_AT: &str = "lat";
     pub const LAST_RESULT: &str = "lres";
     pub const LAST_STATUS: &str = "lstat";
@@ -430,6 +432,7 @@ pub(crate) fn delivery_from_item(item: &Item) -> Result<PushDeliveryState, Store
         consecutive_failures: count(attr::CONSECUTIVE_FAILURES)?,
         dead_lettered: count(attr::DEAD_LETTERED)?,
         last_seq: count(attr::LAST_SEQ)?,
+        last_seq_attempts: opt_n(item, attr::LAST_SEQ_ATTEMPTS)?.unwrap_or_default(),
         last_attempt_at: at(attr::LAST_AT)?,
         last_result: opt_s(item, attr::LAST_RESULT)?
             .map(|name| result_from_name(&name))

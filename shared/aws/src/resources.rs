@@ -25,14 +25,17 @@ pub const TTL_ATTRIBUTE: &str = "ttl";
 /// index one small write instead of a second copy of the whole task.
 pub const BY_OWNER_PROJECTED: [&str; 3] = ["ctx", "st", "exp"];
 
-/// Receives of a work job before SQS moves it to the dead-letter queue. One more than the
-/// core's `max_job_receives` (5): the core sees the 6th receive and ends the task FAILED with a
-/// reason, so no task is left WORKING when its job is dead-lettered.
-pub const WORK_MAX_RECEIVES: u32 = 6;
+/// Receives of a work job before SQS moves it to the dead-letter queue: a backstop only, well
+/// above the core's `max_job_attempts` (5). The core counts its own attempts (on the task's
+/// lease), ends the task FAILED and dead-letters the job itself with the reason; receives that
+/// never reached it (throttled invocations) do not count. SQS's count catches only messages
+/// our code never settles (a body that crashes the function).
+pub const WORK_MAX_RECEIVES: u32 = 30;
 
-/// Receives of a push job before SQS moves it to the dead-letter queue: the core's
-/// `max_push_attempts` (8).
-pub const PUSH_MAX_RECEIVES: u32 = 8;
+/// Receives of a push job before SQS moves it to the dead-letter queue: a backstop only, well
+/// above the core's `max_push_attempts` (8), which the core counts on the config's delivery
+/// record and dead-letters itself after, with the reason.
+pub const PUSH_MAX_RECEIVES: u32 = 20;
 
 /// A global secondary index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -453,11 +456,11 @@ mod tests {
         assert!(r.push_queue.fifo && r.push_queue.name.ends_with(".fifo"));
         assert!(r.push_dead_letter_queue.fifo && r.push_dead_letter_queue.name.ends_with(".fifo"));
         assert!(!r.work_queue.fifo && !r.work_queue.name.ends_with(".fifo"));
-        // The core's defaults: it fails a task on the 6th receive of its job and dead-letters
-        // a push job after 8 attempts.
+        // The core counts its own attempts and dead-letters jobs itself; SQS's receive count is
+        // a backstop well above that, so throttled receives do not exhaust a job.
         let core = a2a_core::ServiceConfig::default();
-        assert_eq!(WORK_MAX_RECEIVES, core.max_job_receives + 1);
-        assert_eq!(PUSH_MAX_RECEIVES, core.max_push_attempts);
+        assert!(WORK_MAX_RECEIVES >= 4 * core.max_job_attempts);
+        assert!(PUSH_MAX_RECEIVES >= 2 * core.max_push_attempts);
         assert_eq!(
             r.work_queue
                 .redrive

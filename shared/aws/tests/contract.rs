@@ -40,6 +40,8 @@ contract_tests!(
     push_config_crud,
     push_delivery_records,
     leases,
+    job_attempts_are_counted_on_the_lease,
+    push_attempts_are_counted_per_event,
     inline_leases,
     large_items_are_kept_whole_or_refused,
     reply_records,

@@ -49,8 +49,9 @@ pub struct ServiceConfig {
     pub worker_id: String,
     /// How long an execution lease lasts before another worker may take over.
     pub lease_duration: Duration,
-    /// A work job received this many times ends its task FAILED instead of running again.
-    pub max_job_receives: u32,
+    /// Attempts at a work job (counted on the task's lease by the worker, not by the queue)
+    /// before its task is ended FAILED and the job dead-lettered instead of running again.
+    pub max_job_attempts: u32,
     /// Push delivery attempts per event and config before the job is dead-lettered.
     pub max_push_attempts: u32,
     /// Timeout of one webhook POST.
@@ -80,7 +81,7 @@ impl Default for ServiceConfig {
             push_signer: None,
             worker_id: crate::new_id(),
             lease_duration: Duration::from_secs(60),
-            max_job_receives: 5,
+            max_job_attempts: 5,
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
             generations: Generations::default(),

@@ -24,8 +24,10 @@ use crate::ports::{JobOutcome, StoreError};
 pub struct ReceivedJob<R> {
     /// The body: JSON of the job.
     pub body: String,
-    /// How many times the job has been handed out, this time included (1 on the first): the
-    /// attempt number.
+    /// How many times the queue has handed the job out, this time included (1 on the first).
+    /// Not the attempt number: on Lambda a throttled delivery raises it without any handler
+    /// running, so handlers count their attempts in the store and use this only for logs and
+    /// as a hint (1 means no attempt can have been made yet).
     pub receive_count: u32,
     /// The FIFO message group (a push job's task); jobs of one group are run in order. `None`
     /// on a standard queue: the job is a group of its own.
@@ -74,8 +76,11 @@ pub trait JobQueue: Send + Sync {
 /// How the runner treats the jobs of one queue.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobPolicy {
-    /// Dead-letter a job whose handler asks for a retry on this receive or a later one.
-    /// `None`: never (work jobs: the core fails the task itself after too many receives).
+    /// Dead-letter a job whose handler asks for a retry on this receive or a later one: a
+    /// limit by the queue's receive count, for handlers that do not count their own attempts.
+    /// `None`: only when the handler says so ([`JobOutcome::DeadLetter`]), which is what the
+    /// A2A work and push handlers do (they count attempts in the store, so a receive that
+    /// never reached them is not an attempt).
     pub max_attempts: Option<u32>,
     /// Keep a running job invisible for this long, extended every third of it.
     pub visibility: Option<Duration>,
@@ -106,7 +111,8 @@ impl Settled {
 /// Groups run concurrently; a group's jobs run one after another. Once a job of a group stays
 /// queued, the group's later jobs are handed back untried: the queue gives them out again only
 /// after that one, so a receiver never sees a task's events out of order. An unreadable body is
-/// dead-lettered with the parse error as the reason (it would never get better).
+/// dead-lettered with the parse error as the reason (it would never get better), and so is a
+/// job whose handler gives up ([`JobOutcome::DeadLetter`]).
 pub async fn run_jobs<Q, T, F, Fut>(
     queue: &Q,
     jobs: Vec<ReceivedJob<Q::Receipt>>,
@@ -214,6 +220,10 @@ where
         JobOutcome::Retry { reason, after } => {
             tracing::warn!(group = ?job.group, receive_count, ?after, %reason, "will retry a job");
             Settlement::RetryAfter(after)
+        }
+        JobOutcome::DeadLetter { reason } => {
+            tracing::error!(group = ?job.group, receive_count, %reason, "giving up on a job: its attempts are exhausted");
+            Settlement::DeadLetter(reason)
         }
     };
     settle(queue, job, settlement, true).await

@@ -24,14 +24,17 @@ pub trait Observer: Send + Sync + fmt::Debug {
         let _ = state;
     }
 
-    /// One webhook delivery attempt ended, the `receive_count`-th of its job.
-    fn push_attempt(&self, attempt: &PushAttempt, receive_count: u32) {
-        let _ = (attempt, receive_count);
+    /// One webhook delivery attempt ended, the `number`-th at its event (our own count, from
+    /// the delivery record; not the queue's receive count).
+    fn push_attempt(&self, attempt: &PushAttempt, number: u32) {
+        let _ = (attempt, number);
     }
 
-    /// One work job attempt (the `receive_count`-th receive of its job) ended with `outcome`.
-    fn work_job(&self, receive_count: u32, outcome: &JobOutcome) {
-        let _ = (receive_count, outcome);
+    /// One work job attempt (the `attempt`-th, counted on the task's lease; not the queue's
+    /// receive count) ended with `outcome`. Not called when no attempt was started (the task
+    /// was done, or another worker held its lease).
+    fn work_job(&self, attempt: u32, outcome: &JobOutcome) {
+        let _ = (attempt, outcome);
     }
 }
 

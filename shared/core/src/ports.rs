@@ -234,6 +234,22 @@ pub trait TaskStore: Send + Sync + 'static {
         until: Timestamp,
     ) -> Result<bool, StoreError>;
 
+    /// Starts an attempt at the queued job that runs a task's message `trigger_seq`: takes the
+    /// task's execution lease for `holder` until `until` (as [`TaskStore::acquire_lease`]) and,
+    /// in the same write, counts one more attempt of that job on the lease. Returns the attempt
+    /// number (1 on the first), or `None` if someone else holds the lease (nothing counted).
+    ///
+    /// The count is ours, not the queue's: a delivery that never reached the handler (a
+    /// throttled Lambda invocation) counts nothing. It lives as long as the lease record: a
+    /// release (the job ended) forgets it, an attempt that died keeps it for the next one.
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError>;
+
     /// Gives the lease back, if `holder` still holds it.
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError>;
 
@@ -343,6 +359,12 @@ pub enum JobOutcome {
         /// How long to wait before the next attempt.
         after: Duration,
     },
+    /// Give up: the job has had all its attempts (by the handler's own count). Move the
+    /// message to the dead-letter queue with this reason.
+    DeadLetter {
+        /// Why, kept with the dead letter.
+        reason: String,
+    },
 }
 
 /// How one webhook delivery attempt ended.
@@ -376,6 +398,10 @@ pub struct PushAttempt {
     pub error: Option<String>,
     /// Whether this was the event's last attempt (the job goes to the dead-letter queue).
     pub final_attempt: bool,
+    /// Which attempt at this event it was (1 on the first), counted by the core from the
+    /// delivery record, not from the queue's receive count.
+    #[serde(default)]
+    pub number: u32,
 }
 
 /// What happened to the pushes of one config so far: its delivery record.
@@ -392,6 +418,9 @@ pub struct PushDeliveryState {
     pub dead_lettered: u64,
     /// The sequence number of the event of the last attempt.
     pub last_seq: u64,
+    /// How many attempts the event `last_seq` has had: the number of the last attempt.
+    #[serde(default)]
+    pub last_seq_attempts: u32,
     /// When the last attempt ended.
     pub last_attempt_at: Option<Timestamp>,
     /// How the last attempt ended.
@@ -412,6 +441,7 @@ impl PushDeliveryState {
     pub fn record(&mut self, attempt: &PushAttempt) {
         self.attempts += 1;
         self.last_seq = attempt.seq;
+        self.last_seq_attempts = attempt.number;
         self.last_attempt_at = Some(attempt.at);
         self.last_result = Some(attempt.result);
         self.last_status = attempt.http_status;

@@ -50,6 +50,7 @@ impl Sent {
 
 pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32) -> JobOutcome {
     let store = &core.store;
+    // Before an attempt is made, the receive count only paces the backoff.
     let retry = |reason: String| JobOutcome::Retry {
         reason,
         after: backoff(receive_count),
@@ -61,6 +62,12 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Ok(Some(config)) => config,
         // Deleted (by the client, or after a 410 Gone), or expired with its task.
         Ok(None) => return JobOutcome::Done,
+        Err(err) => return retry(format!("store: {err}")),
+    };
+    let number = match attempt_number(core, job, receive_count).await {
+        Ok(Attempt::Next(number)) => number,
+        Ok(Attempt::Exhausted(reason)) => return JobOutcome::DeadLetter { reason },
+        Ok(Attempt::Settled) => return JobOutcome::Done,
         Err(err) => return retry(format!("store: {err}")),
     };
     let event = match store
@@ -95,7 +102,7 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
 
     let sent = post(core, &config, job, body).await;
     let final_attempt =
-        sent.result == PushAttemptResult::Failed && receive_count >= core.config.max_push_attempts;
+        sent.result == PushAttemptResult::Failed && number >= core.config.max_push_attempts;
     let attempt = PushAttempt {
         seq: job.seq,
         at: Timestamp::now(),
@@ -103,9 +110,10 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         http_status: sent.status,
         error: sent.error,
         final_attempt,
+        number,
     };
     log_attempt(job, &config, receive_count, &attempt);
-    core.config.observer.push_attempt(&attempt, receive_count);
+    core.config.observer.push_attempt(&attempt, number);
     let expires_at = Timestamp::from_millis(
         Timestamp::now().millis() + core.config.retention.as_millis() as i64,
     );
@@ -135,8 +143,62 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
             }
             JobOutcome::Done
         }
-        PushAttemptResult::Failed => retry(attempt.error.unwrap_or_default()),
+        PushAttemptResult::Failed if final_attempt => JobOutcome::DeadLetter {
+            reason: attempt.error.unwrap_or_default(),
+        },
+        PushAttemptResult::Failed => JobOutcome::Retry {
+            reason: attempt.error.unwrap_or_default(),
+            after: backoff(number),
+        },
     }
+}
+
+/// Where a push job stands by our own count.
+enum Attempt {
+    /// Make attempt number `n` (1 on the first).
+    Next(u32),
+    /// The last attempt was made and failed (its dead-lettering did not happen): give up now,
+    /// with this reason, without sending again.
+    Exhausted(String),
+    /// An earlier attempt at this event already settled it (delivered, refused or gone) and
+    /// only deleting the job failed: nothing to send.
+    Settled,
+}
+
+/// The number of the attempt this delivery would be, from the config's delivery record: the
+/// record's count for this event plus one. Attempts are counted there, after each POST, so a
+/// receive that never reached this code (a throttled Lambda invocation) is not an attempt. On
+/// the queue's first receive no attempt can have been made, and the record is not read.
+async fn attempt_number(
+    core: &Core,
+    job: &PushJob,
+    receive_count: u32,
+) -> Result<Attempt, crate::ports::StoreError> {
+    if receive_count <= 1 {
+        return Ok(Attempt::Next(1));
+    }
+    let record = core
+        .store
+        .get_push_delivery(&job.owner, &job.task_id, &job.config_id)
+        .await?;
+    let made = match &record {
+        Some(record) if record.last_seq == job.seq => {
+            if record.last_result != Some(PushAttemptResult::Failed) {
+                return Ok(Attempt::Settled);
+            }
+            record.last_seq_attempts
+        }
+        _ => 0,
+    };
+    if made >= core.config.max_push_attempts {
+        let last_error = record
+            .and_then(|r| r.last_error)
+            .unwrap_or_else(|| "delivery failed".into());
+        return Ok(Attempt::Exhausted(format!(
+            "gave up after {made} attempts: {last_error}"
+        )));
+    }
+    Ok(Attempt::Next(made + 1))
 }
 
 /// Makes one POST and classifies its outcome. Error texts name the host at most: a URL's path
@@ -283,6 +345,7 @@ fn log_attempt(
     receive_count: u32,
     attempt: &PushAttempt,
 ) {
+    let number = attempt.number;
     let host = Url::parse(&config.url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
@@ -292,7 +355,7 @@ fn log_attempt(
     let (task_id, config_id, seq) = (&job.task_id, &job.config_id, job.seq);
     match attempt.result {
         PushAttemptResult::Delivered => {
-            tracing::info!(%task_id, %config_id, seq, %host, attempt = receive_count, status, "push delivered")
+            tracing::info!(%task_id, %config_id, seq, %host, attempt = number, receive_count, status, "push delivered")
         }
         PushAttemptResult::Gone => {
             tracing::info!(%task_id, %config_id, seq, %host, "webhook answered 410 Gone; push config removed")
@@ -301,10 +364,10 @@ fn log_attempt(
             tracing::warn!(%task_id, %config_id, seq, %host, %error, "push refused by the URL policy")
         }
         PushAttemptResult::Failed if attempt.final_attempt => {
-            tracing::error!(%task_id, %config_id, seq, %host, attempt = receive_count, status, %error, "push failed on its last attempt")
+            tracing::error!(%task_id, %config_id, seq, %host, attempt = number, receive_count, status, %error, "push failed on its last attempt")
         }
         PushAttemptResult::Failed => {
-            tracing::warn!(%task_id, %config_id, seq, %host, attempt = receive_count, status, %error, "push failed; will retry")
+            tracing::warn!(%task_id, %config_id, seq, %host, attempt = number, receive_count, status, %error, "push failed; will retry")
         }
     }
 }

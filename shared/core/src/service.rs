@@ -1041,14 +1041,23 @@ impl A2aService {
     }
 
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
-    /// is how many times the queue has handed this job out, this time included.
+    /// is how many times the queue has handed this job out, this time included: for logs only.
+    /// Attempts are counted on the task's lease ([`TaskStore::begin_job_attempt`]); after
+    /// `max_job_attempts` the task ends FAILED and the outcome is
+    /// [`JobOutcome::DeadLetter`] with the reason.
     pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {
-        let outcome = crate::worker::run_work_job(&self.core, job, receive_count).await;
-        self.core.config.observer.work_job(receive_count, &outcome);
+        let (outcome, attempt) = crate::worker::run_work_job(&self.core, job, receive_count).await;
+        if attempt > 0 {
+            self.core.config.observer.work_job(attempt, &outcome);
+        }
         outcome
     }
 
-    /// Delivers a push job (from the push queue) to its webhook.
+    /// Delivers a push job (from the push queue) to its webhook. `receive_count` is how many
+    /// times the queue has handed this job out: a hint only (on the first receive no attempt
+    /// can have been made, so the delivery record is not read). Attempts are counted on the
+    /// config's delivery record; the last one that fails, after `max_push_attempts`, returns
+    /// [`JobOutcome::DeadLetter`] with the reason.
     pub async fn deliver_push(&self, job: &PushJob, receive_count: u32) -> JobOutcome {
         crate::push::deliver(&self.core, job, receive_count).await
     }

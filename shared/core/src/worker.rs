@@ -11,11 +11,13 @@ use crate::ports::{JobOutcome, WorkJob};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 
+/// Runs `job`; returns what to do with it and the number of the attempt it made (0 when it
+/// made none: nothing to do, or the lease was not ours to take).
 pub(crate) async fn run_work_job(
     core: &Arc<Core>,
     job: &WorkJob,
     receive_count: u32,
-) -> JobOutcome {
+) -> (JobOutcome, u32) {
     let store = &core.store;
     let retry = |reason: String| JobOutcome::Retry {
         reason,
@@ -23,35 +25,39 @@ pub(crate) async fn run_work_job(
     };
     let head = match store.load_task(&job.owner, &job.task_id).await {
         Ok(Some(head)) => head,
-        Ok(None) => return JobOutcome::Done,
-        Err(err) => return retry(format!("store: {err}")),
+        Ok(None) => return (JobOutcome::Done, 0),
+        Err(err) => return (retry(format!("store: {err}")), 0),
     };
     if head.task.status.state.is_terminal() {
-        return JobOutcome::Done;
+        return (JobOutcome::Done, 0);
     }
-    if receive_count > core.config.max_job_receives {
-        // The job keeps failing (a crash, a timeout): end the task rather than leave it WORKING.
-        let reason = format!(
-            "The work could not be completed: it was attempted {} times.",
-            receive_count - 1
-        );
-        tracing::error!(task_id = %job.task_id, receive_count, "work job exhausted its attempts");
-        return match core.log.finish_failed(&job.owner, head, &reason).await {
-            Ok(_) | Err(AppendError::Terminal(_)) => JobOutcome::Done,
-            Err(err) => retry(format!("could not fail the task: {err:?}")),
-        };
-    }
-    match store
-        .acquire_lease(
+    let attempt = match store
+        .begin_job_attempt(
             &job.task_id,
+            job.trigger_seq,
             &core.config.worker_id,
             lease_until(core.config.lease_duration),
         )
         .await
     {
-        Ok(true) => {}
-        Ok(false) => return retry("another worker holds the task's lease".into()),
-        Err(err) => return retry(format!("store: {err}")),
+        Ok(Some(attempt)) => attempt,
+        Ok(None) => return (retry("another worker holds the task's lease".into()), 0),
+        Err(err) => return (retry(format!("store: {err}")), 0),
+    };
+    if attempt > core.config.max_job_attempts {
+        // Earlier attempts started and never finished (a crash, a timeout): end the task rather
+        // than leave it WORKING, and dead-letter the job so an operator sees it.
+        let reason = format!(
+            "The work could not be completed: it was attempted {} times.",
+            attempt - 1
+        );
+        tracing::error!(task_id = %job.task_id, attempt, receive_count, "work job exhausted its attempts");
+        let outcome = match core.log.finish_failed(&job.owner, head, &reason).await {
+            Ok(_) | Err(AppendError::Terminal(_)) => JobOutcome::DeadLetter { reason },
+            Err(err) => retry(format!("could not fail the task: {err:?}")),
+        };
+        release(core, job).await;
+        return (outcome, attempt);
     }
     let trigger = match store
         .read_events(
@@ -64,10 +70,8 @@ pub(crate) async fn run_work_job(
     {
         Ok(events) => events.into_iter().find(|e| e.seq == job.trigger_seq),
         Err(err) => {
-            let _ = store
-                .release_lease(&job.task_id, &core.config.worker_id)
-                .await;
-            return retry(format!("store: {err}"));
+            release(core, job).await;
+            return (retry(format!("store: {err}")), attempt);
         }
     };
     let (message, previous) = match trigger.map(|e| e.event) {
@@ -77,10 +81,8 @@ pub(crate) async fn run_work_job(
     };
     let Some(message) = message else {
         tracing::error!(task_id = %job.task_id, seq = job.trigger_seq, "work job points at no message");
-        let _ = store
-            .release_lease(&job.task_id, &core.config.worker_id)
-            .await;
-        return JobOutcome::Done;
+        release(core, job).await;
+        return (JobOutcome::Done, attempt);
     };
     let request = AgentRequest {
         context_id: head.task.context_id.clone(),
@@ -104,11 +106,17 @@ pub(crate) async fn run_work_job(
         },
     )
     .await;
-    if let Err(err) = store
+    release(core, job).await;
+    (JobOutcome::Done, attempt)
+}
+
+/// Gives the task's lease back (and with it the job's attempt count: the job is settled).
+async fn release(core: &Core, job: &WorkJob) {
+    if let Err(err) = core
+        .store
         .release_lease(&job.task_id, &core.config.worker_id)
         .await
     {
         tracing::warn!(task_id = %job.task_id, error = %err, "lease release failed");
     }
-    JobOutcome::Done
 }

@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// Version 1 of the schema.
 ///
@@ -135,6 +135,17 @@ CREATE TABLE IF NOT EXISTS message_replies (
 CREATE INDEX IF NOT EXISTS message_replies_by_expiry ON message_replies (expires_at_ms);
 ";
 
+/// Version 4 lets a queued job's lease count its attempts: `job_seq` is the job (the message
+/// it runs) whose attempts `job_attempts` counts. A renewal keeps them; taking the lease for
+/// another job starts again at 1.
+const SCHEMA_V4_COLUMNS: [(&str, &str); 2] = [
+    ("job_seq", "ALTER TABLE leases ADD COLUMN job_seq INTEGER"),
+    (
+        "job_attempts",
+        "ALTER TABLE leases ADD COLUMN job_attempts INTEGER NOT NULL DEFAULT 0",
+    ),
+];
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -153,24 +164,36 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
         tx.execute_batch(SCHEMA_V2)?;
     }
     if version < 3 {
-        // Column by column, so that a file whose version number was rolled back (the
-        // upgrade tests do that) upgrades too: SQLite has no ADD COLUMN IF NOT EXISTS.
-        for (column, add) in SCHEMA_V3_COLUMNS {
-            let exists: bool = tx.query_row(
-                "SELECT COUNT(*) > 0 FROM pragma_table_info('leases') WHERE name = ?1",
-                [column],
-                |r| r.get(0),
-            )?;
-            if !exists {
-                tx.execute_batch(add)?;
-            }
-        }
+        add_lease_columns(&tx, &SCHEMA_V3_COLUMNS)?;
         tx.execute_batch(SCHEMA_V3_INDEX)?;
         tx.execute_batch(SCHEMA_V3_REPLIES)?;
+    }
+    if version < 4 {
+        add_lease_columns(&tx, &SCHEMA_V4_COLUMNS)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// Adds the columns of `leases` that are missing, column by column, so that a file whose
+/// version number was rolled back (the upgrade tests do that) upgrades too: SQLite has no
+/// ADD COLUMN IF NOT EXISTS.
+fn add_lease_columns(
+    tx: &rusqlite::Transaction<'_>,
+    columns: &[(&str, &str)],
+) -> rusqlite::Result<()> {
+    for (column, add) in columns {
+        let exists: bool = tx.query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info('leases') WHERE name = ?1",
+            [column],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            tx.execute_batch(add)?;
+        }
+    }
     Ok(())
 }

@@ -235,6 +235,43 @@ impl SqliteStore {
         .await
     }
 
+    /// [`TaskStore::begin_job_attempt`]: takes the lease as a queued one and counts the
+    /// attempt in the same upsert.
+    async fn take_job_lease(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        let task_id = task_id.to_owned();
+        let holder = holder.to_owned();
+        let until_ms = until.millis();
+        let seq = i64::try_from(trigger_seq).unwrap_or(i64::MAX);
+        self.write(move |tx| {
+            // Same WHERE as `take_lease`; the SET sees the old row, so the count goes on for
+            // the same job and starts again for another one.
+            let attempts: Option<i64> = tx
+                .query_row(
+                    "INSERT INTO leases (task_id, holder, until_ms, owner, inline, job_seq, job_attempts)
+                     VALUES (?1, ?2, ?3, NULL, 0, ?5, 1)
+                     ON CONFLICT (task_id) DO UPDATE
+                     SET holder = excluded.holder, until_ms = excluded.until_ms,
+                         owner = NULL, inline = 0,
+                         job_attempts = CASE WHEN leases.job_seq = excluded.job_seq
+                                             THEN leases.job_attempts + 1 ELSE 1 END,
+                         job_seq = excluded.job_seq
+                     WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4
+                     RETURNING job_attempts",
+                    params![task_id, holder, until_ms, now_ms(), seq],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(attempts.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+        })
+        .await
+    }
+
     /// Deletes expired tasks (with their events), push configs, leases and de-duplication
     /// keys. Returns how many tasks were removed.
     ///
@@ -260,10 +297,12 @@ impl SqliteStore {
                 "DELETE FROM message_replies WHERE expires_at_ms <= ?1",
                 [now],
             )?;
-            // Expired inline leases are the sweep's to find (it ends their tasks); they are
-            // purged only if no sweep ran for a day, like DynamoDB's TTL does.
+            // Expired inline leases are the sweep's to find (it ends their tasks), and a queued
+            // job's lease carries its attempt count for the job's redelivery: both are purged
+            // only after a day, like DynamoDB's TTL does.
             tx.execute_cached(
-                "DELETE FROM leases WHERE until_ms <= ?1 AND (inline = 0 OR until_ms <= ?2)",
+                "DELETE FROM leases WHERE until_ms <= ?1
+                 AND ((inline = 0 AND job_attempts = 0) OR until_ms <= ?2)",
                 [now, now - LEASE_PURGE_GRACE_MS],
             )?;
             tx.execute_cached("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
@@ -768,6 +807,17 @@ impl TaskStore for SqliteStore {
         until: Timestamp,
     ) -> Result<bool, StoreError> {
         self.take_lease(task_id, holder, until, None).await
+    }
+
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        self.take_job_lease(task_id, trigger_seq, holder, until)
+            .await
     }
 
     async fn acquire_inline_lease(

@@ -50,6 +50,8 @@ contract_tests!(
     push_config_crud,
     push_delivery_records,
     leases,
+    job_attempts_are_counted_on_the_lease,
+    push_attempts_are_counted_per_event,
     inline_leases,
     large_items_are_kept_whole_or_refused,
     reply_records,
@@ -220,6 +222,18 @@ impl TaskStore for RoundRobin {
         until: Timestamp,
     ) -> Result<bool, StoreError> {
         self.pick().acquire_lease(task_id, holder, until).await
+    }
+
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        self.pick()
+            .begin_job_attempt(task_id, trigger_seq, holder, until)
+            .await
     }
 
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {

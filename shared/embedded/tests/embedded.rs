@@ -730,6 +730,7 @@ async fn a_version_1_file_is_upgraded_to_hold_push_delivery_records() {
         http_status: Some(200),
         error: None,
         final_attempt: false,
+        number: 1,
     };
     store
         .record_push_attempt(&owner, &head.task.id, "c1", &attempt, in_hours(1))

@@ -158,6 +158,18 @@ impl TaskStore for Counting {
         self.store.acquire_lease(task_id, holder, until).await
     }
 
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        self.store
+            .begin_job_attempt(task_id, trigger_seq, holder, until)
+            .await
+    }
+
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         self.store.release_lease(task_id, holder).await
     }

@@ -208,12 +208,12 @@ impl Observer for EmfObserver {
         );
     }
 
-    fn push_attempt(&self, attempt: &a2a_core::PushAttempt, receive_count: u32) {
+    fn push_attempt(&self, attempt: &a2a_core::PushAttempt, number: u32) {
         use a2a_core::PushAttemptResult as R;
         let failed = attempt.result == R::Failed;
         let mut properties = vec![
             ("result", json!(attempt.result)),
-            ("attempt", json!(receive_count)),
+            ("attempt", json!(number)),
         ];
         if let Some(status) = attempt.http_status {
             properties.push(("httpStatus", json!(status)));
@@ -242,7 +242,7 @@ impl Observer for EmfObserver {
         );
     }
 
-    fn work_job(&self, receive_count: u32, outcome: &JobOutcome) {
+    fn work_job(&self, attempt: u32, outcome: &JobOutcome) {
         let retried = matches!(outcome, JobOutcome::Retry { .. });
         self.emit(
             None,
@@ -250,7 +250,7 @@ impl Observer for EmfObserver {
                 ("JobAttempts", Unit::Count, 1.0),
                 ("JobRetries", Unit::Count, count(retried)),
             ],
-            vec![("attempt", json!(receive_count))],
+            vec![("attempt", json!(attempt))],
         );
     }
 }
@@ -397,6 +397,7 @@ mod tests {
             http_status: Some(503),
             error: Some("webhook h answered 503".into()),
             final_attempt: false,
+            number: 1,
         };
         observer.push_attempt(&attempt, 1);
         attempt.final_attempt = true;

@@ -150,8 +150,10 @@ pub struct WorkBatch {
 }
 
 impl WorkBatch {
-    /// Runs every record's job, concurrently, and reports the ones to retry. Work jobs are
-    /// never dead-lettered here: the core fails the task itself after too many receives.
+    /// Runs every record's job, concurrently, and reports the ones to retry. A work job is
+    /// dead-lettered when the core says so: it counts its attempts on the task's lease (not
+    /// the receive count, which a throttled invocation raises) and, once they are exhausted,
+    /// fails the task and gives the reason.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
         let service = &self.service;
         let policy = JobPolicy {
@@ -204,8 +206,10 @@ impl PushBatch {
     /// untried, so a receiver never sees a task's events out of order).
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
         let service = &self.service;
+        // The core counts attempts on the delivery record and dead-letters the last failed
+        // one itself: the receive count is not an attempt count.
         let policy = JobPolicy {
-            max_attempts: Some(service.config().max_push_attempts),
+            max_attempts: None,
             visibility: None,
         };
         run_batch(&self.queue, event, policy, |job: PushJob, receive_count| async move {

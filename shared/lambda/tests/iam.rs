@@ -15,8 +15,9 @@ use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    HostResolver, OperationRequest, OperationResponse, Owner, Placement, PushJob, PushPolicy,
-    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
+    HostResolver, Operation, OperationRequest, OperationResponse, Owner, Placement, PushJob,
+    PushPolicy, ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender,
+    JOB_FORMAT_VERSION,
 };
 use a2a_lambda_glue::{PushBatch, WorkBatch};
 use a2a_protocol::{
@@ -226,18 +227,7 @@ fn template_grants(function: &str) -> BTreeSet<Grant> {
         };
         for s in statements {
             assert_eq!(s["Effect"].as_str(), Some("Allow"));
-            let resource = match &s["Resource"] {
-                Value::Tagged(tagged) => {
-                    let v = tagged.value.as_str().expect("a resource");
-                    match tagged.tag.to_string().as_str() {
-                        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
-                        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
-                        "!Ref" => v.to_owned(),
-                        other => panic!("resource tag {other}"),
-                    }
-                }
-                other => panic!("an unscoped resource: {other:?}"),
-            };
+            let resource = logical_resource(&s["Resource"]);
             let actions = match &s["Action"] {
                 Value::Sequence(actions) => actions.iter().map(|a| a.as_str().unwrap()).collect(),
                 Value::String(action) => vec![action.as_str()],
@@ -249,6 +239,39 @@ fn template_grants(function: &str) -> BTreeSet<Grant> {
         }
     }
     grants
+}
+
+/// A statement's resource as a logical id (`TasksTable`, `TasksTable/index/by_owner`, …).
+/// The table's resources are `!If [CreateTable, <the stack's table>, <ExistingTableName's>]`:
+/// both branches must name the same resource (the table, or the same index of it).
+fn logical_resource(resource: &Value) -> String {
+    let Value::Tagged(tagged) = resource else {
+        panic!("an unscoped resource: {resource:?}");
+    };
+    if tagged.tag == "!If" {
+        let branches = tagged
+            .value
+            .as_sequence()
+            .expect("!If [condition, then, else]");
+        assert_eq!(branches[0].as_str(), Some("CreateTable"), "{resource:?}");
+        let own = logical_resource(&branches[1]);
+        let existing = logical_resource(&branches[2]);
+        let table_arn =
+            "arn:AWS::Partition}:dynamodb:AWS::Region}:AWS::AccountId}:table/ExistingTableName}";
+        assert_eq!(
+            existing.replacen(table_arn, "TasksTable", 1),
+            own,
+            "the restored table's resource matches the stack table's"
+        );
+        return own;
+    }
+    let v = tagged.value.as_str().expect("a resource");
+    match tagged.tag.to_string().as_str() {
+        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
+        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
+        "!Ref" => v.to_owned(),
+        other => panic!("resource tag {other}"),
+    }
 }
 
 fn table(grants: &BTreeSet<Grant>) -> BTreeMap<String, Vec<String>> {
@@ -320,9 +343,18 @@ async fn the_worker_is_granted_exactly_what_it_calls() {
         .send()
         .await
         .unwrap();
-    // A job received too often: its task ends FAILED.
+    // A job whose attempts are exhausted (five started and died; our own count, on the
+    // task's lease): its task ends FAILED and the job is dead-lettered.
     let worn: Task = send("worn", false).await;
     let worn_id = worn.id.clone();
+    let over = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    for _ in 0..ServiceConfig::default().max_job_attempts {
+        plain
+            .store
+            .begin_job_attempt(&worn_id, 1, "a-lost-instance", over)
+            .await
+            .unwrap();
+    }
 
     let batch = WorkBatch {
         service: stack.service(&metered, ServiceConfig::default()),
@@ -430,6 +462,22 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
             .await
             .unwrap();
     }
+    // The failing one's event has had all but its last attempt (a live record).
+    let max = ServiceConfig::default().max_push_attempts;
+    let made = a2a_core::PushAttempt {
+        seq: 1,
+        at: Timestamp::now(),
+        result: a2a_core::PushAttemptResult::Failed,
+        http_status: Some(503),
+        error: Some("webhook answered 503".into()),
+        final_attempt: false,
+        number: max - 1,
+    };
+    plain
+        .store
+        .record_push_attempt(&owner, &task_id, "last", &made, expires)
+        .await
+        .unwrap();
     // An expired delivery record under one of them: the function writes a fresh one (a Put)
     // where it would otherwise update the live one.
     let attempt = a2a_core::PushAttempt {
@@ -439,6 +487,7 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
         http_status: Some(503),
         error: None,
         final_attempt: false,
+        number: 1,
     };
     let past = Timestamp::from_millis(Timestamp::now().millis() - 60_000);
     plain
@@ -467,7 +516,6 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
             .with_meter(meter.clone())
             .with_dead_letter_url(&stack.push_dlq),
     };
-    let max = batch.service.config().max_push_attempts;
     for _ in 0..jobs.len() {
         let event = stack
             .event(
@@ -506,5 +554,219 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
         needed.insert((action.to_owned(), "PushQueue".to_owned()));
     }
     assert_eq!(table(&template_grants("push")), table(&needed));
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
+
+/// Runs inline what a message says to ("inline …"), queues the rest; answers "… reply" with a
+/// direct message, and otherwise works (the task is active: the execution takes its lease)
+/// and completes.
+struct Mixed;
+
+#[async_trait::async_trait]
+impl Agent for Mixed {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "iam".into(),
+            ..Default::default()
+        }
+    }
+
+    fn placement(&self, request: &AgentRequest) -> Placement {
+        let text = serde_json::to_string(&request.message).unwrap_or_default();
+        if text.contains("inline") {
+            Placement::Inline
+        } else {
+            Placement::Queued
+        }
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        if serde_json::to_string(&request.message)
+            .unwrap_or_default()
+            .contains("reply")
+        {
+            return emitter.reply(Message::agent_text("hi")).await;
+        }
+        emitter.working(None).await?;
+        emitter.complete(None).await
+    }
+}
+
+/// A send's JSON: a new message (on `task_id` when given), queued and answered at once
+/// unless `blocking`, with a push config when `push`.
+fn send_json(
+    message_id: &str,
+    text: &str,
+    task_id: Option<&str>,
+    push: bool,
+    blocking: bool,
+) -> serde_json::Value {
+    let mut message = json!({
+        "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]
+    });
+    if let Some(task_id) = task_id {
+        message["taskId"] = json!(task_id);
+    }
+    let mut configuration = json!({ "returnImmediately": !blocking });
+    if push {
+        configuration["taskPushNotificationConfig"] = json!({"url": "https://receiver.example/ok"});
+    }
+    json!({ "message": message, "configuration": configuration })
+}
+
+/// Runs `operation` with `params` on `service`, draining a stream to its end; the outcome
+/// does not matter here (failure paths are driven on purpose), only the calls it makes.
+async fn drive(service: &A2aService, operation: Operation, params: serde_json::Value) {
+    use futures::StreamExt;
+    let ctx = CallContext::anonymous("");
+    let request = OperationRequest::from_json(operation, params, None).expect("a request");
+    if let Ok(OperationResponse::Stream(mut events)) = service.call(&ctx, request).await {
+        while events.next().await.is_some() {}
+    }
+}
+
+/// Every path of `operation` that makes its own kind of AWS call, on tasks `fixture` made:
+/// new, repeated and follow-up sends, inline and queued, with and without push configs;
+/// reads of present and missing tasks; cancels of live and finished tasks; streams that end
+/// at their deadline or are refused; push config CRUD.
+async fn drive_all(service: &A2aService, operation: Operation, fixture: &Fixture) {
+    use Operation as O;
+    let missing = a2a_core::new_id();
+    let (live, done) = (fixture.live.as_str(), fixture.done.as_str());
+    let paths: Vec<serde_json::Value> = match operation {
+        O::SendMessage => {
+            let repeated = a2a_core::new_id();
+            vec![
+                send_json(&repeated, "queued", None, true, false),
+                send_json(&repeated, "queued", None, true, false),
+                send_json(&a2a_core::new_id(), "queued", Some(live), false, false),
+                send_json(&a2a_core::new_id(), "inline", None, false, true),
+                send_json(&repeated, "inline reply", None, false, true),
+                send_json(&a2a_core::new_id(), "inline reply", None, false, true),
+            ]
+        }
+        O::SendStreamingMessage => vec![
+            send_json(&a2a_core::new_id(), "inline", None, true, true),
+            send_json(&a2a_core::new_id(), "queued", Some(live), false, true),
+        ],
+        O::GetTask => vec![json!({"id": live}), json!({"id": missing})],
+        O::ListTasks => vec![json!({}), json!({"pageSize": 1})],
+        O::CancelTask => vec![
+            json!({"id": fixture.cancel}),
+            json!({"id": done}),
+            json!({"id": missing}),
+        ],
+        O::SubscribeToTask => vec![
+            json!({"id": live}),
+            json!({"id": done}),
+            json!({"id": missing}),
+        ],
+        O::CreateTaskPushNotificationConfig => vec![
+            json!({"taskId": live, "id": "c2", "url": "https://receiver.example/ok"}),
+            json!({"taskId": missing, "id": "c2", "url": "https://receiver.example/ok"}),
+        ],
+        O::GetTaskPushNotificationConfig => {
+            vec![
+                json!({"taskId": live, "id": "c1"}),
+                json!({"taskId": live, "id": "none"}),
+            ]
+        }
+        O::ListTaskPushNotificationConfigs => {
+            vec![json!({"taskId": live}), json!({"taskId": missing})]
+        }
+        O::DeleteTaskPushNotificationConfig => {
+            vec![
+                json!({"taskId": live, "id": "c1"}),
+                json!({"taskId": live, "id": "none"}),
+            ]
+        }
+        O::GetExtendedAgentCard => vec![json!({})],
+    };
+    for params in paths {
+        drive(service, operation, params).await;
+    }
+}
+
+/// Tasks made beforehand, unmetered: a live one with a push config `c1`, one to cancel (with
+/// a push config, so the cancel fans out), and a finished one.
+struct Fixture {
+    live: String,
+    cancel: String,
+    done: String,
+}
+
+impl Fixture {
+    async fn new(service: &A2aService) -> Self {
+        let ctx = &CallContext::anonymous("");
+        let send = |text: &'static str, blocking: bool| async move {
+            let params = send_json(&a2a_core::new_id(), text, None, true, blocking);
+            let request =
+                OperationRequest::from_json(Operation::SendMessage, params, None).unwrap();
+            match service.call(ctx, request).await {
+                Ok(OperationResponse::Sent(SendMessageResponse::Task(task))) => task.id,
+                other => panic!("send: {other:?}"),
+            }
+        };
+        let live = send("queued", false).await;
+        let cancel = send("queued", false).await;
+        let done = send("inline", true).await;
+        let config = json!({"taskId": live, "id": "c1", "url": "https://receiver.example/ok"});
+        let request =
+            OperationRequest::from_json(Operation::CreateTaskPushNotificationConfig, config, None)
+                .unwrap();
+        service.call(ctx, request).await.expect("a push config");
+        Self { live, cancel, done }
+    }
+}
+
+/// The template's grants to `function` without its secrets (`template.rs` checks those).
+fn table_and_queue_grants(function: &str) -> BTreeSet<Grant> {
+    template_grants(function)
+        .into_iter()
+        .filter(|(action, _)| !action.starts_with("secretsmanager:"))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_http_function_is_granted_exactly_what_its_operations_call() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let config = || ServiceConfig {
+        // Streams of live tasks end at this deadline.
+        max_stream_duration: Duration::from_secs(1),
+        ..ServiceConfig::default()
+    };
+    let service = |adapters: &AwsAdapters| {
+        A2aService::new(
+            ServiceConfig {
+                background_inline: false,
+                ..config()
+            },
+            Arc::new(Mixed),
+            Arc::new(adapters.store.clone()),
+            Arc::new(adapters.work.clone()),
+            Arc::new(adapters.push.clone()),
+        )
+    };
+    let setup = service(&plain);
+    // The table of role → operations is the functions' own surface (from infra/routes.json),
+    // so a new role (one function serving everything) is checked by adding nothing here.
+    for function in a2a_lambda_glue::HttpFunction::ALL {
+        let fixture = Fixture::new(&setup).await;
+        let meter = Meter::new();
+        let metered = service(&plain.clone().with_meter(&meter));
+        for operation in function.surface().operations {
+            drive_all(&metered, operation, &fixture).await;
+        }
+        let needed = stack.grants(&meter.take());
+        assert_eq!(
+            table(&table_and_queue_grants(function.name())),
+            table(&needed),
+            "the grants of the {} function",
+            function.name()
+        );
+    }
     resources::delete_all(&stack.clients, &stack.resources).await;
 }

@@ -837,3 +837,130 @@ fn only_the_push_function_writes_the_signing_keys() {
         );
     }
 }
+
+/// The template as CloudFormation sees it with `CreateTable` `create`: each
+/// `!If [CreateTable, a, b]` replaced by its branch, each resource under that condition kept
+/// or dropped.
+fn with_create_table(v: &Value, create: bool) -> Value {
+    match v {
+        Value::Tagged(t) if t.tag == "!If" => {
+            let branches = t.value.as_sequence().expect("!If [condition, then, else]");
+            if branches[0].as_str() == Some("CreateTable") {
+                return with_create_table(&branches[if create { 1 } else { 2 }], create);
+            }
+            v.clone()
+        }
+        Value::Tagged(t) => Value::Tagged(Box::new(serde_norway::value::TaggedValue {
+            tag: t.tag.clone(),
+            value: with_create_table(&t.value, create),
+        })),
+        Value::Sequence(items) => {
+            Value::Sequence(items.iter().map(|i| with_create_table(i, create)).collect())
+        }
+        Value::Mapping(map) => Value::Mapping(
+            map.iter()
+                .filter(|(_, r)| create || r["Condition"].as_str() != Some("CreateTable"))
+                .map(|(k, v)| (k.clone(), with_create_table(v, create)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every name `v` refers to: `!Ref X`, `!GetAtt X.Attr`, `${X}` / `${X.Attr}` in a `!Sub`.
+fn references(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Tagged(t) => {
+            match (t.tag.to_string().as_str(), t.value.as_str()) {
+                ("!Ref", Some(name)) => {
+                    out.insert(name.to_owned());
+                }
+                ("!GetAtt", Some(target)) => {
+                    out.insert(target.split('.').next().unwrap().to_owned());
+                }
+                ("!Sub", Some(text)) => {
+                    for part in text.split("${").skip(1) {
+                        let name = part.split(['}', '.']).next().unwrap();
+                        out.insert(name.to_owned());
+                    }
+                }
+                _ => {}
+            }
+            references(&t.value, out);
+        }
+        Value::Sequence(items) => items.iter().for_each(|i| references(i, out)),
+        Value::Mapping(map) => map.values().for_each(|i| references(i, out)),
+        _ => {}
+    }
+}
+
+/// The resources of every `dynamodb:` statement of a function's policies.
+fn table_resources(function: &Value) -> Vec<&Value> {
+    function["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.get("Statement").and_then(Value::as_sequence))
+        .flatten()
+        .filter(|s| {
+            serde_norway::to_string(&s["Action"])
+                .unwrap()
+                .contains("dynamodb:")
+        })
+        .map(|s| &s["Resource"])
+        .collect()
+}
+
+#[test]
+fn an_existing_table_replaces_the_stack_s_own_everywhere() {
+    let t = template();
+    let parameter = &t["Parameters"]["ExistingTableName"];
+    assert_eq!(
+        parameter["Default"].as_str(),
+        Some(""),
+        "the stack's own table by default"
+    );
+    // Default: the stack's table, created and used; the parameter unused.
+    let own = with_create_table(&t, true);
+    assert!(own["Resources"].get("TasksTable").is_some());
+    let mut refs = BTreeSet::new();
+    references(&own["Resources"], &mut refs);
+    references(&own["Globals"], &mut refs);
+    references(&own["Outputs"], &mut refs);
+    assert!(refs.contains("TasksTable"));
+    assert!(!refs.contains("ExistingTableName"), "{refs:?}");
+    // Set: no table created, nothing refers to the stack's table, and every function's
+    // table grants and its A2A_TABLE name the existing one.
+    let existing = with_create_table(&t, false);
+    assert!(existing["Resources"].get("TasksTable").is_none());
+    let mut refs = BTreeSet::new();
+    references(&existing["Resources"], &mut refs);
+    references(&existing["Globals"], &mut refs);
+    references(&existing["Outputs"], &mut refs);
+    assert!(!refs.contains("TasksTable"), "{refs:?}");
+    let mut table = BTreeSet::new();
+    references(
+        &existing["Globals"]["Function"]["Environment"]["Variables"]["A2A_TABLE"],
+        &mut table,
+    );
+    assert_eq!(table, BTreeSet::from(["ExistingTableName".to_owned()]));
+    let mut granted = 0;
+    for (role, f) in functions(&existing) {
+        for resource in table_resources(f) {
+            let mut r = BTreeSet::new();
+            references(resource, &mut r);
+            assert!(r.contains("ExistingTableName"), "{role}: {resource:?}");
+            let arn = str_of(resource);
+            assert!(
+                arn == "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingTableName}"
+                    || arn.ends_with("table/${ExistingTableName}/index/by_owner"),
+                "{role}: {arn}"
+            );
+            granted += 1;
+        }
+    }
+    assert!(
+        granted >= functions(&t).len() - 1,
+        "the table grants were found"
+    );
+}

@@ -148,8 +148,8 @@ async fn run_work<Q: Poll>(
     visibility: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    // The core ends a task FAILED itself when its job exhausted its attempts, so work jobs are
-    // never dead-lettered here; the queue's own redrive policy is the backstop.
+    // The core counts a job's attempts on the task's lease; when they are exhausted it ends the
+    // task FAILED and asks for the job to be dead-lettered with the reason.
     let policy = JobPolicy {
         max_attempts: None,
         visibility: Some(visibility),
@@ -185,7 +185,7 @@ async fn run_work<Q: Poll>(
                         // Ids and counts only: never the message or anything of the caller's.
                         tracing::info!(
                             task_id = %job.task_id,
-                            attempt = receive_count,
+                            receive_count,
                             "work started"
                         );
                         let outcome = service.run_work_job(&job, receive_count).await;
@@ -197,6 +197,10 @@ async fn run_work<Q: Poll>(
                                 task_id = %job.task_id,
                                 retry_in_secs = after.as_secs(),
                                 "work stopped, to be retried: {reason}"
+                            ),
+                            JobOutcome::DeadLetter { reason } => tracing::error!(
+                                task_id = %job.task_id,
+                                "work given up and dead-lettered: {reason}"
                             ),
                         }
                         outcome
@@ -211,9 +215,9 @@ async fn run_work<Q: Poll>(
 
 /// Delivers push jobs until `stop` flips.
 ///
-/// On SQS, each receive takes one job: SQS counts every receive, the attempt number is the
-/// receive count, and a task's later jobs received beside a failing one would be handed back
-/// untried but counted (docs/push.md). Several pollers keep different tasks going out at once.
+/// On SQS, each receive takes one job: a task's later jobs received beside a failing one would
+/// be handed back untried, a receive for nothing (attempts are counted on the delivery record,
+/// so they cost no attempt; docs/push.md). Several pollers keep different tasks going out at once.
 /// The embedded queue hands out only the oldest job of each task, so one poller takes many.
 pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiver<bool>) {
     match queue {
@@ -252,8 +256,9 @@ async fn poll_pushes<Q: Poll>(
     mut stop: watch::Receiver<bool>,
     batch: usize,
 ) {
+    // The core counts attempts on the delivery record and dead-letters the last failed one.
     let policy = JobPolicy {
-        max_attempts: Some(service.config().max_push_attempts),
+        max_attempts: None,
         visibility: None,
     };
     let service = &service;

@@ -272,6 +272,7 @@ pub async fn push_delivery_records<S: TaskStore + ?Sized>(store: &S) {
         http_status: status,
         error: error.map(str::to_string),
         final_attempt: last,
+        number: 1,
     };
     assert_eq!(
         store
@@ -356,6 +357,89 @@ pub async fn push_delivery_records<S: TaskStore + ?Sized>(store: &S) {
     assert_eq!((fresh.attempts, fresh.delivered), (1, 1));
 }
 
+/// A queued job's attempts are counted on its task's lease: each start counts one, whoever
+/// takes the lease over after an attempt died; a renewal keeps the count; another job (or a
+/// released lease) starts again at 1; while someone else holds the lease nothing is counted.
+pub async fn job_attempts_are_counted_on_the_lease<S: TaskStore + ?Sized>(store: &S) {
+    let task_id = unique("task");
+    let later = hours_from_now(1);
+    let begin = |seq, holder, until| store.begin_job_attempt(&task_id, seq, holder, until);
+    // An attempt that died: its lease is over, its count stays.
+    assert_eq!(begin(3, "w1", expired()).await.unwrap(), Some(1));
+    assert_eq!(begin(3, "w2", later).await.unwrap(), Some(2));
+    // w2 runs it now: nobody else starts an attempt, and none is counted.
+    assert_eq!(begin(3, "w3", later).await.unwrap(), None);
+    assert!(!store.acquire_lease(&task_id, "w3", later).await.unwrap());
+    // w2 renews its lease while it runs: the count survives the renewal.
+    assert!(store
+        .acquire_lease(&task_id, "w2", hours_from_now(2))
+        .await
+        .unwrap());
+    assert_eq!(begin(3, "w2", later).await.unwrap(), Some(3));
+    // The next message of the task is another job: counted from 1.
+    assert_eq!(begin(4, "w2", later).await.unwrap(), Some(1));
+    // A released lease forgets the settled job's count.
+    store.release_lease(&task_id, "w2").await.unwrap();
+    assert_eq!(begin(4, "w1", later).await.unwrap(), Some(1));
+    store.release_lease(&task_id, "w1").await.unwrap();
+    // An inline execution's lease blocks a queued attempt like any other.
+    assert!(store
+        .acquire_inline_lease(&fresh_owner(), &task_id, "inline", later)
+        .await
+        .unwrap());
+    assert_eq!(begin(4, "w1", later).await.unwrap(), None);
+    // Counts are per task.
+    let other = unique("task");
+    assert_eq!(
+        store
+            .begin_job_attempt(&other, 4, "w1", later)
+            .await
+            .unwrap(),
+        Some(1)
+    );
+}
+
+/// The delivery record keeps how many attempts the event of its last attempt has had (the
+/// number the core gave that attempt), so the core can count a push job's attempts without
+/// the queue's receive count.
+pub async fn push_attempts_are_counted_per_event<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let task_id = unique("task");
+    let failed = |seq, number| PushAttempt {
+        seq,
+        at: Timestamp::now(),
+        result: PushAttemptResult::Failed,
+        http_status: Some(503),
+        error: Some("webhook h answered 503".into()),
+        final_attempt: false,
+        number,
+    };
+    let record = || store.get_push_delivery(&owner, &task_id, "c1");
+    for (seq, number) in [(5, 1), (5, 2), (5, 3)] {
+        store
+            .record_push_attempt(
+                &owner,
+                &task_id,
+                "c1",
+                &failed(seq, number),
+                hours_from_now(1),
+            )
+            .await
+            .unwrap();
+        let got = record().await.unwrap().expect("a record");
+        assert_eq!((got.last_seq, got.last_seq_attempts), (seq, number));
+    }
+    store
+        .record_push_attempt(&owner, &task_id, "c1", &failed(6, 1), hours_from_now(1))
+        .await
+        .unwrap();
+    let got = record().await.unwrap().expect("a record");
+    assert_eq!(
+        (got.last_seq, got.last_seq_attempts, got.attempts),
+        (6, 1, 4)
+    );
+}
+
 /// Runs every check that needs only a reference to the store.
 pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     create_then_load(store).await;
@@ -374,6 +458,8 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     push_config_crud(store).await;
     push_delivery_records(store).await;
     leases(store).await;
+    job_attempts_are_counted_on_the_lease(store).await;
+    push_attempts_are_counted_per_event(store).await;
     inline_leases(store).await;
     large_items_are_kept_whole_or_refused(store).await;
     reply_records(store).await;

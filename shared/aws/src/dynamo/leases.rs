@@ -8,11 +8,18 @@
 //! filtered on `inline` and the end time. The alternative, a sparse index on the end time,
 //! would bill an index write on every renewal; this layout costs nothing beyond the lease
 //! writes themselves, and an idle sweep costs [`LEASE_SHARDS`] minimal reads.
+//!
+//! A queued job's lease also counts the job's attempts (`jseq`: the job's trigger sequence
+//! number, `jatt`: its attempts). Leases are written with `UpdateItem`, so a renewal keeps
+//! the count; a release deletes the item, and with it the count of a job that is settled. An
+//! attempt that died leaves its lease to expire, count included, for the job's redelivery.
 
 use a2a_core::{ExpiredLease, Owner, StoreError};
 use a2a_protocol::Timestamp;
 
-use super::table::{backend, capacity, condition_failed, names, values, Next, ReadCost};
+use super::table::{
+    backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
+};
 use super::DynamoTaskStore;
 use crate::items::{self, attr, get_n, get_s, n, s, Item};
 use crate::now_ms;
@@ -28,6 +35,15 @@ pub(crate) const LEASE_SHARDS: u32 = 8;
 
 /// Lease attribute: set (to 1) on an inline execution's lease.
 const INLINE: &str = "inl";
+
+/// Lease attribute: the trigger sequence number of the queued job whose attempts `jatt` counts.
+const JOB_SEQ: &str = "jseq";
+
+/// Lease attribute: attempts started at the job `jseq`.
+const JOB_ATTEMPTS: &str = "jatt";
+
+/// The lease may be taken: free, ours (renewal), or over.
+const TAKEABLE: &str = "(attribute_not_exists(#pk) OR #holder = :holder OR #until <= :now)";
 
 /// The partition of a task's lease: a stable hash (FNV-1a) of the task id, so every process
 /// agrees on it whatever its build.
@@ -56,27 +72,100 @@ impl DynamoTaskStore {
         until: Timestamp,
         owner: Option<&Owner>,
     ) -> Result<bool, StoreError> {
-        let mut item = lease_key(task_id);
-        item.extend([
-            (attr::HOLDER.to_owned(), s(holder)),
-            (attr::UNTIL.to_owned(), n(until.millis())),
-            (
-                attr::TTL.to_owned(),
-                n(items::ttl_secs(until.millis()) + LEASE_TTL_GRACE_SECS),
-            ),
-        ]);
-        if let Some(owner) = owner {
-            item.insert(attr::OWNER.to_owned(), s(owner.as_str()));
-            item.insert(INLINE.to_owned(), n(1));
+        let (mut update, mut used, mut vals) = lease_update(holder, until);
+        match owner {
+            Some(owner) => {
+                update.push_str(", #own = :own, #inl = :one");
+                vals.insert(":own".into(), s(owner.as_str()));
+                vals.insert(":one".into(), n(1));
+            }
+            None => update.push_str(" REMOVE #own, #inl"),
         }
+        used.extend([attr::OWNER, INLINE]);
         // Free, ours (renewal), or over: take it. Anyone else's live lease: leave it.
-        self.put_if(
-            item,
-            "attribute_not_exists(#pk) OR #holder = :holder OR #until <= :now",
-            names(&["pk", "holder", "until"]),
-            values([(":holder", s(holder)), (":now", n(now_ms()))]),
-        )
-        .await
+        let taken = self
+            .update_lease_if(task_id, &update, TAKEABLE, names(&used), vals)
+            .await?;
+        Ok(taken.is_some())
+    }
+
+    /// [`a2a_core::TaskStore::begin_job_attempt`]: the lease as [`Self::acquire_lease`] takes
+    /// a queued one, with the job's attempt count. Two conditional updates, the likelier first:
+    /// another job's (or no) count starts at 1; this job's goes up by one.
+    pub(super) async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        let (update, mut used, mut vals) = lease_update(holder, until);
+        used.extend([attr::OWNER, INLINE, JOB_SEQ, JOB_ATTEMPTS]);
+        vals.insert(":seq".into(), n(trigger_seq));
+        vals.insert(":one".into(), n(1));
+        let first = format!("{update}, #jseq = :seq, #jatt = :one REMOVE #own, #inl");
+        let condition = format!("{TAKEABLE} AND (attribute_not_exists(#jseq) OR #jseq <> :seq)");
+        if self
+            .update_lease_if(task_id, &first, &condition, names(&used), vals.clone())
+            .await?
+            .is_some()
+        {
+            return Ok(Some(1));
+        }
+        let again = format!("{update} REMOVE #own, #inl ADD #jatt :one");
+        let condition = format!("{TAKEABLE} AND #jseq = :seq");
+        let Some(attributes) = self
+            .update_lease_if(task_id, &again, &condition, names(&used), vals)
+            .await?
+        else {
+            // Someone else's live lease (whichever job it runs).
+            return Ok(None);
+        };
+        let attempts: u64 = get_n(&attributes, JOB_ATTEMPTS)?;
+        Ok(Some(u32::try_from(attempts).unwrap_or(u32::MAX)))
+    }
+
+    /// Updates a task's lease item if `condition` holds: its attributes after the update, or
+    /// `None` if the condition did not hold.
+    async fn update_lease_if(
+        &self,
+        task_id: &str,
+        update: &str,
+        condition: &str,
+        names: std::collections::HashMap<String, String>,
+        values: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    ) -> Result<Option<Item>, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(lease_key(task_id)))
+            .update_expression(update)
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let item = out.attributes().cloned().unwrap_or_default();
+                self.record(
+                    "UpdateItem",
+                    capacity(out.consumed_capacity()),
+                    write_units(items::item_size(&item)),
+                    0.0,
+                );
+                Ok(Some(item))
+            }
+            // Someone else's live lease: leave it.
+            Err(err) if condition_failed(&err) => {
+                self.record("UpdateItem", 0.0, 1.0, 0.0);
+                Ok(None)
+            }
+            Err(err) => Err(backend("UpdateItem", &err)),
+        }
     }
 
     /// [`a2a_core::TaskStore::release_lease`].
@@ -190,6 +279,30 @@ impl DynamoTaskStore {
             Err(err) => Err(backend("DeleteItem", &err)),
         }
     }
+}
+
+/// The part of a lease write every taker makes: holder, end and TTL (a `SET` expression to
+/// extend), with its names and values.
+fn lease_update(
+    holder: &str,
+    until: Timestamp,
+) -> (
+    String,
+    Vec<&'static str>,
+    std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) {
+    let update = "SET #holder = :holder, #until = :until, #ttl = :ttl".to_owned();
+    let used = vec!["pk", "holder", "until", "ttl"];
+    let vals = values([
+        (":holder", s(holder)),
+        (":until", n(until.millis())),
+        (
+            ":ttl",
+            n(items::ttl_secs(until.millis()) + LEASE_TTL_GRACE_SECS),
+        ),
+        (":now", n(now_ms())),
+    ]);
+    (update, used, vals)
 }
 
 fn lease_of(item: &Item) -> Result<ExpiredLease, StoreError> {

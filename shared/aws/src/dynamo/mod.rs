@@ -200,6 +200,16 @@ impl TaskStore for DynamoTaskStore {
         Self::acquire_lease(self, task_id, holder, until, None).await
     }
 
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        Self::begin_job_attempt(self, task_id, trigger_seq, holder, until).await
+    }
+
     async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         Self::release_lease(self, task_id, holder).await
     }

@@ -148,15 +148,19 @@ impl DynamoTaskStore {
             "#lseq = :seq",
             "#lat = :at",
             "#lres = :res",
+            "#lsatt = :num",
         ];
         let mut add = vec!["#att :one"];
         let mut remove = Vec::new();
-        let mut used = vec!["pk", "own", "exp", "ttl", "lseq", "lat", "lres", "att"];
+        let mut used = vec![
+            "pk", "own", "exp", "ttl", "lseq", "lat", "lres", "att", "lsatt",
+        ];
         let mut vals = values([
             (":own", s(owner.as_str())),
             (":exp", n(exp)),
             (":ttl", n(items::ttl_secs(exp))),
             (":seq", n(attempt.seq)),
+            (":num", n(attempt.number)),
             (":at", n(attempt.at.millis())),
             (":res", items::result_value(attempt.result)),
             (":one", n(1)),
@@ -301,6 +305,10 @@ impl DynamoTaskStore {
             ),
             (attr::DEAD_LETTERED.to_owned(), n(state.dead_lettered)),
             (attr::LAST_SEQ.to_owned(), n(state.last_seq)),
+            (
+                attr::LAST_SEQ_ATTEMPTS.to_owned(),
+                n(state.last_seq_attempts),
+            ),
             (attr::LAST_AT.to_owned(), n(attempt.at.millis())),
             (
                 attr::LAST_RESULT.to_owned(),

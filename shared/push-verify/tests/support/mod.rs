@@ -290,7 +290,7 @@ impl AgentServer {
     async fn drain_embedded(&self, store: &SqliteStore) -> Drained {
         let queue = store.queue(QueueName::Push);
         let policy = JobPolicy {
-            max_attempts: Some(self.max_push_attempts),
+            max_attempts: None,
             visibility: None,
         };
         let service = &self.service;
