@@ -223,7 +223,9 @@ async fn cost_per_operation() {
     // not compress, so the compression of the stored body cannot hide it).
     let hundred = noise(100);
     bench.send(&format!("echo {hundred}"), None).await;
-    let s = bench.row("SendMessage, blocking echo of 100 characters").await;
+    let s = bench
+        .row("SendMessage, blocking echo of 100 characters")
+        .await;
     assert_floor(&s, 2.0, "echo of 100 characters");
     bench
         .send(&format!("echo {hundred}{}", noise(1024)), None)
