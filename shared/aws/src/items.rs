@@ -5,13 +5,20 @@
 //!
 //! | item        | `sk`               | attributes                                            |
 //! |-------------|--------------------|-------------------------------------------------------|
-//! | head        | `H`                | `v own ctx st ts exp ttl task gpk gsk`                |
+//! | head        | `H`                | `v own ctx st ts exp ttl gpk gsk` + `tb` or `evs`     |
 //! | event       | `E#<seq, 20 digits>` | `own exp ttl ev`                                    |
 //! | push config | `P#<config id>`    | `own exp ttl cfg`                                     |
 //! | delivery    | `D#<config id>`    | `own exp ttl` + the counters of `PushDeliveryState`   |
 //! | lease       | `L`                | `holder until ttl`                                    |
 //!
 //! Attribute names are short on purpose: DynamoDB bills names as part of every item's size.
+//!
+//! The head holds the task compressed (`tb`, deflated JSON). A task *born terminal* (created
+//! and finished in its first write, such as a blocking echo) is one item: its head carries the
+//! events of that write (`evs`, deflated JSON) and no `tb` (the task is those events applied in
+//! order), and no event item is written; nothing is ever appended to a terminal task, so the
+//! head stays that way. Heads of the previous layout (the task as JSON text in `task`) are read
+//! as before and rewritten in this layout by their next append.
 
 use std::collections::HashMap;
 
@@ -20,6 +27,9 @@ use a2a_core::{
     StoredTask,
 };
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
+use std::io::Read as _;
+
+use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -61,8 +71,12 @@ pub(crate) mod attr {
     /// Expiry, seconds since the epoch: DynamoDB's TTL attribute, which deletes the item
     /// (within a day or two of it, hence `exp` for reads).
     pub const TTL: &str = "ttl";
-    /// Head: the task as JSON.
+    /// Head of the previous layout: the task as JSON text (read, never written).
     pub const TASK: &str = "task";
+    /// Head: the task as deflated JSON.
+    pub const TASK_BODY: &str = "tb";
+    /// Head of a task born terminal: the events of its one write, as deflated JSON.
+    pub const HEAD_EVENTS: &str = "evs";
     /// Head: partition key of the by-owner index (the owner).
     pub const GSI_PK: &str = "gpk";
     /// Head: sort key of the by-owner index (status timestamp and task id).
@@ -214,13 +228,62 @@ fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Sto
     serde_json::from_str(text).map_err(|e| StoreError::Backend(format!("stored {what}: {e}")))
 }
 
+/// `value` as deflated JSON: the text of a task repeats (the user's message, the status
+/// message, the artifact) and so do its ids, which deflate stores once.
+fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    serde_json::to_writer(&mut encoder, value)
+        .map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))?;
+    let bytes = encoder
+        .finish()
+        .map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
+    Ok(AttributeValue::B(Blob::new(bytes)))
+}
+
+fn unpacked<T: for<'a> Deserialize<'a>>(
+    item: &Item,
+    name: &str,
+    what: &str,
+) -> Result<T, StoreError> {
+    let Some(AttributeValue::B(blob)) = item.get(name) else {
+        return Err(StoreError::Backend(format!(
+            "stored item lacks binary attribute {name}"
+        )));
+    };
+    let mut json = Vec::new();
+    flate2::read::DeflateDecoder::new(blob.as_ref())
+        .read_to_end(&mut json)
+        .map_err(|e| StoreError::Backend(format!("stored {what}: inflate: {e}")))?;
+    serde_json::from_slice(&json).map_err(|e| StoreError::Backend(format!("stored {what}: {e}")))
+}
+
 /// The status timestamp a task is listed by, in ms (0 when it has none).
 pub(crate) fn status_ts_ms(task: &Task) -> i64 {
     task.status.timestamp.map_or(0, Timestamp::millis)
 }
 
-/// The head item of `head`.
+/// The head item of `head`, with the task in `tb`.
 pub(crate) fn head_item(head: &StoredTask) -> Result<Item, StoreError> {
+    let mut item = head_keys(head)?;
+    item.insert(attr::TASK_BODY.to_owned(), packed(&head.task)?);
+    Ok(item)
+}
+
+/// The one item of a task born terminal: the head with the `events` that created it instead
+/// of the task (see the module doc).
+pub(crate) fn born_terminal_item(
+    head: &StoredTask,
+    events: &[LoggedEvent],
+) -> Result<Item, StoreError> {
+    // The same checks as separate event items get: a gapless log ending at the head's version.
+    event_items(head, 0, events)?;
+    let mut item = head_keys(head)?;
+    item.insert(attr::HEAD_EVENTS.to_owned(), packed(&events)?);
+    Ok(item)
+}
+
+/// The attributes every head has: keys, version, owner, what the index and its filters need.
+fn head_keys(head: &StoredTask) -> Result<Item, StoreError> {
     let task = &head.task;
     if task.id.is_empty() {
         return Err(StoreError::Backend("a stored task needs an id".into()));
@@ -236,7 +299,6 @@ pub(crate) fn head_item(head: &StoredTask) -> Result<Item, StoreError> {
         (attr::STATUS_TS.to_owned(), n(ts)),
         (attr::EXPIRES.to_owned(), n(exp)),
         (attr::TTL.to_owned(), n(ttl_secs(exp))),
-        (attr::TASK.to_owned(), s(json(task)?)),
         (attr::GSI_PK.to_owned(), s(head.owner.as_str())),
         (attr::GSI_SK.to_owned(), s(gsi_sk(ts, &task.id))),
     ]);
@@ -356,14 +418,38 @@ pub(crate) fn send_record_from_item(item: &Item) -> Result<SendRecord, StoreErro
 pub(crate) fn head_from_item(item: &Item) -> Result<StoredTask, StoreError> {
     Ok(StoredTask {
         owner: Owner(get_s(item, attr::OWNER)?.to_owned()),
-        task: from_json(get_s(item, attr::TASK)?, "task")?,
+        task: task_from_item(item)?,
         version: get_n(item, attr::VERSION)?,
         expires_at: Timestamp::from_millis(get_n(item, attr::EXPIRES)?),
     })
 }
 
+/// The task of a head item, in whichever form it holds it.
 pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
+    if item.contains_key(attr::TASK_BODY) {
+        return unpacked(item, attr::TASK_BODY, "task");
+    }
+    if let Some(events) = head_events(item)? {
+        // The events as the log applied them when they were written.
+        let mut task = Task::default();
+        for logged in &events {
+            logged
+                .event
+                .apply(&mut task)
+                .map_err(|e| StoreError::Backend(format!("stored events: {}", e.message())))?;
+        }
+        return Ok(task);
+    }
     from_json(get_s(item, attr::TASK)?, "task")
+}
+
+/// The events a head item carries (a task born terminal), if any.
+pub(crate) fn head_events(item: &Item) -> Result<Option<Vec<LoggedEvent>>, StoreError> {
+    if item.contains_key(attr::HEAD_EVENTS) {
+        unpacked(item, attr::HEAD_EVENTS, "events").map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 pub(crate) fn event_from_item(item: &Item) -> Result<LoggedEvent, StoreError> {
@@ -551,6 +637,77 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_task_born_terminal_is_one_item_holding_its_events() {
+        let owner = Owner::new("", "anonymous");
+        let now = Timestamp::from_millis(1_700_000_000_000);
+        let text = "x".repeat(100);
+        let created = Task {
+            id: "8c0b3a52-5c1f-4a0e-9d51-3f1a2b4c5d6e".into(),
+            context_id: "1f2e3d4c-5b6a-4789-8a7b-6c5d4e3f2a1b".into(),
+            status: a2a_protocol::TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(now),
+            },
+            history: vec![a2a_protocol::Message::user_text("m-1", &text)],
+            ..Default::default()
+        };
+        let mut done = created.clone();
+        done.status.state = TaskState::Completed;
+        let events = vec![
+            LoggedEvent {
+                seq: 1,
+                at: now,
+                event: a2a_core::TaskEvent::Created { task: created },
+            },
+            LoggedEvent {
+                seq: 2,
+                at: now,
+                event: a2a_core::TaskEvent::Status {
+                    update: a2a_protocol::TaskStatusUpdateEvent {
+                        task_id: done.id.clone(),
+                        context_id: done.context_id.clone(),
+                        status: done.status.clone(),
+                        metadata: None,
+                    },
+                },
+            },
+        ];
+        let head = StoredTask {
+            owner,
+            task: done,
+            version: 2,
+            expires_at: Timestamp::from_millis(1_800_000_000_000),
+        };
+        let item = born_terminal_item(&head, &events).unwrap();
+        assert!(!item.contains_key(attr::TASK_BODY));
+        assert_eq!(head_from_item(&item).unwrap(), head);
+        assert_eq!(head_events(&item).unwrap().unwrap(), events);
+        // The text and the ids are stored once: well under the 1 KB of one write unit.
+        assert!(item_size(&item) < 700, "{} bytes", item_size(&item));
+        // A log that does not end at the head's version is refused.
+        assert!(born_terminal_item(&head, &events[..1]).is_err());
+    }
+
+    #[test]
+    fn heads_of_the_previous_layout_are_read() {
+        let task = Task {
+            id: "task-1".into(),
+            ..Default::default()
+        };
+        let mut item = key(task_pk("task-1"), HEAD_SK);
+        item.extend([
+            (attr::VERSION.to_owned(), n(3)),
+            (attr::OWNER.to_owned(), s("o")),
+            (attr::EXPIRES.to_owned(), n(5)),
+            (attr::TASK.to_owned(), s(json(&task).unwrap())),
+        ]);
+        let head = head_from_item(&item).unwrap();
+        assert_eq!((head.task, head.version), (task, 3));
+        assert_eq!(head_events(&item).unwrap(), None);
     }
 
     #[test]

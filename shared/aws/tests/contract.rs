@@ -25,6 +25,7 @@ macro_rules! contract_tests {
 
 contract_tests!(
     create_then_load,
+    a_task_created_terminal_keeps_its_log,
     create_twice_conflicts,
     append_with_expected_version,
     stale_append_conflicts_and_changes_nothing,

@@ -180,6 +180,27 @@ impl Bench {
     }
 }
 
+/// `len` characters that deflate cannot shrink much (a fixed pseudo-random sequence).
+fn noise(len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+/// Asserts a blocking send cost at most `wru` est. WRU and 1 est. RRU, and no queue request.
+fn assert_floor(s: &Summary, wru: f64, what: &str) {
+    assert!(s.estimated_wru <= wru, "{what}: {s}");
+    assert!(s.estimated_rru <= 1.0, "{what}: {s}");
+    assert_eq!(s.sqs_requests(), 0, "{what}: {s}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cost_per_operation() {
     let Some(mut bench) = Bench::new().await else {
@@ -196,6 +217,23 @@ async fn cost_per_operation() {
     // the task, its artifact and COMPLETED are created in one transaction.
     assert_eq!(s.dynamodb_writes(), 1, "echo writes: {s}");
     assert_eq!(s.sqs_requests(), 0);
+    // Target: ≤ 2 WRU (the item and its index entry) and ≤ 1 RRU (the idempotency read).
+    assert_floor(&s, 2.0, "echo");
+    // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
+    // not compress, so the compression of the stored body cannot hide it).
+    let hundred = noise(100);
+    bench.send(&format!("echo {hundred}"), None).await;
+    let s = bench
+        .row("SendMessage, blocking echo of 100 characters")
+        .await;
+    assert_floor(&s, 2.0, "echo of 100 characters");
+    bench
+        .send(&format!("echo {hundred}{}", noise(1024)), None)
+        .await;
+    let s = bench
+        .row("SendMessage, blocking echo of 100 characters + 1 KB")
+        .await;
+    assert_floor(&s, 4.0, "echo of 100 characters + 1 KB");
 
     // GetTask: one read.
     let get = GetTaskRequest {
@@ -221,9 +259,10 @@ async fn cost_per_operation() {
         .call(&bench.ctx, OperationRequest::ListTasks(page))
         .await
         .expect("ListTasks");
-    let s = bench.row("ListTasks, one page holds all (1 task)").await;
+    let s = bench.row("ListTasks, one page holds all (3 tasks)").await;
     assert_eq!(s.dynamodb_writes(), 0);
-    for _ in 0..4 {
+    // Three echoes so far: two more make five.
+    for _ in 0..2 {
         bench.send("echo more", None).await;
     }
     bench.meter.take();

@@ -405,7 +405,8 @@ impl A2aService {
     ) -> Result<SendMessageResponse, A2AError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let started = self.start(ctx, request, false).await?;
-        let (task_id, from_seq, known) = match started {
+        let deadline = Instant::now() + self.core.config.blocking_timeout;
+        let (task_id, from_seq, known, execution) = match started {
             Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
             // Only a new task's head (`from_seq` 0) is the agent's own write; any other head is
             // from before the agent ran (the client's message recorded), not its answer.
@@ -413,19 +414,23 @@ impl A2aService {
                 task_id,
                 from_seq,
                 head,
-            } => (task_id, from_seq, head.filter(|_| from_seq == 0)),
+                execution,
+            } => (task_id, from_seq, head.filter(|_| from_seq == 0), execution),
             // A repeat waits as the original would, from where the task stands now.
-            Started::Repeat(head) => (head.task.id.clone(), head.version, Some(head)),
+            Started::Repeat(head) => (head.task.id.clone(), head.version, Some(head), None),
         };
+        // A caller that does not wait leaves the execution running (locally; on Lambda such
+        // work is queued instead, see `start`).
+        let execution = execution.filter(|_| !configuration.return_immediately);
         // A task that already stopped in the head this request wrote (or just read) is the
         // answer: following the log and reading the head back would only return it again.
         if let Some(head) = known.filter(|head| stops(head)) {
+            settle(execution, deadline).await;
             let mut task = head.task;
             task.truncate_history(configuration.history_length);
             return Ok(SendMessageResponse::Task(task));
         }
         if !configuration.return_immediately {
-            let deadline = Instant::now() + self.core.config.blocking_timeout;
             let mut events = Box::pin(self.core.log.follow(
                 ctx.owner.clone(),
                 task_id.clone(),
@@ -436,6 +441,7 @@ impl A2aService {
             while let Some(item) = events.next().await {
                 item?;
             }
+            settle(execution, deadline).await;
         }
         let mut task = self.load(&ctx.owner, &task_id).await?.task;
         task.truncate_history(configuration.history_length);
@@ -469,25 +475,42 @@ impl A2aService {
             Started::Task {
                 task_id,
                 from_seq: 0,
+                execution,
                 ..
             } => {
                 // A new task: its first event is the Task as created.
-                Ok(Box::pin(self.core.log.follow(
-                    ctx.owner.clone(),
-                    task_id,
-                    0,
-                    Instant::now() + self.core.config.max_stream_duration,
-                )))
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                let events = self
+                    .core
+                    .log
+                    .follow(ctx.owner.clone(), task_id, 0, deadline);
+                Ok(then_settled(Box::pin(events), execution, deadline))
             }
             // The Task as it stood right after the client's message, then every event after
             // it: loading the head now instead could already include the agent's events and
             // the stream would skip them.
             Started::Task {
-                head: Some(head), ..
-            } => Ok(self.snapshot_then_follow(ctx, *head)),
-            Started::Task { task_id, .. } => {
+                head: Some(head),
+                execution,
+                ..
+            } => {
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                Ok(then_settled(
+                    self.snapshot_then_follow(ctx, *head),
+                    execution,
+                    deadline,
+                ))
+            }
+            Started::Task {
+                task_id, execution, ..
+            } => {
                 let head = self.load(&ctx.owner, &task_id).await?;
-                Ok(self.snapshot_then_follow(ctx, head))
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                Ok(then_settled(
+                    self.snapshot_then_follow(ctx, head),
+                    execution,
+                    deadline,
+                ))
             }
         }
     }
@@ -507,14 +530,15 @@ impl A2aService {
         Box::pin(futures::stream::once(async move { Ok(first) }).chain(rest))
     }
 
-    /// Runs an inline execution in the background of this process.
-    fn spawn_inline(&self, emitter: Emitter) {
+    /// Runs an inline execution in the background of this process; the handle tells when it
+    /// ended (see [`settle`]).
+    fn spawn_inline(&self, emitter: Emitter) -> tokio::task::JoinHandle<()> {
         let core = self.core.clone();
         tokio::spawn(async move {
             core.executions
                 .run_inline(core.agent.clone(), emitter)
                 .await
-        });
+        })
     }
 
     /// The original result of a message of `ctx`'s owner sent before under `task_id` (its
@@ -745,6 +769,7 @@ impl A2aService {
                     task_id,
                     from_seq: head.version,
                     head: Some(Box::new(head)),
+                    execution: None,
                 })
             }
             (Placement::Inline, Some(head)) => {
@@ -779,17 +804,18 @@ impl A2aService {
                 let (emitter, _first) =
                     new_emitter(&self.core.log, &ctx.owner, agent_request, Some(head), None);
                 let emitter = emitter.leased(&self.core.config, true);
-                self.spawn_inline(emitter);
+                let execution = self.spawn_inline(emitter);
                 Ok(Started::Task {
                     task_id,
                     from_seq,
                     head: Some(snapshot),
+                    execution: Some(execution),
                 })
             }
             (Placement::Inline, None) => {
                 let (emitter, first) =
                     new_emitter(&self.core.log, &ctx.owner, agent_request, None, inline_push);
-                self.spawn_inline(emitter.leased(&self.core.config, false));
+                let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
                     Ok(FirstOutcome::Superseded) => self.superseded(ctx, &sent, &task_id).await,
@@ -797,6 +823,7 @@ impl A2aService {
                         task_id,
                         from_seq: 0,
                         head: Some(created),
+                        execution: Some(execution),
                     }),
                     Err(_) => Err(A2AError::InvalidAgentResponse(
                         "the agent stopped without creating a task or replying".into(),
@@ -1277,7 +1304,32 @@ enum Started {
         /// The task as this request last wrote it, when known: right after the client's
         /// message was recorded, or (a new task, `from_seq` 0) as its agent created it.
         head: Option<Box<StoredTask>>,
+        /// The inline execution this request started, if any.
+        execution: Option<tokio::task::JoinHandle<()>>,
     },
+}
+
+/// Waits, until `deadline`, for the inline execution a request started to end, so that its
+/// response is sent only once nothing of the request is left running: on Lambda the instance
+/// freezes as soon as the response is complete, and whatever still ran (the last events' push
+/// fan-out, the lease given back) would wait for the next request or be lost with the
+/// instance. An execution still running at the deadline (a task that went on) runs on.
+async fn settle(execution: Option<tokio::task::JoinHandle<()>>, deadline: Instant) {
+    if let Some(execution) = execution {
+        let _ = tokio::time::timeout_at(deadline, execution).await;
+    }
+}
+
+/// `events`, ended only once the request's inline execution ended too (see [`settle`]).
+fn then_settled(
+    events: EventStream,
+    execution: Option<tokio::task::JoinHandle<()>>,
+    deadline: Instant,
+) -> EventStream {
+    use futures::StreamExt;
+    let settled = futures::stream::once(settle(execution, deadline))
+        .filter_map(|()| futures::future::ready(None::<Result<StreamItem, A2AError>>));
+    Box::pin(events.chain(settled))
 }
 
 /// A push config as answered to clients: which generation set it is the store's business.

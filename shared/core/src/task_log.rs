@@ -220,7 +220,7 @@ impl TaskLog {
             next.expires_at = self.expires_at();
             match self.store.append_events(&next, head.version, &logged).await {
                 Ok(()) => {
-                    self.fan_out(owner, &next.task.id, &logged).await;
+                    self.fan_out(owner, &next.task.id, &logged, None).await;
                     self.observe_end(&next);
                     return Ok(next);
                 }
@@ -250,10 +250,15 @@ impl TaskLog {
         events: Vec<TaskEvent>,
         inline_push: Option<&TaskPushNotificationConfig>,
     ) -> Result<StoredTask, AppendError> {
+        // A task being created has no push configs but the inline one (the push config
+        // operations need the task to exist), so the fan-out needs no lookup.
+        let mut configs = Vec::new();
         if let Some(cfg) = inline_push {
-            self.put_push_config(owner, &request.task_id, cfg.clone())
+            let stored = self
+                .put_push_config(owner, &request.task_id, cfg.clone())
                 .await
                 .map_err(AppendError::Invalid)?;
+            configs.push(stored);
         }
         let now = Timestamp::now();
         let created = Task {
@@ -289,7 +294,8 @@ impl TaskLog {
             .create_task(&head, &logged)
             .await
             .map_err(AppendError::Store)?;
-        self.fan_out(owner, &head.task.id, &logged).await;
+        self.fan_out(owner, &head.task.id, &logged, Some(configs))
+            .await;
         self.observe_end(&head);
         Ok(head)
     }
@@ -361,9 +367,16 @@ impl TaskLog {
         Ok(config)
     }
 
-    /// One push job per appended event and push config. A failure here is logged, not
-    /// returned: the event is in the log, which is what the client is promised.
-    async fn fan_out(&self, owner: &Owner, task_id: &str, events: &[LoggedEvent]) {
+    /// One push job per appended event and push config. `known` holds the task's push configs
+    /// when the writer already knows them (a create), which saves the lookup. A failure here is
+    /// logged, not returned: the event is in the log, which is what the client is promised.
+    async fn fan_out(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        events: &[LoggedEvent],
+        known: Option<Vec<TaskPushNotificationConfig>>,
+    ) {
         if !self.push_notifications {
             return;
         }
@@ -374,7 +387,11 @@ impl TaskLog {
         if visible.is_empty() {
             return;
         }
-        let configs = match self.store.list_push_configs(owner, task_id).await {
+        let listed = match known {
+            Some(configs) => Ok(configs),
+            None => self.store.list_push_configs(owner, task_id).await,
+        };
+        let configs = match listed {
             Ok(configs) if configs.is_empty() => return,
             Ok(configs) => configs,
             Err(err) => {
@@ -415,6 +432,9 @@ impl TaskLog {
             after: u64,
             buffer: VecDeque<LoggedEvent>,
             done: bool,
+            /// The last read returned events: the log was just read, so the next step waits
+            /// for an append instead of reading again at once.
+            fresh: bool,
             deadline: Instant,
             stopping: tokio::sync::watch::Receiver<bool>,
         }
@@ -426,6 +446,7 @@ impl TaskLog {
             after: after_seq,
             buffer: VecDeque::new(),
             done: false,
+            fresh: false,
             deadline,
         };
         futures::stream::unfold(state, |mut st| async move {
@@ -448,32 +469,47 @@ impl TaskLog {
                     }
                     continue;
                 }
-                match store
-                    .read_events(&st.owner, &st.task_id, st.after, 100)
-                    .await
-                {
-                    Ok(events) if !events.is_empty() => {
-                        st.buffer.extend(events);
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(err) => {
-                        st.done = true;
-                        return Some((Err(store_error(err)), st));
+                // A stopping log is drained: read once more whatever was just read.
+                let fresh = std::mem::take(&mut st.fresh) && !*st.stopping.borrow();
+                if !fresh {
+                    const PAGE: usize = 100;
+                    match store
+                        .read_events(&st.owner, &st.task_id, st.after, PAGE)
+                        .await
+                    {
+                        Ok(events) if !events.is_empty() => {
+                            // A full page may have more behind it: read on at once.
+                            st.fresh = events.len() < PAGE;
+                            st.buffer.extend(events);
+                            continue;
+                        }
+                        Ok(_) => {}
+                        Err(err) => {
+                            st.done = true;
+                            return Some((Err(store_error(err)), st));
+                        }
                     }
                 }
                 let now = Instant::now();
                 if now >= st.deadline || *st.stopping.borrow_and_update() {
                     return None;
                 }
-                match store.load_task(&st.owner, &st.task_id).await {
-                    Ok(Some(head))
+                // Only a read that found nothing asks whether the task stopped without a
+                // closing event after `after` (a resume past the end).
+                let head = if fresh {
+                    Ok(None)
+                } else {
+                    store.load_task(&st.owner, &st.task_id).await.map(Some)
+                };
+                match head {
+                    Ok(None) => {}
+                    Ok(Some(Some(head)))
                         if head.version <= st.after && head.task.status.state.is_terminal() =>
                     {
                         return None
                     }
-                    Ok(Some(_)) => {}
-                    Ok(None) => {
+                    Ok(Some(Some(_))) => {}
+                    Ok(Some(None)) => {
                         st.done = true;
                         return Some((Err(A2AError::task_not_found(&st.task_id)), st));
                     }

@@ -268,3 +268,81 @@ async fn a_blocking_send_whose_task_stops_at_once_reads_nothing_back() {
         "the answer is the head the agent's create wrote, not a read of it"
     );
 }
+
+/// Finishes its task, then goes on working a moment (as an agent that cleans up after its
+/// last emit does) and records that it ended.
+struct Lingering {
+    ended: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Agent for Lingering {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "lingering".into(),
+            ..AgentDescription::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Inline
+    }
+
+    async fn execute(&self, request: AgentRequest, e: Emitter) -> Result<(), AgentError> {
+        if request.text() == "working" {
+            e.working(None).await?;
+        }
+        e.complete(Some(request.text())).await?;
+        // The work after the last emit is what must not outlive the response.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// On Lambda the instance freezes once the response is sent: a blocking send answers only
+/// after the execution it started has ended, whether its task was born terminal (the answer
+/// is the head the agent wrote) or the send followed the log to the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_send_answers_after_its_execution_ended() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = Arc::new(SqliteStore::open(dir.path()).expect("open the store"));
+    let ended = Arc::new(AtomicUsize::new(0));
+    let config = ServiceConfig {
+        blocking_timeout: Duration::from_secs(10),
+        ..ServiceConfig::default()
+    };
+    let service = A2aService::new(
+        config,
+        Arc::new(Lingering {
+            ended: ended.clone(),
+        }),
+        sqlite.clone(),
+        sqlite.clone(),
+        sqlite,
+    );
+    for (n, text) in ["at once", "working"].into_iter().enumerate() {
+        let request = SendMessageRequest {
+            message: Some(Message {
+                message_id: format!("settle-{n}"),
+                role: Role::User,
+                parts: vec![Part::text(text)],
+                ..Message::default()
+            }),
+            ..SendMessageRequest::default()
+        };
+        let response = service
+            .send_message(&CallContext::anonymous(""), request)
+            .await
+            .expect("send");
+        let SendMessageResponse::Task(task) = response else {
+            panic!("expected a task, got {response:?}");
+        };
+        assert_eq!(task.status.state, TaskState::Completed, "{text}");
+        assert_eq!(
+            ended.load(Ordering::SeqCst),
+            n + 1,
+            "{text}: the execution ended before the response"
+        );
+    }
+}

@@ -443,6 +443,7 @@ pub async fn push_attempts_are_counted_per_event<S: TaskStore + ?Sized>(store: &
 /// Runs every check that needs only a reference to the store.
 pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     create_then_load(store).await;
+    a_task_created_terminal_keeps_its_log(store).await;
     create_twice_conflicts(store).await;
     append_with_expected_version(store).await;
     stale_append_conflicts_and_changes_nothing(store).await;
@@ -472,6 +473,57 @@ pub async fn run_all_shared(store: Arc<dyn TaskStore>) {
     run_all(&*store).await;
     sweep_ends_orphaned_inline_executions(store.clone()).await;
     concurrent_appends_are_gapless(store).await;
+}
+
+/// A task whose first write already ends it (created, an artifact, COMPLETED in one create,
+/// as a blocking echo is) keeps every event of that write: replay from any point, with a
+/// limit, for its owner only; its id stays taken.
+pub async fn a_task_created_terminal_keeps_its_log<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let (submitted, mut events) = new_task(
+        &owner,
+        &unique("task"),
+        &unique("ctx"),
+        TaskState::Submitted,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    let (head, more) = advance(
+        &submitted,
+        vec![
+            artifact_event(&submitted.task, "answer"),
+            status_event(&submitted.task, TaskState::Completed, Timestamp::now()),
+        ],
+    );
+    events.extend(more);
+    store
+        .create_task(&head, &events)
+        .await
+        .expect("create_task");
+    let id = &head.task.id;
+    let loaded = store.load_task(&owner, id).await.expect("load_task");
+    assert_eq!(loaded.as_ref(), Some(&head));
+    assert_eq!(
+        store.load_send(&owner, id).await.expect("load_send"),
+        Some(SendRecord::Task(head.clone()))
+    );
+    let seqs = |events: Vec<LoggedEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let read = |after, limit| store.read_events(&owner, id, after, limit);
+    assert_eq!(read(0, 100).await.expect("read"), events);
+    assert_eq!(seqs(read(1, 1).await.expect("read")), vec![2]);
+    assert_eq!(seqs(read(1, 100).await.expect("read")), vec![2, 3]);
+    assert!(read(3, 100).await.expect("read").is_empty());
+    let other = fresh_owner();
+    assert!(store
+        .read_events(&other, id, 0, 100)
+        .await
+        .expect("read")
+        .is_empty());
+    assert_eq!(store.load_task(&other, id).await.expect("load"), None);
+    assert_eq!(
+        store.create_task(&head, &events).await,
+        Err(StoreError::Conflict)
+    );
 }
 
 /// A created task loads back as written; its log holds the first event.

@@ -159,15 +159,38 @@ impl DynamoTaskStore {
         }
     }
 
-    /// [`a2a_core::TaskStore::create_task`].
+    /// [`a2a_core::TaskStore::create_task`]. A task born terminal is one conditional
+    /// `PutItem` (its events ride in the head, see [`items`]); any other is one transaction of
+    /// the head and its event items, which later appends continue.
     pub(super) async fn create_task(
         &self,
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        let now = now_ms();
+        if head.task.status.state.is_terminal() {
+            let item = items::born_terminal_item(head, events)?;
+            items::check_size(&item, || format!("task {}", head.task.id))?;
+            let index_wru = write_units(index_entry_size(&item));
+            // An expired task is gone as far as readers are concerned, even before
+            // DynamoDB's TTL deletes it: its id is free again.
+            let created = self
+                .put_if_indexed(
+                    item,
+                    "attribute_not_exists(#pk) OR #exp <= :now",
+                    names(&["pk", "exp"]),
+                    values([(":now", n(now))]),
+                    index_wru,
+                )
+                .await?;
+            return if created {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict)
+            };
+        }
         let head_item = items::head_item(head)?;
         let event_items = items::event_items(head, 0, events)?;
-        let now = now_ms();
         // An expired task is gone as far as readers are concerned, even before DynamoDB's TTL
         // deletes it: its id is free again.
         let guard = Guard {
@@ -258,11 +281,13 @@ impl DynamoTaskStore {
         .await
     }
 
-    /// A query for the events of `task_id` after sequence number `after_seq`.
+    /// A query for the event items of `task_id` after sequence number `after_seq`, up to the
+    /// sort key `to` (the last event's, or the head's: `H` sorts right after `E#…`).
     fn events_after(
         &self,
         task_id: &str,
         after_seq: u64,
+        to: String,
     ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         self.client
             .query()
@@ -272,7 +297,7 @@ impl DynamoTaskStore {
             .set_expression_attribute_values(Some(values([
                 (":pk", s(items::task_pk(task_id))),
                 (":from", s(items::event_sk(after_seq + 1))),
-                (":to", s(items::last_event_sk())),
+                (":to", s(to)),
             ])))
     }
 
@@ -290,8 +315,9 @@ impl DynamoTaskStore {
         }
         let now = now_ms();
         let page_limit = |want: usize| i32::try_from(want.min(1_000)).unwrap_or(1_000);
+        // The range ends at the head, which holds the events of a task born terminal.
         let query = self
-            .events_after(task_id, after_seq)
+            .events_after(task_id, after_seq, items::HEAD_SK.to_owned())
             .consistent_read(true)
             .limit(page_limit(limit));
         self.query_pages(query, ReadCost::Consistent, |page| {
@@ -307,7 +333,19 @@ impl DynamoTaskStore {
                 // grow, so once the head has expired, so has every event; an event older than
                 // the retention of a long-lived task expires on its own (as DynamoDB's TTL
                 // will delete it).
-                if items::visible(item, owner, now) {
+                if !items::visible(item, owner, now) {
+                    continue;
+                }
+                if item.get(attr::SK) == Some(&s(items::HEAD_SK)) {
+                    let carried = items::head_events(item)?.unwrap_or_default();
+                    let wanted = limit - events.len().min(limit);
+                    events.extend(
+                        carried
+                            .into_iter()
+                            .filter(|e| e.seq > after_seq)
+                            .take(wanted),
+                    );
+                } else if events.len() < limit {
                     events.push(items::event_from_item(item)?);
                 }
             }
@@ -339,7 +377,7 @@ impl DynamoTaskStore {
             // bill the whole head (DynamoDB bills reads by item size, projection or not).
             // Eventually consistent: this is a hint, the caller re-reads the log consistently.
             let query = self
-                .events_after(task_id, after_version)
+                .events_after(task_id, after_version, items::last_event_sk())
                 .select(Select::Count)
                 .limit(1);
             let mut appended = false;

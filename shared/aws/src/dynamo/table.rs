@@ -230,6 +230,20 @@ impl DynamoTaskStore {
         names: HashMap<String, String>,
         values: HashMap<String, AttributeValue>,
     ) -> Result<bool, StoreError> {
+        self.put_if_indexed(item, condition, names, values, 0.0)
+            .await
+    }
+
+    /// [`Self::put_if`] of an item that also writes an index entry costing `index_wru`
+    /// (counted only when the write happens: a failed condition writes no entry).
+    pub(super) async fn put_if_indexed(
+        &self,
+        item: Item,
+        condition: &str,
+        names: HashMap<String, String>,
+        values: HashMap<String, AttributeValue>,
+        index_wru: f64,
+    ) -> Result<bool, StoreError> {
         let size = items::item_size(&item);
         let result = self
             .client
@@ -247,7 +261,7 @@ impl DynamoTaskStore {
                 self.record(
                     "PutItem",
                     capacity(out.consumed_capacity()),
-                    write_units(size),
+                    write_units(size) + index_wru,
                     0.0,
                 );
                 Ok(true)
