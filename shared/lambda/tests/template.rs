@@ -958,7 +958,16 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     let mut expected: BTreeSet<String> = http.iter().flat_map(|f| per_function(f)).collect();
     expected.insert("A2aApi".into());
     assert_eq!(only_api, expected);
-    assert_eq!(only_url, per_function(&front).into());
+    // With the default AuthType NONE, the permissions a public Function URL needs.
+    let mut expected: BTreeSet<String> = per_function(&front).into();
+    expected.extend(
+        [
+            "FrontFunctionUrlPublicAccess",
+            "FrontFunctionUrlPublicInvoke",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(only_url, expected);
 
     let fns = functions(&t);
     let f = &fns["front"]["Properties"];
