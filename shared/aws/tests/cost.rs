@@ -7,6 +7,7 @@
 //! it does not (so a change shows up here and in the doc).
 
 mod common;
+mod prices;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -196,6 +197,7 @@ async fn cost_per_operation() {
     // the task, its artifact and COMPLETED are created in one transaction.
     assert_eq!(s.dynamodb_writes(), 1, "echo writes: {s}");
     assert_eq!(s.sqs_requests(), 0);
+    prices::print_and_write(&s);
 
     // GetTask: one read.
     let get = GetTaskRequest {
