@@ -984,6 +984,15 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     // Streams end (MaxStreamSeconds) before the function does.
     assert!(num(&f["Timeout"]) > num(&t["Parameters"]["MaxStreamSeconds"]["MaxValue"]));
     assert!(f.get("Events").is_none(), "no API events");
+    // The memory of the functions it stands for (docs/lambda.md, "Memory").
+    for h in HttpFunction::ALL {
+        assert_eq!(
+            num(&f["MemorySize"]),
+            num(&fns[h.name()]["Properties"]["MemorySize"]),
+            "{}",
+            h.name()
+        );
+    }
     // Least privilege: what the HTTP functions are granted, together, and nothing more.
     let union: BTreeSet<_> = HttpFunction::ALL
         .iter()
