@@ -6,9 +6,13 @@
 # tests/interop-js) through the router, then the older generations' clients (the 0.3 suites,
 # tests/interop-v03 and tests/interop-js-v03, and the python-a2a early-protocol suite,
 # tests/interop-early; about 30 s together), and stops everything.
+# Then the front door FunctionUrl (the router sends every request to the one front function):
+# infra/lambda-e2e.py and the 1.0 Python and JS interop suites again (not the older generations:
+# the front function mounts the same a2a_http router, and CI time matters).
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
-# interop suites with a bearer token; no token may reach a log.
-# About 6 min after a workspace build (first run: +1 min of pip installs).
+# interop suites with a bearer token behind API Gateway, infra/lambda-e2e-auth.py behind the
+# Function URL; no token may reach a log.
+# About 8 min after a workspace build (first run: +1 min of pip installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 issuer=""
@@ -32,6 +36,14 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js-v03/run.sh
 say "early-protocol (python-a2a) interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-early/run.sh -q
 
+# Front door FunctionUrl: the same functions' store and queues, one function for every route.
+say "front door FunctionUrl: every request to the front function"
+infra/lambda-local.sh front-door FunctionUrl
+python3 infra/lambda-e2e.py
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
+A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
+infra/lambda-local.sh front-door ApiGateway
+
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
 # a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
 # the functions are restarted with its settings.
@@ -49,6 +61,10 @@ A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(v
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
 A2A_BEARER_TOKEN=$(value token) tests/interop/run.sh -q
 A2A_BEARER_TOKEN=$(value token) tests/interop-js/run.sh
+say "authentication on, front door FunctionUrl"
+infra/lambda-local.sh front-door FunctionUrl
+A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
+  A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
 for name in token other_token read_token; do
   if grep -qF "$(value "$name")" "$state"/*.log; then
     echo "a log of the functions, router or pollers holds a bearer token" >&2; exit 1

@@ -9,6 +9,11 @@
 #                                 A2A_BASE_URL=http://127.0.0.1:PORT
 #   infra/lambda-local.sh stop    stop what `start` started (moto too)
 #   infra/lambda-local.sh env     print the export lines of a running setup
+#   infra/lambda-local.sh front-door ApiGateway|FunctionUrl
+#                                 restart only the router, as the template's FrontDoor: each
+#                                 route to its function (ApiGateway, the default; also
+#                                 A2A_FRONT_DOOR at `start`), or every request to the one front
+#                                 function, as its Function URL would (FunctionUrl)
 #   infra/lambda-local.sh restart-watch [EXTRA_ENV_FILE]
 #                                 replace the function processes, as Lambda replaces an
 #                                 execution environment that died: restarts only `cargo lambda
@@ -42,6 +47,7 @@ WATCH=http://127.0.0.1:$WATCH_PORT
 MOTO_PORT=${A2A_MOTO_PORT:-}
 MOTO_VERSION=5.2.5
 WORK_VISIBILITY_SECS=${A2A_WORK_VISIBILITY_SECS:-20}
+FRONT_DOOR=${A2A_FRONT_DOOR:-ApiGateway}
 
 say() { printf 'lambda-local.sh: %s\n' "$*" >&2; }
 
@@ -117,8 +123,14 @@ wait_for() { # url seconds
 # it. Any HTTP answer will do (an HTTP function answers a path it does not serve with 404, or
 # 401 with auth on); the queue functions get an empty SQS batch through the Invoke API.
 warm_functions() {
-  local pids=() names=() f i failed=""
-  for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["functions"]))'); do
+  local pids=() names=() f i failed="" http
+  # Behind a Function URL only the front function serves HTTP.
+  if [ "$(cat "$STATE/front-door" 2>/dev/null)" = FunctionUrl ]; then
+    http=$(python3 -c 'import json; print(json.load(open("infra/routes.json"))["frontFunction"]["name"])')
+  else
+    http=$(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["functions"]))')
+  fi
+  for f in $http; do
     curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
     pids+=($!); names+=("$f")
   done
@@ -183,9 +195,8 @@ start() {
     --queue "$push_url=push" \
     >"$STATE/poller-push.log" 2>&1 &
   echo $! >"$STATE/poller-push.pid"
-  setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
-    --routes infra/routes.json >"$STATE/router.log" 2>&1 &
-  echo $! >"$STATE/router.pid"
+  : >"$STATE/router.log"
+  start_router "$FRONT_DOOR"
   # The first request starts the card function (cargo run): give it time.
   if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
     say "the card function did not answer; see $STATE/watch.log"
@@ -195,6 +206,36 @@ start() {
   warm_functions || exit 1
   say "ready: agent card at $BASE/.well-known/agent-card.json"
   print_env
+}
+
+# Starts the router as the front door $1 (ApiGateway or FunctionUrl), appending to router.log.
+start_router() {
+  local bin="${CARGO_TARGET_DIR:-target}/debug" mode
+  case "$1" in
+    ApiGateway) mode=api-gateway ;;
+    FunctionUrl) mode=function-url ;;
+    *) say "unknown front door $1 (ApiGateway or FunctionUrl)"; exit 2 ;;
+  esac
+  echo "$1" >"$STATE/front-door"
+  setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
+    --routes infra/routes.json --front-door "$mode" >>"$STATE/router.log" 2>&1 &
+  echo $! >"$STATE/router.pid"
+}
+
+front_door() {
+  if ! alive watch; then say "not running: use infra/lambda-local.sh start"; exit 1; fi
+  stop_one router
+  for _ in $(seq 1 50); do
+    curl -s -o /dev/null "$BASE/" 2>/dev/null || break
+    sleep 0.1
+  done
+  start_router "$1"
+  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+    say "the router did not answer as front door $1; see $STATE/router.log"
+    exit 1
+  fi
+  warm_functions || exit 1
+  say "front door $1: serving at $BASE"
 }
 
 stop() {
@@ -226,5 +267,6 @@ case "${1:-start}" in
   stop) stop ;;
   env) print_env ;;
   restart-watch) restart_watch "${2:-}" ;;
-  *) say "usage: infra/lambda-local.sh [start|stop|env|restart-watch]"; exit 2 ;;
+  front-door) front_door "${2:?ApiGateway or FunctionUrl}" ;;
+  *) say "usage: infra/lambda-local.sh [start|stop|env|restart-watch|front-door]"; exit 2 ;;
 esac

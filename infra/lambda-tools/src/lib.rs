@@ -2,7 +2,8 @@
 //!
 //! - `a2a-lambda-router`: the front door. It serves the route table `infra/routes.json` (the
 //!   one `template.yaml` declares as API Gateway events) and forwards each request to its
-//!   function's Function URL path under `/lambda-url/<function>/`, streaming the response.
+//!   function's Function URL path under `/lambda-url/<function>/`, streaming the response; or,
+//!   as the front door `FunctionUrl`, every request to the one front function.
 //! - `a2a-sqs-poller`: the event source mappings. It long-polls each queue, hands the messages
 //!   to the function as an SQS event through the Invoke API, and deletes what the function did
 //!   not list in `batchItemFailures`.
@@ -19,6 +20,8 @@ pub struct RouteTable {
     pub functions: BTreeMap<String, FunctionSpec>,
     /// The SQS functions and the queue each consumes.
     pub queue_functions: BTreeMap<String, QueueFunctionSpec>,
+    /// The one function of the front door `FunctionUrl`.
+    pub front_function: FrontFunctionSpec,
     /// The routes.
     pub routes: Vec<Route>,
 }
@@ -28,6 +31,22 @@ pub struct RouteTable {
 pub struct FunctionSpec {
     /// Whether its front door uses response streaming.
     pub streaming: bool,
+}
+
+/// The function serving every route behind a Function URL.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FrontFunctionSpec {
+    /// Its role name.
+    pub name: String,
+}
+
+/// Which front door the functions stand behind (the template's `FrontDoor` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FrontDoor {
+    /// API Gateway: each route to the function `infra/routes.json` names.
+    ApiGateway,
+    /// A Lambda Function URL: every request to the front function.
+    FunctionUrl,
 }
 
 /// An SQS function.
@@ -52,6 +71,16 @@ impl RouteTable {
     /// Parses the route table.
     pub fn parse(text: &str) -> Result<Self, String> {
         serde_json::from_str(text).map_err(|e| format!("bad route table: {e}"))
+    }
+
+    /// The function serving `method path` behind `front_door`: the front function for any
+    /// request behind a Function URL (which has no routes: the function answers what it does
+    /// not serve), else as API Gateway matches it.
+    pub fn function_behind(&self, front_door: FrontDoor, method: &str, path: &str) -> Option<&str> {
+        match front_door {
+            FrontDoor::FunctionUrl => Some(&self.front_function.name),
+            FrontDoor::ApiGateway => self.function_for(method, path),
+        }
     }
 
     /// The function serving `method path`, as API Gateway matches it: segment by segment, a
@@ -140,6 +169,31 @@ mod tests {
         assert_eq!(f("OPTIONS", "/jsonrpc"), Some("rpc"));
         assert_eq!(f("PUT", "/tasks"), None);
         assert_eq!(f("GET", "/nope"), None);
+    }
+
+    #[test]
+    fn behind_a_function_url_every_request_goes_to_the_front_function() {
+        let table =
+            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        for (method, path) in [
+            ("POST", "/message:send"),
+            ("GET", "/.well-known/jwks.json"),
+            ("POST", "/jsonrpc"),
+            ("GET", "/nope"),
+        ] {
+            assert_eq!(
+                table.function_behind(FrontDoor::FunctionUrl, method, path),
+                Some("front")
+            );
+        }
+        assert_eq!(
+            table.function_behind(FrontDoor::ApiGateway, "POST", "/jsonrpc"),
+            Some("rpc")
+        );
+        assert_eq!(
+            table.function_behind(FrontDoor::ApiGateway, "GET", "/nope"),
+            None
+        );
     }
 
     /// A route of an older protocol generation (issue #16): the 0.3 REST binding under /v1,

@@ -7,6 +7,7 @@
 //! it does not (so a change shows up here and in the doc).
 
 mod common;
+mod prices;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -219,6 +220,7 @@ async fn cost_per_operation() {
     assert_eq!(s.sqs_requests(), 0);
     // Target: ≤ 2 WRU (the item and its index entry) and ≤ 1 RRU (the idempotency read).
     assert_floor(&s, 2.0, "echo");
+    prices::print_and_write(&s);
     // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
     // not compress, so the compression of the stored body cannot hide it).
     let hundred = noise(100);

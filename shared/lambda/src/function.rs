@@ -1,5 +1,7 @@
-//! Which of the ten functions a process is: one binary serves them all, and the template tells
-//! each function its role in `A2A_FUNCTION`.
+//! Which of the eleven functions a process is: one binary serves them all, and the template
+//! tells each function its role in `A2A_FUNCTION`. A stack deploys the eight per-operation HTTP
+//! functions (front door `ApiGateway`) or the one `front` function (front door `FunctionUrl`),
+//! plus the worker and push functions.
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ pub const ENV_FUNCTION: &str = "A2A_FUNCTION";
 /// when [`ENV_FUNCTION`] is not set and it is one of the roles' names.
 pub const ENV_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
 
-/// One of the ten Lambda functions: an HTTP slice of the surface, or an SQS consumer.
+/// One of the eleven Lambda functions: an HTTP slice of the surface, or an SQS consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
     /// An HTTP function (API Gateway or a Function URL).
@@ -28,7 +30,7 @@ pub enum Function {
 
 impl Function {
     /// Every function, in the order the template declares them.
-    pub const ALL: [Function; 10] = [
+    pub const ALL: [Function; 11] = [
         Self::Http(HttpFunction::Send),
         Self::Http(HttpFunction::Get),
         Self::Http(HttpFunction::List),
@@ -37,6 +39,7 @@ impl Function {
         Self::Http(HttpFunction::Card),
         Self::Http(HttpFunction::Stream),
         Self::Http(HttpFunction::Rpc),
+        Self::Http(HttpFunction::Front),
         Self::Worker,
         Self::Push,
     ];

@@ -21,9 +21,10 @@ use tower::ServiceExt;
 use crate::settings::Settings;
 use crate::{Error, Init, KeyUse};
 
-/// The HTTP functions, each serving a slice of the surface. The front door's routes
-/// (`infra/routes.json`) send each REST route, and its `/{tenant}/…` form, to one of them; the
-/// request reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
+/// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
+/// door's routes (`infra/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
+/// of them; behind a Lambda Function URL, [`Self::Front`] alone serves every route. The request
+/// reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpFunction {
     /// `POST /message:send`.
@@ -43,10 +44,15 @@ pub enum HttpFunction {
     Stream,
     /// Every JSON-RPC method on one URL.
     Rpc,
+    /// Everything the others serve, in one streaming function: the front door `FunctionUrl`
+    /// (template parameter `FrontDoor`), a Lambda Function URL in `RESPONSE_STREAM` mode
+    /// that has no routes of its own.
+    Front,
 }
 
 impl HttpFunction {
-    /// Every HTTP function.
+    /// Every HTTP function behind API Gateway: the functions of `infra/routes.json`'s routes
+    /// ([`Self::Front`] is the other front door, so not one of them).
     pub const ALL: [HttpFunction; 8] = [
         Self::Send,
         Self::Get,
@@ -69,6 +75,7 @@ impl HttpFunction {
             Self::Card => "card",
             Self::Stream => "stream",
             Self::Rpc => "rpc",
+            Self::Front => "front",
         }
     }
 
@@ -84,8 +91,11 @@ impl HttpFunction {
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
     /// behind the JSON-RPC path (or an early-protocol JSON-RPC path), and the card for the one
     /// behind `/.well-known/…` (and `/agent.json`). A 0.3 REST route (`/v1/…`) counts as the
-    /// 1.0 route it mirrors.
+    /// 1.0 route it mirrors. [`Self::Front`] serves all of it.
     pub fn surface(self) -> Surface {
+        if self == Self::Front {
+            return Surface::all();
+        }
         let mut surface = Surface {
             operations: Vec::new(),
             jsonrpc: false,
@@ -127,10 +137,10 @@ impl HttpFunction {
         surface
     }
 
-    /// What the function does with the push signing keys: the card function publishes them
-    /// (read-only), the others do not read them.
+    /// What the function does with the push signing keys: the functions serving the card
+    /// publish them (read-only), the others do not read them.
     pub fn key_use(self) -> KeyUse {
-        if self == Self::Card {
+        if self.surface().card {
             KeyUse::Publish
         } else {
             KeyUse::None
@@ -638,6 +648,125 @@ mod tests {
                 "{f:?} serves nothing"
             );
         }
+    }
+
+    /// What a Lambda Function URL sends (payload 2.0) for `method path`.
+    fn function_url_event(method: &str, path: &str) -> Request {
+        let domain = "abcdefgh.lambda-url.us-east-1.on.aws";
+        let event = serde_json::json!({
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": "",
+            "headers": {"host": domain, "a2a-version": "1.0", "content-type": "application/json"},
+            "requestContext": {
+                "accountId": "anonymous",
+                "apiId": "abcdefgh",
+                "domainName": domain,
+                "domainPrefix": "abcdefgh",
+                "http": {
+                    "method": method,
+                    "path": path,
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "203.0.113.1",
+                    "userAgent": "test"
+                },
+                "requestId": "req",
+                "routeKey": "$default",
+                "stage": "$default",
+                "time": "01/Jan/2026:00:00:00 +0000",
+                "timeEpoch": 0
+            },
+            "body": "{}",
+            "isBase64Encoded": false
+        });
+        lambda_http::request::from_str(&event.to_string()).expect("a Function URL event")
+    }
+
+    /// Behind a Function URL (front door `FunctionUrl`) the one `front` function gets every
+    /// route, with its path as sent, and the card's base URL is the Function URL's own.
+    #[test]
+    fn function_url_events_reach_the_router_with_their_path_and_base_url() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        for path in [
+            "/message:send",
+            "/acme/tasks/t1:cancel",
+            "/jsonrpc",
+            "/v1/card",
+        ] {
+            let request = function_url_event("POST", path);
+            assert_eq!(request.uri().path(), path);
+            assert_eq!(
+                base_url_of(&request).as_deref(),
+                Some("https://abcdefgh.lambda-url.us-east-1.on.aws")
+            );
+        }
+    }
+
+    async fn status_and_body(response: axum::response::Response) -> (u16, String) {
+        let status = response.status().as_u16();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("a body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// The `front` function answers every route of `infra/routes.json` as the function the
+    /// route names does, and streams (it serves SSE).
+    #[tokio::test]
+    async fn the_front_function_serves_every_route_as_its_function_does() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "A2A_AUTH" => Some("none".into()),
+            "A2A_CORS_ORIGINS" => Some(INSPECTOR.into()),
+            "A2A_API_KEY_FILE" => Some(dir.path().join("keys.json").display().to_string()),
+            _ => None,
+        })
+        .expect("settings");
+        assert!(HttpFunction::Front.streaming());
+        assert_eq!(HttpFunction::Front.key_use(), KeyUse::Publish);
+        assert!(!HttpFunction::ALL.contains(&HttpFunction::Front));
+        let front = function_router(HttpFunction::Front, &settings, &store);
+        // What a router answers for a path it does not serve.
+        let unrouted = status_and_body(
+            answer(
+                &front,
+                rest_event("GET", "/no/such/route", "/no/such/route"),
+            )
+            .await,
+        )
+        .await;
+        let mut compared = 0;
+        for route in route_table() {
+            let path = route
+                .path
+                .replace("{tenant}", "acme")
+                .replace("{id}", "t1")
+                .replace("{configId}", "c1");
+            let request = || {
+                let mut request = rest_event(&route.method, &route.path, &path);
+                let h = request.headers_mut();
+                h.insert("a2a-version", "1.0".parse().unwrap());
+                h.insert("origin", INSPECTOR.parse().unwrap());
+                h.insert("access-control-request-method", "POST".parse().unwrap());
+                request
+            };
+            let routed = function_router(function_named(&route.function), &settings, &store);
+            let expected = status_and_body(answer(&routed, request()).await).await;
+            assert_ne!(
+                expected, unrouted,
+                "{} {path}: nothing to compare",
+                route.method
+            );
+            let got = status_and_body(answer(&front, request()).await).await;
+            assert_eq!(got, expected, "{} {path} on front", route.method);
+            compared += 1;
+        }
+        assert_eq!(compared, route_table().len());
     }
 
     #[tokio::test]

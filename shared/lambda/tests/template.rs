@@ -92,6 +92,7 @@ fn every_function_role_is_in_the_template_and_vice_versa() {
         .keys()
         .chain(r["queueFunctions"].as_object().unwrap().keys())
         .cloned()
+        .chain(r["frontFunction"]["name"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(in_routes, roles);
     let http: BTreeSet<String> = HttpFunction::ALL
@@ -489,7 +490,7 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
-            "card" => "ApiKeysSecret,PushSigningKeysSecret",
+            "card" | "front" => "ApiKeysSecret,PushSigningKeysSecret",
             "push" => "PushSigningKeysSecret",
             "worker" => "",
             _ => "ApiKeysSecret",
@@ -962,5 +963,186 @@ fn an_existing_table_replaces_the_stack_s_own_everywhere() {
     assert!(
         granted >= functions(&t).len() - 1,
         "the table grants were found"
+    );
+}
+
+/// Whether condition `name` holds when the parameters are their defaults except `overrides`.
+fn condition(t: &Value, name: &str, overrides: &BTreeMap<&str, &str>) -> bool {
+    fn operand(t: &Value, v: &Value, overrides: &BTreeMap<&str, &str>) -> String {
+        if tag_of(v).as_deref() == Some("Ref") {
+            let param = untag(v).as_str().unwrap();
+            if let Some(value) = overrides.get(param) {
+                return (*value).to_owned();
+            }
+            return str_of(&t["Parameters"][param]["Default"]);
+        }
+        str_of(v)
+    }
+    fn eval(t: &Value, v: &Value, overrides: &BTreeMap<&str, &str>) -> bool {
+        let args = untag(v);
+        match tag_of(v).as_deref() {
+            Some("Equals") => {
+                let pair = args.as_sequence().unwrap();
+                operand(t, &pair[0], overrides) == operand(t, &pair[1], overrides)
+            }
+            Some("Not") => !eval(t, &args.as_sequence().unwrap()[0], overrides),
+            Some("And") => args
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .all(|c| eval(t, c, overrides)),
+            Some("Or") => args
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .any(|c| eval(t, c, overrides)),
+            Some("Condition") => condition(t, args.as_str().unwrap(), overrides),
+            other => panic!("condition function {other:?}"),
+        }
+    }
+    eval(t, &t["Conditions"][name], overrides)
+}
+
+/// The logical ids of the resources a stack creates with `FrontDoor` = `front_door`.
+fn created(t: &Value, front_door: &str) -> BTreeSet<String> {
+    let overrides = BTreeMap::from([("FrontDoor", front_door)]);
+    t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| {
+            r.get("Condition")
+                .and_then(Value::as_str)
+                .is_none_or(|c| condition(t, c, &overrides))
+        })
+        .map(|(k, _)| k.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The (action, resource) pairs of a function's policy statements.
+fn grants(function: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for policy in untag(&function["Properties"]["Policies"])
+        .as_sequence()
+        .unwrap()
+    {
+        let Some(statements) = policy.get("Statement").and_then(Value::as_sequence) else {
+            continue;
+        };
+        for statement in statements {
+            let resource = serde_norway::to_string(&statement["Resource"]).unwrap();
+            let actions = match untag(&statement["Action"]) {
+                Value::Sequence(actions) => actions.iter().map(str_of).collect(),
+                one => vec![str_of(one)],
+            };
+            for action in actions {
+                out.insert((action, resource.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `FrontDoor` = `ApiGateway` (the default) creates the API and the per-operation functions;
+/// `FunctionUrl` creates neither, but one streaming `front` function behind a Function URL,
+/// granted exactly the union of the HTTP functions' grants. The worker and push functions stay,
+/// and the outputs and the push tokens' issuer name the chosen front door.
+#[test]
+fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
+    let t = template();
+    let parameter = &t["Parameters"]["FrontDoor"];
+    assert_eq!(parameter["Default"].as_str(), Some("ApiGateway"));
+    let ids = logical_ids(&t);
+    let http: BTreeSet<String> = HttpFunction::ALL
+        .iter()
+        .map(|f| ids[f.name()].clone())
+        .collect();
+    let front = ids["front"].clone();
+    let api_gateway = created(&t, "ApiGateway");
+    let function_url = created(&t, "FunctionUrl");
+    for stack in [&api_gateway, &function_url] {
+        assert!(stack.contains(&ids["worker"]) && stack.contains(&ids["push"]));
+        assert!(stack.contains("TasksTable") && stack.contains("WorkQueue"));
+    }
+    assert!(api_gateway.contains("A2aApi"));
+    assert!(http.is_subset(&api_gateway));
+    assert!(!api_gateway.contains(&front));
+    assert!(!function_url.contains("A2aApi"));
+    assert!(http.is_disjoint(&function_url), "{function_url:?}");
+    assert!(function_url.contains(&front));
+    // Each created function has its log group and alarms, and nothing else differs.
+    let only_api: BTreeSet<_> = api_gateway.difference(&function_url).cloned().collect();
+    let only_url: BTreeSet<_> = function_url.difference(&api_gateway).cloned().collect();
+    let per_function = |logical: &str| {
+        let class = logical.trim_end_matches("Function");
+        [
+            logical.to_owned(),
+            format!("{class}LogGroup"),
+            format!("{class}ErrorsAlarm"),
+            format!("{class}ThrottlesAlarm"),
+        ]
+    };
+    let mut expected: BTreeSet<String> = http.iter().flat_map(|f| per_function(f)).collect();
+    expected.insert("A2aApi".into());
+    assert_eq!(only_api, expected);
+    // With the default AuthType NONE, the permissions a public Function URL needs.
+    let mut expected: BTreeSet<String> = per_function(&front).into();
+    expected.extend(
+        [
+            "FrontFunctionUrlPublicAccess",
+            "FrontFunctionUrlPublicInvoke",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(only_url, expected);
+
+    let fns = functions(&t);
+    let f = &fns["front"]["Properties"];
+    let url = &f["FunctionUrlConfig"];
+    assert_eq!(url["InvokeMode"].as_str(), Some("RESPONSE_STREAM"));
+    assert_eq!(
+        untag(&url["AuthType"]).as_str(),
+        Some("FunctionUrlAuthType")
+    );
+    assert_eq!(
+        t["Parameters"]["FunctionUrlAuthType"]["Default"].as_str(),
+        Some("NONE")
+    );
+    // Streams end (MaxStreamSeconds) before the function does.
+    assert!(num(&f["Timeout"]) > num(&t["Parameters"]["MaxStreamSeconds"]["MaxValue"]));
+    assert!(f.get("Events").is_none(), "no API events");
+    // The memory of the functions it stands for (docs/lambda.md, "Memory").
+    for h in HttpFunction::ALL {
+        assert_eq!(
+            num(&f["MemorySize"]),
+            num(&fns[h.name()]["Properties"]["MemorySize"]),
+            "{}",
+            h.name()
+        );
+    }
+    // Least privilege: what the HTTP functions are granted, together, and nothing more.
+    let union: BTreeSet<_> = HttpFunction::ALL
+        .iter()
+        .flat_map(|h| grants(fns[h.name()]))
+        .collect();
+    assert_eq!(grants(fns["front"]), union);
+
+    // The URLs of the chosen front door: the outputs and the push tokens' issuer.
+    for output in ["RestBaseUrl", "JsonRpcUrl", "CardUrl"] {
+        let value = &t["Outputs"][output]["Value"];
+        let text = serde_norway::to_string(value).unwrap();
+        assert_eq!(tag_of(value).as_deref(), Some("If"), "{output}");
+        let branches = untag(value).as_sequence().unwrap();
+        assert_eq!(branches[0].as_str(), Some("ViaFunctionUrl"), "{output}");
+        assert!(
+            text.contains("FrontFunctionUrl.FunctionUrl") && text.contains("A2aApi"),
+            "{output}: {text}"
+        );
+    }
+    let push = &fns["push"]["Properties"]["Environment"]["Variables"]["A2A_PUBLIC_BASE_URL"];
+    let text = serde_norway::to_string(push).unwrap();
+    assert!(
+        text.contains("ViaFunctionUrl") && text.contains("FrontFunctionUrl.FunctionUrl"),
+        "{text}"
     );
 }

@@ -4,7 +4,9 @@
 //! - **init**: from `exec` to the function's first `GET /runtime/invocation/next` (what Lambda
 //!   reports as *Init Duration*, minus loading the binary), and
 //! - **first request**: from handing it its first event to the end of its response (the
-//!   caller's wait on a cold instance, beyond init).
+//!   caller's wait on a cold instance, beyond init), and
+//! - **peak RSS**: the most memory the process held (`VmHWM`), read after its first answer: what
+//!   the function's `MemorySize` must hold (docs/lambda.md, "Memory").
 //!
 //! With `AWS_ENDPOINT_URL` set (moto: `eval "$(infra/moto.sh env-start)"`), it creates a table,
 //! the queues and a push signing secret there, so the first requests do their real AWS calls;
@@ -40,7 +42,7 @@ struct Options {
     /// (cargo lambda's output). Default: `$CARGO_TARGET_DIR/debug`, else `target/debug`.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
-    /// The functions to run (default: all ten).
+    /// The functions to run (default: all eleven).
     #[arg(long, value_delimiter = ',')]
     functions: Vec<String>,
     /// Cold starts per function; the table shows the median.
@@ -59,7 +61,7 @@ struct Options {
 const BINARY: &str = "a2a-function";
 
 /// Every role, as `a2a_lambda_glue::Function::ALL` names them.
-const ALL: [&str; 10] = [
+const ALL: [&str; 11] = [
     "send",
     "get",
     "list",
@@ -68,6 +70,7 @@ const ALL: [&str; 10] = [
     "card",
     "stream",
     "rpc",
+    "front",
     "worker",
     "push",
 ];
@@ -95,7 +98,8 @@ fn rest_event(method: &str, path: &str, body: Option<Value>) -> Value {
 fn first_event(function: &str) -> Value {
     let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
     match function {
-        "send" => rest_event("POST", "/message:send", Some(message)),
+        // The front function (front door FunctionUrl) answers the same send.
+        "send" | "front" => rest_event("POST", "/message:send", Some(message)),
         "stream" => rest_event("POST", "/message:stream", Some(message)),
         "get" => rest_event("GET", "/tasks/cold-start-missing", None),
         "list" => rest_event("GET", "/tasks", None),
@@ -279,6 +283,7 @@ fn truncate(text: &str) -> String {
 
 /// One cold start's figures: wall-clock and CPU time of init and of the first request.
 struct Run {
+    peak_rss_kib: Option<u64>,
     init: Option<Duration>,
     init_cpu: Option<Duration>,
     first: Option<Duration>,
@@ -348,6 +353,7 @@ async fn cold_start(
             break;
         }
     }
+    let peak_rss_kib = peak_rss_kib(child.id());
     let _ = child.kill();
     let _ = child.wait();
     server.abort();
@@ -358,6 +364,7 @@ async fn cold_start(
             None => "never asked for an event".into(),
         };
         return Run {
+            peak_rss_kib,
             outcome,
             ..Run::none()
         };
@@ -365,6 +372,7 @@ async fn cold_start(
     let init = Some(next_at - started);
     match &seen.answered {
         Some((at, outcome, cpu)) => Run {
+            peak_rss_kib,
             init,
             init_cpu: next_cpu,
             first: Some(*at - next_at),
@@ -374,6 +382,7 @@ async fn cold_start(
             outcome: outcome.clone(),
         },
         None => Run {
+            peak_rss_kib,
             init,
             init_cpu: next_cpu,
             outcome: "no answer before the timeout".into(),
@@ -385,6 +394,7 @@ async fn cold_start(
 impl Run {
     fn none() -> Self {
         Run {
+            peak_rss_kib: None,
             init: None,
             init_cpu: None,
             first: None,
@@ -392,6 +402,22 @@ impl Run {
             outcome: String::new(),
         }
     }
+}
+
+/// The most resident memory process `pid` has held, KiB (`VmHWM` in `/proc/<pid>/status`;
+/// Linux only, as Lambda is).
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The largest peak RSS of `runs`, as a table cell in MiB.
+fn peak_rss_cell(runs: &[u64]) -> String {
+    runs.iter()
+        .max()
+        .map(|kib| format!("{:.1}", *kib as f64 / 1024.0))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The functions' environment: the moto resources when `AWS_ENDPOINT_URL` is set, else local
@@ -520,15 +546,16 @@ async fn main() -> Result<(), String> {
     );
     println!();
     println!(
-        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | first answer |"
+        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | peak RSS, MiB | first answer |"
     );
-    println!("|---|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---|");
     let mut failed: Vec<String> = Vec::new();
     for function in &functions {
         let mut inits = Vec::new();
         let mut init_cpus = Vec::new();
         let mut firsts = Vec::new();
         let mut first_cpus = Vec::new();
+        let mut rss = Vec::new();
         let mut outcome = String::new();
         for _ in 0..o.runs.max(1) {
             let run =
@@ -537,17 +564,19 @@ async fn main() -> Result<(), String> {
             init_cpus.extend(run.init_cpu);
             firsts.extend(run.first);
             first_cpus.extend(run.first_cpu);
+            rss.extend(run.peak_rss_kib);
             if run.first.is_none() && !failed.iter().any(|f| f.starts_with(function.as_str())) {
                 failed.push(format!("{function}: {}", run.outcome));
             }
             outcome = run.outcome;
         }
         println!(
-            "| {function} | {} | {} | {} | {} | {} |",
+            "| {function} | {} | {} | {} | {} | {} | {} |",
             ms(median(inits)),
             ms(median(init_cpus)),
             ms(median(firsts)),
             ms(median(first_cpus)),
+            peak_rss_cell(&rss),
             outcome.replace('|', "\\|")
         );
     }

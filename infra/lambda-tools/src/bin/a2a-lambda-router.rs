@@ -1,11 +1,13 @@
 //! The local front door: serves `infra/routes.json` on 127.0.0.1 and forwards each request to
 //! its function's Function URL under `cargo lambda watch` (`/lambda-url/<function>/<path>`),
-//! streaming the response back, as API Gateway does in front of the deployed functions.
+//! streaming the response back, as API Gateway does in front of the deployed functions. With
+//! `--front-door function-url` it forwards every request to the one front function instead, as
+//! the front door `FunctionUrl` does.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use a2a_lambda_tools::RouteTable;
+use a2a_lambda_tools::{FrontDoor, RouteTable};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode};
@@ -25,10 +27,19 @@ struct Options {
     /// The route table.
     #[arg(long, default_value = "infra/routes.json")]
     routes: std::path::PathBuf,
+    /// The front door to stand in for (the template's `FrontDoor`).
+    #[arg(
+        long,
+        value_enum,
+        env = "A2A_FRONT_DOOR",
+        default_value = "api-gateway"
+    )]
+    front_door: FrontDoor,
 }
 
 struct App {
     routes: RouteTable,
+    front_door: FrontDoor,
     watch: String,
     http: reqwest::Client,
 }
@@ -43,7 +54,10 @@ fn skipped(name: &HeaderName) -> bool {
 
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
-    let Some(function) = app.routes.function_for(request.method().as_str(), &path) else {
+    let Some(function) =
+        app.routes
+            .function_behind(app.front_door, request.method().as_str(), &path)
+    else {
         let body = serde_json::json!({"error": {"code": 404, "status": "NOT_FOUND",
             "message": format!("no route for {} {path}", request.method())}});
         return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
@@ -100,6 +114,7 @@ async fn main() -> Result<(), String> {
         .map_err(|e| format!("cannot read {}: {e}", options.routes.display()))?;
     let app = Arc::new(App {
         routes: RouteTable::parse(&text)?,
+        front_door: options.front_door,
         watch: options.watch.trim_end_matches('/').to_owned(),
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -109,7 +124,12 @@ async fn main() -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
-    tracing::info!(addr = %options.addr, watch = %app.watch, "a2a-lambda-router listening");
+    tracing::info!(
+        addr = %options.addr,
+        watch = %app.watch,
+        front_door = ?app.front_door,
+        "a2a-lambda-router listening"
+    );
     let router = axum::Router::new().fallback(forward).with_state(app);
     axum::serve(listener, router)
         .await
