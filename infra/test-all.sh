@@ -131,7 +131,7 @@ A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke
 
 step "Cold start: each function's init and first request, fake Runtime API + moto (docs/lambda.md)"
 # A smoke run: every function must start and answer; the times are printed, never asserted.
-"$target_dir/debug/a2a-cold-start" --runs 1 --check
+"$target_dir/debug/a2a-cold-start" --runs 1 --warm 2 --check
 
 step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 data_dir=$(mktemp -d)

@@ -4,7 +4,9 @@
 //! - **init**: from `exec` to the function's first `GET /runtime/invocation/next` (what Lambda
 //!   reports as *Init Duration*, minus loading the binary), and
 //! - **first request**: from handing it its first event to the end of its response (the
-//!   caller's wait on a cold instance, beyond init), and
+//!   caller's wait on a cold instance, beyond init),
+//! - with `--warm N`, the **warm request CPU**: the CPU time of each of N more requests the same
+//!   instance answers after its first (what a warm invocation bills, beside its waits), and
 //! - **peak RSS**: the most memory the process held (`VmHWM`), read after its first answer: what
 //!   the function's `MemorySize` must hold (docs/lambda.md, "Memory").
 //!
@@ -48,11 +50,16 @@ struct Options {
     /// Cold starts per function; the table shows the median.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Requests each instance answers after its first, to measure a warm request's CPU time
+    /// (the mean over them; 0: no warm column).
+    #[arg(long, default_value_t = 0)]
+    warm: usize,
     /// Longest wait for a function's init or first response, in seconds.
     #[arg(long, default_value_t = 20)]
     timeout_secs: u64,
-    /// Exit non-zero unless every function initialised and answered its first event (the
-    /// response may be an error: without AWS, that is expected). Times are never checked.
+    /// Exit non-zero unless every function initialised and answered its first event, and its
+    /// `--warm` ones (the response may be an error: without AWS, that is expected). Times are
+    /// never checked.
     #[arg(long)]
     check: bool,
 }
@@ -94,7 +101,8 @@ fn rest_event(method: &str, path: &str, body: Option<Value>) -> Value {
     })
 }
 
-/// The first event each function gets: a representative request of its own.
+/// The event each function gets, first and warm: a representative request of its own (a send
+/// carries a new `messageId` each time, so a warm one is not an idempotent repeat).
 fn first_event(function: &str) -> Value {
     let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
     match function {
@@ -147,10 +155,18 @@ struct Seen {
     first_next: Option<(Instant, Option<Duration>)>,
     /// The end of the first response (or error report), what it was, and the CPU time used.
     answered: Option<(Instant, String, Option<Duration>)>,
+    /// Events handed over so far, and answers received.
+    served: usize,
+    answers: usize,
+    /// The CPU time used at the first warm event's hand-over, and after the last warm answer.
+    warm_from: Option<Duration>,
+    warm_to: Option<Duration>,
 }
 
 struct Runtime {
-    event: Value,
+    function: String,
+    /// Events to hand over after the first.
+    warm: usize,
     /// The function's process, once spawned.
     pid: Mutex<Option<u32>>,
     seen: Mutex<Seen>,
@@ -178,18 +194,21 @@ fn process_cpu(pid: u32) -> Option<Duration> {
 }
 
 async fn next(State(rt): State<Arc<Runtime>>) -> Response {
-    let first = {
+    let serve = {
         let at = Instant::now();
+        let cpu = rt.cpu();
         let mut seen = rt.seen.lock().unwrap();
-        let first = seen.first_next.is_none();
-        if first {
-            seen.first_next = Some((at, rt.cpu()));
+        if seen.first_next.is_none() {
+            seen.first_next = Some((at, cpu));
+        } else if seen.served == 1 {
+            seen.warm_from = cpu;
         }
-        first
+        seen.served += 1;
+        seen.served <= 1 + rt.warm
     };
     rt.changed.notify_waiters();
-    if !first {
-        // One event per cold start: the second `next` waits until the process is stopped.
+    if !serve {
+        // Every event handed over: this `next` waits until the process is stopped.
         std::future::pending::<()>().await;
     }
     let mut headers = HeaderMap::new();
@@ -215,7 +234,8 @@ async fn next(State(rt): State<Arc<Runtime>>) -> Response {
     ] {
         headers.insert(name, HeaderValue::from_str(&value).unwrap());
     }
-    (StatusCode::OK, headers, rt.event.to_string()).into_response()
+    let event = first_event(&rt.function);
+    (StatusCode::OK, headers, event.to_string()).into_response()
 }
 
 /// The end of the function's answer: a buffered response, a streamed one (read to its end), or
@@ -223,7 +243,15 @@ async fn next(State(rt): State<Arc<Runtime>>) -> Response {
 fn answered(rt: &Runtime, outcome: String) -> StatusCode {
     let at = Instant::now();
     let cpu = rt.cpu();
-    rt.seen.lock().unwrap().answered = Some((at, outcome, cpu));
+    {
+        let mut seen = rt.seen.lock().unwrap();
+        seen.answers += 1;
+        if seen.answers == 1 {
+            seen.answered = Some((at, outcome, cpu));
+        } else if seen.answers == 1 + rt.warm {
+            seen.warm_to = cpu;
+        }
+    }
     rt.changed.notify_waiters();
     StatusCode::ACCEPTED
 }
@@ -288,6 +316,8 @@ struct Run {
     init_cpu: Option<Duration>,
     first: Option<Duration>,
     first_cpu: Option<Duration>,
+    /// The mean CPU time of a warm request (`--warm`).
+    warm_cpu: Option<Duration>,
     outcome: String,
 }
 
@@ -296,9 +326,11 @@ async fn cold_start(
     function: &str,
     env: &[(String, String)],
     timeout: Duration,
+    warm: usize,
 ) -> Run {
     let rt = Arc::new(Runtime {
-        event: first_event(function),
+        function: function.to_owned(),
+        warm,
         pid: Mutex::new(None),
         seen: Mutex::new(Seen::default()),
         changed: Notify::new(),
@@ -346,8 +378,15 @@ async fn cold_start(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let changed = rt.changed.notified();
-        if rt.seen.lock().unwrap().answered.is_some() {
-            break;
+        {
+            let seen = rt.seen.lock().unwrap();
+            // Done once every event is answered, or at once when init failed (the process
+            // exits: nothing more will come).
+            let init_failed =
+                matches!(&seen.answered, Some((_, o, _)) if o.starts_with("init error"));
+            if seen.answers > warm || init_failed {
+                break;
+            }
         }
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
             break;
@@ -379,6 +418,11 @@ async fn cold_start(
             first_cpu: cpu
                 .zip(next_cpu)
                 .map(|(end, start)| end.saturating_sub(start)),
+            warm_cpu: seen
+                .warm_to
+                .zip(seen.warm_from)
+                .filter(|_| warm > 0)
+                .map(|(end, start)| end.saturating_sub(start) / warm as u32),
             outcome: outcome.clone(),
         },
         None => Run {
@@ -399,6 +443,7 @@ impl Run {
             init_cpu: None,
             first: None,
             first_cpu: None,
+            warm_cpu: None,
             outcome: String::new(),
         }
     }
@@ -546,36 +591,46 @@ async fn main() -> Result<(), String> {
     );
     println!();
     println!(
-        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | peak RSS, MiB | first answer |"
+        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | warm request CPU, ms | peak RSS, MiB | first answer |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|");
     let mut failed: Vec<String> = Vec::new();
     for function in &functions {
         let mut inits = Vec::new();
         let mut init_cpus = Vec::new();
         let mut firsts = Vec::new();
         let mut first_cpus = Vec::new();
+        let mut warm_cpus = Vec::new();
         let mut rss = Vec::new();
         let mut outcome = String::new();
         for _ in 0..o.runs.max(1) {
-            let run =
-                cold_start(&binary, function, &env, Duration::from_secs(o.timeout_secs)).await;
+            let run = cold_start(
+                &binary,
+                function,
+                &env,
+                Duration::from_secs(o.timeout_secs),
+                o.warm,
+            )
+            .await;
             inits.extend(run.init);
             init_cpus.extend(run.init_cpu);
             firsts.extend(run.first);
             first_cpus.extend(run.first_cpu);
+            warm_cpus.extend(run.warm_cpu);
             rss.extend(run.peak_rss_kib);
-            if run.first.is_none() && !failed.iter().any(|f| f.starts_with(function.as_str())) {
+            let incomplete = run.first.is_none() || (o.warm > 0 && run.warm_cpu.is_none());
+            if incomplete && !failed.iter().any(|f| f.starts_with(function.as_str())) {
                 failed.push(format!("{function}: {}", run.outcome));
             }
             outcome = run.outcome;
         }
         println!(
-            "| {function} | {} | {} | {} | {} | {} | {} |",
+            "| {function} | {} | {} | {} | {} | {} | {} | {} |",
             ms(median(inits)),
             ms(median(init_cpus)),
             ms(median(firsts)),
             ms(median(first_cpus)),
+            ms(median(warm_cpus)),
             peak_rss_cell(&rss),
             outcome.replace('|', "\\|")
         );
