@@ -496,26 +496,22 @@ impl TaskLog {
                 }
                 // Only a read that found nothing asks whether the task stopped without a
                 // closing event after `after` (a resume past the end).
-                let head = if fresh {
-                    Ok(None)
-                } else {
-                    store.load_task(&st.owner, &st.task_id).await.map(Some)
-                };
-                match head {
-                    Ok(None) => {}
-                    Ok(Some(Some(head)))
-                        if head.version <= st.after && head.task.status.state.is_terminal() =>
-                    {
-                        return None
-                    }
-                    Ok(Some(Some(_))) => {}
-                    Ok(Some(None)) => {
-                        st.done = true;
-                        return Some((Err(A2AError::task_not_found(&st.task_id)), st));
-                    }
-                    Err(err) => {
-                        st.done = true;
-                        return Some((Err(store_error(err)), st));
+                if !fresh {
+                    match store.load_task(&st.owner, &st.task_id).await {
+                        Ok(Some(head))
+                            if head.version <= st.after && head.task.status.state.is_terminal() =>
+                        {
+                            return None
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) => {
+                            st.done = true;
+                            return Some((Err(A2AError::task_not_found(&st.task_id)), st));
+                        }
+                        Err(err) => {
+                            st.done = true;
+                            return Some((Err(store_error(err)), st));
+                        }
                     }
                 }
                 let wait = (st.deadline - now).min(Duration::from_secs(5));

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, HostResolver,
-    JobOutcome, Owner, Placement, PushAttempt, PushAttemptResult, PushJob, ServiceConfig,
-    TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
+    JobOutcome, Owner, Placement, PushAttempt, PushAttemptResult, PushDeliveryState, PushJob,
+    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, TaskState, Timestamp};
@@ -56,6 +56,17 @@ struct Fixture {
     service: A2aService,
     down: Arc<Down>,
     job: PushJob,
+}
+
+impl Fixture {
+    /// The delivery record of the job's push config.
+    async fn delivery(&self) -> PushDeliveryState {
+        self.store
+            .get_push_delivery(&self.job.owner, &self.job.task_id, "c1")
+            .await
+            .unwrap()
+            .expect("a record")
+    }
 }
 
 /// A finished task with one push config whose receiver is down, and the push job of its
@@ -120,12 +131,7 @@ async fn a_push_received_many_times_but_never_attempted_is_attempted_and_retried
     let outcome = f.service.deliver_push(&f.job, 3 * max).await;
     assert!(matches!(outcome, JobOutcome::Retry { .. }), "{outcome:?}");
     assert_eq!(f.down.0.load(Ordering::SeqCst), 1, "one POST");
-    let record = f
-        .store
-        .get_push_delivery(&f.job.owner, &f.job.task_id, "c1")
-        .await
-        .unwrap()
-        .expect("a record");
+    let record = f.delivery().await;
     assert_eq!((record.last_seq_attempts, record.dead_lettered), (1, 0));
 }
 
@@ -159,12 +165,7 @@ async fn a_push_whose_own_attempts_are_exhausted_is_dead_lettered_with_its_reaso
         1,
         "the last attempt was made"
     );
-    let record = f
-        .store
-        .get_push_delivery(&f.job.owner, &f.job.task_id, "c1")
-        .await
-        .unwrap()
-        .expect("a record");
+    let record = f.delivery().await;
     assert_eq!((record.last_seq_attempts, record.dead_lettered), (max, 1));
     // Handed out again (its dead-lettering did not happen): given up on without a POST.
     let again = f.service.deliver_push(&f.job, 3).await;

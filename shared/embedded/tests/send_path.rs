@@ -199,6 +199,19 @@ impl TaskStore for Counting {
     }
 }
 
+/// A blocking send of the user's text message `text`, with id `message_id`.
+fn text_message(message_id: &str, text: &str) -> SendMessageRequest {
+    SendMessageRequest {
+        message: Some(Message {
+            message_id: message_id.into(),
+            role: Role::User,
+            parts: vec![Part::text(text)],
+            ..Message::default()
+        }),
+        ..SendMessageRequest::default()
+    }
+}
+
 /// Completes every task at once with an artifact, as the reference agent's echo does.
 struct Echo;
 
@@ -240,15 +253,7 @@ async fn a_blocking_send_whose_task_stops_at_once_reads_nothing_back() {
         queues.clone(),
         queues,
     );
-    let request = SendMessageRequest {
-        message: Some(Message {
-            message_id: "send-path-1".into(),
-            role: Role::User,
-            parts: vec![Part::text("hello")],
-            ..Message::default()
-        }),
-        ..SendMessageRequest::default()
-    };
+    let request = text_message("send-path-1", "hello");
     let response = service
         .send_message(&CallContext::anonymous(""), request)
         .await
@@ -322,15 +327,7 @@ async fn a_blocking_send_answers_after_its_execution_ended() {
         sqlite,
     );
     for (n, text) in ["at once", "working"].into_iter().enumerate() {
-        let request = SendMessageRequest {
-            message: Some(Message {
-                message_id: format!("settle-{n}"),
-                role: Role::User,
-                parts: vec![Part::text(text)],
-                ..Message::default()
-            }),
-            ..SendMessageRequest::default()
-        };
+        let request = text_message(&format!("settle-{n}"), text);
         let response = service
             .send_message(&CallContext::anonymous(""), request)
             .await
