@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, Select, TransactWriteItem};
 
 use super::table::{backend, build_error, capacity, names, values, write_units, Next, ReadCost};
-use super::{DynamoTaskStore, FIRST_POLL, MAX_POLL};
+use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 
@@ -121,7 +121,7 @@ impl DynamoTaskStore {
                         Put::builder()
                             .table_name(&*self.table)
                             .set_item(Some(event))
-                            .condition_expression("attribute_not_exists(#pk) OR #exp <= :now")
+                            .condition_expression(ABSENT_OR_EXPIRED)
                             .set_expression_attribute_names(Some(names(&["pk", "exp"])))
                             .set_expression_attribute_values(Some(values([(":now", n(now))])))
                             .build()
@@ -172,12 +172,10 @@ impl DynamoTaskStore {
             let item = items::born_terminal_item(head, events)?;
             items::check_size(&item, || format!("task {}", head.task.id))?;
             let index_wru = write_units(index_entry_size(&item));
-            // An expired task is gone as far as readers are concerned, even before
-            // DynamoDB's TTL deletes it: its id is free again.
             let created = self
                 .put_if_indexed(
                     item,
-                    "attribute_not_exists(#pk) OR #exp <= :now",
+                    ABSENT_OR_EXPIRED,
                     names(&["pk", "exp"]),
                     values([(":now", n(now))]),
                     index_wru,
@@ -191,10 +189,8 @@ impl DynamoTaskStore {
         }
         let head_item = items::head_item(head)?;
         let event_items = items::event_items(head, 0, events)?;
-        // An expired task is gone as far as readers are concerned, even before DynamoDB's TTL
-        // deletes it: its id is free again.
         let guard = Guard {
-            condition: "attribute_not_exists(#pk) OR #exp <= :now",
+            condition: ABSENT_OR_EXPIRED,
             names: &["pk", "exp"],
             values: values([(":now", n(now))]),
         };
@@ -274,7 +270,7 @@ impl DynamoTaskStore {
         })?;
         self.put_if(
             item,
-            "attribute_not_exists(#pk) OR #exp <= :now",
+            ABSENT_OR_EXPIRED,
             names(&["pk", "exp"]),
             values([(":now", n(now_ms()))]),
         )

@@ -28,6 +28,12 @@ use async_trait::async_trait;
 
 use crate::meter::Meter;
 
+/// The condition of a conditional write that creates an item (a task's head or event, a
+/// reply, a push delivery record): none at its key, or an expired one. An expired item is gone
+/// as far as readers are concerned, even before DynamoDB's TTL deletes it, so its key is free
+/// again. Uses `#pk`, `#exp` and `:now`.
+const ABSENT_OR_EXPIRED: &str = "attribute_not_exists(#pk) OR #exp <= :now";
+
 /// First pause of [`TaskStore::wait_for_append`]'s polling (and of a batch read's retry); it
 /// doubles up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(50);

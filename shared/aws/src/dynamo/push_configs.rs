@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use super::table::{
     backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
 };
-use super::DynamoTaskStore;
+use super::{DynamoTaskStore, ABSENT_OR_EXPIRED};
 use crate::items::{self, attr, n, s};
 use crate::now_ms;
 
@@ -331,7 +331,7 @@ impl DynamoTaskStore {
         }
         self.put_if(
             item,
-            "attribute_not_exists(#pk) OR #exp <= :now",
+            ABSENT_OR_EXPIRED,
             names(&["pk", "exp"]),
             values([(":now", n(now))]),
         )
