@@ -45,6 +45,19 @@ pub struct LoggedEvent {
     pub event: TaskEvent,
 }
 
+impl LoggedEvent {
+    /// The task that `events` build when applied in order from nothing (event 1 is `Created`).
+    /// A store that keeps a task as the events of its one write (a task born terminal)
+    /// rebuilds the head with this, exactly as the log built it.
+    pub fn replay(events: &[LoggedEvent]) -> Result<Task, A2AError> {
+        let mut task = Task::default();
+        for logged in events {
+            logged.event.apply(&mut task)?;
+        }
+        Ok(task)
+    }
+}
+
 impl TaskEvent {
     /// What a stream or a push receiver sees of this event; `None` for client messages.
     pub fn to_stream_response(&self) -> Option<StreamResponse> {

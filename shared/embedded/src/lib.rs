@@ -15,6 +15,7 @@ mod queue;
 mod schema;
 mod task_store;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -55,12 +56,74 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// The database file, to open more read connections.
     path: PathBuf,
-    /// Bumped after every successful create or append by this process.
-    appended: watch::Sender<u64>,
+    /// The versions this process wrote, per task, for the followers waiting on that task.
+    appends: Appends,
     /// Bumped after every enqueue on the work queue by this process.
     work_enqueued: watch::Sender<u64>,
     /// Bumped after every enqueue on the push queue by this process.
     push_enqueued: watch::Sender<u64>,
+}
+
+/// Per task, the last version this process wrote, for the followers waiting on that task. Only
+/// tasks someone waits on have an entry, so an append wakes the followers of its own task and
+/// nobody else.
+#[derive(Default)]
+struct Appends {
+    waiting: Mutex<HashMap<String, watch::Sender<u64>>>,
+}
+
+impl Appends {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+        // A poisoned map only means a panic elsewhere while it was held; its content is valid.
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records that this process wrote `task_id` up to `version`: wakes its followers.
+    fn wrote(&self, task_id: &str, version: u64) {
+        if let Some(sender) = self.lock().get(task_id) {
+            sender.send_if_modified(|seen| {
+                let newer = version > *seen;
+                if newer {
+                    *seen = version;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Starts watching `task_id`'s writes by this process; the entry goes with its last watcher.
+    fn watch(&self, task_id: &str) -> AppendWatch<'_> {
+        let receiver = self
+            .lock()
+            .entry(task_id.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe();
+        AppendWatch {
+            appends: self,
+            task_id: task_id.to_owned(),
+            receiver,
+        }
+    }
+}
+
+/// A follower's watch on one task's writes (see [`Appends::watch`]).
+struct AppendWatch<'a> {
+    appends: &'a Appends,
+    task_id: String,
+    receiver: watch::Receiver<u64>,
+}
+
+impl Drop for AppendWatch<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.appends.lock();
+        // Under the lock nobody subscribes meanwhile: one receiver left is this one.
+        if waiting
+            .get(&self.task_id)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            waiting.remove(&self.task_id);
+        }
+    }
 }
 
 /// A write for the writer thread: it runs inside the batch's transaction, says whether it
@@ -97,6 +160,7 @@ impl SqliteStore {
         let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
+        checkpoint_in_background(&mut conn, &path)?;
         let (writer, jobs) = mpsc::channel();
         std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
@@ -107,7 +171,7 @@ impl SqliteStore {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 path,
-                appended: watch::channel(0).0,
+                appends: Appends::default(),
                 work_enqueued: watch::channel(0).0,
                 push_enqueued: watch::channel(0).0,
             }),
@@ -199,6 +263,43 @@ impl SqliteStore {
     }
 }
 
+/// How many pages the write-ahead log holds before the checkpoint thread copies them into the
+/// database file (SQLite's own automatic checkpoint runs at 1,000, inside the committing write).
+const CHECKPOINT_PAGES: i32 = 4000;
+
+/// Moves checkpoints off the writer: `conn` (the write connection) no longer checkpoints inside
+/// its commits; once the log holds [`CHECKPOINT_PAGES`] pages, a thread of its own runs a
+/// passive checkpoint on another connection. A commit then never waits for a checkpoint's
+/// copying and `fsync`, and a page written many times between two checkpoints is copied once.
+/// A passive checkpoint waits for no one: readers and the writer go on meanwhile.
+fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), DbError> {
+    // Turning the automatic checkpoint off replaces SQLite's own WAL hook: set it first.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    let (due, checkpoints) = mpsc::sync_channel::<()>(1);
+    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+        if pages >= CHECKPOINT_PAGES {
+            // A full channel means a checkpoint is already due: nothing to add.
+            let _ = due.try_send(());
+        }
+        Ok(())
+    }))?;
+    let checkpointer = Connection::open(path)?;
+    checkpointer.busy_timeout(BUSY_TIMEOUT)?;
+    std::thread::Builder::new()
+        .name("a2a-sqlite-checkpoint".into())
+        .spawn(move || {
+            // Ends with the writer connection, which owns the hook and with it the sender.
+            while checkpoints.recv().is_ok() {
+                let done = checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "the store's checkpoint failed; the next one retries");
+                }
+            }
+        })
+        .map_err(|e| DbError::Invalid(format!("cannot start the store's checkpoint thread: {e}")))?;
+    Ok(())
+}
+
 /// Opens a read connection on an existing store file.
 fn open_reader(path: &Path) -> Result<Connection, DbError> {
     let conn = Connection::open_with_flags(
@@ -237,13 +338,13 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
         let mut in_transaction = false;
         for job in batch {
             if !in_transaction {
-                if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+                if let Err(e) = control(&conn, "BEGIN IMMEDIATE") {
                     tracing::error!(error = %e, "the store could not start a write transaction");
                     continue;
                 }
                 in_transaction = true;
             }
-            if let Err(e) = conn.execute_batch("SAVEPOINT w") {
+            if let Err(e) = control(&conn, "SAVEPOINT w") {
                 tracing::error!(error = %e, "the store could not start a write");
                 continue;
             }
@@ -251,7 +352,7 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
             let kept = match ran {
                 Ok((true, answer)) => {
                     answers.push(answer);
-                    conn.execute_batch("RELEASE w")
+                    control(&conn, "RELEASE w")
                 }
                 Ok((false, answer)) => {
                     answers.push(answer);
@@ -275,8 +376,8 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
             continue;
         }
         // SQLite's messages name tables and constraints, never values: safe to pass on.
-        let committed = conn.execute_batch("COMMIT").map_err(|e| {
-            let _ = conn.execute_batch("ROLLBACK");
+        let committed = control(&conn, "COMMIT").map_err(|e| {
+            let _ = control(&conn, "ROLLBACK");
             format!("sqlite: {e}")
         });
         for answer in answers {
@@ -285,12 +386,20 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
     }
 }
 
+/// Runs a transaction-control statement (`BEGIN`, `SAVEPOINT`, `COMMIT`, …) through the
+/// statement cache: the writer runs a few of them per write, and parsing one each time cost
+/// more than running it.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// Undoes the changes of the write in savepoint `w`, keeping the others of the transaction.
 fn roll_back_savepoint(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_autocommit() {
         return Ok(());
     }
-    conn.execute_batch("ROLLBACK TO w; RELEASE w")
+    control(conn, "ROLLBACK TO w")?;
+    control(conn, "RELEASE w")
 }
 
 /// `execute` and `query_row` through the connection's prepared-statement cache: the store runs

@@ -15,7 +15,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::{now_ms, to_i64, wait_tick, CachedStatements, DbError, SqliteStore};
+use crate::{now_ms, to_i64, CachedStatements, DbError, SqliteStore, POLL_INTERVAL};
 
 /// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
 const LEASE_PURGE_GRACE_MS: i64 = 24 * 3600 * 1000;
@@ -29,11 +29,26 @@ struct HeadRow {
     status_ts_ms: i64,
     version: i64,
     expires_at_ms: i64,
+    /// The task as JSON; empty when `events` carries it.
     head: String,
+    /// For a task born terminal: the events of its one write as a JSON array, from which the
+    /// task is rebuilt ([`LoggedEvent::replay`]); such a task has no rows in `events`.
+    events: Option<String>,
 }
 
 impl HeadRow {
     fn new(head: &StoredTask) -> Result<Self, DbError> {
+        Self::with_body(head, serde_json::to_string(&head.task)?, None)
+    }
+
+    /// The head of a task born terminal, carrying `events` (already checked) instead of the
+    /// task: one row where a head and its event rows would be four, and nothing is ever
+    /// appended to it.
+    fn born_terminal(head: &StoredTask, events: &[LoggedEvent]) -> Result<Self, DbError> {
+        Self::with_body(head, String::new(), Some(serde_json::to_string(events)?))
+    }
+
+    fn with_body(head: &StoredTask, body: String, events: Option<String>) -> Result<Self, DbError> {
         if head.task.id.is_empty() {
             return Err(DbError::Invalid("a stored task needs an id".into()));
         }
@@ -45,15 +60,16 @@ impl HeadRow {
             status_ts_ms: status_ts_ms(&head.task),
             version: to_i64(head.version),
             expires_at_ms: head.expires_at.millis(),
-            head: serde_json::to_string(&head.task)?,
+            head: body,
+            events,
         })
     }
 
     fn insert(&self, conn: &Connection) -> Result<(), DbError> {
         conn.execute_cached(
             "INSERT INTO tasks (task_id, owner, context_id, state, status_ts_ms, version,
-                                expires_at_ms, head)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                expires_at_ms, head, events)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 self.task_id,
                 self.owner,
@@ -62,7 +78,8 @@ impl HeadRow {
                 self.status_ts_ms,
                 self.version,
                 self.expires_at_ms,
-                self.head
+                self.head,
+                self.events
             ],
         )?;
         Ok(())
@@ -71,7 +88,7 @@ impl HeadRow {
     fn update(&self, conn: &Connection) -> Result<(), DbError> {
         conn.execute_cached(
             "UPDATE tasks SET context_id = ?2, state = ?3, status_ts_ms = ?4, version = ?5,
-                              expires_at_ms = ?6, head = ?7
+                              expires_at_ms = ?6, head = ?7, events = NULL
              WHERE task_id = ?1",
             params![
                 self.task_id,
@@ -87,6 +104,18 @@ impl HeadRow {
     }
 }
 
+/// The task of a `tasks` row: its `head` JSON, or the replay of the `events` it carries.
+fn task_of_row(head: &str, events: Option<&str>) -> Result<Task, DbError> {
+    match events {
+        Some(events) => {
+            let events: Vec<LoggedEvent> = serde_json::from_str(events)?;
+            LoggedEvent::replay(&events)
+                .map_err(|e| DbError::Invalid(format!("stored events: {}", e.message())))
+        }
+        None => Ok(serde_json::from_str(head)?),
+    }
+}
+
 /// An event as written to the `events` table.
 struct EventRow {
     seq: i64,
@@ -95,37 +124,23 @@ struct EventRow {
 }
 
 impl EventRow {
-    /// Serialises `events`, checking that they continue a log of length `expected_version`
-    /// without gaps and end at `head_version`. A caller that breaks this has a bug; refusing
-    /// the write keeps the log gapless whatever the caller does.
+    /// Serialises `events`, checked by [`check_seqs`].
     fn all(
         events: &[LoggedEvent],
         expected_version: u64,
         head_version: u64,
     ) -> Result<Vec<Self>, DbError> {
-        let mut next = expected_version;
-        let mut rows = Vec::with_capacity(events.len());
-        for event in events {
-            next += 1;
-            if event.seq != next {
-                return Err(DbError::Invalid(format!(
-                    "event seq {} does not follow version {}",
-                    event.seq,
-                    next - 1
-                )));
-            }
-            rows.push(Self {
-                seq: to_i64(event.seq),
-                at_ms: event.at.millis(),
-                body: serde_json::to_string(event)?,
-            });
-        }
-        if head_version != next {
-            return Err(DbError::Invalid(format!(
-                "head version {head_version} does not match the last event seq {next}"
-            )));
-        }
-        Ok(rows)
+        check_seqs(events, expected_version, head_version)?;
+        events
+            .iter()
+            .map(|event| {
+                Ok(Self {
+                    seq: to_i64(event.seq),
+                    at_ms: event.at.millis(),
+                    body: serde_json::to_string(event)?,
+                })
+            })
+            .collect()
     }
 
     fn insert_all(rows: &[Self], conn: &Connection, task_id: &str) -> Result<(), DbError> {
@@ -139,10 +154,37 @@ impl EventRow {
     }
 }
 
+/// Checks that `events` continue a log of length `expected_version` without gaps and end at
+/// `head_version`. A caller that breaks this has a bug; refusing the write keeps the log
+/// gapless whatever the caller does.
+fn check_seqs(
+    events: &[LoggedEvent],
+    expected_version: u64,
+    head_version: u64,
+) -> Result<(), DbError> {
+    let mut next = expected_version;
+    for event in events {
+        next += 1;
+        if event.seq != next {
+            return Err(DbError::Invalid(format!(
+                "event seq {} does not follow version {}",
+                event.seq,
+                next - 1
+            )));
+        }
+    }
+    if head_version != next {
+        return Err(DbError::Invalid(format!(
+            "head version {head_version} does not match the last event seq {next}"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether a live reply record holds `task_id`; an expired one is deleted (its id is free).
 fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbError> {
     let expires: Option<i64> = conn
-        .query_row(
+        .query_row_cached(
             "SELECT expires_at_ms FROM message_replies WHERE task_id = ?1",
             [task_id],
             |r| r.get(0),
@@ -195,7 +237,7 @@ impl SqliteStore {
         let task_id = task_id.to_owned();
         self.read(move |conn| {
             let version: Option<i64> = conn
-                .query_row(
+                .query_row_cached(
                     "SELECT version FROM tasks WHERE task_id = ?1",
                     [&task_id],
                     |r| r.get(0),
@@ -252,7 +294,7 @@ impl SqliteStore {
             // Same WHERE as `take_lease`; the SET sees the old row, so the count goes on for
             // the same job and starts again for another one.
             let attempts: Option<i64> = tx
-                .query_row(
+                .query_row_cached(
                     "INSERT INTO leases (task_id, holder, until_ms, owner, inline, job_seq, job_attempts)
                      VALUES (?1, ?2, ?3, NULL, 0, ?5, 1)
                      ON CONFLICT (task_id) DO UPDATE
@@ -325,7 +367,7 @@ impl SqliteStore {
         let config_id = config_id.to_owned();
         self.read(move |conn| {
             let body: Option<String> = conn
-                .query_row(
+                .query_row_cached(
                     &format!(
                         "SELECT body FROM {table}
                          WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4"
@@ -338,10 +380,6 @@ impl SqliteStore {
         })
         .await
     }
-
-    fn notify_appended(&self) {
-        self.inner.appended.send_modify(|n| *n = n.wrapping_add(1));
-    }
 }
 
 #[async_trait]
@@ -351,12 +389,19 @@ impl TaskStore for SqliteStore {
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        let row = HeadRow::new(head)?;
-        let events = EventRow::all(events, 0, head.version)?;
+        // Nothing is ever appended to a task born terminal (a blocking echo): its events ride
+        // in its head row.
+        let (row, events) = if head.task.status.state.is_terminal() {
+            check_seqs(events, 0, head.version)?;
+            (HeadRow::born_terminal(head, events)?, Vec::new())
+        } else {
+            (HeadRow::new(head)?, EventRow::all(events, 0, head.version)?)
+        };
+        let (task_id, version) = (row.task_id.clone(), head.version);
         self.write(move |tx| {
             let now = now_ms();
             let existing: Option<i64> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
                     [&row.task_id],
                     |r| r.get(0),
@@ -381,7 +426,7 @@ impl TaskStore for SqliteStore {
             Ok(())
         })
         .await?;
-        self.notify_appended();
+        self.inner.appends.wrote(&task_id, version);
         Ok(())
     }
 
@@ -394,12 +439,13 @@ impl TaskStore for SqliteStore {
         let row = HeadRow::new(head)?;
         let events = EventRow::all(events, expected_version, head.version)?;
         let expected = to_i64(expected_version);
+        let (task_id, version) = (row.task_id.clone(), head.version);
         self.write(move |tx| {
             let now = now_ms();
             // The check and the write are in one immediate transaction: no other connection,
             // in this process or another, can write between them.
             let stored: Option<(i64, String, i64)> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
                     [&row.task_id],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -416,7 +462,7 @@ impl TaskStore for SqliteStore {
             Ok(())
         })
         .await?;
-        self.notify_appended();
+        self.inner.appends.wrote(&task_id, version);
         Ok(())
     }
 
@@ -425,28 +471,10 @@ impl TaskStore for SqliteStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
-        let owner = owner.clone();
-        let task_id = task_id.to_owned();
-        self.read(move |conn| {
-            let row: Option<(String, i64, i64)> = conn
-                .query_row(
-                    "SELECT head, version, expires_at_ms FROM tasks
-                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
-                    params![task_id, owner.as_str(), now_ms()],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let Some((head, version, expires_at_ms)) = row else {
-                return Ok(None);
-            };
-            Ok(Some(StoredTask {
-                owner,
-                task: serde_json::from_str(&head)?,
-                version: u64::try_from(version).unwrap_or(0),
-                expires_at: Timestamp::from_millis(expires_at_ms),
-            }))
-        })
-        .await
+        match self.load_send(owner, task_id).await? {
+            Some(SendRecord::Task(head)) => Ok(Some(head)),
+            _ => Ok(None),
+        }
     }
 
     async fn load_send(
@@ -454,24 +482,35 @@ impl TaskStore for SqliteStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<SendRecord>, StoreError> {
-        if let Some(head) = self.load_task(owner, task_id).await? {
-            return Ok(Some(SendRecord::Task(head)));
-        }
-        let owner = owner.as_str().to_owned();
+        let owner = owner.clone();
         let task_id = task_id.to_owned();
         self.read(move |conn| {
-            let body: Option<String> = conn
-                .query_row(
-                    "SELECT body FROM message_replies
-                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
-                    params![task_id, owner, now_ms()],
-                    |r| r.get(0),
+            // One statement for both kinds of record the id may hold: the task's head, or the
+            // reply record of a message answered without a task.
+            let row: Option<(bool, String, Option<String>, i64, i64)> = conn
+                .query_row_cached(
+                    "SELECT 0, head, events, version, expires_at_ms FROM tasks
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
+                     UNION ALL
+                     SELECT 1, body, NULL, 0, expires_at_ms FROM message_replies
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
+                     LIMIT 1",
+                    params![task_id, owner.as_str(), now_ms()],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
                 )
                 .optional()?;
-            Ok(body
-                .map(|b| serde_json::from_str(&b))
-                .transpose()?
-                .map(SendRecord::Reply))
+            let Some((reply, body, events, version, expires_at_ms)) = row else {
+                return Ok(None);
+            };
+            if reply {
+                return Ok(Some(SendRecord::Reply(serde_json::from_str(&body)?)));
+            }
+            Ok(Some(SendRecord::Task(StoredTask {
+                task: task_of_row(&body, events.as_deref())?,
+                owner,
+                version: u64::try_from(version).unwrap_or(0),
+                expires_at: Timestamp::from_millis(expires_at_ms),
+            })))
         })
         .await
     }
@@ -484,7 +523,7 @@ impl TaskStore for SqliteStore {
         self.write(move |tx| {
             let now = now_ms();
             let task_live: Option<i64> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT 1 FROM tasks WHERE task_id = ?1 AND expires_at_ms > ?2",
                     params![task_id, now],
                     |r| r.get(0),
@@ -517,22 +556,42 @@ impl TaskStore for SqliteStore {
         let task_id = task_id.to_owned();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |conn| {
-            // Joining the head applies the owner and expiry of the task to its events.
-            let mut stmt = conn.prepare_cached(
-                "SELECT e.body FROM events e JOIN tasks t ON t.task_id = e.task_id
-                 WHERE t.task_id = ?1 AND t.owner = ?2 AND t.expires_at_ms > ?3 AND e.seq > ?4
-                 ORDER BY e.seq LIMIT ?5",
-            )?;
-            let bodies = stmt
-                .query_map(
-                    params![task_id, owner, now_ms(), to_i64(after_seq), limit],
-                    |r| r.get::<_, String>(0),
-                )?
-                .collect::<Result<Vec<_>, _>>()?;
-            bodies
-                .iter()
-                .map(|body| Ok(serde_json::from_str(body)?))
-                .collect()
+            // The head applies the owner and expiry of the task to its events; a task born
+            // terminal carries them itself.
+            let head: Option<Option<String>> = conn
+                .query_row_cached(
+                    "SELECT events FROM tasks
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
+                    params![task_id, owner, now_ms()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match head {
+                None => Ok(Vec::new()),
+                Some(Some(carried)) => {
+                    let events: Vec<LoggedEvent> = serde_json::from_str(&carried)?;
+                    Ok(events
+                        .into_iter()
+                        .filter(|e| e.seq > after_seq)
+                        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+                        .collect())
+                }
+                Some(None) => {
+                    let mut stmt = conn.prepare_cached(
+                        "SELECT body FROM events WHERE task_id = ?1 AND seq > ?2
+                         ORDER BY seq LIMIT ?3",
+                    )?;
+                    let bodies = stmt
+                        .query_map(params![task_id, to_i64(after_seq), limit], |r| {
+                            r.get::<_, String>(0)
+                        })?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    bodies
+                        .iter()
+                        .map(|body| Ok(serde_json::from_str(body)?))
+                        .collect()
+                }
+            }
         })
         .await
     }
@@ -582,18 +641,18 @@ impl TaskStore for SqliteStore {
             // One more row than the page tells whether a next page exists.
             args.push(i64::try_from(page_size + 1).unwrap_or(i64::MAX).into());
             let sql = format!(
-                "SELECT head, status_ts_ms, task_id FROM tasks WHERE {filter}
+                "SELECT head, events, status_ts_ms, task_id FROM tasks WHERE {filter}
                  ORDER BY status_ts_ms DESC, task_id DESC LIMIT ?{}",
                 args.len()
             );
             let mut rows = {
-                let mut stmt = tx.prepare(&sql)?;
+                let mut stmt = tx.prepare_cached(&sql)?;
                 let rows = stmt
                     .query_map(params_from_iter(&args), |r| {
                         Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, String>(2)?,
+                            (r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?),
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, String>(3)?,
                         ))
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
@@ -616,7 +675,7 @@ impl TaskStore for SqliteStore {
             };
             let tasks = rows
                 .iter()
-                .map(|(head, _, _)| serde_json::from_str(head))
+                .map(|((head, events), _, _)| task_of_row(head, events.as_deref()))
                 .collect::<Result<Vec<Task>, _>>()?;
             Ok(TaskPage {
                 tasks,
@@ -629,24 +688,35 @@ impl TaskStore for SqliteStore {
 
     async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
         let deadline = tokio::time::Instant::now() + max_wait;
-        let mut rx = self.inner.appended.subscribe();
+        // Watch first, read second: a write of this process that lands after the read then
+        // shows in the watch. Writes of other processes only show in a read: one per tick.
+        let mut watch = self.inner.appends.watch(task_id);
+        let mut read = true;
         loop {
-            // Mark the current value seen before reading the store: an append that lands after
-            // the read then changes the channel and ends the wait below.
-            rx.borrow_and_update();
-            match self.version_of(task_id).await {
-                Ok(Some(version)) if version > after_version => return,
-                Ok(_) => {}
-                Err(e) => {
-                    // Only a hint: the caller re-reads and will meet the error itself.
-                    tracing::warn!(error = %e, "wait_for_append could not read the task version");
-                    return;
-                }
-            }
-            if tokio::time::Instant::now() >= deadline {
+            if *watch.receiver.borrow_and_update() > after_version {
                 return;
             }
-            wait_tick(&mut rx, deadline).await;
+            if read {
+                match self.version_of(task_id).await {
+                    Ok(Some(version)) if version > after_version => return,
+                    Ok(_) => {}
+                    Err(e) => {
+                        // Only a hint: the caller re-reads and will meet the error itself.
+                        tracing::warn!(error = %e, "wait_for_append could not read the task version");
+                        return;
+                    }
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return;
+            }
+            let tick = deadline.min(now + POLL_INTERVAL);
+            read = tokio::select! {
+                // The sender lives while this watch does: a change is this process's write.
+                changed = watch.receiver.changed() => changed.is_err(),
+                () = tokio::time::sleep_until(tick) => true,
+            };
         }
     }
 
@@ -725,7 +795,7 @@ impl TaskStore for SqliteStore {
         self.write(move |tx| {
             let now = now_ms();
             let expires_at: Option<i64> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT expires_at_ms FROM push_configs
                      WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
                     params![owner, task_id, config_id],
@@ -760,7 +830,7 @@ impl TaskStore for SqliteStore {
             // Read, fold and write in one immediate transaction: concurrent attempts (other
             // processes on the file) cannot lose each other's counts.
             let body: Option<String> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT body FROM push_deliveries
                      WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
                     params![owner, task_id, config_id, now],
