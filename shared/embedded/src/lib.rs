@@ -17,6 +17,7 @@ mod task_store;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -160,11 +161,11 @@ impl SqliteStore {
         let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
-        checkpoint_in_background(&mut conn, &path)?;
+        let checkpoint_due = checkpoint_in_background(&mut conn, &path)?;
         let (writer, jobs) = mpsc::channel();
         std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
-            .spawn(move || run_writer(conn, jobs))
+            .spawn(move || run_writer(conn, jobs, &checkpoint_due))
             .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -265,14 +266,24 @@ impl SqliteStore {
 
 /// How many pages the write-ahead log holds before the checkpoint thread copies them into the
 /// database file (SQLite's own automatic checkpoint runs at 1,000, inside the committing write).
-const CHECKPOINT_PAGES: i32 = 4000;
+const CHECKPOINT_PAGES: i32 = 16_000;
 
-/// Moves checkpoints off the writer: `conn` (the write connection) no longer checkpoints inside
-/// its commits; once the log holds [`CHECKPOINT_PAGES`] pages, a thread of its own runs a
-/// passive checkpoint on another connection. A commit then never waits for a checkpoint's
-/// copying and `fsync`, and a page written many times between two checkpoints is copied once.
-/// A passive checkpoint waits for no one: readers and the writer go on meanwhile.
-fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), DbError> {
+/// How few pages a background checkpoint leaves uncopied before the writer finishes it.
+const CHECKPOINT_REST: i32 = 256;
+
+/// Moves the bulk of checkpointing off the writer: `conn` (the write connection) no longer
+/// checkpoints inside its commits. Once the log holds [`CHECKPOINT_PAGES`] pages, a thread of
+/// its own runs passive checkpoints on another connection (copying pages and `fsync`ing the
+/// file while the writer goes on) until fewer than [`CHECKPOINT_REST`] pages are left, and then
+/// raises the returned flag: the writer copies those few itself, between two batches, which
+/// completes the checkpoint, so its next commit writes the log from its start again. A passive
+/// checkpoint alone never completes beside a writer that never pauses, and the log would grow
+/// without bound; a blocking one from another connection would stall the writer in SQLite's
+/// busy handler, which sleeps in steps of milliseconds.
+fn checkpoint_in_background(
+    conn: &mut Connection,
+    path: &Path,
+) -> Result<Arc<AtomicBool>, DbError> {
     // Turning the automatic checkpoint off replaces SQLite's own WAL hook: set it first.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     let (due, checkpoints) = mpsc::sync_channel::<()>(1);
@@ -283,6 +294,8 @@ fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), Db
         }
         Ok(())
     }))?;
+    let finish = Arc::new(AtomicBool::new(false));
+    let finish_due = finish.clone();
     let checkpointer = Connection::open(path)?;
     checkpointer.busy_timeout(BUSY_TIMEOUT)?;
     std::thread::Builder::new()
@@ -290,14 +303,39 @@ fn checkpoint_in_background(conn: &mut Connection, path: &Path) -> Result<(), Db
         .spawn(move || {
             // Ends with the writer connection, which owns the hook and with it the sender.
             while checkpoints.recv().is_ok() {
-                let done = checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                if let Err(e) = done {
-                    tracing::warn!(error = %e, "the store's checkpoint failed; the next one retries");
+                loop {
+                    let pass = checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        Ok((r.get::<_, i32>(1)?, r.get::<_, i32>(2)?))
+                    });
+                    match pass {
+                        Ok((log, copied)) if log - copied >= CHECKPOINT_REST => {}
+                        Ok(_) => {
+                            finish_due.store(true, Ordering::Release);
+                            break;
+                        }
+                        Err(e) => {
+                            // The next one tries again; meanwhile the log only grows.
+                            tracing::warn!(error = %e, "the store's checkpoint failed");
+                            break;
+                        }
+                    }
                 }
             }
         })
-        .map_err(|e| DbError::Invalid(format!("cannot start the store's checkpoint thread: {e}")))?;
-    Ok(())
+        .map_err(|e| {
+            DbError::Invalid(format!("cannot start the store's checkpoint thread: {e}"))
+        })?;
+    Ok(finish)
+}
+
+/// Copies the last pages of a checkpoint the checkpoint thread left for the writer, if it did
+/// (see [`checkpoint_in_background`]).
+fn finish_checkpoint(conn: &Connection, due: &AtomicBool) {
+    if due.swap(false, Ordering::Acquire) {
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "the store's checkpoint failed");
+        }
+    }
 }
 
 /// Opens a read connection on an existing store file.
@@ -325,8 +363,9 @@ const READER_CACHE_KIB: i64 = 256;
 ///
 /// A write that cannot run (the transaction or its savepoint could not start, or it panicked)
 /// is dropped unanswered, and its caller gets an error; the others go on.
-fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>) {
+fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>, checkpoint_due: &AtomicBool) {
     while let Ok(first) = jobs.recv() {
+        finish_checkpoint(&conn, checkpoint_due);
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {

@@ -155,6 +155,10 @@ const SCHEMA_V4_COLUMNS: [(&str, &str); 2] = [
 /// - The context index goes: context ids are random, so each insert touched a page of its own.
 ///   The owner index now carries the columns ListTasks filters on (context, state, expiry), so
 ///   a filtered page or count reads the index alone.
+/// - The owner indexes ascend by status timestamp (ListTasks reads them backwards): a new task
+///   then lands at the right end of each, where SQLite fills pages and appends, instead of at
+///   the left end, where every insert split a page in the middle (pages half empty, more of
+///   them written per commit).
 ///
 /// Older rows stay as they are (`events` NULL: the head and the `events` rows as before).
 const SCHEMA_V5_COLUMNS: [(&str, &str); 1] =
@@ -162,8 +166,11 @@ const SCHEMA_V5_COLUMNS: [(&str, &str); 1] =
 const SCHEMA_V5_INDEXES: &str = "
 DROP INDEX IF EXISTS tasks_by_owner_context;
 DROP INDEX IF EXISTS tasks_by_owner_status;
+DROP INDEX IF EXISTS tasks_by_owner_state;
 CREATE INDEX IF NOT EXISTS tasks_by_owner_listed
-    ON tasks (owner, status_ts_ms DESC, task_id DESC, context_id, state, expires_at_ms);
+    ON tasks (owner, status_ts_ms, task_id, context_id, state, expires_at_ms);
+CREATE INDEX IF NOT EXISTS tasks_by_owner_state_ts
+    ON tasks (owner, state, status_ts_ms, task_id);
 ";
 
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
