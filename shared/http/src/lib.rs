@@ -295,19 +295,24 @@ pub(crate) async fn invoke(
     app.service.call(ctx, request).await?.into_reply()
 }
 
-/// Logs each request's method, path and status. Never headers, query strings or bodies: they
-/// may carry credentials.
+/// Logs each request's method, path and status: failures at `warn` (ours, 5xx) or `info`
+/// (the caller's, 4xx), successes at `debug` (`RUST_LOG=a2a_http=debug`): a line per
+/// successful request would cost a write to stderr each, a measurable share of a fast
+/// request. Never headers, query strings or bodies: they may carry credentials.
 async fn log_request(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let started = Instant::now();
     let response = next.run(request).await;
-    let status = response.status().as_u16();
-    let elapsed_ms = started.elapsed().as_millis() as u64;
-    if response.status().is_server_error() {
-        tracing::warn!(%method, %path, status, elapsed_ms, "request failed");
+    let status = response.status();
+    let elapsed_ms = || started.elapsed().as_millis() as u64;
+    let code = status.as_u16();
+    if status.is_server_error() {
+        tracing::warn!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request failed");
+    } else if status.is_client_error() {
+        tracing::info!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request refused");
     } else {
-        tracing::info!(%method, %path, status, elapsed_ms, "request");
+        tracing::debug!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request");
     }
     response
 }
