@@ -8,7 +8,7 @@ use a2a_protocol::{
     Artifact, Message, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, Timestamp,
 };
-use tokio::sync::{oneshot, Mutex};
+use tokio::sync::{oneshot, Mutex, Notify};
 
 use crate::event::TaskEvent;
 use crate::ports::{Owner, StoreError, StoredTask};
@@ -44,7 +44,55 @@ pub(crate) struct EmitterState {
     /// A concurrent copy of the message won (see [`FirstOutcome::Superseded`]): every further
     /// emit fails, so the run stops.
     pub(crate) superseded: bool,
+    /// Events emitted on the existing task and not written yet, in order. A write in flight
+    /// does not hold the agent up: what it emits meanwhile queues here, and the next write takes
+    /// all of it at once: one append (one commit, one conditional write) for many events.
+    pub(crate) queued: Vec<TaskEvent>,
+    /// The state the task will be in once `queued` is written. Each emit is checked against
+    /// it, so that an event that breaks the lifecycle is refused on its own, to its emitter,
+    /// instead of spoiling the write it would have shared.
+    pub(crate) projected: TaskState,
+    /// A write task is writing `queued` (see [`Emitter::write_queued`]).
+    pub(crate) writing: bool,
+    /// The task ended under this execution (a write found it canceled, say): every later emit
+    /// returns this.
+    pub(crate) ended: Option<AgentError>,
+    /// A write failed (the store): the next emit (or wait for the writes) returns this once.
+    pub(crate) failure: Option<AgentError>,
 }
+
+impl EmitterState {
+    pub(crate) fn new(head: Option<StoredTask>, first: oneshot::Sender<FirstOutcome>) -> Self {
+        Self {
+            projected: head
+                .as_ref()
+                .map_or(TaskState::Unspecified, |h| h.task.status.state),
+            head,
+            first: Some(first),
+            replied: false,
+            pending: Vec::new(),
+            lease_held: false,
+            superseded: false,
+            queued: Vec::new(),
+            writing: false,
+            ended: None,
+            failure: None,
+        }
+    }
+
+    /// What an emit gets once the writes before it are done: the task's end or a failed
+    /// write, if any.
+    fn outcome(&mut self) -> Result<(), AgentError> {
+        if let Some(ended) = &self.ended {
+            return Err(ended.clone());
+        }
+        self.failure.take().map_or(Ok(()), Err)
+    }
+}
+
+/// How many events may wait for a write before an emit waits for the write to finish: a bound
+/// on what an agent faster than the store holds in memory.
+const MAX_QUEUED: usize = 1024;
 
 /// The terms of an inline execution's lease on its task: who holds it and for how long each
 /// take or renewal lasts. A crashed process stops renewing; once the lease is over, a sweep
@@ -70,6 +118,8 @@ pub struct Emitter {
     pub(crate) owner: Owner,
     pub(crate) request: Arc<AgentRequest>,
     pub(crate) state: Arc<Mutex<EmitterState>>,
+    /// Woken when the write task has written everything queued and stopped.
+    pub(crate) written: Arc<Notify>,
     pub(crate) inline_push: Option<a2a_protocol::TaskPushNotificationConfig>,
     /// Set for inline executions: the emitter holds the task's lease while the task is active.
     /// Queued executions leave it `None`: their worker holds the lease.
@@ -238,6 +288,15 @@ impl Emitter {
     }
 
     /// Appends one event; creates the task first if it does not exist yet.
+    ///
+    /// The write that creates the task is made at once, and the emit returns when it is done.
+    /// Later events are queued and written in order by a write task of this emitter, so the
+    /// agent goes on while they are written, and whatever it emits during one write goes into
+    /// the next, as one append. An event that stops the task (a terminal or interrupted
+    /// status) returns only once it and everything before it is written, as does any emit
+    /// while [`MAX_QUEUED`] events wait. An emit after a write found the task ended (it was
+    /// canceled, say) returns [`AgentError::TaskEnded`]; a failed write is reported to the
+    /// next emit, and its events are not written.
     async fn emit(&self, event: TaskEvent) -> Result<(), AgentError> {
         let mut state = self.state.lock().await;
         if state.superseded {
@@ -248,83 +307,174 @@ impl Emitter {
                 "the agent already replied with a message; no task events may follow".into(),
             ));
         }
-        self.lease_before(&mut state, &event).await?;
-        let result = match state.head.clone() {
-            Some(head) => self.log.append(&self.owner, head, vec![event]).await,
-            None if matches!(event, TaskEvent::Artifact { .. }) => {
-                state.pending.push(event);
-                return Ok(());
+        if state.head.is_none() {
+            return self.create(&mut state, event).await;
+        }
+        state.outcome()?;
+        // Checked as the log will check it when the event is written (`TaskEvent::apply`).
+        if state.projected.is_terminal() {
+            return Err(AgentError::TaskEnded(state.projected));
+        }
+        let next = match event.state() {
+            Some(to) if !state.projected.can_move_to(to) => {
+                return Err(AgentError::Failed(format!(
+                    "invalid status change from {} to {to}",
+                    state.projected
+                )))
             }
-            None => {
-                let mut events = std::mem::take(&mut state.pending);
-                events.push(event);
-                let created = self
-                    .log
-                    .create(
-                        &self.owner,
-                        &self.request,
-                        events,
-                        self.inline_push.as_ref(),
-                    )
-                    .await;
-                match &created {
-                    Ok(head) => {
-                        if let Some(tx) = state.first.take() {
-                            let _ = tx.send(FirstOutcome::TaskStarted(Box::new(head.clone())));
-                        }
-                    }
-                    // The task id is derived from the message: a live task under it means a
-                    // concurrent copy of the message won the create.
-                    Err(AppendError::Store(StoreError::Conflict)) => {
-                        return Err(self.supersede(&mut state))
-                    }
-                    Err(_) => {}
-                }
-                created
-            }
+            Some(to) => to,
+            None => state.projected,
         };
-        match result {
+        state.projected = next;
+        state.queued.push(event);
+        let wait = !is_active(next) || state.queued.len() >= MAX_QUEUED;
+        if !state.writing {
+            state.writing = true;
+            tokio::spawn(self.clone().write_queued());
+        }
+        if !wait {
+            return Ok(());
+        }
+        drop(state);
+        self.written().await
+    }
+
+    /// Waits until everything emitted so far is written; the outcome as [`Self::emit`] would
+    /// report it.
+    pub(crate) async fn written(&self) -> Result<(), AgentError> {
+        loop {
+            // Registered before the check: a write task that stops in between still wakes it.
+            let stopped = self.written.notified();
+            {
+                let mut state = self.state.lock().await;
+                if !state.writing {
+                    return state.outcome();
+                }
+            }
+            stopped.await;
+        }
+    }
+
+    /// The write task: writes what is queued, one append at a time, until nothing is.
+    async fn write_queued(self) {
+        loop {
+            let mut state = self.state.lock().await;
+            if state.queued.is_empty() || state.ended.is_some() {
+                state.queued.clear();
+                state.writing = false;
+                drop(state);
+                self.written.notify_waiters();
+                return;
+            }
+            let events = std::mem::take(&mut state.queued);
+            let next = state.projected;
+            if let Err(err) = self.lease_before(&mut state, next).await {
+                state.failure = Some(err);
+                continue;
+            }
+            let Some(head) = state.head.clone() else {
+                // Only a created task queues events.
+                state.queued.clear();
+                continue;
+            };
+            // The agent emits on while this write is in flight.
+            drop(state);
+            let written = self.log.append(&self.owner, head, events).await;
+            let mut state = self.state.lock().await;
+            match written {
+                Ok(head) => {
+                    let stopped = !is_active(head.task.status.state);
+                    state.head = Some(head);
+                    if stopped {
+                        self.release_lease(&mut state).await;
+                    }
+                }
+                Err(AppendError::Terminal(task)) => {
+                    let ended = task.status.state;
+                    state.projected = ended;
+                    if let Some(head) = state.head.as_mut() {
+                        head.task = *task;
+                    }
+                    state.ended = Some(AgentError::TaskEnded(ended));
+                    self.release_lease(&mut state).await;
+                }
+                Err(other) => {
+                    // What remains queued was checked against a state these events would
+                    // have made: start again from the task as it was last written.
+                    let written = state
+                        .head
+                        .as_ref()
+                        .map_or(TaskState::Unspecified, |h| h.task.status.state);
+                    state.projected = state
+                        .queued
+                        .iter()
+                        .rev()
+                        .find_map(TaskEvent::state)
+                        .unwrap_or(written);
+                    state.failure = Some(other.into());
+                }
+            }
+        }
+    }
+
+    /// The agent's first report on a task that does not exist yet: buffers an artifact, or
+    /// creates the task with this status (and the artifacts before it) in one write.
+    async fn create(&self, state: &mut EmitterState, event: TaskEvent) -> Result<(), AgentError> {
+        if matches!(event, TaskEvent::Artifact { .. }) {
+            state.pending.push(event);
+            return Ok(());
+        }
+        if let Some(to) = event.state() {
+            self.lease_before(state, to).await?;
+        }
+        let mut events = std::mem::take(&mut state.pending);
+        events.push(event);
+        let created = self
+            .log
+            .create(
+                &self.owner,
+                &self.request,
+                events,
+                self.inline_push.as_ref(),
+            )
+            .await;
+        match created {
             Ok(head) => {
+                if let Some(tx) = state.first.take() {
+                    let _ = tx.send(FirstOutcome::TaskStarted(Box::new(head.clone())));
+                }
                 let stopped = !is_active(head.task.status.state);
+                state.projected = head.task.status.state;
                 state.head = Some(head);
                 if stopped {
-                    self.release_lease(&mut state).await;
+                    self.release_lease(state).await;
                 }
                 Ok(())
             }
+            // The task id is derived from the message: a live task under it means a
+            // concurrent copy of the message won the create.
+            Err(AppendError::Store(StoreError::Conflict)) => Err(self.supersede(state)),
             Err(AppendError::Terminal(task)) => {
-                let ended = task.status.state;
-                if let Some(head) = state.head.as_mut() {
-                    head.task = *task;
-                }
-                self.release_lease(&mut state).await;
-                Err(AgentError::TaskEnded(ended))
+                self.release_lease(state).await;
+                Err(AgentError::TaskEnded(task.status.state))
             }
             Err(other) => Err(other.into()),
         }
     }
 
-    /// Takes the inline lease right before the first write that leaves the task active, so
-    /// that a task born terminal (an echo) never pays for one, and an active task is never
-    /// durable without one (a crash in between leaves a lease on a task that is missing or
-    /// fine: the sweep just removes it).
+    /// Takes the inline lease right before the first write that leaves the task active (in
+    /// state `next`), so that a task born terminal (an echo) never pays for one, and an active
+    /// task is never durable without one (a crash in between leaves a lease on a task that is
+    /// missing or fine: the sweep just removes it).
     async fn lease_before(
         &self,
         state: &mut EmitterState,
-        event: &TaskEvent,
+        next: TaskState,
     ) -> Result<(), AgentError> {
         let Some(lease) = &self.lease else {
             return Ok(());
         };
-        if state.lease_held {
-            return Ok(());
-        }
-        let next = match event {
-            TaskEvent::Status { update } => Some(update.status.state),
-            _ => state.head.as_ref().map(|h| h.task.status.state),
-        };
-        // Artifacts before the first status are only buffered: nothing is written yet.
-        if !next.is_some_and(is_active) {
+        if state.lease_held || !is_active(next) {
             return Ok(());
         }
         let taken = self
@@ -365,8 +515,10 @@ impl Emitter {
         }
     }
 
-    /// Gives the inline lease back once the execution ended (or the task stopped).
+    /// Gives the inline lease back once the execution ended (or the task stopped), after the
+    /// writes of what it emitted.
     pub(crate) async fn finish_lease(&self) {
+        let _ = self.written().await;
         let mut state = self.state.lock().await;
         self.release_lease(&mut state).await;
     }

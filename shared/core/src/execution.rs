@@ -31,14 +31,8 @@ pub(crate) fn new_emitter(
         log: log.clone(),
         owner: owner.clone(),
         request: Arc::new(request),
-        state: Arc::new(tokio::sync::Mutex::new(EmitterState {
-            head,
-            first: Some(tx),
-            replied: false,
-            pending: Vec::new(),
-            lease_held: false,
-            superseded: false,
-        })),
+        state: Arc::new(tokio::sync::Mutex::new(EmitterState::new(head, tx))),
+        written: Arc::new(tokio::sync::Notify::new()),
         inline_push,
         lease: None,
     };
@@ -202,6 +196,12 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
             tracing::error!(task_id = %emitter.task_id(), error = %join, "the agent panicked");
             Err(AgentError::Failed("The agent failed unexpectedly.".into()))
         }
+    };
+    // What the agent emitted last may still be being written: the task's state is known after.
+    // A write that failed meanwhile is the agent's failure (unless it reported another).
+    let result = match (result, emitter.written().await) {
+        (Ok(()), Err(AgentError::Failed(reason))) => Err(AgentError::Failed(reason)),
+        (result, _) => result,
     };
     let (replied, state) = {
         let state = emitter.state.lock().await;

@@ -57,6 +57,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// The database file, to open more read connections.
     path: PathBuf,
+    /// Turns of the reads that scan ([`SqliteStore::read_blocking`]).
+    scans: tokio::sync::Semaphore,
     /// The versions this process wrote, per task, for the followers waiting on that task.
     appends: Appends,
     /// Bumped after every enqueue on the work queue by this process.
@@ -172,6 +174,9 @@ impl SqliteStore {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 path,
+                scans: tokio::sync::Semaphore::new(
+                    std::thread::available_parallelism().map_or(2, |n| n.get()),
+                ),
                 appends: Appends::default(),
                 work_enqueued: watch::channel(0).0,
                 push_enqueued: watch::channel(0).0,
@@ -225,12 +230,20 @@ impl SqliteStore {
         self.read_now(f)
     }
 
-    /// Runs a read that may scan (ListTasks counts its matches) on the blocking thread pool.
+    /// Runs a read that may scan (ListTasks counts its matches) on the blocking thread pool,
+    /// at most one per CPU at once: they are CPU-bound, and more would only share the same
+    /// CPUs, each on a thread and a read connection (with its page cache) of its own.
     async fn read_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
     {
+        let _turn = self
+            .inner
+            .scans
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Backend("the store is closed".into()))?;
         let store = self.clone();
         tokio::task::spawn_blocking(move || store.read_now(f))
             .await

@@ -17,10 +17,11 @@ use a2a_protocol::{
 use async_trait::async_trait;
 
 /// The embedded store, counting the reads of a task's head or log (`load_task`,
-/// `read_events`): what a caller reads back of what it (or its agent) wrote.
+/// `read_events`): what a caller reads back of what it (or its agent) wrote; and the appends.
 struct Counting {
     store: SqliteStore,
     reads_back: AtomicUsize,
+    appends: AtomicUsize,
 }
 
 #[async_trait]
@@ -39,6 +40,7 @@ impl TaskStore for Counting {
         expected_version: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        self.appends.fetch_add(1, Ordering::SeqCst);
         self.store
             .append_events(head, expected_version, events)
             .await
@@ -240,6 +242,7 @@ async fn a_blocking_send_whose_task_stops_at_once_reads_nothing_back() {
     let store = Arc::new(Counting {
         store: sqlite.clone(),
         reads_back: AtomicUsize::new(0),
+        appends: AtomicUsize::new(0),
     });
     let queues = Arc::new(sqlite);
     let config = ServiceConfig {
@@ -342,4 +345,92 @@ async fn a_blocking_send_answers_after_its_execution_ended() {
             "{text}: the execution ended before the response"
         );
     }
+}
+
+/// Streams `chunks N` artifact chunks as fast as it can, then completes.
+struct Chunks;
+
+#[async_trait]
+impl Agent for Chunks {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "chunks".into(),
+            ..AgentDescription::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Inline
+    }
+
+    async fn execute(&self, request: AgentRequest, e: Emitter) -> Result<(), AgentError> {
+        let n: usize = request.text().parse().unwrap_or(1);
+        e.working(None).await?;
+        for i in 0..n {
+            let chunk = a2a_protocol::Artifact {
+                artifact_id: "out".into(),
+                parts: vec![Part::text(format!("{i} "))],
+                ..a2a_protocol::Artifact::default()
+            };
+            e.artifact(chunk, i > 0, i + 1 == n).await?;
+        }
+        e.complete(None).await
+    }
+}
+
+/// An agent that emits faster than the store writes is not held up by each write: what it
+/// emits while one write is in flight goes into the next, as one append. Every event still
+/// reaches the stream, in order, each with a sequence number of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_emitted_during_a_write_share_the_next_write() {
+    use futures::StreamExt;
+    const CHUNKS: usize = 200;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = SqliteStore::open(dir.path()).expect("open the store");
+    let store = Arc::new(Counting {
+        store: sqlite.clone(),
+        reads_back: AtomicUsize::new(0),
+        appends: AtomicUsize::new(0),
+    });
+    let queues = Arc::new(sqlite);
+    let service = A2aService::new(
+        ServiceConfig::default(),
+        Arc::new(Chunks),
+        store.clone(),
+        queues.clone(),
+        queues,
+    );
+    let stream = service
+        .send_streaming_message(
+            &CallContext::anonymous(""),
+            text_message("chunks-1", &CHUNKS.to_string()),
+        )
+        .await
+        .expect("stream");
+    let items: Vec<_> = stream.map(|item| item.expect("an event")).collect().await;
+    let seqs: Vec<u64> = items.iter().map(|item| item.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=CHUNKS as u64 + 3).collect::<Vec<_>>(),
+        "the task, WORKING, every chunk and COMPLETED, each its own event"
+    );
+    let texts: Vec<String> = items
+        .iter()
+        .filter_map(|item| match &item.response {
+            a2a_protocol::StreamResponse::ArtifactUpdate(update) => {
+                update.artifact.parts[0].text.clone()
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        (0..CHUNKS).map(|i| format!("{i} ")).collect::<Vec<_>>()
+    );
+    let appends = store.appends.load(Ordering::SeqCst);
+    // The agent never waits for a chunk's write, so nearly all of them queue behind the first.
+    assert!(
+        appends <= CHUNKS / 10,
+        "{appends} appends for {CHUNKS} chunks: the chunks were not written together"
+    );
 }
