@@ -94,6 +94,11 @@ impl EmitterState {
 /// on what an agent faster than the store holds in memory.
 const MAX_QUEUED: usize = 1024;
 
+/// How many queued events one append writes at most: DynamoDB takes at most 100 items in one
+/// transaction (the head and its events), and a round this size already makes the write's
+/// cost per event small.
+const MAX_ROUND: usize = 32;
+
 /// The terms of an inline execution's lease on its task: who holds it and for how long each
 /// take or renewal lasts. A crashed process stops renewing; once the lease is over, a sweep
 /// ends the task FAILED (`A2aService::sweep_expired_executions`).
@@ -355,8 +360,11 @@ impl Emitter {
         }
     }
 
-    /// The write task: writes what is queued, one append at a time, until nothing is.
+    /// The write task: writes what is queued, one append at a time (of at most
+    /// [`MAX_ROUND`] events, fewer if the store finds them too large for one write), until
+    /// nothing is.
     async fn write_queued(self) {
+        let mut round = MAX_ROUND;
         loop {
             let mut state = self.state.lock().await;
             if state.queued.is_empty() || state.ended.is_some() {
@@ -366,8 +374,15 @@ impl Emitter {
                 self.written.notify_waiters();
                 return;
             }
-            let events = std::mem::take(&mut state.queued);
-            let next = state.projected;
+            let take = round.min(state.queued.len());
+            let events: Vec<TaskEvent> = state.queued.drain(..take).collect();
+            // The state the task is in once these are written.
+            let next = events
+                .iter()
+                .rev()
+                .find_map(TaskEvent::state)
+                .or_else(|| state.head.as_ref().map(|h| h.task.status.state))
+                .unwrap_or(state.projected);
             if let Err(err) = self.lease_before(&mut state, next).await {
                 state.failure = Some(err);
                 continue;
@@ -379,9 +394,15 @@ impl Emitter {
             };
             // The agent emits on while this write is in flight.
             drop(state);
-            let written = self.log.append(&self.owner, head, events).await;
+            let written = self.log.append(&self.owner, head, events.clone()).await;
             let mut state = self.state.lock().await;
             match written {
+                // More than the store takes in one write: the same events again, in smaller
+                // rounds.
+                Err(AppendError::Store(StoreError::TooLarge(_))) if events.len() > 1 => {
+                    round = events.len() / 2;
+                    state.queued.splice(0..0, events);
+                }
                 Ok(head) => {
                     let stopped = !is_active(head.task.status.state);
                     state.head = Some(head);

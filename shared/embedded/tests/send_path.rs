@@ -22,6 +22,9 @@ struct Counting {
     store: SqliteStore,
     reads_back: AtomicUsize,
     appends: AtomicUsize,
+    /// Appends of more events than this are refused as too large (as DynamoDB refuses a
+    /// transaction of more than 100 items).
+    max_events: usize,
 }
 
 #[async_trait]
@@ -40,6 +43,9 @@ impl TaskStore for Counting {
         expected_version: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        if events.len() > self.max_events {
+            return Err(StoreError::TooLarge(format!("{} events", events.len())));
+        }
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.store
             .append_events(head, expected_version, events)
@@ -243,6 +249,7 @@ async fn a_blocking_send_whose_task_stops_at_once_reads_nothing_back() {
         store: sqlite.clone(),
         reads_back: AtomicUsize::new(0),
         appends: AtomicUsize::new(0),
+        max_events: usize::MAX,
     });
     let queues = Arc::new(sqlite);
     let config = ServiceConfig {
@@ -381,29 +388,21 @@ impl Agent for Chunks {
 /// An agent that emits faster than the store writes is not held up by each write: what it
 /// emits while one write is in flight goes into the next, as one append. Every event still
 /// reaches the stream, in order, each with a sequence number of its own.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_emitted_during_a_write_share_the_next_write() {
+/// Streams `chunks` through a service on `store`: every event, in order.
+async fn stream_chunks(store: Arc<Counting>, chunks: usize) -> Vec<a2a_core::StreamItem> {
     use futures::StreamExt;
-    const CHUNKS: usize = 200;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let sqlite = SqliteStore::open(dir.path()).expect("open the store");
-    let store = Arc::new(Counting {
-        store: sqlite.clone(),
-        reads_back: AtomicUsize::new(0),
-        appends: AtomicUsize::new(0),
-    });
-    let queues = Arc::new(sqlite);
+    let queues = Arc::new(store.store.clone());
     let service = A2aService::new(
         ServiceConfig::default(),
         Arc::new(Chunks),
-        store.clone(),
+        store,
         queues.clone(),
         queues,
     );
     let stream = service
         .send_streaming_message(
             &CallContext::anonymous(""),
-            text_message("chunks-1", &CHUNKS.to_string()),
+            text_message(&format!("chunks-{chunks}"), &chunks.to_string()),
         )
         .await
         .expect("stream");
@@ -411,7 +410,7 @@ async fn events_emitted_during_a_write_share_the_next_write() {
     let seqs: Vec<u64> = items.iter().map(|item| item.seq).collect();
     assert_eq!(
         seqs,
-        (1..=CHUNKS as u64 + 3).collect::<Vec<_>>(),
+        (1..=chunks as u64 + 3).collect::<Vec<_>>(),
         "the task, WORKING, every chunk and COMPLETED, each its own event"
     );
     let texts: Vec<String> = items
@@ -425,12 +424,49 @@ async fn events_emitted_during_a_write_share_the_next_write() {
         .collect();
     assert_eq!(
         texts,
-        (0..CHUNKS).map(|i| format!("{i} ")).collect::<Vec<_>>()
+        (0..chunks).map(|i| format!("{i} ")).collect::<Vec<_>>()
     );
+    items
+}
+
+/// An agent that emits faster than the store writes is not held up by each write: what it
+/// emits while one write is in flight goes into the next, as one append. Every event still
+/// reaches the stream, in order, each with a sequence number of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_emitted_during_a_write_share_the_next_write() {
+    const CHUNKS: usize = 200;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Counting {
+        store: SqliteStore::open(dir.path()).expect("open the store"),
+        reads_back: AtomicUsize::new(0),
+        appends: AtomicUsize::new(0),
+        max_events: usize::MAX,
+    });
+    stream_chunks(store.clone(), CHUNKS).await;
     let appends = store.appends.load(Ordering::SeqCst);
     // The agent never waits for a chunk's write, so nearly all of them queue behind the first.
     assert!(
         appends <= CHUNKS / 10,
         "{appends} appends for {CHUNKS} chunks: the chunks were not written together"
+    );
+}
+
+/// A store that cannot take as many events in one write as are queued (DynamoDB: 100 items
+/// per transaction) gets them in smaller writes; none is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_events_too_many_for_one_write_are_written_in_smaller_ones() {
+    const CHUNKS: usize = 60;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Counting {
+        store: SqliteStore::open(dir.path()).expect("open the store"),
+        reads_back: AtomicUsize::new(0),
+        appends: AtomicUsize::new(0),
+        max_events: 5,
+    });
+    stream_chunks(store.clone(), CHUNKS).await;
+    let appends = store.appends.load(Ordering::SeqCst);
+    assert!(
+        appends >= CHUNKS / 5,
+        "{appends} appends of at most 5 events for {CHUNKS} chunks"
     );
 }
