@@ -214,7 +214,10 @@ impl Emitter {
                 metadata: None,
             },
         };
-        self.emit(event).await
+        // Boxed: an agent's future holds this one while it waits, for as long as the agent
+        // runs (a stream kept open holds it for minutes); the write's state needs room only
+        // while an emit is under way.
+        Box::pin(self.emit(event)).await
     }
 
     fn text_message(&self, text: Option<&str>) -> Option<Message> {
@@ -278,7 +281,7 @@ impl Emitter {
                 metadata: None,
             },
         };
-        self.emit(event).await
+        Box::pin(self.emit(event)).await
     }
 
     /// A concurrent copy of this message created its task (or reply) first: tells the caller,

@@ -65,13 +65,13 @@ impl Executions {
                 let beat = emitter.clone();
                 crate::jobs::while_running(run_agent(agent, emitter.clone()), period, || {
                     let beat = beat.clone();
-                    async move { beat.renew_lease().await }
+                    async move { Box::pin(beat.renew_lease()).await }
                 })
                 .await
             }
             None => run_agent(agent, emitter.clone()).await,
         }
-        emitter.finish_lease().await;
+        Box::pin(emitter.finish_lease()).await;
         self.lock().remove(&key);
     }
 
@@ -184,19 +184,30 @@ pub(crate) async fn sweep_expired(core: &Core, limit: usize) -> Result<usize, St
 
 /// Runs the agent to its end and makes sure the task does not stay active when it stops: an
 /// error fails the task; returning without a final state fails it too (no task stays WORKING).
+///
+/// The agent runs in the caller's task (a panic is caught as a failure). What runs after it is
+/// boxed: the caller's future is held for as long as the agent runs (minutes, for a stream
+/// kept open), and needs room for that part only at the end.
 pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
+    use futures::FutureExt;
     let request = (*emitter.request).clone();
-    let handle = tokio::spawn({
-        let emitter = emitter.clone();
-        async move { agent.execute(request, emitter).await }
-    });
-    let result = match handle.await {
-        Ok(result) => result,
-        Err(join) => {
-            tracing::error!(task_id = %emitter.task_id(), error = %join, "the agent panicked");
+    let result = std::panic::AssertUnwindSafe(agent.execute(request, emitter.clone()))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(task_id = %emitter.task_id(), %message, "the agent panicked");
             Err(AgentError::Failed("The agent failed unexpectedly.".into()))
-        }
-    };
+        });
+    Box::pin(finish_run(result, emitter)).await
+}
+
+/// What [`run_agent`] does once the agent returned `result`.
+async fn finish_run(result: Result<(), AgentError>, emitter: Emitter) {
     // What the agent emitted last may still be being written: the task's state is known after.
     // A write that failed meanwhile is the agent's failure (unless it reported another).
     let result = match (result, emitter.written().await) {
