@@ -200,6 +200,40 @@ fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbErr
     }
 }
 
+/// What `task_id` holds for `owner` ([`TaskStore::load_send`]), with one statement for both
+/// kinds of record the id may hold: the task's head, or the reply record of a message answered
+/// without a task.
+fn send_record(
+    conn: &Connection,
+    owner: Owner,
+    task_id: &str,
+) -> Result<Option<SendRecord>, DbError> {
+    let row: Option<(bool, String, Option<String>, i64, i64)> = conn
+        .query_row_cached(
+            "SELECT 0, head, events, version, expires_at_ms FROM tasks
+             WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
+             UNION ALL
+             SELECT 1, body, NULL, 0, expires_at_ms FROM message_replies
+             WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
+             LIMIT 1",
+            params![task_id, owner.as_str(), now_ms()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .optional()?;
+    let Some((reply, body, events, version, expires_at_ms)) = row else {
+        return Ok(None);
+    };
+    if reply {
+        return Ok(Some(SendRecord::Reply(serde_json::from_str(&body)?)));
+    }
+    Ok(Some(SendRecord::Task(StoredTask {
+        task: task_of_row(&body, events.as_deref())?,
+        owner,
+        version: u64::try_from(version).unwrap_or(0),
+        expires_at: Timestamp::from_millis(expires_at_ms),
+    })))
+}
+
 /// The status timestamp a task is listed by, in ms (0 when it has none).
 fn status_ts_ms(task: &Task) -> i64 {
     task.status.timestamp.map_or(0, Timestamp::millis)
@@ -471,10 +505,28 @@ impl TaskStore for SqliteStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<StoredTask>, StoreError> {
-        match self.load_send(owner, task_id).await? {
-            Some(SendRecord::Task(head)) => Ok(Some(head)),
-            _ => Ok(None),
-        }
+        let owner = owner.clone();
+        let task_id = task_id.to_owned();
+        self.read(move |conn| {
+            let row: Option<(String, Option<String>, i64, i64)> = conn
+                .query_row_cached(
+                    "SELECT head, events, version, expires_at_ms FROM tasks
+                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
+                    params![task_id, owner.as_str(), now_ms()],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )
+                .optional()?;
+            let Some((head, events, version, expires_at_ms)) = row else {
+                return Ok(None);
+            };
+            Ok(Some(StoredTask {
+                task: task_of_row(&head, events.as_deref())?,
+                owner,
+                version: u64::try_from(version).unwrap_or(0),
+                expires_at: Timestamp::from_millis(expires_at_ms),
+            }))
+        })
+        .await
     }
 
     async fn load_send(
@@ -484,35 +536,9 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<SendRecord>, StoreError> {
         let owner = owner.clone();
         let task_id = task_id.to_owned();
-        self.read(move |conn| {
-            // One statement for both kinds of record the id may hold: the task's head, or the
-            // reply record of a message answered without a task.
-            let row: Option<(bool, String, Option<String>, i64, i64)> = conn
-                .query_row_cached(
-                    "SELECT 0, head, events, version, expires_at_ms FROM tasks
-                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
-                     UNION ALL
-                     SELECT 1, body, NULL, 0, expires_at_ms FROM message_replies
-                     WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3
-                     LIMIT 1",
-                    params![task_id, owner.as_str(), now_ms()],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-                )
-                .optional()?;
-            let Some((reply, body, events, version, expires_at_ms)) = row else {
-                return Ok(None);
-            };
-            if reply {
-                return Ok(Some(SendRecord::Reply(serde_json::from_str(&body)?)));
-            }
-            Ok(Some(SendRecord::Task(StoredTask {
-                task: task_of_row(&body, events.as_deref())?,
-                owner,
-                version: u64::try_from(version).unwrap_or(0),
-                expires_at: Timestamp::from_millis(expires_at_ms),
-            })))
-        })
-        .await
+        // On the writer's connection: the idempotency check of every send, on the write path.
+        self.read_warm(move |conn| send_record(conn, owner, &task_id))
+            .await
     }
 
     async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
