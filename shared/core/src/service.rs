@@ -17,6 +17,7 @@ use a2a_protocol::{
 pub const V03_PROTOCOL_VERSION: &str = "0.3";
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -183,17 +184,27 @@ impl std::fmt::Debug for OperationResponse {
 
 /// An operation's answer as the bindings send it: one ProtoJSON value, or a stream of events.
 pub enum Reply {
-    /// The ProtoJSON result of a unary operation.
-    Json(Value),
+    /// The ProtoJSON result of a unary operation, serialised once, straight from its type: the
+    /// 1.0 bindings send it as it is; an edge that rewrites it (an older generation) parses it
+    /// ([`Reply::value`]).
+    Json(Box<RawValue>),
     /// The events of a streaming operation.
     Stream(EventStream),
+}
+
+impl Reply {
+    /// A serialised result as a JSON value, for an edge that rewrites it.
+    pub fn value(result: &RawValue) -> Value {
+        // It was serialised from a Rust value a moment ago: it parses.
+        serde_json::from_str(result.get()).unwrap_or(Value::Null)
+    }
 }
 
 impl OperationResponse {
     /// The answer as the bindings send it.
     pub fn into_reply(self) -> Result<Reply, A2AError> {
         fn json<T: Serialize>(t: &T) -> Result<Reply, A2AError> {
-            serde_json::to_value(t)
+            serde_json::value::to_raw_value(t)
                 .map(Reply::Json)
                 .map_err(|err| internal("serialising a result failed", err))
         }
@@ -203,7 +214,7 @@ impl OperationResponse {
             Self::Tasks(r) => json(&r),
             Self::PushConfig(c) => json(&c),
             Self::PushConfigs(r) => json(&r),
-            Self::Empty => Ok(Reply::Json(Value::Object(Default::default()))),
+            Self::Empty => json(&serde_json::Map::new()),
             Self::Card(c) => json(&c),
             Self::Stream(events) => Ok(Reply::Stream(events)),
         }

@@ -45,6 +45,19 @@ impl From<A2AError> for HttpError {
 }
 
 /// A JSON response with `Content-Type: application/json`.
+/// A response with `body`, JSON already serialised.
+pub(crate) fn json_text_response(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
 pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
     // Serialising a `Value` cannot fail: its map keys are strings.
     let bytes = serde_json::to_vec(body).unwrap_or_default();

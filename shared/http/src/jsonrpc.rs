@@ -24,7 +24,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::context::{authenticate, call_context, check_version};
-use crate::errors::{is_auth_failure, json_response, with_challenge};
+use crate::errors::{is_auth_failure, json_response, json_text_response, with_challenge};
 use crate::legacy::{self, Endpoint, LegacyMethod, LegacyReply};
 use crate::sse::{self, Framed, Framing, Legacy};
 use crate::App;
@@ -125,7 +125,9 @@ async fn serve(
     }
     .await;
     match outcome {
-        Ok(Reply::Json(result)) => json_response(StatusCode::OK, &jsonrpc::success(&id, result)),
+        Ok(Reply::Json(result)) => {
+            json_text_response(StatusCode::OK, jsonrpc::success_text(&id, &result))
+        }
         Ok(Reply::Stream(events)) => {
             sse::stream_response(events, Framing::JsonRpc(id), app.options.keep_alive)
         }

@@ -268,7 +268,8 @@ pub(crate) async fn call(
     };
     tracing::debug!(rpc_method = method.name, "legacy JSON-RPC call");
     match crate::invoke(app, &ctx, op, params, headers).await? {
-        Reply::Json(mut result) => {
+        Reply::Json(result) => {
+            let mut result = Reply::value(&result);
             // A direct reply to an early send becomes a completed Task: under the chosen id.
             if let (Some(id), Some(message)) = (
                 &ctx.requested_task_id,
@@ -324,7 +325,9 @@ async fn push_get(
             )
             .await?;
             let first = match reply {
-                Reply::Json(list) => list["configs"][0]["id"].as_str().map(str::to_owned),
+                Reply::Json(list) => Reply::value(&list)["configs"][0]["id"]
+                    .as_str()
+                    .map(str::to_owned),
                 Reply::Stream(_) => None,
             };
             // None at all: the 1.0 get of an id that is not there says what is missing.
@@ -341,7 +344,9 @@ async fn push_get(
     )
     .await?
     {
-        Reply::Json(config) => Ok(LegacyReply::Json(dialect.push_config(config))),
+        Reply::Json(config) => Ok(LegacyReply::Json(
+            dialect.push_config(Reply::value(&config)),
+        )),
         Reply::Stream(_) => Err(crate::errors::internal(
             "a push config get answered with a stream",
             "",

@@ -24,7 +24,7 @@ use axum::Router;
 use serde_json::{Map, Value};
 
 use crate::context::{authenticate, call_context, check_version};
-use crate::errors::{self, json_response, HttpError};
+use crate::errors::{self, json_response, json_text_response, HttpError};
 use crate::legacy;
 use crate::sse::{self, Framed, Framing, Legacy};
 use crate::{App, OperationSet};
@@ -277,8 +277,11 @@ async fn handle(
     .await;
     match outcome {
         Ok(Reply::Json(result)) => match dialect {
-            None => json_response(StatusCode::OK, &result),
-            Some(_) => json_response(StatusCode::OK, &legacy::rest_result(operation, result)),
+            None => json_text_response(StatusCode::OK, String::from(Box::<str>::from(result))),
+            Some(_) => json_response(
+                StatusCode::OK,
+                &legacy::rest_result(operation, Reply::value(&result)),
+            ),
         },
         Ok(Reply::Stream(events)) => sse::stream_response(
             events,

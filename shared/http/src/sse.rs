@@ -85,22 +85,32 @@ impl Framing {
             Ok(item) => item,
             Err(error) => return (error_event(self.error_data(&error)), true),
         };
-        let response = match serde_json::to_value(&item.response) {
-            Ok(value) => value,
+        let rendered = match legacy {
+            // 1.0: serialised once, straight from its type.
+            None => serde_json::value::to_raw_value(&item.response).map(|response| {
+                let data = match self {
+                    Self::JsonRpc(id) => jsonrpc::success_text(id, &response),
+                    Self::Rest => String::from(Box::<str>::from(response)),
+                };
+                (data, false)
+            }),
+            Some(legacy) => serde_json::to_value(&item.response).map(|response| {
+                let (response, last) = legacy.render(response);
+                let data = match self {
+                    Self::JsonRpc(id) => jsonrpc::success(id, response),
+                    Self::Rest => response,
+                };
+                (data.to_string(), last)
+            }),
+        };
+        let (data, last) = match rendered {
+            Ok(rendered) => rendered,
             Err(err) => {
                 let error = crate::errors::internal("serialising a stream event failed", err);
                 return (error_event(self.error_data(&error)), true);
             }
         };
-        let (response, last) = match legacy {
-            Some(legacy) => legacy.render(response),
-            None => (response, false),
-        };
-        let data = match self {
-            Self::JsonRpc(id) => jsonrpc::success(id, response),
-            Self::Rest => response,
-        };
-        let mut event = Event::default().data(data.to_string());
+        let mut event = Event::default().data(data);
         if item.seq > 0 {
             event = event.id(item.seq.to_string());
         }

@@ -1,5 +1,6 @@
 //! The JSON-RPC 2.0 envelope of the A2A JSON-RPC binding.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::A2AError;
@@ -77,6 +78,24 @@ impl Request {
 /// A success response.
 pub fn success(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A success response around an already serialised `result`, serialised: the same document as
+/// [`success`] (members in the same order), without building the result as a [`Value`].
+pub fn success_text(id: &Value, result: &RawValue) -> String {
+    #[derive(serde::Serialize)]
+    struct Success<'a> {
+        id: &'a Value,
+        jsonrpc: &'static str,
+        result: &'a RawValue,
+    }
+    // Serialising an id (a string, number or null) and raw JSON cannot fail.
+    serde_json::to_string(&Success {
+        id,
+        jsonrpc: "2.0",
+        result,
+    })
+    .unwrap_or_default()
 }
 
 /// An error response.
