@@ -275,7 +275,8 @@ async def main():
     got = sum(1 for ev in firsts if ev and "task" in ev)
     await asyncio.sleep(1)
     after = rss_mb()
-    print(f"{'RSS with %d open streams (MB)' % streams:<40} {after:>10.1f}   idle server {before:.1f} MB")
+    per_stream = (after - before) * 1024 / streams
+    print(f"{'RSS with %d open streams (MB)' % streams:<40} {after:>10.1f}   idle server {before:.1f} MB: the streams cost {after - before:.1f} MB, {per_stream:.1f} KB each")
     for _, w in opened:
         w.close()
     if got != streams:
