@@ -15,6 +15,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::queue::{insert_push_rows, push_rows};
 use crate::{now_ms, to_i64, wait_tick, CachedStatements, DbError, SqliteStore};
 
 /// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
@@ -136,6 +137,51 @@ impl EventRow {
             stmt.execute(params![task_id, row.seq, row.at_ms, row.body])?;
         }
         Ok(())
+    }
+}
+
+/// The push fan-out of one write, done inside the write's transaction: the task's push
+/// configs as that transaction sees them, and one job per visible event and config on the push
+/// queue, which lives in the same file. So the jobs exist if and only if the events do, and a
+/// task without push configs costs one index lookup.
+struct FanOut {
+    owner: String,
+    task_id: String,
+    /// The visible events of the write (none: nothing to look up).
+    events: Vec<LoggedEvent>,
+}
+
+impl FanOut {
+    fn new(head: &StoredTask, events: &[LoggedEvent]) -> Self {
+        Self {
+            owner: head.owner.as_str().to_owned(),
+            task_id: head.task.id.clone(),
+            events: events
+                .iter()
+                .filter(|e| e.event.is_visible())
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Enqueues the jobs in `tx`; returns how many were inserted.
+    fn enqueue(&self, tx: &Connection, now: i64) -> Result<usize, DbError> {
+        if self.events.is_empty() {
+            return Ok(0);
+        }
+        let mut stmt = tx.prepare_cached(
+            "SELECT config_id FROM push_configs
+             WHERE owner = ?1 AND task_id = ?2 AND expires_at_ms > ?3 ORDER BY config_id",
+        )?;
+        let config_ids = stmt
+            .query_map(params![self.owner, self.task_id, now], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        if config_ids.is_empty() {
+            return Ok(0);
+        }
+        let owner = Owner(self.owner.clone());
+        let jobs = a2a_core::push_jobs(&owner, &self.task_id, &self.events, &config_ids);
+        insert_push_rows(tx, &push_rows(&jobs)?)
     }
 }
 
@@ -352,8 +398,9 @@ impl TaskStore for SqliteStore {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         let row = HeadRow::new(head)?;
+        let fan_out = FanOut::new(head, events);
         let events = EventRow::all(events, 0, head.version)?;
-        self.write(move |tx| {
+        let pushed = self.write(move |tx| {
             let now = now_ms();
             let existing: Option<i64> = tx
                 .query_row(
@@ -378,10 +425,11 @@ impl TaskStore for SqliteStore {
             }
             row.insert(tx)?;
             EventRow::insert_all(&events, tx, &row.task_id)?;
-            Ok(())
+            fan_out.enqueue(tx, now)
         })
         .await?;
         self.notify_appended();
+        self.push_enqueued(pushed);
         Ok(())
     }
 
@@ -392,9 +440,10 @@ impl TaskStore for SqliteStore {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         let row = HeadRow::new(head)?;
+        let fan_out = FanOut::new(head, events);
         let events = EventRow::all(events, expected_version, head.version)?;
         let expected = to_i64(expected_version);
-        self.write(move |tx| {
+        let pushed = self.write(move |tx| {
             let now = now_ms();
             // The check and the write are in one immediate transaction: no other connection,
             // in this process or another, can write between them.
@@ -413,10 +462,11 @@ impl TaskStore for SqliteStore {
             }
             EventRow::insert_all(&events, tx, &row.task_id)?;
             row.update(tx)?;
-            Ok(())
+            fan_out.enqueue(tx, now)
         })
         .await?;
         self.notify_appended();
+        self.push_enqueued(pushed);
         Ok(())
     }
 
