@@ -26,7 +26,10 @@ pub const FILTER_PATTERN: &str = r#"{"dynamodb":{"NewImage":{"pf":{"S":["1"]}}}}
 
 /// Whether a record passes [`FILTER_PATTERN`].
 pub fn passes_filter(record: &Value) -> bool {
-    record.pointer("/dynamodb/NewImage/pf/S").and_then(Value::as_str) == Some("1")
+    record
+        .pointer("/dynamodb/NewImage/pf/S")
+        .and_then(Value::as_str)
+        == Some("1")
 }
 
 fn s<'a>(image: &'a Value, name: &str) -> Option<&'a str> {
@@ -54,7 +57,12 @@ pub fn appended_in_record(record: &Value) -> Result<Option<AppendedEvents>, Stri
     let config_ids: Vec<String> = image
         .pointer(&format!("/{}/SS", attr::CONFIG_IDS))
         .and_then(Value::as_array)
-        .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if version <= before || config_ids.is_empty() {
         return Ok(None);
@@ -119,10 +127,7 @@ fn to_json(value: &AttributeValue) -> Value {
 }
 
 fn image_json(image: &HashMap<String, AttributeValue>) -> Map<String, Value> {
-    image
-        .iter()
-        .map(|(k, v)| (k.clone(), to_json(v)))
-        .collect()
+    image.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()
 }
 
 /// A record of the Streams API as Lambda's DynamoDB event delivers it.
@@ -210,13 +215,29 @@ impl StreamPoller {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
+        Self::new(&sdk, table, checkpoints).await
+    }
+
+    /// A poller of `table`'s stream with the clients of `sdk`. Fails if the table has no
+    /// stream.
+    pub async fn new(
+        sdk: &aws_config::SdkConfig,
+        table: &str,
+        checkpoints: Checkpoints,
+    ) -> Result<Self, StoreError> {
+        let sdk = sdk.clone();
         let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
         let described = dynamodb
             .describe_table()
             .table_name(table)
             .send()
             .await
-            .map_err(|e| backend("DescribeTable", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            .map_err(|e| {
+                backend(
+                    "DescribeTable",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
+                )
+            })?;
         let stream_arn = described
             .table()
             .and_then(|t| t.latest_stream_arn())
@@ -242,7 +263,10 @@ impl StreamPoller {
         &self.stream_arn
     }
 
-    fn checkpoint_key(&self, shard: &str) -> Option<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    fn checkpoint_key(
+        &self,
+        shard: &str,
+    ) -> Option<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
         use aws_sdk_dynamodb::types::AttributeValue as A;
         match &self.checkpoints {
             Checkpoints::Memory => None,
@@ -267,7 +291,12 @@ impl StreamPoller {
             .stream_arn(&self.stream_arn)
             .send()
             .await
-            .map_err(|e| backend("DescribeStream", aws_sdk_dynamodbstreams::error::DisplayErrorContext(e)))?;
+            .map_err(|e| {
+                backend(
+                    "DescribeStream",
+                    aws_sdk_dynamodbstreams::error::DisplayErrorContext(e),
+                )
+            })?;
         self.described = Some(Instant::now());
         let shards = out
             .stream_description()
@@ -287,7 +316,9 @@ impl StreamPoller {
                     .consistent_read(true)
                     .send()
                     .await
-                    .map_err(|e| backend("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?
+                    .map_err(|e| {
+                        backend("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e))
+                    })?
                     .item()
                     .and_then(|i| i.get("seq"))
                     .and_then(|v| v.as_s().ok())
@@ -317,10 +348,12 @@ impl StreamPoller {
                 .sequence_number(seq),
             None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };
-        let out = request
-            .send()
-            .await
-            .map_err(|e| backend("GetShardIterator", aws_sdk_dynamodbstreams::error::DisplayErrorContext(e)))?;
+        let out = request.send().await.map_err(|e| {
+            backend(
+                "GetShardIterator",
+                aws_sdk_dynamodbstreams::error::DisplayErrorContext(e),
+            )
+        })?;
         Ok(out.shard_iterator().map(str::to_owned))
     }
 
@@ -349,7 +382,12 @@ impl StreamPoller {
                 .limit(100)
                 .send()
                 .await
-                .map_err(|e| backend("GetRecords", aws_sdk_dynamodbstreams::error::DisplayErrorContext(e)))?;
+                .map_err(|e| {
+                    backend(
+                        "GetRecords",
+                        aws_sdk_dynamodbstreams::error::DisplayErrorContext(e),
+                    )
+                })?;
             let shard = &mut self.shards[index];
             shard.iterator = out.next_shard_iterator().map(str::to_owned);
             if shard.iterator.is_none() {

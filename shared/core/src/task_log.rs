@@ -132,7 +132,10 @@ pub(crate) fn ended_status(
 }
 
 /// `config` as stored for `task_id`: the task's id, and a fresh id if it has none.
-fn push_config_of(task_id: &str, mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+fn push_config_of(
+    task_id: &str,
+    mut config: TaskPushNotificationConfig,
+) -> TaskPushNotificationConfig {
     config.task_id = task_id.to_string();
     if config.id.is_empty() {
         config.id = crate::new_id();

@@ -400,34 +400,35 @@ impl TaskStore for SqliteStore {
         let row = HeadRow::new(head)?;
         let fan_out = FanOut::new(head, events);
         let events = EventRow::all(events, 0, head.version)?;
-        let pushed = self.write(move |tx| {
-            let now = now_ms();
-            let existing: Option<i64> = tx
-                .query_row(
-                    "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
-                    [&row.task_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            match existing {
-                Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
-                // An expired task is gone as far as readers are concerned; the purge just has
-                // not reclaimed it yet. Its id is free again.
-                Some(_) => {
-                    tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
-                    tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+        let pushed = self
+            .write(move |tx| {
+                let now = now_ms();
+                let existing: Option<i64> = tx
+                    .query_row(
+                        "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
+                        [&row.task_id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                match existing {
+                    Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
+                    // An expired task is gone as far as readers are concerned; the purge just has
+                    // not reclaimed it yet. Its id is free again.
+                    Some(_) => {
+                        tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
+                        tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+                    }
+                    None => {}
                 }
-                None => {}
-            }
-            // A live reply record holds the id as a live task would (idempotent SendMessage).
-            if reply_holds(tx, &row.task_id, now)? {
-                return Err(StoreError::Conflict.into());
-            }
-            row.insert(tx)?;
-            EventRow::insert_all(&events, tx, &row.task_id)?;
-            fan_out.enqueue(tx, now)
-        })
-        .await?;
+                // A live reply record holds the id as a live task would (idempotent SendMessage).
+                if reply_holds(tx, &row.task_id, now)? {
+                    return Err(StoreError::Conflict.into());
+                }
+                row.insert(tx)?;
+                EventRow::insert_all(&events, tx, &row.task_id)?;
+                fan_out.enqueue(tx, now)
+            })
+            .await?;
         self.notify_appended();
         self.push_enqueued(pushed);
         Ok(())
@@ -443,28 +444,29 @@ impl TaskStore for SqliteStore {
         let fan_out = FanOut::new(head, events);
         let events = EventRow::all(events, expected_version, head.version)?;
         let expected = to_i64(expected_version);
-        let pushed = self.write(move |tx| {
-            let now = now_ms();
-            // The check and the write are in one immediate transaction: no other connection,
-            // in this process or another, can write between them.
-            let stored: Option<(i64, String, i64)> = tx
-                .query_row(
-                    "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
-                    [&row.task_id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            match stored {
-                Some((version, owner, expires_at))
-                    if version == expected && owner == row.owner && expires_at > now => {}
-                // Gone, expired, someone else's or moved on: the caller re-reads and decides.
-                _ => return Err(StoreError::Conflict.into()),
-            }
-            EventRow::insert_all(&events, tx, &row.task_id)?;
-            row.update(tx)?;
-            fan_out.enqueue(tx, now)
-        })
-        .await?;
+        let pushed = self
+            .write(move |tx| {
+                let now = now_ms();
+                // The check and the write are in one immediate transaction: no other connection,
+                // in this process or another, can write between them.
+                let stored: Option<(i64, String, i64)> = tx
+                    .query_row(
+                        "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
+                        [&row.task_id],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?;
+                match stored {
+                    Some((version, owner, expires_at))
+                        if version == expected && owner == row.owner && expires_at > now => {}
+                    // Gone, expired, someone else's or moved on: the caller re-reads and decides.
+                    _ => return Err(StoreError::Conflict.into()),
+                }
+                EventRow::insert_all(&events, tx, &row.task_id)?;
+                row.update(tx)?;
+                fan_out.enqueue(tx, now)
+            })
+            .await?;
         self.notify_appended();
         self.push_enqueued(pushed);
         Ok(())

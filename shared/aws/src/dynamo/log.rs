@@ -46,7 +46,9 @@ impl HeadSummary {
         Ok(Self {
             version: items::get_n(item, attr::VERSION)?,
             owner: items::get_s(item, attr::OWNER)?.to_owned(),
-            state: items::get_s(item, attr::STATE).unwrap_or_default().to_owned(),
+            state: items::get_s(item, attr::STATE)
+                .unwrap_or_default()
+                .to_owned(),
             status_ts: items::get_n(item, attr::STATUS_TS).unwrap_or_default(),
             expires: items::get_n(item, attr::EXPIRES)?,
             size: items::item_size(item),

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_aws::fanout::{Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, ReceivedMessage};
 use a2a_core::jobs::{run_jobs, JobPolicy, Settlement};
@@ -19,7 +20,7 @@ use a2a_core::{
 };
 use a2a_embedded::{QueueName, SqliteStore};
 use a2a_http::{router, HttpOptions};
-use a2a_lambda_glue::PushBatch;
+use a2a_lambda_glue::{FanoutBatch, PushBatch};
 use a2a_protocol::{
     Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
     Task, TaskPushNotificationConfig,
@@ -144,6 +145,8 @@ struct AwsBackend {
     /// Messages per invocation of the push function: its event source's `BatchSize` in
     /// `template.yaml`.
     batch_size: usize,
+    /// The table's stream, read as the fan-out function's event source mapping reads it.
+    stream: tokio::sync::Mutex<StreamPoller>,
 }
 
 /// The agent as a receiver sees it: the service on the chosen backend, served by
@@ -334,7 +337,33 @@ impl AgentServer {
         panic!("the push queue did not drain");
     }
 
+    /// The fan-out function's event source mapping, played by the test: every new record of
+    /// the table's stream, filtered as the template filters them, handed to the function's
+    /// batch handler (which puts the push jobs on the queue).
+    async fn fan_out_stream(&self, aws: &AwsBackend) {
+        let function = FanoutBatch {
+            service: self.service.clone(),
+        };
+        let mut stream = aws.stream.lock().await;
+        while let Some(batch) = stream.next_batch().await.expect("the table's stream") {
+            let records: Vec<serde_json::Value> = batch
+                .records
+                .iter()
+                .filter(|r| a2a_aws::fanout::passes_filter(r))
+                .cloned()
+                .collect();
+            if !records.is_empty() {
+                let out = function
+                    .handle(&serde_json::json!({ "Records": records }))
+                    .await;
+                assert_eq!(out, serde_json::json!({ "batchItemFailures": [] }));
+            }
+            stream.commit(&batch).await.expect("commit");
+        }
+    }
+
     async fn drain_sqs(&self, aws: &AwsBackend) -> Drained {
+        self.fan_out_stream(aws).await;
         let queue = aws.adapters.push.queue();
         let function = PushBatch {
             service: self.service.clone(),
@@ -540,6 +569,11 @@ impl AwsBackend {
             push_queue_arn,
             dead_letter_url,
             batch_size: push_function_batch_size(),
+            stream: tokio::sync::Mutex::new(
+                StreamPoller::from_env(&config.table, Checkpoints::Memory)
+                    .await
+                    .expect("the table's stream"),
+            ),
         }
     }
 
