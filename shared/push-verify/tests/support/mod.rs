@@ -210,6 +210,31 @@ impl AgentServer {
         }
     }
 
+    /// Where this server's state lives, as environment variables another process can open
+    /// it from with [`open_store`]: the embedded store's directory, or the table and queues.
+    pub fn location(&self) -> Vec<(String, String)> {
+        match &self.adapters {
+            Adapters::Embedded(embedded) => vec![(
+                "A2A_TEST_DATA_DIR".to_owned(),
+                embedded.dir().display().to_string(),
+            )],
+            Adapters::Aws(aws) => {
+                let c = aws.adapters.store.table().to_owned();
+                vec![
+                    (a2a_aws::ENV_TABLE.to_owned(), c),
+                    (
+                        a2a_aws::ENV_WORK_QUEUE_URL.to_owned(),
+                        aws.adapters.work.queue().url().to_owned(),
+                    ),
+                    (
+                        a2a_aws::ENV_PUSH_QUEUE_URL.to_owned(),
+                        aws.adapters.push.queue().url().to_owned(),
+                    ),
+                ]
+            }
+        }
+    }
+
     /// How many times the JWKS was fetched.
     pub fn jwks_fetches(&self) -> usize {
         self.server.hits("/.well-known/jwks.json")
@@ -660,4 +685,17 @@ impl AwsBackend {
         );
         letters
     }
+}
+
+/// The task store of an [`AgentServer`] whose [`AgentServer::location`] this process was given
+/// in its environment: for a second process on the same state.
+pub async fn open_store() -> Arc<dyn TaskStore> {
+    if let Ok(dir) = std::env::var("A2A_TEST_DATA_DIR") {
+        return Arc::new(SqliteStore::open(std::path::Path::new(&dir)).expect("open the store"));
+    }
+    let adapters = AwsAdapters::new(
+        &aws_clients().await,
+        &a2a_aws::AwsConfig::from_env().expect("the table and queues"),
+    );
+    Arc::new(adapters.store)
 }
