@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_aws::fanout::{self, Checkpoints, StreamPoller};
 use a2a_aws::{Meter, Summary};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
@@ -78,6 +79,8 @@ impl Agent for CostAgent {
 
 struct Bench {
     env: Env,
+    /// The table's stream, read as the fan-out function's event source mapping reads it.
+    stream: StreamPoller,
     meter: Meter,
     service: A2aService,
     ctx: CallContext,
@@ -102,8 +105,12 @@ impl Bench {
             Arc::new(adapters.work),
             Arc::new(adapters.push),
         );
+        let stream = StreamPoller::from_env(&env.config.table, Checkpoints::Memory)
+            .await
+            .expect("the table's stream");
         Some(Self {
             env,
+            stream,
             meter,
             service,
             ctx: CallContext::anonymous(""),
@@ -169,6 +176,29 @@ impl Bench {
         items
     }
 
+    /// Plays the fan-out function's event source mapping: the stream's new records, filtered
+    /// as the template filters them, handed to what the function runs. Returns how many
+    /// records passed the filter (each batch of them is one invocation on AWS; stream reads
+    /// are free).
+    async fn fan_out(&mut self) -> usize {
+        let mut passed = 0;
+        while let Some(batch) = self.stream.next_batch().await.expect("the stream") {
+            let records: Vec<serde_json::Value> = batch
+                .records
+                .iter()
+                .filter(|r| fanout::passes_filter(r))
+                .cloned()
+                .collect();
+            passed += records.len();
+            self.service
+                .fan_out(&fanout::appended_in_records(&records))
+                .await
+                .expect("fan out");
+            self.stream.commit(&batch).await.expect("commit");
+        }
+        passed
+    }
+
     fn table(&self) -> String {
         let mut out = String::from(
             "| operation | DynamoDB requests | SQS requests | moto-reported CU | est. WRU | est. RRU |\n\
@@ -220,6 +250,13 @@ async fn cost_per_operation() {
     assert_eq!(s.sqs_requests(), 0);
     // Target: ≤ 2 WRU (the item and its index entry) and ≤ 1 RRU (the idempotency read).
     assert_floor(&s, 2.0, "echo");
+    // Target: a task without push configs pays nothing for push: no lookup, no queue message,
+    // and its write does not pass the fan-out function's filter (no invocation).
+    assert_eq!(
+        bench.fan_out().await,
+        0,
+        "the echo's write invokes no fan-out"
+    );
     prices::print_and_write(&s);
     // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
     // not compress, so the compression of the stored body cannot hide it).
@@ -345,10 +382,20 @@ async fn cost_per_operation() {
         }),
         ..Default::default()
     };
+    // Everything before it fans out to nothing (the config made above was deleted).
+    bench.fan_out().await;
+    bench.meter.take();
     bench.send("echo pushed", Some(with_push)).await;
     let s = bench
         .row("SendMessage, blocking echo + inline push config")
         .await;
+    let invoked = bench.fan_out().await;
+    assert_eq!(invoked, 1, "one record: the task's one write");
+    let f = bench
+        .row("fan-out function: that write's stream record → its push jobs")
+        .await;
+    assert_eq!(f.sqs.get("SendMessageBatch"), Some(&1), "{f}");
+    assert_eq!(f.dynamodb_requests(), 0, "{f}");
     // The push jobs are the table stream's to enqueue (the fan-out function), not the
     // request's: the request writes the config and the task, nothing else.
     assert_eq!(s.sqs_requests(), 0, "push jobs: {s}");
@@ -361,8 +408,12 @@ async fn cost_per_operation() {
     let fifteen = bench.row("SendStreamingMessage, 15 chunks").await;
     let per_event_writes = f64::from(fifteen.dynamodb_writes() - five.dynamodb_writes()) / 10.0;
     let per_event_wru = (fifteen.estimated_wru - five.estimated_wru) / 10.0;
-    // Target: each streamed event ≤ 1 write request.
+    // Targets: each streamed event ≤ 1 write request, ≤ 2 WRU.
     assert_eq!(per_event_writes, 1.0, "write requests per streamed event");
+    assert!(
+        per_event_wru <= 2.0,
+        "WRU per streamed event: {per_event_wru}"
+    );
 
     // Queued work: the request enqueues, the worker runs the job from SQS.
     let queued = SendMessageConfiguration {
@@ -370,7 +421,7 @@ async fn cost_per_operation() {
         ..Default::default()
     };
     let task = bench.send("queued job", Some(queued.clone())).await;
-    bench.row("SendMessage, queued (returnImmediately)").await;
+    let sent = bench.row("SendMessage, queued (returnImmediately)").await;
     let queue = bench
         .env
         .adapters()
@@ -393,9 +444,12 @@ async fn cost_per_operation() {
         .delete(&received[0].receipt_handle)
         .await
         .expect("delete");
-    bench
+    let worked = bench
         .row("worker: receive + run queued echo + delete")
         .await;
+    // Target: a queued echo end to end (send, claim, run, complete) ≤ 6 WRU.
+    let queued_wru = sent.estimated_wru + worked.estimated_wru;
+    assert!(queued_wru <= 6.0, "queued echo: {queued_wru} WRU");
 
     // CancelTask of a queued task that has not run yet.
     let waiting = bench.send("queued later", Some(queued)).await;
@@ -418,7 +472,8 @@ async fn cost_per_operation() {
     let _ = writeln!(
         table,
         "\nPer streamed event (15 − 5 chunks, /10): {per_event_writes:.1} write request, \
-         {per_event_wru:.1} est. WRU"
+         {per_event_wru:.1} est. WRU\n\
+         Queued echo end to end (send + worker): {queued_wru:.1} est. WRU"
     );
     println!("\n{table}");
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cost-table.md");

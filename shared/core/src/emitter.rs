@@ -34,17 +34,29 @@ pub(crate) struct EmitterState {
     pub(crate) head: Option<StoredTask>,
     pub(crate) first: Option<oneshot::Sender<FirstOutcome>>,
     pub(crate) replied: bool,
-    /// Artifacts emitted before the task's first status: they are written together with that
-    /// status, in the one write that creates the task. An echo-like agent (artifact, then
-    /// complete) thus costs one store write instead of two, and nobody can observe the
-    /// difference: the task becomes visible to streams, pushes and reads with that write.
+    /// Artifacts not written yet. Before the task's first status: they are written together
+    /// with that status, in the one write that creates the task. An echo-like agent (artifact,
+    /// then complete) thus costs one store write instead of two, and nobody can observe the
+    /// difference: the task becomes visible to streams, pushes and reads with that write. After
+    /// it, in an execution whose caller does not stream: held at most [`ARTIFACT_HOLD`] for the
+    /// agent's next emit, and written with it (see [`Emitter::emit`]).
     pub(crate) pending: Vec<TaskEvent>,
+    /// A write of held artifacts is scheduled ([`ARTIFACT_HOLD`] after the first of them).
+    pub(crate) flush_scheduled: bool,
+    /// Why a write of held artifacts failed: the agent's next emit returns it.
+    pub(crate) deferred: Option<AgentError>,
     /// Whether this execution holds the task's inline lease now (see [`InlineLease`]).
     pub(crate) lease_held: bool,
     /// A concurrent copy of the message won (see [`FirstOutcome::Superseded`]): every further
     /// emit fails, so the run stops.
     pub(crate) superseded: bool,
 }
+
+/// How long an execution whose caller does not stream holds an artifact for the agent's next
+/// emit, so that the two are one write. An agent that answers with an artifact and then
+/// completes (an echo run by the worker) writes once instead of twice: on DynamoDB one write
+/// unit and one request less. A stream's chunks are never held: its caller wants each one.
+pub(crate) const ARTIFACT_HOLD: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The terms of an inline execution's lease on its task: who holds it and for how long each
 /// take or renewal lasts. A crashed process stops renewing; once the lease is over, a sweep
@@ -248,9 +260,29 @@ impl Emitter {
                 "the agent already replied with a message; no task events may follow".into(),
             ));
         }
+        if let Some(err) = state.deferred.take() {
+            return Err(err);
+        }
         self.lease_before(&mut state, &event).await?;
         let result = match state.head.clone() {
-            Some(head) => self.log.append(&self.owner, head, vec![event]).await,
+            Some(_) if !self.request.streaming && matches!(event, TaskEvent::Artifact { .. }) => {
+                state.pending.push(event);
+                if !state.flush_scheduled {
+                    state.flush_scheduled = true;
+                    let emitter = self.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(ARTIFACT_HOLD).await;
+                        emitter.flush().await;
+                    });
+                }
+                return Ok(());
+            }
+            Some(head) => {
+                let mut events = std::mem::take(&mut state.pending);
+                state.flush_scheduled = false;
+                events.push(event);
+                self.log.append(&self.owner, head, events).await
+            }
             None if matches!(event, TaskEvent::Artifact { .. }) => {
                 state.pending.push(event);
                 return Ok(());
@@ -301,6 +333,38 @@ impl Emitter {
                 Err(AgentError::TaskEnded(ended))
             }
             Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Writes the artifacts held for the agent's next emit (its hold is over, or the run
+    /// ended). A failure is returned by the agent's next emit.
+    pub(crate) async fn flush(&self) {
+        let mut state = self.state.lock().await;
+        state.flush_scheduled = false;
+        let Some(head) = state.head.clone() else {
+            return;
+        };
+        if state.pending.is_empty() || state.superseded {
+            return;
+        }
+        let events = std::mem::take(&mut state.pending);
+        match self.log.append(&self.owner, head, events).await {
+            Ok(head) => {
+                let stopped = !is_active(head.task.status.state);
+                state.head = Some(head);
+                if stopped {
+                    self.release_lease(&mut state).await;
+                }
+            }
+            Err(AppendError::Terminal(task)) => {
+                let ended = task.status.state;
+                if let Some(head) = state.head.as_mut() {
+                    head.task = *task;
+                }
+                self.release_lease(&mut state).await;
+                state.deferred = Some(AgentError::TaskEnded(ended));
+            }
+            Err(other) => state.deferred = Some(other.into()),
         }
     }
 

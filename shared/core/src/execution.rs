@@ -36,6 +36,8 @@ pub(crate) fn new_emitter(
             first: Some(tx),
             replied: false,
             pending: Vec::new(),
+            flush_scheduled: false,
+            deferred: None,
             lease_held: false,
             superseded: false,
         })),
@@ -203,6 +205,8 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
             Err(AgentError::Failed("The agent failed unexpectedly.".into()))
         }
     };
+    // Artifacts held for a next emit that will not come are written now.
+    emitter.flush().await;
     let (replied, state) = {
         let state = emitter.state.lock().await;
         (
