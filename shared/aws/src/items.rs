@@ -601,7 +601,7 @@ mod tests {
     #[test]
     fn keys_sort_in_log_and_time_order() {
         assert!(event_sk(9) < event_sk(10));
-        assert!(event_sk(u64::MAX) < HEAD_SK.to_owned());
+        assert!(event_sk(u64::MAX).as_str() < HEAD_SK);
         assert!(gsi_sk(999, "z") < gsi_sk(1_000, "a"));
         // The bare timestamp prefix sorts before every task with that timestamp.
         assert!(ts_prefix(1_000) < gsi_sk(1_000, "a"));
