@@ -455,13 +455,18 @@ pub async fn run_stream_fan_out<F, Fut>(
     F: Fn(Vec<AppendedEvents>) -> Fut,
     Fut: std::future::Future<Output = Result<(), StoreError>>,
 {
-    const IDLE: Duration = Duration::from_millis(200);
+    // An idle stream is polled less and less often, down to once a second (a `GetRecords` is a
+    // billed request outside Lambda); a record brings the next poll back at once.
+    const FIRST_IDLE: Duration = Duration::from_millis(100);
+    const MAX_IDLE: Duration = Duration::from_secs(1);
+    let mut idle = FIRST_IDLE;
     loop {
         if *stop.borrow() {
             return;
         }
         let pause = match poller.next_batch().await {
             Ok(Some(batch)) => {
+                idle = FIRST_IDLE;
                 let appended = appended_in_records(&batch.records);
                 let handed = if appended.is_empty() {
                     Ok(())
@@ -473,7 +478,7 @@ pub async fn run_stream_fan_out<F, Fut>(
                         Ok(()) => continue,
                         Err(err) => {
                             tracing::warn!(error = %err, "stream fan-out: committing failed");
-                            IDLE
+                            FIRST_IDLE
                         }
                     },
                     Err(err) => {
@@ -483,7 +488,11 @@ pub async fn run_stream_fan_out<F, Fut>(
                     }
                 }
             }
-            Ok(None) => IDLE,
+            Ok(None) => {
+                let pause = idle;
+                idle = (idle * 2).min(MAX_IDLE);
+                pause
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "stream fan-out: reading the stream failed");
                 Duration::from_secs(1)
