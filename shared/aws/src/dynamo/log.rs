@@ -39,6 +39,8 @@ pub(super) struct HeadSummary {
     /// of the old and the new item).
     size: usize,
     carried: Arc<Vec<LoggedEvent>>,
+    /// A head of a layout before this one (no `nv`): its push config ids are not on it yet.
+    legacy: bool,
 }
 
 impl HeadSummary {
@@ -53,6 +55,7 @@ impl HeadSummary {
             expires: items::get_n(item, attr::EXPIRES)?,
             size: items::item_size(item),
             carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
+            legacy: !item.contains_key(attr::PREV_VERSION),
         })
     }
 }
@@ -254,6 +257,18 @@ impl DynamoTaskStore {
             0.0
         } * write_units(index_entry_size(&item));
 
+        // The first append to a head of an older layout puts the ids of the task's push configs
+        // on it (ADD: a union, so a config put meanwhile is kept), so that its stream records
+        // fan out to them from now on. Once per such task.
+        let mut migrated = Vec::new();
+        if old.legacy {
+            migrated = self
+                .list_push_configs(&head.owner, task_id)
+                .await?
+                .into_iter()
+                .map(|c| c.id)
+                .collect();
+        }
         let mut expression_values: HashMap<String, AttributeValue> = set
             .iter()
             .map(|name| (format!(":{name}"), item[*name].clone()))
@@ -264,13 +279,16 @@ impl DynamoTaskStore {
             (":own", s(head.owner.as_str())),
             (":now", n(now)),
         ]));
-        let mut update = format!(
-            "SET {}",
-            set.iter()
-                .map(|name| format!("#{name} = :{name}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let mut assignments: Vec<String> = set
+            .iter()
+            .map(|name| format!("#{name} = :{name}"))
+            .collect();
+        if !migrated.is_empty() {
+            assignments.push(format!("#{} = :pf", attr::PUSH_FLAG));
+            expression_values.insert(":pf".into(), s("1"));
+            expression_values.insert(":pcs".into(), AttributeValue::Ss(migrated));
+        }
+        let mut update = format!("SET {}", assignments.join(", "));
         update.push_str(&format!(
             " REMOVE {}",
             remove
@@ -279,8 +297,14 @@ impl DynamoTaskStore {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+        if expression_values.contains_key(":pcs") {
+            update.push_str(&format!(" ADD #{} :pcs", attr::CONFIG_IDS));
+        }
         let mut all_names: Vec<&str> = set.iter().chain(&remove).copied().collect();
         all_names.extend([attr::OWNER]);
+        if expression_values.contains_key(":pcs") {
+            all_names.extend([attr::PUSH_FLAG, attr::CONFIG_IDS]);
+        }
         if !all_names.contains(&attr::EXPIRES) {
             all_names.push(attr::EXPIRES);
         }
@@ -315,6 +339,7 @@ impl DynamoTaskStore {
                         expires: exp,
                         size: new_size,
                         carried: Arc::new(carried),
+                        legacy: false,
                     },
                 );
                 Ok(())
