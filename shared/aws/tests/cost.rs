@@ -119,7 +119,7 @@ impl Bench {
     }
 
     /// Records what happened since the last row under `operation`. Work the operation started
-    /// in the background (the push fan-out after the last append) may land just after it
+    /// in the background (a lease given back after the last write) may land just after it
     /// returns: wait until no call came for a moment, so it is counted here and not in the
     /// next row.
     async fn row(&mut self, operation: &str) -> Summary {
