@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Lambda functions locally, as deployed but on 127.0.0.1:
 #   moto (DynamoDB + SQS)  ←  functions under `cargo lambda watch`  ←  a2a-lambda-router (the
-#   front door, from infra/routes.json)  and  a2a-sqs-poller (the SQS event source mappings).
+#   front door, from infra/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
+#   a2a-stream-poller (the fan-out function's DynamoDB stream event source).
 #
 #   infra/lambda-local.sh start   install (pinned, into .venv-lambda), build, start everything in
 #                                 the background, start every function (one request each, so
@@ -134,7 +135,7 @@ warm_functions() {
     curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
     pids+=($!); names+=("$f")
   done
-  for f in $(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["queueFunctions"]))'); do
+  for f in $(python3 -c 'import json; r=json.load(open("infra/routes.json")); print(" ".join(list(r["queueFunctions"]) + list(r["streamFunctions"])))'); do
     curl -fsS -o /dev/null --max-time 300 -X POST -H 'Content-Type: application/json' \
       -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" &
     pids+=($!); names+=("$f")
@@ -195,6 +196,10 @@ start() {
     --queue "$push_url=push" \
     >"$STATE/poller-push.log" 2>&1 &
   echo $! >"$STATE/poller-push.pid"
+  # The fan-out function's event source: the table's stream, filtered as the template does.
+  setsid "$bin"/a2a-stream-poller --watch "$WATCH" --table "$A2A_TABLE" \
+    >"$STATE/poller-stream.log" 2>&1 &
+  echo $! >"$STATE/poller-stream.pid"
   : >"$STATE/router.log"
   start_router "$FRONT_DOOR"
   # The first request starts the card function (cargo run): give it time.
@@ -239,7 +244,7 @@ front_door() {
 }
 
 stop() {
-  for p in router poller-work poller-push; do stop_one "$p"; done
+  for p in router poller-work poller-push poller-stream; do stop_one "$p"; done
   stop_watch
   stop_one moto
 }

@@ -5,20 +5,26 @@
 //!
 //! | item        | `sk`               | attributes                                            |
 //! |-------------|--------------------|-------------------------------------------------------|
-//! | head        | `H`                | `v own ctx st ts exp ttl gpk gsk` + `tb` or `evs`     |
-//! | event       | `E#<seq, 20 digits>` | `own exp ttl ev`                                    |
+//! | head        | `H`                | `v nv own ctx st ts exp ttl gpk gsk evs` [`tb`] [`pcs pf`] |
+//! | archive     | `E#<last seq, 20 digits>` | `own exp ttl evs`                            |
 //! | push config | `P#<config id>`    | `own exp ttl cfg`                                     |
 //! | delivery    | `D#<config id>`    | `own exp ttl` + the counters of `PushDeliveryState`   |
 //! | lease       | `L`                | `holder until ttl`                                    |
 //!
 //! Attribute names are short on purpose: DynamoDB bills names as part of every item's size.
 //!
-//! The head holds the task compressed (`tb`, deflated JSON). A task *born terminal* (created
-//! and finished in its first write, such as a blocking echo) is one item: its head carries the
-//! events of that write (`evs`, deflated JSON) and no `tb` (the task is those events applied in
-//! order), and no event item is written; nothing is ever appended to a terminal task, so the
-//! head stays that way. Heads of the previous layout (the task as JSON text in `task`) are read
-//! as before and rewritten in this layout by their next append.
+//! **The head carries the log.** Every create and every append is one conditional write of the
+//! head alone: the head carries the latest events (`evs`, deflated JSON) beside the task
+//! (`tb`, deflated JSON). While `evs` still holds the whole log (it starts at seq 1) there is no
+//! `tb`: the task is those events applied in order. When carrying the earlier events would make
+//! the head cost more write units than it needs, the writer first moves them into an *archive*
+//! item (`E#<seq of the last one>`, written once, never changed) and the head goes on with the
+//! new events and `tb`. `nv` is the version before the head's last write, so a stream record of
+//! the head tells which events that write added; `pcs` (the ids of the task's push configs) and
+//! `pf` (`"1"` while it has any) let the stream's fan-out, and its filter, find the configs.
+//!
+//! Older layouts are read as they are: heads with the task as JSON text (`task`), heads with
+//! `tb` and no `evs`, and one `E#<seq>` item per event (`ev`).
 
 use std::collections::HashMap;
 
@@ -42,13 +48,6 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 /// kilobytes. DynamoDB's own limit is 400 KiB (409,600 bytes); the margin absorbs any
 /// difference between our count and DynamoDB's, so an item we accept is never refused there.
 pub const MAX_ITEM_BYTES: usize = 400_000;
-
-/// DynamoDB's limit on the items of one transaction.
-pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
-
-/// DynamoDB's limit on the total size of one transaction's items (4 MB), in decimal bytes for
-/// the same margin as [`MAX_ITEM_BYTES`].
-pub(crate) const MAX_TRANSACTION_BYTES: usize = 4_000_000;
 
 /// Attribute names.
 pub(crate) mod attr {
@@ -75,15 +74,21 @@ pub(crate) mod attr {
     pub const TASK: &str = "task";
     /// Head: the task as deflated JSON.
     pub const TASK_BODY: &str = "tb";
-    /// Head of a task born terminal: the events of its one write, as deflated JSON.
+    /// Head: the events it carries; archive: the events it holds (deflated JSON).
     pub const HEAD_EVENTS: &str = "evs";
+    /// Head: the version before its last write (the events after it are that write's).
+    pub const PREV_VERSION: &str = "nv";
+    /// Head: the ids of the task's push configs (a string set; absent without any).
+    pub const CONFIG_IDS: &str = "pcs";
+    /// Head: `"1"` while the task has push configs: what the stream's filter matches.
+    pub const PUSH_FLAG: &str = "pf";
     /// Head: partition key of the by-owner index (the owner).
     pub const GSI_PK: &str = "gpk";
     /// Head: sort key of the by-owner index (status timestamp and task id).
     pub const GSI_SK: &str = "gsk";
     /// Reply record (at a head's key, instead of a head): the recorded direct reply as JSON.
     pub const REPLY: &str = "rep";
-    /// Event: the logged event as JSON.
+    /// Event item of an older layout: one logged event as JSON.
     pub const EVENT: &str = "ev";
     /// Push config: the config as JSON.
     pub const CONFIG: &str = "cfg";
@@ -120,11 +125,6 @@ pub(crate) fn task_pk(task_id: &str) -> String {
 /// Sort key of event `seq`: zero-padded so that string order is numeric order.
 pub(crate) fn event_sk(seq: u64) -> String {
     format!("E#{seq:020}")
-}
-
-/// The last possible event sort key (`u64::MAX` has 20 digits).
-pub(crate) fn last_event_sk() -> String {
-    event_sk(u64::MAX)
 }
 
 pub(crate) fn config_sk(config_id: &str) -> String {
@@ -262,23 +262,43 @@ pub(crate) fn status_ts_ms(task: &Task) -> i64 {
     task.status.timestamp.map_or(0, Timestamp::millis)
 }
 
-/// The head item of `head`, with the task in `tb`.
-pub(crate) fn head_item(head: &StoredTask) -> Result<Item, StoreError> {
+/// The head item of `head` carrying `carried` (the latest events, ending at the head's
+/// version), written over version `prev_version`. The task itself is stored (`tb`) unless
+/// `carried` is the whole log, from which it is rebuilt when read.
+pub(crate) fn head_item(
+    head: &StoredTask,
+    carried: &[LoggedEvent],
+    prev_version: u64,
+) -> Result<Item, StoreError> {
     let mut item = head_keys(head)?;
-    item.insert(attr::TASK_BODY.to_owned(), packed(&head.task)?);
+    item.insert(attr::PREV_VERSION.to_owned(), n(prev_version));
+    item.insert(attr::HEAD_EVENTS.to_owned(), packed(&carried)?);
+    if carried.first().map(|e| e.seq) != Some(1) {
+        item.insert(attr::TASK_BODY.to_owned(), packed(&head.task)?);
+    }
     Ok(item)
 }
 
-/// The one item of a task born terminal: the head with the `events` that created it instead
-/// of the task (see the module doc).
-pub(crate) fn born_terminal_item(
-    head: &StoredTask,
+/// The archive item of `events` (a run of a task's log that its head no longer carries): at
+/// the sort key of the last of them, so a query from any seq finds every archive holding a
+/// later event.
+pub(crate) fn archive_item(
+    owner: &Owner,
+    task_id: &str,
+    expires_at: Timestamp,
     events: &[LoggedEvent],
 ) -> Result<Item, StoreError> {
-    // The same checks as separate event items get: a gapless log ending at the head's version.
-    event_items(head, 0, events)?;
-    let mut item = head_keys(head)?;
-    item.insert(attr::HEAD_EVENTS.to_owned(), packed(&events)?);
+    let last = events
+        .last()
+        .ok_or_else(|| StoreError::Backend("an archive needs events".into()))?;
+    let exp = expires_at.millis();
+    let mut item = key(task_pk(task_id), event_sk(last.seq));
+    item.extend([
+        (attr::OWNER.to_owned(), s(owner.as_str())),
+        (attr::EXPIRES.to_owned(), n(exp)),
+        (attr::TTL.to_owned(), n(ttl_secs(exp))),
+        (attr::HEAD_EVENTS.to_owned(), packed(&events)?),
+    ]);
     Ok(item)
 }
 
@@ -305,17 +325,15 @@ fn head_keys(head: &StoredTask) -> Result<Item, StoreError> {
     Ok(item)
 }
 
-/// The event items of `events`, checking that they continue a log of length
-/// `expected_version` without gaps and end at the head's version. A caller that breaks this
-/// has a bug; refusing the write keeps the log gapless whatever the caller does.
-pub(crate) fn event_items(
+/// Checks that `events` continue a log of length `expected_version` without gaps and end at
+/// the head's version. A caller that breaks this has a bug; refusing the write keeps the log
+/// gapless whatever the caller does.
+pub(crate) fn check_seqs(
     head: &StoredTask,
     expected_version: u64,
     events: &[LoggedEvent],
-) -> Result<Vec<Item>, StoreError> {
+) -> Result<(), StoreError> {
     let mut next = expected_version;
-    let exp = head.expires_at.millis();
-    let mut items = Vec::with_capacity(events.len());
     for event in events {
         next += 1;
         if event.seq != next {
@@ -325,14 +343,6 @@ pub(crate) fn event_items(
                 next - 1
             )));
         }
-        let mut item = key(task_pk(&head.task.id), event_sk(event.seq));
-        item.extend([
-            (attr::OWNER.to_owned(), s(head.owner.as_str())),
-            (attr::EXPIRES.to_owned(), n(exp)),
-            (attr::TTL.to_owned(), n(ttl_secs(exp))),
-            (attr::EVENT.to_owned(), s(json(event)?)),
-        ]);
-        items.push(item);
     }
     if head.version != next {
         return Err(StoreError::Backend(format!(
@@ -340,7 +350,7 @@ pub(crate) fn event_items(
             head.version
         )));
     }
-    Ok(items)
+    Ok(())
 }
 
 pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
@@ -430,6 +440,11 @@ pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
         return unpacked(item, attr::TASK_BODY, "task");
     }
     if let Some(events) = head_events(item)? {
+        if events.first().map(|e| e.seq) != Some(1) {
+            return Err(StoreError::Backend(
+                "stored head carries part of the log and no task".into(),
+            ));
+        }
         // The events as the log applied them when they were written.
         let mut task = Task::default();
         for logged in &events {
@@ -443,7 +458,7 @@ pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
     from_json(get_s(item, attr::TASK)?, "task")
 }
 
-/// The events a head item carries (a task born terminal), if any.
+/// The events a head or archive item carries, if any.
 pub(crate) fn head_events(item: &Item) -> Result<Option<Vec<LoggedEvent>>, StoreError> {
     if item.contains_key(attr::HEAD_EVENTS) {
         unpacked(item, attr::HEAD_EVENTS, "events").map(Some)
@@ -452,8 +467,16 @@ pub(crate) fn head_events(item: &Item) -> Result<Option<Vec<LoggedEvent>>, Store
     }
 }
 
-pub(crate) fn event_from_item(item: &Item) -> Result<LoggedEvent, StoreError> {
-    from_json(get_s(item, attr::EVENT)?, "event")
+/// The events of an item of the log's range: an archive's or a head's (`evs`), or the one
+/// event of an event item of an older layout (`ev`).
+pub(crate) fn events_of_item(item: &Item) -> Result<Vec<LoggedEvent>, StoreError> {
+    if let Some(events) = head_events(item)? {
+        return Ok(events);
+    }
+    if item.contains_key(attr::EVENT) {
+        return Ok(vec![from_json(get_s(item, attr::EVENT)?, "event")?]);
+    }
+    Ok(Vec::new())
 }
 
 /// The item of a push config.
@@ -578,7 +601,7 @@ mod tests {
     #[test]
     fn keys_sort_in_log_and_time_order() {
         assert!(event_sk(9) < event_sk(10));
-        assert!(event_sk(u64::MAX - 1) < last_event_sk());
+        assert!(event_sk(u64::MAX).as_str() < HEAD_SK);
         assert!(gsi_sk(999, "z") < gsi_sk(1_000, "a"));
         // The bare timestamp prefix sorts before every task with that timestamp.
         assert!(ts_prefix(1_000) < gsi_sk(1_000, "a"));
@@ -640,7 +663,7 @@ mod tests {
     }
 
     #[test]
-    fn a_task_born_terminal_is_one_item_holding_its_events() {
+    fn a_head_carries_its_events_and_the_task_when_it_must() {
         let owner = Owner::new("", "anonymous");
         let now = Timestamp::from_millis(1_700_000_000_000);
         let text = "x".repeat(100);
@@ -682,14 +705,20 @@ mod tests {
             version: 2,
             expires_at: Timestamp::from_millis(1_800_000_000_000),
         };
-        let item = born_terminal_item(&head, &events).unwrap();
+        check_seqs(&head, 0, &events).unwrap();
+        let item = head_item(&head, &events, 0).unwrap();
         assert!(!item.contains_key(attr::TASK_BODY));
         assert_eq!(head_from_item(&item).unwrap(), head);
         assert_eq!(head_events(&item).unwrap().unwrap(), events);
         // The text and the ids are stored once: well under the 1 KB of one write unit.
         assert!(item_size(&item) < 700, "{} bytes", item_size(&item));
         // A log that does not end at the head's version is refused.
-        assert!(born_terminal_item(&head, &events[..1]).is_err());
+        assert!(check_seqs(&head, 0, &events[..1]).is_err());
+        // A head carrying only the latest events stores the task too.
+        let later = head_item(&head, &events[1..], 1).unwrap();
+        assert!(later.contains_key(attr::TASK_BODY));
+        assert_eq!(head_from_item(&later).unwrap(), head);
+        assert_eq!(events_of_item(&later).unwrap(), events[1..]);
     }
 
     #[test]
@@ -727,7 +756,7 @@ mod tests {
             version: 7,
             expires_at: Timestamp::from_millis(1_800_000_000_456),
         };
-        let item = head_item(&head).unwrap();
+        let item = head_item(&head, &[], 6).unwrap();
         assert_eq!(head_from_item(&item).unwrap(), head);
         assert_eq!(
             get_s(&item, attr::GSI_SK).unwrap(),

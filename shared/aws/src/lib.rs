@@ -15,6 +15,7 @@
 //! without any code branch.
 
 mod dynamo;
+pub mod fanout;
 mod items;
 mod meter;
 pub mod resources;

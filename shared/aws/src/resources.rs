@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
+    TimeToLiveSpecification,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -65,6 +66,9 @@ pub struct TableDefinition {
     pub ttl_attribute: &'static str,
     /// Billing mode: on-demand (`PAY_PER_REQUEST`), so an idle deployment costs nothing.
     pub billing_mode: &'static str,
+    /// The table's stream (`NEW_IMAGE`): it carries every head write, with its new events, to
+    /// the push fan-out ([`crate::fanout`]).
+    pub stream_view_type: &'static str,
 }
 
 impl TableDefinition {
@@ -192,6 +196,7 @@ impl Resources {
                 }],
                 ttl_attribute: TTL_ATTRIBUTE,
                 billing_mode: "PAY_PER_REQUEST",
+                stream_view_type: "NEW_IMAGE",
             },
             work_queue: QueueDefinition {
                 name: format!("{prefix}-work"),
@@ -254,6 +259,13 @@ pub async fn create_table(
         .create_table()
         .table_name(&table.name)
         .billing_mode(BillingMode::from(table.billing_mode))
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::from(table.stream_view_type))
+                .build()
+                .map_err(|e| err("stream of", &e))?,
+        )
         .key_schema(key(table.partition_key, KeyType::Hash)?)
         .key_schema(key(table.sort_key, KeyType::Range)?);
     for name in table.key_attributes() {

@@ -30,6 +30,7 @@ contract_tests!(
     append_with_expected_version,
     stale_append_conflicts_and_changes_nothing,
     read_events_after_seq_and_limit,
+    a_long_log_reads_back_whole_from_any_point,
     owner_scoping,
     expired_task_is_gone,
     list_orders_newest_status_first,

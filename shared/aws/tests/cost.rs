@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_aws::fanout::{self, Checkpoints, StreamPoller};
 use a2a_aws::{Meter, Summary};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
@@ -54,6 +55,13 @@ impl Agent for CostAgent {
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
         let text = request.text().to_owned();
         if let Some(n) = text.strip_prefix("stream ") {
+            // `stream N`: each chunk written before the next is made, as when a model's tokens
+            // come slower than the store writes (the cost of one chunk); `stream N together`:
+            // back to back, so the chunks made during a write share the next one.
+            let (n, together) = match n.split_once(' ') {
+                Some((n, _)) => (n, true),
+                None => (n, false),
+            };
             let n: usize = n.parse().unwrap_or(1);
             emitter.working(None).await?;
             for i in 0..n {
@@ -63,6 +71,9 @@ impl Agent for CostAgent {
                     ..Default::default()
                 };
                 emitter.artifact(chunk, i > 0, i + 1 == n).await?;
+                if !together {
+                    emitter.flush().await?;
+                }
             }
         } else {
             let echo = Artifact {
@@ -78,6 +89,8 @@ impl Agent for CostAgent {
 
 struct Bench {
     env: Env,
+    /// The table's stream, read as the fan-out function's event source mapping reads it.
+    stream: StreamPoller,
     meter: Meter,
     service: A2aService,
     ctx: CallContext,
@@ -102,8 +115,12 @@ impl Bench {
             Arc::new(adapters.work),
             Arc::new(adapters.push),
         );
+        let stream = StreamPoller::from_env(&env.config.table, Checkpoints::Memory)
+            .await
+            .expect("the table's stream");
         Some(Self {
             env,
+            stream,
             meter,
             service,
             ctx: CallContext::anonymous(""),
@@ -112,7 +129,7 @@ impl Bench {
     }
 
     /// Records what happened since the last row under `operation`. Work the operation started
-    /// in the background (the push fan-out after the last append) may land just after it
+    /// in the background (a lease given back after the last write) may land just after it
     /// returns: wait until no call came for a moment, so it is counted here and not in the
     /// next row.
     async fn row(&mut self, operation: &str) -> Summary {
@@ -146,12 +163,10 @@ impl Bench {
         }
     }
 
-    async fn stream(&self, chunks: usize) -> usize {
+    /// Streams `text` (`stream N`, `stream N together`); how many items the stream had.
+    async fn stream(&self, text: &str) -> usize {
         let request = SendMessageRequest {
-            message: Some(Message::user_text(
-                a2a_core::new_id(),
-                format!("stream {chunks}"),
-            )),
+            message: Some(Message::user_text(a2a_core::new_id(), text)),
             ..Default::default()
         };
         let Ok(OperationResponse::Stream(mut stream)) = self
@@ -167,6 +182,29 @@ impl Bench {
             items += 1;
         }
         items
+    }
+
+    /// Plays the fan-out function's event source mapping: the stream's new records, filtered
+    /// as the template filters them, handed to what the function runs. Returns how many
+    /// records passed the filter (each batch of them is one invocation on AWS; stream reads
+    /// are free).
+    async fn fan_out(&mut self) -> usize {
+        let mut passed = 0;
+        while let Some(batch) = self.stream.next_batch().await.expect("the stream") {
+            let records: Vec<serde_json::Value> = batch
+                .records
+                .iter()
+                .filter(|r| fanout::passes_filter(r))
+                .cloned()
+                .collect();
+            passed += records.len();
+            self.service
+                .fan_out(&fanout::appended_in_records(&records))
+                .await
+                .expect("fan out");
+            self.stream.commit(&batch).await.expect("commit");
+        }
+        passed
     }
 
     fn table(&self) -> String {
@@ -220,6 +258,13 @@ async fn cost_per_operation() {
     assert_eq!(s.sqs_requests(), 0);
     // Target: ≤ 2 WRU (the item and its index entry) and ≤ 1 RRU (the idempotency read).
     assert_floor(&s, 2.0, "echo");
+    // Target: a task without push configs pays nothing for push: no lookup, no queue message,
+    // and its write does not pass the fan-out function's filter (no invocation).
+    assert_eq!(
+        bench.fan_out().await,
+        0,
+        "the echo's write invokes no fan-out"
+    );
     prices::print_and_write(&s);
     // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
     // not compress, so the compression of the stored body cannot hide it).
@@ -345,22 +390,48 @@ async fn cost_per_operation() {
         }),
         ..Default::default()
     };
+    // Everything before it fans out to nothing (the config made above was deleted).
+    bench.fan_out().await;
+    bench.meter.take();
     bench.send("echo pushed", Some(with_push)).await;
     let s = bench
         .row("SendMessage, blocking echo + inline push config")
         .await;
-    assert!(s.sqs.contains_key("SendMessageBatch"), "push jobs: {s}");
+    let invoked = bench.fan_out().await;
+    assert_eq!(invoked, 1, "one record: the task's one write");
+    let f = bench
+        .row("fan-out function: that write's stream record → its push jobs")
+        .await;
+    assert_eq!(f.sqs.get("SendMessageBatch"), Some(&1), "{f}");
+    assert_eq!(f.dynamodb_requests(), 0, "{f}");
+    // The push jobs are the table stream's to enqueue (the fan-out function), not the
+    // request's: the request writes the config and the task, nothing else.
+    assert_eq!(s.sqs_requests(), 0, "push jobs: {s}");
 
     // Streaming: the marginal cost of one more streamed event, from 5 and 15 chunks.
-    let items = bench.stream(5).await;
+    let items = bench.stream("stream 5").await;
     assert!(items >= 7, "task, working, 5 chunks, completed: {items}");
     let five = bench.row("SendStreamingMessage, 5 chunks").await;
-    bench.stream(15).await;
+    bench.stream("stream 15").await;
     let fifteen = bench.row("SendStreamingMessage, 15 chunks").await;
     let per_event_writes = f64::from(fifteen.dynamodb_writes() - five.dynamodb_writes()) / 10.0;
     let per_event_wru = (fifteen.estimated_wru - five.estimated_wru) / 10.0;
-    // Target: each streamed event ≤ 1 write request.
+    // Targets: each streamed event ≤ 1 write request, ≤ 2 WRU.
     assert_eq!(per_event_writes, 1.0, "write requests per streamed event");
+    assert!(
+        per_event_wru <= 2.0,
+        "WRU per streamed event: {per_event_wru}"
+    );
+    // Chunks made faster than the store writes share writes: fewer than one per chunk.
+    let items = bench.stream("stream 15 together").await;
+    assert_eq!(items, 18, "task, working, 15 chunks, completed");
+    let together = bench
+        .row("SendStreamingMessage, 15 chunks back to back")
+        .await;
+    assert!(
+        together.dynamodb_writes() < fifteen.dynamodb_writes(),
+        "chunks back to back share writes: {together} against {fifteen}"
+    );
 
     // Queued work: the request enqueues, the worker runs the job from SQS.
     let queued = SendMessageConfiguration {
@@ -368,7 +439,7 @@ async fn cost_per_operation() {
         ..Default::default()
     };
     let task = bench.send("queued job", Some(queued.clone())).await;
-    bench.row("SendMessage, queued (returnImmediately)").await;
+    let sent = bench.row("SendMessage, queued (returnImmediately)").await;
     let queue = bench
         .env
         .adapters()
@@ -391,9 +462,12 @@ async fn cost_per_operation() {
         .delete(&received[0].receipt_handle)
         .await
         .expect("delete");
-    bench
+    let worked = bench
         .row("worker: receive + run queued echo + delete")
         .await;
+    // Target: a queued echo end to end (send, claim, run, complete) ≤ 6 WRU.
+    let queued_wru = sent.estimated_wru + worked.estimated_wru;
+    assert!(queued_wru <= 6.0, "queued echo: {queued_wru} WRU");
 
     // CancelTask of a queued task that has not run yet.
     let waiting = bench.send("queued later", Some(queued)).await;
@@ -416,7 +490,8 @@ async fn cost_per_operation() {
     let _ = writeln!(
         table,
         "\nPer streamed event (15 − 5 chunks, /10): {per_event_writes:.1} write request, \
-         {per_event_wru:.1} est. WRU"
+         {per_event_wru:.1} est. WRU\n\
+         Queued echo end to end (send + worker): {queued_wru:.1} est. WRU"
     );
     println!("\n{table}");
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cost-table.md");

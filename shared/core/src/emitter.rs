@@ -54,6 +54,9 @@ pub(crate) struct EmitterState {
     pub(crate) projected: TaskState,
     /// A write task is writing `queued` (see [`Emitter::write_queued`]).
     pub(crate) writing: bool,
+    /// Queued artifacts are held for the agent's next emit, and a write of them is scheduled
+    /// [`ARTIFACT_HOLD`] after the first (see [`Emitter::emit`]).
+    pub(crate) holding: bool,
     /// The task ended under this execution (a write found it canceled, say): every later emit
     /// returns this.
     pub(crate) ended: Option<AgentError>,
@@ -75,6 +78,7 @@ impl EmitterState {
             superseded: false,
             queued: Vec::new(),
             writing: false,
+            holding: false,
             ended: None,
             failure: None,
         }
@@ -93,6 +97,13 @@ impl EmitterState {
 /// How many events may wait for a write before an emit waits for the write to finish: a bound
 /// on what an agent faster than the store holds in memory.
 const MAX_QUEUED: usize = 1024;
+
+/// How long an execution whose caller does not stream holds an artifact for the agent's next
+/// emit, so that the two are one write. An agent that answers with an artifact and then
+/// completes (an echo run by the worker) writes once instead of twice: on DynamoDB one write
+/// unit and one request less. Short: a client reading the task meanwhile sees the artifact that
+/// much later. A stream's chunks are never held: its caller wants each one.
+pub(crate) const ARTIFACT_HOLD: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// How many queued events one append writes at most: DynamoDB takes at most 100 items in one
 /// transaction (the head and its events), and a round this size already makes the write's
@@ -334,12 +345,24 @@ impl Emitter {
             None => state.projected,
         };
         state.projected = next;
+        let artifact = matches!(event, TaskEvent::Artifact { .. });
         state.queued.push(event);
         let wait = !is_active(next) || state.queued.len() >= MAX_QUEUED;
-        if !state.writing {
-            state.writing = true;
-            tokio::spawn(self.clone().write_queued());
+        if !wait && artifact && !self.request.streaming && !state.writing {
+            // Held for the agent's next emit (which starts the write), or until the hold is up.
+            if !state.holding {
+                state.holding = true;
+                let emitter = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(ARTIFACT_HOLD).await;
+                    let mut state = emitter.state.lock().await;
+                    state.holding = false;
+                    emitter.start_writing(&mut state);
+                });
+            }
+            return Ok(());
         }
+        self.start_writing(&mut state);
         if !wait {
             return Ok(());
         }
@@ -347,14 +370,30 @@ impl Emitter {
         self.written().await
     }
 
-    /// Waits until everything emitted so far is written; the outcome as [`Self::emit`] would
-    /// report it.
+    /// Starts the write task if events are queued and none runs.
+    fn start_writing(&self, state: &mut EmitterState) {
+        if !state.writing && !state.queued.is_empty() {
+            state.writing = true;
+            tokio::spawn(self.clone().write_queued());
+        }
+    }
+
+    /// Waits until everything emitted so far is written to the task's log. Emits return before
+    /// their write when they can (see [`Emitter::artifact`]); an agent that must know its output
+    /// is durable before it acts outside the task calls this. Returns what a later emit would:
+    /// [`AgentError::TaskEnded`] if the task ended meanwhile, or the failure of a write.
+    pub async fn flush(&self) -> Result<(), AgentError> {
+        self.written().await
+    }
+
+    /// [`Self::flush`], for the execution: held artifacts' write starts now.
     pub(crate) async fn written(&self) -> Result<(), AgentError> {
         loop {
             // Registered before the check: a write task that stops in between still wakes it.
             let stopped = self.written.notified();
             {
                 let mut state = self.state.lock().await;
+                self.start_writing(&mut state);
                 if !state.writing {
                     return state.outcome();
                 }

@@ -69,6 +69,12 @@ impl TaskEvent {
         }
     }
 
+    /// Whether streams and push receivers see this event ([`Self::to_stream_response`] is
+    /// `Some`), without building what they would see.
+    pub fn is_visible(&self) -> bool {
+        !matches!(self, Self::UserMessage { .. })
+    }
+
     /// The state this event leaves the task in, if it sets one.
     pub fn state(&self) -> Option<TaskState> {
         match self {

@@ -9,7 +9,7 @@ use a2a_protocol::AgentCard;
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::execution::Executions;
-use crate::ports::{TaskStore, WorkQueue};
+use crate::ports::{PushQueue, TaskStore, WorkQueue};
 use crate::task_log::TaskLog;
 
 /// The kernel's state. Holds no request state: every fact that matters is in the store.
@@ -17,9 +17,11 @@ pub(crate) struct Core {
     pub(crate) config: ServiceConfig,
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) store: Arc<dyn TaskStore>,
-    /// Writes and follows task logs (and fans events out to the push queue).
+    /// Writes and follows task logs.
     pub(crate) log: Arc<TaskLog>,
     pub(crate) work: Arc<dyn WorkQueue>,
+    /// Where [`crate::A2aService::fan_out`] puts push jobs (the store's stream feeds it).
+    pub(crate) push: Arc<dyn PushQueue>,
     pub(crate) card: AgentCard,
     pub(crate) extended_card: AgentCard,
     /// `capabilities.extendedAgentCard` as published.

@@ -116,6 +116,13 @@ pub enum StoreError {
 }
 
 /// The task store: heads, the event log, push configs and leases.
+///
+/// **Push fan-out is the store's.** Every event a create or an append writes becomes one
+/// [`PushJob`] per push config the task has at that moment ([`push_jobs`] says which), and
+/// the store makes that happen *atomically with the write*: a store beside its push queue (the
+/// embedded one) enqueues the jobs in the same transaction; DynamoDB lets the table's stream
+/// carry the write to [`crate::A2aService::fan_out`]. Either way a process that dies right
+/// after the write loses no push, and a task without push configs costs nothing for push.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
     /// Creates a task: writes `head` (with `head.version == events.last().seq`) and the first
@@ -125,6 +132,24 @@ pub trait TaskStore: Send + Sync + 'static {
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError>;
+
+    /// Creates a task as [`Self::create_task`] does, with push configs that must see its first
+    /// events (SendMessage's inline config): they are stored, and the create's events fan out
+    /// to them. The default stores the configs, then creates the task: right for a store whose
+    /// create reads the task's configs in its own transaction; a store that cannot read during
+    /// its create (DynamoDB) writes the configs' ids with the task instead.
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        for config in configs {
+            self.put_push_config(&head.owner, config, head.expires_at)
+                .await?;
+        }
+        self.create_task(head, events).await
+    }
 
     /// Appends `events` (seq `expected_version + 1 ..`) and replaces the head with `head`, atomically,
     /// only if the stored version is still `expected_version`; otherwise `Conflict`.
@@ -331,6 +356,65 @@ impl PushJob {
     pub fn dedup_id(&self) -> String {
         format!("{}/{}/{}", self.task_id, self.seq, self.config_id)
     }
+}
+
+/// Events a store wrote to a task, as its push fan-out sees them: who owns the task, the events
+/// of that one write, and the task's push configs at that moment. A DynamoDB stream record of a
+/// task head decodes to one of these ([`crate::A2aService::fan_out`] takes them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendedEvents {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task.
+    pub task_id: String,
+    /// The events of the write, in log order.
+    pub events: Vec<LoggedEvent>,
+    /// The ids of the task's push configs when the events were written.
+    pub config_ids: Vec<String>,
+}
+
+/// The push jobs of one write: one per event a client can see (every status and artifact
+/// update, the created task; not the user's own messages) and push config, in log order, each
+/// event's jobs in config order. Empty without configs. The one definition of the fan-out that
+/// every store uses, whether inside its transaction or from its stream.
+pub fn push_jobs(
+    owner: &Owner,
+    task_id: &str,
+    events: &[LoggedEvent],
+    config_ids: &[String],
+) -> Vec<PushJob> {
+    push_jobs_at(owner, task_id, &visible_seqs(events), config_ids)
+}
+
+/// The sequence numbers of the events in `events` that streams and push receivers see: the
+/// ones [`push_jobs`] makes jobs of.
+pub fn visible_seqs(events: &[LoggedEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.event.is_visible())
+        .map(|e| e.seq)
+        .collect()
+}
+
+/// [`push_jobs`] for the visible events at `seqs` (see [`visible_seqs`]), for a store that
+/// keeps only their numbers until it knows the task has push configs.
+pub fn push_jobs_at(
+    owner: &Owner,
+    task_id: &str,
+    seqs: &[u64],
+    config_ids: &[String],
+) -> Vec<PushJob> {
+    seqs.iter()
+        .flat_map(|&seq| {
+            config_ids.iter().map(move |config_id| PushJob {
+                v: JOB_FORMAT_VERSION,
+                owner: owner.clone(),
+                task_id: task_id.to_owned(),
+                seq,
+                config_id: config_id.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The work queue (SQS standard with a dead-letter queue in the cloud).

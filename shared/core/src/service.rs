@@ -287,9 +287,7 @@ impl A2aService {
             .extend(description.extended_skills.iter().cloned());
         let log = Arc::new(TaskLog::new(
             store.clone(),
-            push,
             config.retention,
-            config.push_notifications,
             config.observer.clone(),
         ));
         Self {
@@ -299,6 +297,7 @@ impl A2aService {
                 store,
                 log,
                 work,
+                push,
                 card,
                 extended_card,
                 offers_extended_card,
@@ -1098,6 +1097,26 @@ impl A2aService {
     /// [`JobOutcome::DeadLetter`] with the reason.
     pub async fn deliver_push(&self, job: &PushJob, receive_count: u32) -> JobOutcome {
         crate::push::deliver(&self.core, job, receive_count).await
+    }
+
+    /// The push fan-out of writes a store reports after the fact, in order: one job per visible
+    /// event and push config ([`crate::push_jobs`]) on the push queue. The DynamoDB table's
+    /// stream feeds it (the fan-out function on Lambda, a stream poller locally), so the fan-out
+    /// happens because the write happened, whatever became of its writer. Enqueueing is
+    /// idempotent (jobs are de-duplicated by task, event and config), so a batch may be handed
+    /// over again after a failure.
+    pub async fn fan_out(&self, writes: &[crate::ports::AppendedEvents]) -> Result<(), StoreError> {
+        if !self.core.config.push_notifications {
+            return Ok(());
+        }
+        let jobs: Vec<PushJob> = writes
+            .iter()
+            .flat_map(|w| crate::push_jobs(&w.owner, &w.task_id, &w.events, &w.config_ids))
+            .collect();
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.core.push.enqueue_push(&jobs).await
     }
 }
 

@@ -16,9 +16,7 @@ use tokio::time::Instant;
 
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::observe::Observer;
-use crate::ports::{
-    Owner, PushJob, PushQueue, StoreError, StoredReply, StoredTask, TaskStore, JOB_FORMAT_VERSION,
-};
+use crate::ports::{Owner, StoreError, StoredReply, StoredTask, TaskStore};
 use crate::request::{AgentError, AgentRequest};
 
 /// One item of an event stream, with the log sequence number that SSE sends as `id:`.
@@ -133,14 +131,24 @@ pub(crate) fn ended_status(
     }
 }
 
-/// Writes to the event log with conditional appends, and fans appended events out to push.
-/// Holds only the store, the push queue and the two settings writing needs, so the agent's
-/// emitter, the worker and the operations can all share it.
+/// `config` as stored for `task_id`: the task's id, and a fresh id if it has none.
+fn push_config_of(
+    task_id: &str,
+    mut config: TaskPushNotificationConfig,
+) -> TaskPushNotificationConfig {
+    config.task_id = task_id.to_string();
+    if config.id.is_empty() {
+        config.id = crate::new_id();
+    }
+    config
+}
+
+/// Writes to the event log with conditional appends. Holds only the store and the setting
+/// writing needs, so the agent's emitter, the worker and the operations can all share it. The
+/// push fan-out of what it writes is the store's (see [`TaskStore`]): atomic with the write.
 pub struct TaskLog {
     pub(crate) store: Arc<dyn TaskStore>,
-    push: Arc<dyn PushQueue>,
     retention: Duration,
-    push_notifications: bool,
     /// Told of every task that reaches a terminal state.
     observer: Arc<dyn Observer>,
     /// Set when the process stops: followers drain the log and end their streams cleanly.
@@ -148,20 +156,15 @@ pub struct TaskLog {
 }
 
 impl TaskLog {
-    /// A log on `store`, fanning events out to `push` when `push_notifications` is on, keeping
-    /// what it writes for `retention`.
+    /// A log on `store`, keeping what it writes for `retention`.
     pub(crate) fn new(
         store: Arc<dyn TaskStore>,
-        push: Arc<dyn PushQueue>,
         retention: Duration,
-        push_notifications: bool,
         observer: Arc<dyn Observer>,
     ) -> Self {
         Self {
             store,
-            push,
             retention,
-            push_notifications,
             observer,
             stopping: tokio::sync::watch::channel(false).0,
         }
@@ -175,6 +178,22 @@ impl TaskLog {
 
     fn expires_at(&self) -> Timestamp {
         Timestamp::from_millis(Timestamp::now().millis() + self.retention.as_millis() as i64)
+    }
+
+    /// The expiry an append gives a task that expires at `current`: a full retention from now,
+    /// but only once `current` has fallen behind that by more than a tenth of the retention (at
+    /// most an hour). Within that slack the expiry stays put, so an append that changes no
+    /// status leaves every attribute the by-owner index holds alone and writes no index entry
+    /// on DynamoDB (one write unit per streamed chunk saved); a task still expires no earlier
+    /// than `retention - slack` after its last write.
+    fn extended_expiry(&self, current: Timestamp) -> Timestamp {
+        let fresh = self.expires_at();
+        let slack = (self.retention / 10).min(Duration::from_secs(3600));
+        if fresh.millis() - current.millis() > slack.as_millis() as i64 {
+            fresh
+        } else {
+            current
+        }
     }
 
     /// The owner's task, or TaskNotFound.
@@ -217,10 +236,9 @@ impl TaskLog {
                     event: event.clone(),
                 });
             }
-            next.expires_at = self.expires_at();
+            next.expires_at = self.extended_expiry(head.expires_at);
             match self.store.append_events(&next, head.version, &logged).await {
                 Ok(()) => {
-                    self.fan_out(owner, &next.task.id, &logged, None).await;
                     self.observe_end(&next);
                     return Ok(next);
                 }
@@ -241,8 +259,8 @@ impl TaskLog {
     }
 
     /// Creates a task for `request` (SUBMITTED, with the message in its history), followed by
-    /// `events`, in one atomic write. An inline push config is stored first so that it sees
-    /// every event.
+    /// `events`, in one atomic write. An inline push config is written with it, so that it
+    /// sees every event.
     pub(crate) async fn create(
         &self,
         owner: &Owner,
@@ -250,16 +268,10 @@ impl TaskLog {
         events: Vec<TaskEvent>,
         inline_push: Option<&TaskPushNotificationConfig>,
     ) -> Result<StoredTask, AppendError> {
-        // A task being created has no push configs but the inline one (the push config
-        // operations need the task to exist), so the fan-out needs no lookup.
-        let mut configs = Vec::new();
-        if let Some(cfg) = inline_push {
-            let stored = self
-                .put_push_config(owner, &request.task_id, cfg.clone())
-                .await
-                .map_err(AppendError::Invalid)?;
-            configs.push(stored);
-        }
+        let configs: Vec<TaskPushNotificationConfig> = inline_push
+            .map(|cfg| push_config_of(&request.task_id, cfg.clone()))
+            .into_iter()
+            .collect();
         let now = Timestamp::now();
         let created = Task {
             id: request.task_id.clone(),
@@ -290,12 +302,14 @@ impl TaskLog {
                 event,
             });
         }
-        self.store
-            .create_task(&head, &logged)
-            .await
-            .map_err(AppendError::Store)?;
-        self.fan_out(owner, &head.task.id, &logged, Some(configs))
-            .await;
+        let created = if configs.is_empty() {
+            self.store.create_task(&head, &logged).await
+        } else {
+            self.store
+                .create_task_with_push_configs(&head, &logged, &configs)
+                .await
+        };
+        created.map_err(AppendError::Store)?;
         self.observe_end(&head);
         Ok(head)
     }
@@ -354,66 +368,14 @@ impl TaskLog {
         &self,
         owner: &Owner,
         task_id: &str,
-        mut config: TaskPushNotificationConfig,
+        config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        config.task_id = task_id.to_string();
-        if config.id.is_empty() {
-            config.id = crate::new_id();
-        }
+        let config = push_config_of(task_id, config);
         self.store
             .put_push_config(owner, &config, self.expires_at())
             .await
             .map_err(store_error)?;
         Ok(config)
-    }
-
-    /// One push job per appended event and push config. `known` holds the task's push configs
-    /// when the writer already knows them (a create), which saves the lookup. A failure here is
-    /// logged, not returned: the event is in the log, which is what the client is promised.
-    async fn fan_out(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        events: &[LoggedEvent],
-        known: Option<Vec<TaskPushNotificationConfig>>,
-    ) {
-        if !self.push_notifications {
-            return;
-        }
-        let visible: Vec<&LoggedEvent> = events
-            .iter()
-            .filter(|e| e.event.to_stream_response().is_some())
-            .collect();
-        if visible.is_empty() {
-            return;
-        }
-        let listed = match known {
-            Some(configs) => Ok(configs),
-            None => self.store.list_push_configs(owner, task_id).await,
-        };
-        let configs = match listed {
-            Ok(configs) if configs.is_empty() => return,
-            Ok(configs) => configs,
-            Err(err) => {
-                tracing::error!(%task_id, error = %err, "listing push configs failed; pushes for these events are lost");
-                return;
-            }
-        };
-        let jobs: Vec<PushJob> = visible
-            .iter()
-            .flat_map(|e| {
-                configs.iter().map(move |c| PushJob {
-                    v: JOB_FORMAT_VERSION,
-                    owner: owner.clone(),
-                    task_id: task_id.to_string(),
-                    seq: e.seq,
-                    config_id: c.id.clone(),
-                })
-            })
-            .collect();
-        if let Err(err) = self.push.enqueue_push(&jobs).await {
-            tracing::error!(%task_id, error = %err, "enqueueing push jobs failed");
-        }
     }
 
     /// Follows a task's log from `after_seq`: yields every stream-visible event in order and

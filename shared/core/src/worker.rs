@@ -96,7 +96,7 @@ pub(crate) async fn run_work_job(
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
     crate::jobs::while_running(
-        run_agent(core.agent.clone(), emitter),
+        run_agent(core.agent.clone(), emitter.clone()),
         lease / 3,
         || async move {
             let until = lease_until(lease);
@@ -106,7 +106,20 @@ pub(crate) async fn run_work_job(
         },
     )
     .await;
-    release(core, job).await;
+    // A task that ended needs its lease no more: nothing runs on a terminal task, and a
+    // redelivered job finds it terminal before it asks for the lease. Left to expire, the
+    // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
+    // its client (input required) gets it back, so that the next message can run at once.
+    let ended = emitter
+        .state
+        .lock()
+        .await
+        .head
+        .as_ref()
+        .is_some_and(|h| h.task.status.state.is_terminal());
+    if !ended {
+        release(core, job).await;
+    }
     (JobOutcome::Done, attempt)
 }
 

@@ -321,52 +321,68 @@ impl PushQueue for SqliteStore {
         if jobs.is_empty() {
             return Ok(());
         }
-        let rows = jobs
-            .iter()
-            .map(|job| {
-                Ok((
-                    job.dedup_id(),
-                    job.task_id.clone(),
-                    serde_json::to_string(job)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, DbError>>()?;
-        let inserted = self
-            .write(move |tx| {
-                let now = now_ms();
-                let dedup_until = now.saturating_add(duration_ms(DEDUP_WINDOW));
-                let mut inserted = 0;
-                {
-                    // A key seen within the window (even if its job is long delivered) is a
-                    // duplicate and silently dropped, like SQS FIFO de-duplication. The upsert
-                    // only refreshes a key whose window is over.
-                    let mut remember = tx.prepare_cached(
-                        "INSERT INTO dedup_keys (queue, dedup_key, expires_at_ms)
-                         VALUES ('push', ?1, ?2)
-                         ON CONFLICT (queue, dedup_key) DO UPDATE
-                         SET expires_at_ms = excluded.expires_at_ms
-                         WHERE dedup_keys.expires_at_ms <= ?3",
-                    )?;
-                    // Ids grow in insertion order, which is the delivery order within a task.
-                    let mut insert = tx.prepare_cached(
-                        "INSERT INTO jobs
-                             (queue, body, group_key, visible_at_ms, receive_count, created_ms)
-                         VALUES ('push', ?1, ?2, ?3, 0, ?3)",
-                    )?;
-                    for (dedup_key, group_key, body) in &rows {
-                        if remember.execute(params![dedup_key, dedup_until, now])? == 1 {
-                            insert.execute(params![body, group_key, now])?;
-                            inserted += 1;
-                        }
-                    }
-                }
-                Ok(inserted)
-            })
-            .await?;
+        let rows = push_rows(jobs)?;
+        let inserted = self.write(move |tx| insert_push_rows(tx, &rows)).await?;
+        self.push_enqueued(inserted);
+        Ok(())
+    }
+}
+
+/// Push jobs as rows: de-duplication key, FIFO group (the task), JSON body.
+pub(crate) type PushRow = (String, String, String);
+
+/// `jobs` as [`PushRow`]s, serialised before entering a write.
+pub(crate) fn push_rows(jobs: &[PushJob]) -> Result<Vec<PushRow>, DbError> {
+    jobs.iter()
+        .map(|job| {
+            Ok((
+                job.dedup_id(),
+                job.task_id.clone(),
+                serde_json::to_string(job)?,
+            ))
+        })
+        .collect()
+}
+
+/// Inserts push jobs in the transaction `tx`, in order, skipping those whose de-duplication key
+/// was seen within the window. Returns how many were inserted. The one insert of the push
+/// queue: [`PushQueue::enqueue_push`] and the task store's own fan-out (inside the transaction
+/// that writes the events) both use it.
+pub(crate) fn insert_push_rows(tx: &Connection, rows: &[PushRow]) -> Result<usize, DbError> {
+    let now = now_ms();
+    let dedup_until = now.saturating_add(duration_ms(DEDUP_WINDOW));
+    let mut inserted = 0;
+    // A key seen within the window (even if its job is long delivered) is a duplicate and
+    // silently dropped, like SQS FIFO de-duplication. The upsert only refreshes a key whose
+    // window is over.
+    let mut remember = tx.prepare_cached(
+        "INSERT INTO dedup_keys (queue, dedup_key, expires_at_ms)
+         VALUES ('push', ?1, ?2)
+         ON CONFLICT (queue, dedup_key) DO UPDATE
+         SET expires_at_ms = excluded.expires_at_ms
+         WHERE dedup_keys.expires_at_ms <= ?3",
+    )?;
+    // Ids grow in insertion order, which is the delivery order within a task.
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO jobs
+             (queue, body, group_key, visible_at_ms, receive_count, created_ms)
+         VALUES ('push', ?1, ?2, ?3, 0, ?3)",
+    )?;
+    for (dedup_key, group_key, body) in rows {
+        if remember.execute(params![dedup_key, dedup_until, now])? == 1 {
+            insert.execute(params![body, group_key, now])?;
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
+impl SqliteStore {
+    /// Wakes the push consumers of this process after `inserted` jobs were committed.
+    pub(crate) fn push_enqueued(&self, inserted: usize) {
         if inserted > 0 {
             self.enqueued(QueueName::Push)
                 .send_modify(|n| *n = n.wrapping_add(1));
         }
-        Ok(())
     }
 }

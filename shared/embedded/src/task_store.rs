@@ -15,6 +15,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::queue::{insert_push_rows, push_rows};
 use crate::{now_ms, to_i64, CachedStatements, DbError, SqliteStore, POLL_INTERVAL};
 
 /// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
@@ -179,6 +180,47 @@ fn check_seqs(
         )));
     }
     Ok(())
+}
+
+/// The push fan-out of one write, done inside the write's transaction: the task's push
+/// configs as that transaction sees them, and one job per visible event and config on the push
+/// queue, which lives in the same file. So the jobs exist if and only if the events do, and a
+/// task without push configs costs one index lookup.
+struct FanOut {
+    owner: String,
+    task_id: String,
+    /// The sequence numbers of the write's visible events (none: nothing to look up).
+    seqs: Vec<u64>,
+}
+
+impl FanOut {
+    fn new(head: &StoredTask, events: &[LoggedEvent]) -> Self {
+        Self {
+            owner: head.owner.as_str().to_owned(),
+            task_id: head.task.id.clone(),
+            seqs: a2a_core::visible_seqs(events),
+        }
+    }
+
+    /// Enqueues the jobs in `tx`; returns how many were inserted.
+    fn enqueue(&self, tx: &Connection, now: i64) -> Result<usize, DbError> {
+        if self.seqs.is_empty() {
+            return Ok(0);
+        }
+        let mut stmt = tx.prepare_cached(
+            "SELECT config_id FROM push_configs
+             WHERE owner = ?1 AND task_id = ?2 AND expires_at_ms > ?3 ORDER BY config_id",
+        )?;
+        let config_ids = stmt
+            .query_map(params![self.owner, self.task_id, now], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        if config_ids.is_empty() {
+            return Ok(0);
+        }
+        let owner = Owner(self.owner.clone());
+        let jobs = a2a_core::push_jobs_at(&owner, &self.task_id, &self.seqs, &config_ids);
+        insert_push_rows(tx, &push_rows(&jobs)?)
+    }
 }
 
 /// Whether a live reply record holds `task_id`; an expired one is deleted (its id is free).
@@ -425,6 +467,7 @@ impl TaskStore for SqliteStore {
     ) -> Result<(), StoreError> {
         // Nothing is ever appended to a task born terminal (a blocking echo): its events ride
         // in its head row.
+        let fan_out = FanOut::new(head, events);
         let (row, events) = if head.task.status.state.is_terminal() {
             check_seqs(events, 0, head.version)?;
             (HeadRow::born_terminal(head, events)?, Vec::new())
@@ -432,35 +475,37 @@ impl TaskStore for SqliteStore {
             (HeadRow::new(head)?, EventRow::all(events, 0, head.version)?)
         };
         let (task_id, version) = (row.task_id.clone(), head.version);
-        self.write(move |tx| {
-            let now = now_ms();
-            let existing: Option<i64> = tx
-                .query_row_cached(
-                    "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
-                    [&row.task_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            match existing {
-                Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
-                // An expired task is gone as far as readers are concerned; the purge just has
-                // not reclaimed it yet. Its id is free again.
-                Some(_) => {
-                    tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
-                    tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+        let pushed = self
+            .write(move |tx| {
+                let now = now_ms();
+                let existing: Option<i64> = tx
+                    .query_row_cached(
+                        "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
+                        [&row.task_id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                match existing {
+                    Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
+                    // An expired task is gone as far as readers are concerned; the purge just
+                    // has not reclaimed it yet. Its id is free again.
+                    Some(_) => {
+                        tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
+                        tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
+                    }
+                    None => {}
                 }
-                None => {}
-            }
-            // A live reply record holds the id as a live task would (idempotent SendMessage).
-            if reply_holds(tx, &row.task_id, now)? {
-                return Err(StoreError::Conflict.into());
-            }
-            row.insert(tx)?;
-            EventRow::insert_all(&events, tx, &row.task_id)?;
-            Ok(())
-        })
-        .await?;
+                // A live reply record holds the id as a live task would (idempotent SendMessage).
+                if reply_holds(tx, &row.task_id, now)? {
+                    return Err(StoreError::Conflict.into());
+                }
+                row.insert(tx)?;
+                EventRow::insert_all(&events, tx, &row.task_id)?;
+                fan_out.enqueue(tx, now)
+            })
+            .await?;
         self.inner.appends.wrote(&task_id, version);
+        self.push_enqueued(pushed);
         Ok(())
     }
 
@@ -471,32 +516,35 @@ impl TaskStore for SqliteStore {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         let row = HeadRow::new(head)?;
+        let fan_out = FanOut::new(head, events);
         let events = EventRow::all(events, expected_version, head.version)?;
         let expected = to_i64(expected_version);
         let (task_id, version) = (row.task_id.clone(), head.version);
-        self.write(move |tx| {
-            let now = now_ms();
-            // The check and the write are in one immediate transaction: no other connection,
-            // in this process or another, can write between them.
-            let stored: Option<(i64, String, i64)> = tx
-                .query_row_cached(
-                    "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
-                    [&row.task_id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            match stored {
-                Some((version, owner, expires_at))
-                    if version == expected && owner == row.owner && expires_at > now => {}
-                // Gone, expired, someone else's or moved on: the caller re-reads and decides.
-                _ => return Err(StoreError::Conflict.into()),
-            }
-            EventRow::insert_all(&events, tx, &row.task_id)?;
-            row.update(tx)?;
-            Ok(())
-        })
-        .await?;
+        let pushed = self
+            .write(move |tx| {
+                let now = now_ms();
+                // The check and the write are in one immediate transaction: no other
+                // connection, in this process or another, can write between them.
+                let stored: Option<(i64, String, i64)> = tx
+                    .query_row_cached(
+                        "SELECT version, owner, expires_at_ms FROM tasks WHERE task_id = ?1",
+                        [&row.task_id],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?;
+                match stored {
+                    Some((version, owner, expires_at))
+                        if version == expected && owner == row.owner && expires_at > now => {}
+                    // Gone, expired, someone else's or moved on: the caller re-reads and decides.
+                    _ => return Err(StoreError::Conflict.into()),
+                }
+                EventRow::insert_all(&events, tx, &row.task_id)?;
+                row.update(tx)?;
+                fan_out.enqueue(tx, now)
+            })
+            .await?;
         self.inner.appends.wrote(&task_id, version);
+        self.push_enqueued(pushed);
         Ok(())
     }
 

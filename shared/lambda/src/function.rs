@@ -1,14 +1,14 @@
-//! Which of the eleven functions a process is: one binary serves them all, and the template
+//! Which of the twelve functions a process is: one binary serves them all, and the template
 //! tells each function its role in `A2A_FUNCTION`. A stack deploys the eight per-operation HTTP
 //! functions (front door `ApiGateway`) or the one `front` function (front door `FunctionUrl`),
-//! plus the worker and push functions.
+//! plus the worker, fan-out and push functions.
 
 use std::fmt;
 use std::sync::Arc;
 
 use a2a_core::Agent;
 
-use crate::{run_push, run_worker, serve_http, Error, HttpFunction};
+use crate::{run_fanout, run_push, run_worker, serve_http, Error, HttpFunction};
 
 /// The environment variable that names a function's role (set per function by `template.yaml`).
 pub const ENV_FUNCTION: &str = "A2A_FUNCTION";
@@ -17,20 +17,24 @@ pub const ENV_FUNCTION: &str = "A2A_FUNCTION";
 /// when [`ENV_FUNCTION`] is not set and it is one of the roles' names.
 pub const ENV_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
 
-/// One of the eleven Lambda functions: an HTTP slice of the surface, or an SQS consumer.
+/// One of the twelve Lambda functions: an HTTP slice of the surface, an SQS consumer, or the
+/// table stream's consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
     /// An HTTP function (API Gateway or a Function URL).
     Http(HttpFunction),
     /// The worker: SQS batches of queued work.
     Worker,
+    /// The push fan-out: batches of the task table's stream (heads of tasks with push
+    /// configs) → push jobs.
+    Fanout,
     /// The push function: SQS batches of push deliveries.
     Push,
 }
 
 impl Function {
     /// Every function, in the order the template declares them.
-    pub const ALL: [Function; 11] = [
+    pub const ALL: [Function; 12] = [
         Self::Http(HttpFunction::Send),
         Self::Http(HttpFunction::Get),
         Self::Http(HttpFunction::List),
@@ -41,6 +45,7 @@ impl Function {
         Self::Http(HttpFunction::Rpc),
         Self::Http(HttpFunction::Front),
         Self::Worker,
+        Self::Fanout,
         Self::Push,
     ];
 
@@ -50,6 +55,7 @@ impl Function {
         match self {
             Self::Http(function) => function.name(),
             Self::Worker => "worker",
+            Self::Fanout => "fanout",
             Self::Push => "push",
         }
     }
@@ -124,6 +130,7 @@ pub async fn run(agent: Arc<dyn Agent>) -> Result<(), Error> {
     match Function::from_env()? {
         Function::Http(function) => serve_http(function, agent).await,
         Function::Worker => run_worker(agent).await,
+        Function::Fanout => run_fanout(agent).await,
         Function::Push => run_push(agent).await,
     }
 }

@@ -8,18 +8,22 @@
 //! - [`serve_http`]: an HTTP function, serving the slice of the A2A surface of its
 //!   [`HttpFunction`] through `lambda_http`, buffered or with response streaming (SSE);
 //! - [`run_worker`] and [`run_push`]: the SQS functions, with partial batch failures;
+//! - [`run_fanout`]: the consumer of the task table's stream, which turns each write of a task
+//!   with push configs into its push jobs;
 //! - [`run`]: the one entry point of every function's binary, which picks the [`Function`]
 //!   from the environment (`A2A_FUNCTION`).
 //!
 //! The routes of the front door and which functions stream live in `infra/routes.json`, shared
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
+mod fanout;
 mod function;
 mod http;
 pub mod metrics;
 mod settings;
 mod sqs;
 
+pub use fanout::{run_fanout, FanoutBatch};
 pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;

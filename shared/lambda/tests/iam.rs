@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_aws::fanout::{passes_filter, Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
 use a2a_core::{
@@ -19,7 +20,7 @@ use a2a_core::{
     PushPolicy, ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender,
     JOB_FORMAT_VERSION,
 };
-use a2a_lambda_glue::{PushBatch, WorkBatch};
+use a2a_lambda_glue::{FanoutBatch, PushBatch, WorkBatch};
 use a2a_protocol::{
     Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
     TaskPushNotificationConfig, TaskState, Timestamp,
@@ -56,7 +57,19 @@ impl Agent for Completes {
         Placement::Queued
     }
 
-    async fn execute(&self, _request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        // "run" writes more events than a head carries, so the head moves the earlier ones
+        // into an archive item (a PutItem the worker must be allowed).
+        if request.text() == "run" {
+            for i in 0..66 {
+                let artifact = a2a_protocol::Artifact {
+                    artifact_id: format!("a{i}"),
+                    parts: vec![a2a_protocol::Part::text("x")],
+                    ..Default::default()
+                };
+                emitter.artifact(artifact, false, true).await?;
+            }
+        }
         emitter.complete(None).await
     }
 }
@@ -256,6 +269,11 @@ fn logical_resource(resource: &Value) -> String {
         assert_eq!(branches[0].as_str(), Some("CreateTable"), "{resource:?}");
         let own = logical_resource(&branches[1]);
         let existing = logical_resource(&branches[2]);
+        // The stream of an existing table is a parameter of its own.
+        if existing == "ExistingTableStreamArn" {
+            assert_eq!(own, "TasksTable.StreamArn", "{resource:?}");
+            return own;
+        }
         let table_arn =
             "arn:AWS::Partition}:dynamodb:AWS::Region}:AWS::AccountId}:table/ExistingTableName}";
         assert_eq!(
@@ -413,6 +431,93 @@ async fn the_worker_is_granted_exactly_what_it_calls() {
         needed.insert((action.to_owned(), "WorkQueue".to_owned()));
     }
     assert_eq!(table(&template_grants("worker")), table(&needed));
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
+
+/// What the fan-out function's event source mapping does with the function's role: read the
+/// table's stream.
+const STREAM_SOURCE_ACTIONS: [&str; 4] = [
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+];
+
+#[tokio::test]
+async fn the_fanout_function_is_granted_exactly_what_it_calls() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let meter = Meter::new();
+    let metered = plain.clone().with_meter(&meter);
+    let owner = Owner::anonymous("");
+    let expires = Timestamp::from_millis(Timestamp::now().millis() + 3_600_000);
+    // A task with a push config, and one without.
+    let mut ids = Vec::new();
+    for configs in [1, 0] {
+        let (head, events) = a2a_store_contract::new_task(
+            &owner,
+            &a2a_core::new_id(),
+            &a2a_core::new_id(),
+            TaskState::Completed,
+            Timestamp::now(),
+            expires,
+        );
+        let config = TaskPushNotificationConfig {
+            id: "hook".into(),
+            task_id: head.task.id.clone(),
+            url: "https://receiver.example/ok".into(),
+            ..Default::default()
+        };
+        let configs = &[config][..configs];
+        plain
+            .store
+            .create_task_with_push_configs(&head, &events, configs)
+            .await
+            .unwrap();
+        ids.push(head.task.id.clone());
+    }
+    // What the event source mapping hands the function: the stream's records, filtered.
+    let mut poller = StreamPoller::from_env(&stack.config.table, Checkpoints::Memory)
+        .await
+        .expect("the table's stream");
+    let mut records = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while records.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the records did not arrive"
+        );
+        if let Some(batch) = poller.next_batch().await.expect("the stream") {
+            records.extend(batch.records.iter().cloned());
+            poller.commit(&batch).await.unwrap();
+        }
+    }
+    let passed: Vec<serde_json::Value> = records.into_iter().filter(passes_filter).collect();
+    assert_eq!(
+        passed.len(),
+        1,
+        "only the task with a push config passes the filter"
+    );
+    let batch = FanoutBatch {
+        service: stack.service(&metered, ServiceConfig::default()),
+    };
+    let out = batch.handle(&json!({ "Records": passed })).await;
+    assert_eq!(out, json!({ "batchItemFailures": [] }));
+    let push = SqsQueue::new(stack.clients.sqs.clone(), &stack.config.push_queue_url);
+    let received = push
+        .receive(10, Duration::from_secs(1), None)
+        .await
+        .expect("receive");
+    assert_eq!(received.len(), 1, "one job: one visible event, one config");
+    assert!(received[0].body.contains(&ids[0]));
+
+    let mut needed = stack.grants(&meter.take());
+    for action in STREAM_SOURCE_ACTIONS {
+        needed.insert((action.to_owned(), "TasksTable.StreamArn".to_owned()));
+    }
+    assert_eq!(table(&template_grants("fanout")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }
 
@@ -688,7 +793,7 @@ async fn drive_all(service: &A2aService, operation: Operation, fixture: &Fixture
 }
 
 /// Tasks made beforehand, unmetered: a live one with a push config `c1`, one to cancel (with
-/// a push config, so the cancel fans out), and a finished one.
+/// more events than a head carries, so the cancel archives them), and a finished one.
 struct Fixture {
     live: String,
     cancel: String,
@@ -696,7 +801,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn new(service: &A2aService) -> Self {
+    async fn new(service: &A2aService, store: &dyn TaskStore) -> Self {
         let ctx = &CallContext::anonymous("");
         let send = |text: &'static str, blocking: bool| async move {
             let params = send_json(&a2a_core::new_id(), text, None, true, blocking);
@@ -715,6 +820,35 @@ impl Fixture {
             OperationRequest::from_json(Operation::CreateTaskPushNotificationConfig, config, None)
                 .unwrap();
         service.call(ctx, request).await.expect("a push config");
+        let owner = Owner::anonymous("");
+        let head = store.load_task(&owner, &cancel).await.unwrap().unwrap();
+        let mut next = head.clone();
+        let mut events = Vec::new();
+        for i in 0..64 {
+            let event = a2a_core::TaskEvent::Artifact {
+                update: a2a_protocol::TaskArtifactUpdateEvent {
+                    task_id: cancel.clone(),
+                    context_id: head.task.context_id.clone(),
+                    artifact: a2a_protocol::Artifact {
+                        artifact_id: format!("a{i}"),
+                        parts: vec![a2a_protocol::Part::text("x")],
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            };
+            event.apply(&mut next.task).unwrap();
+            next.version += 1;
+            events.push(a2a_core::LoggedEvent {
+                seq: next.version,
+                at: Timestamp::now(),
+                event,
+            });
+        }
+        store
+            .append_events(&next, head.version, &events)
+            .await
+            .expect("the events of the task to cancel");
         Self { live, cancel, done }
     }
 }
@@ -754,7 +888,7 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
     // The table of role → operations is the functions' own surface (from infra/routes.json),
     // so a new role (one function serving everything) is checked by adding nothing here.
     for function in a2a_lambda_glue::HttpFunction::ALL {
-        let fixture = Fixture::new(&setup).await;
+        let fixture = Fixture::new(&setup, &plain.store).await;
         let meter = Meter::new();
         let metered = service(&plain.clone().with_meter(&meter));
         for operation in function.surface().operations {

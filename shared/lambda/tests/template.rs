@@ -91,6 +91,7 @@ fn every_function_role_is_in_the_template_and_vice_versa() {
         .unwrap()
         .keys()
         .chain(r["queueFunctions"].as_object().unwrap().keys())
+        .chain(r["streamFunctions"].as_object().unwrap().keys())
         .cloned()
         .chain(r["frontFunction"]["name"].as_str().map(str::to_owned))
         .collect();
@@ -492,7 +493,7 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
             // door, authenticates callers.
             "card" | "front" => "ApiKeysSecret,PushSigningKeysSecret",
             "push" => "PushSigningKeysSecret",
-            "worker" => "",
+            "worker" | "fanout" => "",
             _ => "ApiKeysSecret",
         };
         assert_eq!(secrets_in_policies(function), expected, "{role}");
@@ -598,6 +599,13 @@ fn reserved_concurrency_is_a_parameter_per_function_class_and_off_by_default() {
         let class = match name.as_str() {
             "worker" => "Worker",
             "push" => "Push",
+            // One batch per shard of the table's stream at a time: the stream bounds it.
+            "fanout" => {
+                assert!(f["Properties"]
+                    .get("ReservedConcurrentExecutions")
+                    .is_none());
+                continue;
+            }
             _ => "Http",
         };
         let reserved = &f["Properties"]["ReservedConcurrentExecutions"];
@@ -950,6 +958,12 @@ fn an_existing_table_replaces_the_stack_s_own_everywhere() {
         for resource in table_resources(f) {
             let mut r = BTreeSet::new();
             references(resource, &mut r);
+            // The fan-out reads the existing table's stream, a parameter of its own.
+            if r.contains("ExistingTableStreamArn") {
+                assert_eq!(role, "fanout");
+                granted += 1;
+                continue;
+            }
             assert!(r.contains("ExistingTableName"), "{role}: {resource:?}");
             let arn = str_of(resource);
             assert!(
@@ -1145,4 +1159,36 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
         text.contains("ViaFunctionUrl") && text.contains("FrontFunctionUrl.FunctionUrl"),
         "{text}"
     );
+}
+
+#[test]
+fn the_fanout_reads_the_table_stream_filtered_to_tasks_with_push_configs() {
+    let t = template();
+    let table = &t["Resources"]["TasksTable"]["Properties"];
+    assert_eq!(
+        table["StreamSpecification"]["StreamViewType"].as_str(),
+        Some(
+            a2a_aws::resources::Resources::named("x")
+                .table
+                .stream_view_type
+        )
+    );
+    let fanout = &t["Resources"]["FanoutFunction"]["Properties"];
+    let event = &fanout["Events"]["Heads"];
+    assert_eq!(event["Type"].as_str(), Some("DynamoDB"));
+    let p = &event["Properties"];
+    assert_eq!(p["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
+    let reports = serde_norway::to_string(&p["FunctionResponseTypes"]).unwrap();
+    assert!(reports.contains("ReportBatchItemFailures"), "{reports}");
+    let pattern = p["FilterCriteria"]["Filters"][0]["Pattern"]
+        .as_str()
+        .unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(pattern).unwrap();
+    let ours: serde_json::Value = serde_json::from_str(a2a_aws::fanout::FILTER_PATTERN).unwrap();
+    assert_eq!(parsed, ours);
+    // The filter passes what the code expects to see, and nothing else.
+    let with = serde_json::json!({"dynamodb": {"NewImage": {"pf": {"S": "1"}}}});
+    let without = serde_json::json!({"dynamodb": {"NewImage": {"v": {"N": "3"}}}});
+    assert!(a2a_aws::fanout::passes_filter(&with));
+    assert!(!a2a_aws::fanout::passes_filter(&without));
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use a2a_core::{PushQueue, TaskStore, WorkQueue};
+use a2a_core::{A2aService, PushQueue, TaskStore, WorkQueue};
 use a2a_embedded::{QueueName, SqliteStore};
 
 use crate::loops::JobQueue;
@@ -25,6 +25,13 @@ pub enum StoreKind {
 pub(crate) const NO_DYNAMODB: &str = "--store dynamodb needs the AWS adapters, which this build \
      leaves out: run `cargo run -p a2a-local --features dynamodb -- --store dynamodb`";
 
+/// Starts the push fan-out loop of a store whose writes reach the fan-out after the fact
+/// (DynamoDB: its table's stream), for the service, until the receiver turns true.
+pub type FanOutLoop = Box<
+    dyn FnOnce(A2aService, tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()>
+        + Send,
+>;
+
 /// The ports for the service, and the queues for the worker and push loops.
 pub struct Backend {
     pub store: Arc<dyn TaskStore>,
@@ -36,6 +43,9 @@ pub struct Backend {
     pub embedded: Option<Arc<SqliteStore>>,
     /// What to say in the start-up line.
     pub description: String,
+    /// The push fan-out loop (DynamoDB's stream poller); `None` for the embedded store, which
+    /// enqueues push jobs in the transaction that writes the events.
+    pub fan_out: Option<FanOutLoop>,
 }
 
 impl Backend {
@@ -63,6 +73,7 @@ impl Backend {
                     },
                     description: format!("data in {}", options.data_dir.display()),
                     embedded: Some(store),
+                    fan_out: None,
                 })
             }
             #[cfg(feature = "dynamodb")]
@@ -77,6 +88,7 @@ impl Backend {
 mod aws {
     use std::sync::Arc;
 
+    use a2a_aws::fanout::{run_stream_fan_out, Checkpoints, StreamPoller};
     use a2a_aws::resources::{self, Resources};
     use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
     use aws_config::ecs::EcsCredentialsProvider;
@@ -97,7 +109,8 @@ mod aws {
 
     /// Opens DynamoDB + SQS: checks the AWS configuration first, then the table and queues.
     pub(super) async fn open(options: &Options) -> Result<Backend, String> {
-        let clients = AwsClients::from_sdk_config(&sdk_config().await?);
+        let sdk = sdk_config().await?;
+        let clients = AwsClients::from_sdk_config(&sdk);
         let config = match &options.create_resources {
             // For emulators: create a table and queues named after the prefix.
             Some(prefix) => resources::create_all(&clients, &Resources::named(prefix))
@@ -108,6 +121,21 @@ mod aws {
             })?,
         };
         let adapters = AwsAdapters::new(&clients, &config);
+        // Push fan-out: the table's stream, from where the last run of a local server on
+        // this table left it (its checkpoint lives in the table).
+        let poller = StreamPoller::new(&sdk, &config.table, Checkpoints::Table("local".into()))
+            .await
+            .map_err(|e| format!("--store dynamodb: {e}"))?;
+        let fan_out: super::FanOutLoop = Box::new(move |service, stop| {
+            tokio::spawn(run_stream_fan_out(
+                poller,
+                move |writes| {
+                    let service = service.clone();
+                    async move { service.fan_out(&writes).await }
+                },
+                stop,
+            ))
+        });
         Ok(Backend {
             work_queue: JobQueue::Sqs {
                 queue: adapters.work.queue().clone(),
@@ -122,6 +150,7 @@ mod aws {
             push: Arc::new(adapters.push),
             embedded: None,
             description: format!("tasks in DynamoDB table {}", config.table),
+            fan_out: Some(fan_out),
         })
     }
 

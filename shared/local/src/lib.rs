@@ -403,7 +403,7 @@ pub async fn serve(
     agent: Arc<dyn Agent>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let backend = backend::Backend::open(&options).await?;
+    let mut backend = backend::Backend::open(&options).await?;
     // Before the listener: a bad key file stops the start with a clear error.
     let key_file = KeyFile::in_dir(&options.data_dir, options.push_signing_alg);
     let keys = key_file
@@ -487,6 +487,9 @@ pub async fn serve(
         Duration::from_secs(options.sweep_interval_secs.max(1)),
         stop_rx.clone(),
     )));
+    if let Some(start) = backend.fan_out.take() {
+        loops.push(start(service.clone(), stop_rx.clone()));
+    }
     if let Some(store) = &backend.embedded {
         loops.push(tokio::spawn(loops::purge_loop(
             store.clone(),

@@ -103,6 +103,11 @@ impl EmbeddedStore {
         Self { store, _dir: dir }
     }
 
+    /// The directory the store's file is in (another process may open it too).
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// A service for `agent` under `config`, with this store as its task store and queues.
     pub fn service(&self, config: ServiceConfig, agent: Arc<dyn Agent>) -> A2aService {
         let store = &self.store;

@@ -1,27 +1,96 @@
-//! The task event log: a head item and one item per event under the task's partition, written
-//! together in one transaction conditional on the head (create: the id is free; append: the
-//! version, owner and expiry are as read).
+//! The task event log: the head item carries the latest events beside the task, and every
+//! create or append is one conditional write of that one item (create: the id is free; append:
+//! the version, owner and expiry are as read). Events the head stops carrying move, first, into
+//! archive items that are written once and never change. See [`crate::items`].
 
-use std::collections::HashMap;
-use std::fmt;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_core::{LoggedEvent, Owner, SendRecord, StoreError, StoredReply, StoredTask};
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, Select, TransactWriteItem};
+use a2a_protocol::TaskPushNotificationConfig;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::table::{backend, build_error, capacity, names, values, write_units, Next, ReadCost};
+use super::table::{
+    backend, capacity, condition_failed, names, read_units, values, write_units, Next, ReadCost,
+};
 use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 
-/// The condition a head write is made on.
-struct Guard {
-    condition: &'static str,
-    /// Attribute names the condition refers to (as `#name`).
-    names: &'static [&'static str],
-    values: HashMap<String, AttributeValue>,
+/// The most events a head carries, whatever their size: bounds the work of rebuilding a task
+/// from its events and of reading them back.
+const MAX_CARRIED: usize = 64;
+
+/// How many heads [`HeadCache`] remembers before it starts again.
+const CACHE_ENTRIES: usize = 4096;
+
+/// What an append needs to know of the head it replaces, besides what the core hands it: the
+/// events it carries (kept or archived by the append), and the attributes an append rewrites
+/// only when they change (so that an unchanged index entry is not written again).
+#[derive(Debug, Clone)]
+pub(super) struct HeadSummary {
+    version: u64,
+    owner: String,
+    state: String,
+    status_ts: i64,
+    expires: i64,
+    /// The item's size, for the write's estimated units (DynamoDB bills an update by the larger
+    /// of the old and the new item).
+    size: usize,
+    carried: Arc<Vec<LoggedEvent>>,
+    /// A head of a layout before this one (no `nv`): its push config ids are not on it yet.
+    legacy: bool,
+}
+
+impl HeadSummary {
+    fn of_item(item: &Item) -> Result<Self, StoreError> {
+        Ok(Self {
+            version: items::get_n(item, attr::VERSION)?,
+            owner: items::get_s(item, attr::OWNER)?.to_owned(),
+            state: items::get_s(item, attr::STATE)
+                .unwrap_or_default()
+                .to_owned(),
+            status_ts: items::get_n(item, attr::STATUS_TS).unwrap_or_default(),
+            expires: items::get_n(item, attr::EXPIRES)?,
+            size: items::item_size(item),
+            carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
+            legacy: !item.contains_key(attr::PREV_VERSION),
+        })
+    }
+}
+
+/// The heads this process last wrote or read, by task id. Only a cache: an append whose head is
+/// not here (another process wrote it, or it was forgotten) reads it first. It saves that read
+/// on every append of a task this process is writing (a stream, a worker's run).
+#[derive(Debug, Default, Clone)]
+pub(super) struct HeadCache(Arc<Mutex<HashMap<String, Arc<HeadSummary>>>>);
+
+impl HeadCache {
+    fn get(&self, task_id: &str) -> Option<Arc<HeadSummary>> {
+        self.0.lock().ok()?.get(task_id).cloned()
+    }
+
+    fn put(&self, task_id: &str, summary: HeadSummary) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= CACHE_ENTRIES && !map.contains_key(task_id) {
+                map.clear();
+            }
+            map.insert(task_id.to_owned(), Arc::new(summary));
+        }
+    }
+
+    fn forget(&self, task_id: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(task_id);
+        }
+    }
+
+    fn remember(&self, task_id: &str, item: &Item) {
+        if let Ok(summary) = HeadSummary::of_item(item) {
+            self.put(task_id, summary);
+        }
+    }
 }
 
 /// The size of a head's entry in the by-owner index: keys plus the projected attributes.
@@ -41,190 +110,264 @@ fn index_entry_size(head: &Item) -> usize {
     .sum()
 }
 
-/// Whether a cancelled transaction lost to another writer: a condition failed (the version
-/// moved on) or another transaction held one of the items. Either way the caller re-reads.
-fn lost_race(err: &SdkError<TransactWriteItemsError, impl fmt::Debug>) -> bool {
-    match err.as_service_error() {
-        Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-            cancelled.cancellation_reasons().iter().any(|r| {
-                matches!(
-                    r.code(),
-                    Some("ConditionalCheckFailed" | "TransactionConflict")
-                )
-            })
-        }
-        _ => false,
-    }
-}
-
 impl DynamoTaskStore {
-    /// Writes the head and events in one transaction. `guard` guards the head; each
-    /// event may only land on a free sequence number (or one left by an expired task of the same
-    /// id). `index_writes` estimates the by-owner index entries the head write touches.
-    async fn transact(
-        &self,
-        head: Item,
-        guard: Guard,
-        events: Vec<Item>,
-        index_writes: f64,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        let task_label = || {
-            items::get_s(&head, attr::PK)
-                .unwrap_or_default()
-                .trim_start_matches("T#")
-                .to_owned()
-        };
-        let mut total = items::check_size(&head, || format!("task {}", task_label()))?;
-        let mut wru =
-            2.0 * write_units(total) + index_writes * write_units(index_entry_size(&head));
-        for event in &events {
-            let size = items::check_size(event, || {
-                format!(
-                    "an event of task {} ({})",
-                    task_label(),
-                    items::get_s(event, attr::SK).unwrap_or_default()
-                )
-            })?;
-            total += size;
-            wru += 2.0 * write_units(size);
-        }
-        if events.len() + 1 > items::MAX_TRANSACTION_ITEMS || total > items::MAX_TRANSACTION_BYTES {
-            return Err(StoreError::TooLarge(format!(
-                "{} events totalling {} KB cannot be stored in one write (at most {} items, {} KB)",
-                events.len(),
-                total.div_ceil(1000),
-                items::MAX_TRANSACTION_ITEMS - 1,
-                items::MAX_TRANSACTION_BYTES / 1000
-            )));
-        }
-
-        let mut writes = Vec::with_capacity(events.len() + 1);
-        writes.push(
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&*self.table)
-                        .set_item(Some(head))
-                        .condition_expression(guard.condition)
-                        .set_expression_attribute_names(Some(names(guard.names)))
-                        .set_expression_attribute_values(Some(guard.values))
-                        .build()
-                        .map_err(build_error)?,
-                )
-                .build(),
-        );
-        for event in events {
-            writes.push(
-                TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(&*self.table)
-                            .set_item(Some(event))
-                            .condition_expression(ABSENT_OR_EXPIRED)
-                            .set_expression_attribute_names(Some(names(&["pk", "exp"])))
-                            .set_expression_attribute_values(Some(values([(":now", n(now))])))
-                            .build()
-                            .map_err(build_error)?,
-                    )
-                    .build(),
-            );
-        }
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(writes))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                let reported = out
-                    .consumed_capacity()
-                    .iter()
-                    .map(|c| capacity(Some(c)))
-                    .sum();
-                self.record("TransactWriteItems", reported, wru, 0.0);
-                Ok(())
-            }
-            Err(err) => {
-                // A cancelled transaction consumes write capacity too; count it.
-                self.record("TransactWriteItems", 0.0, wru, 0.0);
-                if lost_race(&err) {
-                    Err(StoreError::Conflict)
-                } else {
-                    Err(backend("TransactWriteItems", &err))
-                }
-            }
-        }
-    }
-
-    /// [`a2a_core::TaskStore::create_task`]. A task born terminal is one conditional
-    /// `PutItem` (its events ride in the head, see [`items`]); any other is one transaction of
-    /// the head and its event items, which later appends continue.
+    /// [`a2a_core::TaskStore::create_task`]: one conditional `PutItem` of the head, which
+    /// carries the create's events (and the ids of `configs`, the task's first push configs).
     pub(super) async fn create_task(
         &self,
         head: &StoredTask,
         events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
     ) -> Result<(), StoreError> {
-        let now = now_ms();
-        if head.task.status.state.is_terminal() {
-            let item = items::born_terminal_item(head, events)?;
-            items::check_size(&item, || format!("task {}", head.task.id))?;
-            let index_wru = write_units(index_entry_size(&item));
-            let created = self
-                .put_if_indexed(
-                    item,
-                    ABSENT_OR_EXPIRED,
-                    names(&["pk", "exp"]),
-                    values([(":now", n(now))]),
-                    index_wru,
-                )
-                .await?;
-            return if created {
-                Ok(())
-            } else {
-                Err(StoreError::Conflict)
-            };
+        items::check_seqs(head, 0, events)?;
+        let mut item = items::head_item(head, events, 0)?;
+        if !configs.is_empty() {
+            item.insert(
+                attr::CONFIG_IDS.to_owned(),
+                AttributeValue::Ss(configs.iter().map(|c| c.id.clone()).collect()),
+            );
+            item.insert(attr::PUSH_FLAG.to_owned(), s("1"));
         }
-        let head_item = items::head_item(head)?;
-        let event_items = items::event_items(head, 0, events)?;
-        let guard = Guard {
-            condition: ABSENT_OR_EXPIRED,
-            names: &["pk", "exp"],
-            values: values([(":now", n(now))]),
-        };
-        self.transact(head_item, guard, event_items, 1.0, now).await
+        items::check_size(&item, || format!("task {}", head.task.id))?;
+        let index_wru = write_units(index_entry_size(&item));
+        let summary = HeadSummary::of_item(&item)?;
+        let created = self
+            .put_if_indexed(
+                item,
+                ABSENT_OR_EXPIRED,
+                names(&["pk", "exp"]),
+                values([(":now", n(now_ms()))]),
+                index_wru,
+            )
+            .await?;
+        if !created {
+            return Err(StoreError::Conflict);
+        }
+        self.heads.put(&head.task.id, summary);
+        Ok(())
     }
 
-    /// [`a2a_core::TaskStore::append_events`].
+    /// [`a2a_core::TaskStore::create_task_with_push_configs`]: the config items first, then the
+    /// head naming them. A crash in between leaves configs of a task that does not exist, which
+    /// nothing reads (and which expire with the task's would-be expiry).
+    pub(super) async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        for config in configs {
+            self.put_config_item(&head.owner, config, head.expires_at)
+                .await?;
+        }
+        self.create_task(head, events, configs).await
+    }
+
+    /// The summary of the head of `task_id` at `expected`, from the cache or read.
+    /// `None` when the stored head is not that one (a conflict, whatever it is instead).
+    async fn summary_at(
+        &self,
+        head: &StoredTask,
+        expected: u64,
+    ) -> Result<Option<Arc<HeadSummary>>, StoreError> {
+        let task_id = &head.task.id;
+        let matches = |s: &HeadSummary| s.version == expected && s.owner == head.owner.as_str();
+        if let Some(summary) = self.heads.get(task_id).filter(|s| matches(s)) {
+            return Ok(Some(summary));
+        }
+        let Some(item) = self
+            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
+            .await?
+        else {
+            return Ok(None);
+        };
+        if item.contains_key(attr::REPLY) || !item.contains_key(attr::VERSION) {
+            return Ok(None);
+        }
+        let summary = HeadSummary::of_item(&item)?;
+        if !matches(&summary) || summary.expires <= now_ms() {
+            return Ok(None);
+        }
+        let summary = Arc::new(summary);
+        self.heads.put(task_id, (*summary).clone());
+        Ok(Some(summary))
+    }
+
+    /// [`a2a_core::TaskStore::append_events`]: one `UpdateItem` of the head, conditional on the
+    /// version, owner and expiry, carrying the new events; when carrying the earlier ones too
+    /// would cost more write units, they are archived first (one `PutItem`).
     pub(super) async fn append_events(
         &self,
         head: &StoredTask,
         expected_version: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        let head_item = items::head_item(head)?;
-        let event_items = items::event_items(head, expected_version, events)?;
-        let now = now_ms();
-        // A status change usually moves the status timestamp, i.e. the index sort key: the
-        // index then deletes the old entry and writes a new one.
-        let index_writes = if events.iter().any(|e| e.event.state().is_some()) {
-            2.0
+        items::check_seqs(head, expected_version, events)?;
+        let task_id = &head.task.id;
+        let Some(old) = self.summary_at(head, expected_version).await? else {
+            return Err(StoreError::Conflict);
+        };
+        let label = || format!("task {task_id}");
+        let carried: Vec<LoggedEvent> = old.carried.iter().chain(events).cloned().collect();
+        let carrying = items::head_item(head, &carried, expected_version)?;
+        let fresh = items::head_item(head, events, expected_version)?;
+        // Carry the earlier events while that costs no more than not carrying them; archive
+        // them once it would (or once there are many).
+        let carry = old.carried.is_empty()
+            || (carried.len() <= MAX_CARRIED
+                && items::item_size(&carrying) <= items::MAX_ITEM_BYTES
+                && write_units(items::item_size(&carrying))
+                    <= write_units(items::item_size(&fresh)));
+        let (item, carried) = if carry {
+            (carrying, carried)
         } else {
+            self.archive(head, &old.carried).await?;
+            (fresh, events.to_vec())
+        };
+        items::check_size(&item, label)?;
+        let new_size = items::item_size(&item);
+
+        // Rewrite only what changed: an attribute of the index entry written again with the
+        // same value would still be an update of that entry.
+        let ts = items::status_ts_ms(&head.task);
+        let state = head.task.status.state.as_str();
+        let exp = head.expires_at.millis();
+        let mut set = vec![attr::VERSION, attr::PREV_VERSION, attr::HEAD_EVENTS];
+        let mut remove = vec![attr::TASK];
+        if item.contains_key(attr::TASK_BODY) {
+            set.push(attr::TASK_BODY);
+        } else {
+            remove.push(attr::TASK_BODY);
+        }
+        let key_moves = ts != old.status_ts;
+        if key_moves {
+            set.extend([attr::STATUS_TS, attr::GSI_SK]);
+        }
+        if state != old.state {
+            set.push(attr::STATE);
+        }
+        if exp != old.expires {
+            set.extend([attr::EXPIRES, attr::TTL]);
+        }
+        let index_wru = if key_moves {
+            2.0
+        } else if state != old.state || exp != old.expires {
             1.0
-        };
-        let guard = Guard {
-            condition: "#v = :expected AND #own = :own AND #exp > :now",
-            names: &["v", "own", "exp"],
-            values: values([
-                (":expected", n(expected_version)),
-                (":own", s(head.owner.as_str())),
-                (":now", n(now)),
-            ]),
-        };
-        self.transact(head_item, guard, event_items, index_writes, now)
-            .await
+        } else {
+            0.0
+        } * write_units(index_entry_size(&item));
+
+        // The first append to a head of an older layout puts the ids of the task's push configs
+        // on it (ADD: a union, so a config put meanwhile is kept), so that its stream records
+        // fan out to them from now on. Once per such task.
+        let mut migrated = Vec::new();
+        if old.legacy {
+            migrated = self
+                .list_push_configs(&head.owner, task_id)
+                .await?
+                .into_iter()
+                .map(|c| c.id)
+                .collect();
+        }
+        let mut expression_values: HashMap<String, AttributeValue> = set
+            .iter()
+            .map(|name| (format!(":{name}"), item[*name].clone()))
+            .collect();
+        let now = now_ms();
+        expression_values.extend(values([
+            (":expected", n(expected_version)),
+            (":own", s(head.owner.as_str())),
+            (":now", n(now)),
+        ]));
+        let mut assignments: Vec<String> = set
+            .iter()
+            .map(|name| format!("#{name} = :{name}"))
+            .collect();
+        if !migrated.is_empty() {
+            assignments.push(format!("#{} = :pf", attr::PUSH_FLAG));
+            expression_values.insert(":pf".into(), s("1"));
+            expression_values.insert(":pcs".into(), AttributeValue::Ss(migrated));
+        }
+        let mut update = format!("SET {}", assignments.join(", "));
+        update.push_str(&format!(
+            " REMOVE {}",
+            remove
+                .iter()
+                .map(|name| format!("#{name}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if expression_values.contains_key(":pcs") {
+            update.push_str(&format!(" ADD #{} :pcs", attr::CONFIG_IDS));
+        }
+        let mut all_names: Vec<&str> = set.iter().chain(&remove).copied().collect();
+        all_names.extend([attr::OWNER]);
+        if expression_values.contains_key(":pcs") {
+            all_names.extend([attr::PUSH_FLAG, attr::CONFIG_IDS]);
+        }
+        if !all_names.contains(&attr::EXPIRES) {
+            all_names.push(attr::EXPIRES);
+        }
+        let wru = write_units(old.size.max(new_size));
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+            .update_expression(update)
+            .condition_expression("#v = :expected AND #own = :own AND #exp > :now")
+            .set_expression_attribute_names(Some(names(&all_names)))
+            .set_expression_attribute_values(Some(expression_values))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                self.record(
+                    "UpdateItem",
+                    capacity(out.consumed_capacity()),
+                    wru + index_wru,
+                    0.0,
+                );
+                self.heads.put(
+                    task_id,
+                    HeadSummary {
+                        version: head.version,
+                        owner: head.owner.as_str().to_owned(),
+                        state: state.to_owned(),
+                        status_ts: ts,
+                        expires: exp,
+                        size: new_size,
+                        carried: Arc::new(carried),
+                        legacy: false,
+                    },
+                );
+                Ok(())
+            }
+            Err(err) if condition_failed(&err) => {
+                // A failed condition is billed too.
+                self.record("UpdateItem", 0.0, wru, 0.0);
+                self.heads.forget(task_id);
+                Err(StoreError::Conflict)
+            }
+            Err(err) => Err(backend("UpdateItem", &err)),
+        }
+    }
+
+    /// Moves `events` (which the head at hand carries, so they are in the log for good) into
+    /// their archive item. Written at most once: a copy already there (an append that
+    /// archived them and then lost its write) is the same events, and is left as it is.
+    async fn archive(&self, head: &StoredTask, events: &[LoggedEvent]) -> Result<(), StoreError> {
+        let item = items::archive_item(&head.owner, &head.task.id, head.expires_at, events)?;
+        items::check_size(&item, || format!("events of task {}", head.task.id))?;
+        self.put_if(
+            item,
+            ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", n(now_ms()))]),
+        )
+        .await?;
+        Ok(())
     }
 
     /// [`a2a_core::TaskStore::load_task`].
@@ -248,12 +391,14 @@ impl DynamoTaskStore {
         owner: &Owner,
         task_id: &str,
     ) -> Result<Option<SendRecord>, StoreError> {
-        self.get_visible(
-            owner,
-            task_id,
-            items::HEAD_SK.into(),
-            items::send_record_from_item,
-        )
+        let heads = self.heads.clone();
+        self.get_visible(owner, task_id, items::HEAD_SK.into(), |item| {
+            let record = items::send_record_from_item(item)?;
+            if matches!(record, SendRecord::Task(_)) {
+                heads.remember(task_id, item);
+            }
+            Ok(record)
+        })
         .await
     }
 
@@ -277,27 +422,9 @@ impl DynamoTaskStore {
         .await
     }
 
-    /// A query for the event items of `task_id` after sequence number `after_seq`, up to the
-    /// sort key `to` (the last event's, or the head's: `H` sorts right after `E#…`).
-    fn events_after(
-        &self,
-        task_id: &str,
-        after_seq: u64,
-        to: String,
-    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-        self.client
-            .query()
-            .table_name(&*self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
-            .set_expression_attribute_names(Some(names(&["pk", "sk"])))
-            .set_expression_attribute_values(Some(values([
-                (":pk", s(items::task_pk(task_id))),
-                (":from", s(items::event_sk(after_seq + 1))),
-                (":to", s(to)),
-            ])))
-    }
-
-    /// [`a2a_core::TaskStore::read_events`].
+    /// [`a2a_core::TaskStore::read_events`]: one query of the log's range, `E#<after+1>`
+    /// through the head (`H` sorts right after `E#…`): the archives and event items holding
+    /// later events, then the head with the events it carries.
     pub(super) async fn read_events(
         &self,
         owner: &Owner,
@@ -305,44 +432,49 @@ impl DynamoTaskStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        let mut events = Vec::new();
         if limit == 0 || after_seq == u64::MAX {
-            return Ok(events);
+            return Ok(Vec::new());
         }
         let now = now_ms();
         let page_limit = |want: usize| i32::try_from(want.min(1_000)).unwrap_or(1_000);
-        // The range ends at the head, which holds the events of a task born terminal.
         let query = self
-            .events_after(task_id, after_seq, items::HEAD_SK.to_owned())
+            .client
+            .query()
+            .table_name(&*self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
+            .set_expression_attribute_names(Some(names(&["pk", "sk"])))
+            .set_expression_attribute_values(Some(values([
+                (":pk", s(items::task_pk(task_id))),
+                (":from", s(items::event_sk(after_seq + 1))),
+                (":to", s(items::HEAD_SK)),
+            ])))
             .consistent_read(true)
             .limit(page_limit(limit));
+        // By seq: an archive may repeat events the head still carries (its writer lost the
+        // race for the head), and items come in key order, which is the order of their last
+        // event. Every event up to an item's key is in that item or an earlier one, so once
+        // `limit` events are in, they are the first `limit` after `after_seq`.
+        let mut events = BTreeMap::new();
         self.query_pages(query, ReadCost::Consistent, |page| {
             for item in page.items() {
-                // Every event of a task has the task's owner: one foreign event means the
+                // Every item of a task's log has the task's owner: one foreign item means the
                 // whole log is someone else's.
                 if !matches!(item.get(attr::OWNER), Some(AttributeValue::S(o)) if o == owner.as_str())
                 {
                     events.clear();
                     return Ok(Next::Done);
                 }
-                // Each event carries the expiry its task had when it was written. Expiries only
-                // grow, so once the head has expired, so has every event; an event older than
-                // the retention of a long-lived task expires on its own (as DynamoDB's TTL
+                // Each item carries the expiry its task had when it was written. Expiries only
+                // grow, so once the head has expired, so has every archive; an archive older
+                // than the retention of a long-lived task expires on its own (as DynamoDB's TTL
                 // will delete it).
-                if !items::visible(item, owner, now) {
+                if !items::visible(item, owner, now) || item.contains_key(attr::REPLY) {
                     continue;
                 }
-                if item.get(attr::SK) == Some(&s(items::HEAD_SK)) {
-                    let carried = items::head_events(item)?.unwrap_or_default();
-                    let wanted = limit - events.len().min(limit);
-                    events.extend(
-                        carried
-                            .into_iter()
-                            .filter(|e| e.seq > after_seq)
-                            .take(wanted),
-                    );
-                } else if events.len() < limit {
-                    events.push(items::event_from_item(item)?);
+                for event in items::events_of_item(item)? {
+                    if event.seq > after_seq {
+                        events.entry(event.seq).or_insert(event);
+                    }
                 }
             }
             Ok(if events.len() < limit {
@@ -352,10 +484,12 @@ impl DynamoTaskStore {
             })
         })
         .await?;
-        Ok(events)
+        Ok(events.into_values().take(limit).collect())
     }
 
-    /// [`a2a_core::TaskStore::wait_for_append`].
+    /// [`a2a_core::TaskStore::wait_for_append`]: polls the head's version (an eventually
+    /// consistent `GetItem` of `v` alone, billed by the head's size: half a read unit up to
+    /// 4 KB), backing off from [`FIRST_POLL`] to [`MAX_POLL`].
     pub(super) async fn wait_for_append(
         &self,
         task_id: &str,
@@ -368,27 +502,37 @@ impl DynamoTaskStore {
         let deadline = tokio::time::Instant::now() + max_wait;
         let mut pause = FIRST_POLL;
         loop {
-            // Is there an event after `after_version`? Looking for the next event item costs
-            // half a read unit whatever the task's size, where reading the head's version would
-            // bill the whole head (DynamoDB bills reads by item size, projection or not).
             // Eventually consistent: this is a hint, the caller re-reads the log consistently.
-            let query = self
-                .events_after(task_id, after_version, items::last_event_sk())
-                .select(Select::Count)
-                .limit(1);
-            let mut appended = false;
             let result = self
-                .query_pages(query, ReadCost::Eventual, |page| {
-                    appended = page.count() > 0;
-                    Ok(Next::Done)
-                })
+                .client
+                .get_item()
+                .table_name(&*self.table)
+                .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+                .projection_expression("#v")
+                .set_expression_attribute_names(Some(names(&[attr::VERSION])))
+                .consistent_read(false)
+                .set_return_consumed_capacity(self.return_capacity())
+                .send()
                 .await;
             match result {
-                Ok(()) if appended => return,
-                Ok(()) => {}
+                Ok(out) => {
+                    let size = self.heads.get(task_id).map_or(0, |h| h.size);
+                    self.record(
+                        "GetItem",
+                        capacity(out.consumed_capacity()),
+                        0.0,
+                        0.5 * read_units(size),
+                    );
+                    let version = out
+                        .item()
+                        .and_then(|item| items::get_n::<u64>(item, attr::VERSION).ok());
+                    if version.is_some_and(|v| v > after_version) {
+                        return;
+                    }
+                }
                 Err(err) => {
                     // Only a hint: the caller re-reads and will meet the error itself.
-                    tracing::warn!(error = %err, "wait_for_append could not poll the log");
+                    tracing::warn!(error = %backend("GetItem", &err), "wait_for_append could not read the head");
                     return;
                 }
             }
@@ -398,6 +542,99 @@ impl DynamoTaskStore {
             }
             tokio::time::sleep(pause.min(deadline - now)).await;
             pause = (pause * 2).min(MAX_POLL);
+        }
+    }
+
+    /// Adds (`add`) or removes a push config's id on the task's head, where the stream's
+    /// fan-out reads them. `nv` is set to the version: this write adds no event. A head that
+    /// is not there (the task is gone or not the owner's) is left alone.
+    pub(super) async fn mark_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        add: bool,
+    ) -> Result<(), StoreError> {
+        let ids = AttributeValue::Ss(vec![config_id.to_owned()]);
+        let update = if add {
+            "ADD #pcs :ids SET #pf = :one, #nv = #v"
+        } else {
+            "DELETE #pcs :ids SET #nv = #v"
+        };
+        let mut vals = values([
+            (":ids", ids),
+            (":own", s(owner.as_str())),
+            (":now", n(now_ms())),
+        ]);
+        if add {
+            vals.insert(":one".into(), s("1"));
+        }
+        let mut list = vec!["pcs", "nv", "v", "own", "exp"];
+        if add {
+            list.push("pf");
+        }
+        let size = self.heads.get(task_id).map_or(1, |h| h.size);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+            .update_expression(update)
+            .condition_expression("attribute_exists(#v) AND #own = :own AND #exp > :now")
+            .set_expression_attribute_names(Some(names(&list)))
+            .set_expression_attribute_values(Some(vals))
+            .return_values(ReturnValue::UpdatedNew)
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        let out = match result {
+            Ok(out) => out,
+            Err(err) if condition_failed(&err) => {
+                self.record("UpdateItem", 0.0, write_units(size), 0.0);
+                return Ok(());
+            }
+            Err(err) => return Err(backend("UpdateItem", &err)),
+        };
+        self.record(
+            "UpdateItem",
+            capacity(out.consumed_capacity()),
+            write_units(size),
+            0.0,
+        );
+        let left = out
+            .attributes()
+            .is_some_and(|a| a.contains_key(attr::CONFIG_IDS));
+        if add || left {
+            return Ok(());
+        }
+        // The last config went: without the flag the stream's filter no longer hands this
+        // task's writes to the fan-out.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+            .update_expression("REMOVE #pf")
+            .condition_expression("attribute_exists(#v) AND attribute_not_exists(#pcs)")
+            .set_expression_attribute_names(Some(names(&["pf", "v", "pcs"])))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                self.record(
+                    "UpdateItem",
+                    capacity(out.consumed_capacity()),
+                    write_units(size),
+                    0.0,
+                );
+                Ok(())
+            }
+            Err(err) if condition_failed(&err) => {
+                self.record("UpdateItem", 0.0, write_units(size), 0.0);
+                Ok(())
+            }
+            Err(err) => Err(backend("UpdateItem", &err)),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! [`TaskStore`] on one DynamoDB table (layout in [`crate::items`] and `docs/aws-adapters.md`).
 //!
 //! Correctness rests on conditional writes only: a create is conditional on the head not
-//! existing (or having expired), an append is one `TransactWriteItems` conditional on the head's
-//! version, owner and expiry. No locks, no in-process state.
+//! existing (or having expired), an append is one `UpdateItem` of the head conditional on its
+//! version, owner and expiry. No locks; in-process state is a cache of the heads this process
+//! last saw ([`log`]), which saves reads, never decides anything.
 //!
 //! One file per part of the store: [`table`] (what they share: expressions, metering, the one
 //! paged query), [`log`] (heads and events), [`list`] (ListTasks on the by-owner index),
@@ -27,6 +28,7 @@ use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
 
 use crate::meter::Meter;
+use log::HeadCache;
 
 /// The condition of a conditional write that creates an item (a task's head or event, a
 /// reply, a push delivery record): none at its key, or an expired one. An expired item is gone
@@ -50,6 +52,7 @@ pub struct DynamoTaskStore {
     client: aws_sdk_dynamodb::Client,
     table: Arc<str>,
     meter: Option<Meter>,
+    heads: HeadCache,
 }
 
 impl fmt::Debug for DynamoTaskStore {
@@ -68,6 +71,7 @@ impl DynamoTaskStore {
             client,
             table: Arc::from(table),
             meter: None,
+            heads: HeadCache::default(),
         }
     }
 
@@ -92,7 +96,16 @@ impl TaskStore for DynamoTaskStore {
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        Self::create_task(self, head, events).await
+        Self::create_task(self, head, events, &[]).await
+    }
+
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        Self::create_task_with_push_configs(self, head, events, configs).await
     }
 
     async fn append_events(

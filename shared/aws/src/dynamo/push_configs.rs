@@ -13,8 +13,25 @@ use crate::items::{self, attr, n, s};
 use crate::now_ms;
 
 impl DynamoTaskStore {
-    /// [`a2a_core::TaskStore::put_push_config`].
+    /// [`a2a_core::TaskStore::put_push_config`]: the config's item, then its id on the task's
+    /// head, where the stream's fan-out finds it. A crash in between leaves a config that
+    /// gets no pushes until it is put again (the client did not get its answer either).
     pub(super) async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.put_config_item(owner, config, expires_at).await?;
+        if expires_at.millis() > now_ms() {
+            self.mark_push_config(owner, &config.task_id, &config.id, true)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the item of a push config (not its id on the head).
+    pub(super) async fn put_config_item(
         &self,
         owner: &Owner,
         config: &TaskPushNotificationConfig,
@@ -117,6 +134,11 @@ impl DynamoTaskStore {
                     write_units(items::item_size(&old)),
                     0.0,
                 );
+                if old.is_empty() {
+                    return Ok(false);
+                }
+                self.mark_push_config(owner, task_id, config_id, false)
+                    .await?;
                 // An expired config was already invisible: deleting it is not deleting "one".
                 Ok(items::visible(&old, owner, now_ms()))
             }

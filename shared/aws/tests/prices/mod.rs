@@ -25,6 +25,14 @@ const DYNAMODB_WRU: f64 = 0.625 / 1e6;
 const DYNAMODB_RRU: f64 = 0.125 / 1e6;
 /// SQS, per request (64 KB chunks), standard queue; FIFO is $0.50.
 const SQS_REQUEST: f64 = 0.40 / 1e6;
+/// DynamoDB provisioned capacity, per write capacity unit-hour (one write of up to 1 KB a
+/// second for an hour).
+const DYNAMODB_WCU_HOUR: f64 = 0.000_65;
+/// DynamoDB provisioned capacity, per read capacity unit-hour (one strongly consistent read of
+/// up to 4 KB a second for an hour).
+const DYNAMODB_RCU_HOUR: f64 = 0.000_13;
+/// The utilisation DynamoDB's auto scaling keeps provisioned capacity at by default.
+pub const PROVISIONED_UTILISATION: f64 = 0.70;
 
 /// The HTTP functions' memory (`template.yaml`, `MemorySize` of the HTTP functions; the
 /// arithmetic is in `docs/lambda.md`, "Memory").
@@ -77,6 +85,28 @@ pub fn billed_ms(memory_mb: f64, cpu_ms_at_one_vcpu: f64, dynamodb_requests: u32
     (cpu + f64::from(dynamodb_requests) * DYNAMODB_ROUND_TRIP_MS).ceil()
 }
 
+/// How DynamoDB bills the table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Billing {
+    /// On-demand (the template's `PAY_PER_REQUEST`): per request unit.
+    OnDemand,
+    /// Provisioned capacity used at this fraction on average (auto scaling's target).
+    Provisioned(f64),
+}
+
+impl Billing {
+    /// Dollars per write and per read request unit.
+    fn unit_prices(self) -> (f64, f64) {
+        match self {
+            Self::OnDemand => (DYNAMODB_WRU, DYNAMODB_RRU),
+            Self::Provisioned(used) => (
+                DYNAMODB_WCU_HOUR / 3600.0 / used,
+                DYNAMODB_RCU_HOUR / 3600.0 / used,
+            ),
+        }
+    }
+}
+
 /// What a million tasks cost behind `front_door`, each taking `wru` + `rru` and
 /// `sqs_requests`, run by one invocation of `memory_mb` making `dynamodb_requests`.
 pub fn per_million(
@@ -87,6 +117,28 @@ pub fn per_million(
     rru: f64,
     sqs_requests: u32,
 ) -> Totals {
+    per_million_billed(
+        front_door,
+        memory_mb,
+        dynamodb_requests,
+        wru,
+        rru,
+        sqs_requests,
+        Billing::OnDemand,
+    )
+}
+
+/// [`per_million`] with the table billed as `billing`.
+pub fn per_million_billed(
+    front_door: FrontDoor,
+    memory_mb: f64,
+    dynamodb_requests: u32,
+    wru: f64,
+    rru: f64,
+    sqs_requests: u32,
+    billing: Billing,
+) -> Totals {
+    let (wru_price, rru_price) = billing.unit_prices();
     let gb_seconds = memory_mb / 1024.0
         * billed_ms(memory_mb, ECHO_CPU_MS_AT_ONE_VCPU, dynamodb_requests)
         / 1000.0;
@@ -98,13 +150,13 @@ pub fn per_million(
             FrontDoor::FunctionUrl => 0.0,
             FrontDoor::ApiGateway => API_GATEWAY_REST_REQUEST * million,
         },
-        dynamodb: (wru * DYNAMODB_WRU + rru * DYNAMODB_RRU) * million,
+        dynamodb: (wru * wru_price + rru * rru_price) * million,
         sqs: f64::from(sqs_requests) * SQS_REQUEST * million,
     }
 }
 
 /// The per-million table for a blocking echo whose measured cost is `echo`, per front door,
-/// beside the same without its idempotency read (what the issue's $1.50 would need).
+/// beside what it would cost with a cheaper idempotency read, without it, and on provisioned capacity.
 pub fn blocking_echo_table(echo: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -130,6 +182,19 @@ pub fn blocking_echo_table(echo: &Summary) -> String {
             echo.estimated_wru,
             echo.estimated_rru,
             echo.sqs_requests(),
+            Billing::OnDemand,
+        ),
+        (
+            format!(
+                "idempotency read eventually consistent (not done): {:.1} WRU + {:.1} RRU",
+                echo.estimated_wru,
+                echo.estimated_rru / 2.0
+            ),
+            echo.dynamodb_requests(),
+            echo.estimated_wru,
+            echo.estimated_rru / 2.0,
+            echo.sqs_requests(),
+            Billing::OnDemand,
         ),
         (
             format!(
@@ -142,11 +207,23 @@ pub fn blocking_echo_table(echo: &Summary) -> String {
             echo.estimated_wru,
             0.0,
             echo.sqs_requests(),
+            Billing::OnDemand,
+        ),
+        (
+            format!(
+                "measured, table on provisioned capacity used at {:.0} %",
+                PROVISIONED_UTILISATION * 100.0
+            ),
+            echo.dynamodb_requests(),
+            echo.estimated_wru,
+            echo.estimated_rru,
+            echo.sqs_requests(),
+            Billing::Provisioned(PROVISIONED_UTILISATION),
         ),
     ];
     for door in [FrontDoor::FunctionUrl, FrontDoor::ApiGateway] {
-        for (store, requests, wru, rru, sqs) in &rows {
-            let t = per_million(door, HTTP_MEMORY_MB, *requests, *wru, *rru, *sqs);
+        for (store, requests, wru, rru, sqs, billing) in &rows {
+            let t = per_million_billed(door, HTTP_MEMORY_MB, *requests, *wru, *rru, *sqs, *billing);
             let _ = writeln!(
                 out,
                 "| {door:?} | {store} | {} | ${:.2} | ${:.3} | ${:.2} | ${:.3} | ${:.2} | **${:.2}** |",
@@ -183,4 +260,19 @@ fn the_totals_add_up_with_the_published_prices() {
     // Below one vCPU, CPU time stretches with less memory; waits do not.
     assert_eq!(billed_ms(1769.0, 2.0, 2), 12.0);
     assert_eq!(billed_ms(128.0, 2.0, 0), (2.0f64 * 1769.0 / 128.0).ceil());
+    // The floor the issue names, before any compute: 2 WRU + 1 RRU + a Lambda request is
+    // already more than $1.50 per million on demand.
+    let floor = 2.0 * DYNAMODB_WRU + DYNAMODB_RRU + LAMBDA_REQUEST;
+    assert!((floor * 1e6 - 1.575).abs() < 1e-9);
+    // Provisioned capacity fully used: a write unit-second for $0.18 per million.
+    let full = per_million_billed(
+        FrontDoor::FunctionUrl,
+        128.0,
+        2,
+        1.0,
+        0.0,
+        0,
+        Billing::Provisioned(1.0),
+    );
+    assert!((full.dynamodb - 0.000_65 / 3600.0 * 1e6).abs() < 1e-9);
 }

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_aws::fanout::{Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, ReceivedMessage};
 use a2a_core::jobs::{run_jobs, JobPolicy, Settlement};
@@ -19,7 +20,7 @@ use a2a_core::{
 };
 use a2a_embedded::{QueueName, SqliteStore};
 use a2a_http::{router, HttpOptions};
-use a2a_lambda_glue::PushBatch;
+use a2a_lambda_glue::{FanoutBatch, PushBatch};
 use a2a_protocol::{
     Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
     Task, TaskPushNotificationConfig,
@@ -144,6 +145,8 @@ struct AwsBackend {
     /// Messages per invocation of the push function: its event source's `BatchSize` in
     /// `template.yaml`.
     batch_size: usize,
+    /// The table's stream, read as the fan-out function's event source mapping reads it.
+    stream: tokio::sync::Mutex<StreamPoller>,
 }
 
 /// The agent as a receiver sees it: the service on the chosen backend, served by
@@ -204,6 +207,31 @@ impl AgentServer {
             adapters,
             policy,
             max_push_attempts,
+        }
+    }
+
+    /// Where this server's state lives, as environment variables another process can open
+    /// it from with [`open_store`]: the embedded store's directory, or the table and queues.
+    pub fn location(&self) -> Vec<(String, String)> {
+        match &self.adapters {
+            Adapters::Embedded(embedded) => vec![(
+                "A2A_TEST_DATA_DIR".to_owned(),
+                embedded.dir().display().to_string(),
+            )],
+            Adapters::Aws(aws) => {
+                let c = aws.adapters.store.table().to_owned();
+                vec![
+                    (a2a_aws::ENV_TABLE.to_owned(), c),
+                    (
+                        a2a_aws::ENV_WORK_QUEUE_URL.to_owned(),
+                        aws.adapters.work.queue().url().to_owned(),
+                    ),
+                    (
+                        a2a_aws::ENV_PUSH_QUEUE_URL.to_owned(),
+                        aws.adapters.push.queue().url().to_owned(),
+                    ),
+                ]
+            }
         }
     }
 
@@ -334,7 +362,33 @@ impl AgentServer {
         panic!("the push queue did not drain");
     }
 
+    /// The fan-out function's event source mapping, played by the test: every new record of
+    /// the table's stream, filtered as the template filters them, handed to the function's
+    /// batch handler (which puts the push jobs on the queue).
+    async fn fan_out_stream(&self, aws: &AwsBackend) {
+        let function = FanoutBatch {
+            service: self.service.clone(),
+        };
+        let mut stream = aws.stream.lock().await;
+        while let Some(batch) = stream.next_batch().await.expect("the table's stream") {
+            let records: Vec<serde_json::Value> = batch
+                .records
+                .iter()
+                .filter(|r| a2a_aws::fanout::passes_filter(r))
+                .cloned()
+                .collect();
+            if !records.is_empty() {
+                let out = function
+                    .handle(&serde_json::json!({ "Records": records }))
+                    .await;
+                assert_eq!(out, serde_json::json!({ "batchItemFailures": [] }));
+            }
+            stream.commit(&batch).await.expect("commit");
+        }
+    }
+
     async fn drain_sqs(&self, aws: &AwsBackend) -> Drained {
+        self.fan_out_stream(aws).await;
         let queue = aws.adapters.push.queue();
         let function = PushBatch {
             service: self.service.clone(),
@@ -540,6 +594,11 @@ impl AwsBackend {
             push_queue_arn,
             dead_letter_url,
             batch_size: push_function_batch_size(),
+            stream: tokio::sync::Mutex::new(
+                StreamPoller::from_env(&config.table, Checkpoints::Memory)
+                    .await
+                    .expect("the table's stream"),
+            ),
         }
     }
 
@@ -626,4 +685,17 @@ impl AwsBackend {
         );
         letters
     }
+}
+
+/// The task store of an [`AgentServer`] whose [`AgentServer::location`] this process was given
+/// in its environment: for a second process on the same state.
+pub async fn open_store() -> Arc<dyn TaskStore> {
+    if let Ok(dir) = std::env::var("A2A_TEST_DATA_DIR") {
+        return Arc::new(SqliteStore::open(std::path::Path::new(&dir)).expect("open the store"));
+    }
+    let adapters = AwsAdapters::new(
+        &aws_clients().await,
+        &a2a_aws::AwsConfig::from_env().expect("the table and queues"),
+    );
+    Arc::new(adapters.store)
 }

@@ -1,0 +1,211 @@
+//! Tables written by the previous layout stay readable and writable: a task as that layout left
+//! it (the head with the task in `tb` and no events, one `E#<seq>` item per event written by a
+//! transaction, a push config whose id is not on the head) loads, replays, takes appends in
+//! this layout, and from its first append on its writes fan out to its push config.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use a2a_aws::fanout::{appended_in_records, passes_filter, Checkpoints, StreamPoller};
+use a2a_core::{LoggedEvent, Owner, StoredTask, TaskEvent, TaskStore};
+use a2a_protocol::{
+    Artifact, Message, Part, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState,
+    TaskStatus, TaskStatusUpdateEvent, Timestamp,
+};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use common::Env;
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn status(task: &Task, state: TaskState) -> TaskEvent {
+    TaskEvent::Status {
+        update: TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: Some(Timestamp::now()),
+            },
+            metadata: None,
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_task_of_the_previous_layout_reads_appends_and_fans_out() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let store = env.store();
+    let owner = Owner::anonymous("");
+    let id = a2a_core::new_id();
+    let exp = Timestamp::now().millis() + 3_600_000;
+    let created = Task {
+        id: id.clone(),
+        context_id: a2a_core::new_id(),
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(Timestamp::now()),
+        },
+        history: vec![Message::user_text(a2a_core::new_id(), "hello")],
+        ..Default::default()
+    };
+    let mut log = vec![LoggedEvent {
+        seq: 1,
+        at: Timestamp::now(),
+        event: TaskEvent::Created {
+            task: created.clone(),
+        },
+    }];
+    log.push(LoggedEvent {
+        seq: 2,
+        at: Timestamp::now(),
+        event: status(&created, TaskState::Working),
+    });
+    let mut task = Task::default();
+    for e in &log {
+        e.event.apply(&mut task).unwrap();
+    }
+
+    // The items as the previous layout wrote them.
+    let mut deflate =
+        flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    deflate
+        .write_all(&serde_json::to_vec(&task).unwrap())
+        .unwrap();
+    let ts = task.status.timestamp.unwrap().millis();
+    let common = |sk: String| -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            ("pk".to_owned(), s(format!("T#{id}"))),
+            ("sk".to_owned(), s(sk)),
+            ("own".to_owned(), s(owner.as_str())),
+            ("exp".to_owned(), n(exp)),
+            ("ttl".to_owned(), n(exp / 1000 + 1)),
+        ])
+    };
+    let mut head = common("H".into());
+    head.extend([
+        ("v".to_owned(), n(2)),
+        ("ctx".to_owned(), s(&task.context_id)),
+        ("st".to_owned(), s(task.status.state.as_str())),
+        ("ts".to_owned(), n(ts)),
+        ("gpk".to_owned(), s(owner.as_str())),
+        ("gsk".to_owned(), s(format!("{ts:015}#{id}"))),
+        (
+            "tb".to_owned(),
+            AttributeValue::B(Blob::new(deflate.finish().unwrap())),
+        ),
+    ]);
+    let mut items = vec![head];
+    for e in &log {
+        let mut item = common(format!("E#{:020}", e.seq));
+        item.insert("ev".into(), s(serde_json::to_string(e).unwrap()));
+        items.push(item);
+    }
+    let config = TaskPushNotificationConfig {
+        id: "hook".into(),
+        task_id: id.clone(),
+        url: "https://receiver.example/hook".into(),
+        ..Default::default()
+    };
+    let mut cfg = common("P#hook".into());
+    cfg.insert("cfg".into(), s(serde_json::to_string(&config).unwrap()));
+    items.push(cfg);
+    for item in items {
+        env.clients
+            .dynamodb
+            .put_item()
+            .table_name(&env.config.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    // Read as they are.
+    let loaded = store
+        .load_task(&owner, &id)
+        .await
+        .unwrap()
+        .expect("the task");
+    assert_eq!((loaded.version, &loaded.task), (2, &task));
+    assert_eq!(store.read_events(&owner, &id, 0, 100).await.unwrap(), log);
+
+    // An append in this layout goes on from them.
+    let current = StoredTask {
+        owner: owner.clone(),
+        task: task.clone(),
+        version: 2,
+        expires_at: Timestamp::from_millis(exp),
+    };
+    let mut next = current.clone();
+    let mut appended = Vec::new();
+    for event in [
+        TaskEvent::Artifact {
+            update: TaskArtifactUpdateEvent {
+                task_id: id.clone(),
+                context_id: task.context_id.clone(),
+                artifact: Artifact {
+                    artifact_id: "a".into(),
+                    parts: vec![Part::text("42")],
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        },
+        status(&task, TaskState::Completed),
+    ] {
+        event.apply(&mut next.task).unwrap();
+        next.version += 1;
+        appended.push(LoggedEvent {
+            seq: next.version,
+            at: Timestamp::now(),
+            event,
+        });
+    }
+    store
+        .append_events(&next, current.version, &appended)
+        .await
+        .unwrap();
+    let mut whole = log.clone();
+    whole.extend(appended.clone());
+    assert_eq!(store.read_events(&owner, &id, 0, 100).await.unwrap(), whole);
+    assert_eq!(
+        store.read_events(&owner, &id, 1, 2).await.unwrap(),
+        whole[1..3]
+    );
+    let loaded = store
+        .load_task(&owner, &id)
+        .await
+        .unwrap()
+        .expect("the task");
+    assert_eq!(loaded, next);
+
+    // Its write fans out to the config made before the upgrade: the append put its id on
+    // the head.
+    let mut poller = StreamPoller::from_env(&env.config.table, Checkpoints::Memory)
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    while let Some(batch) = poller.next_batch().await.unwrap() {
+        records.extend(batch.records.clone());
+        poller.commit(&batch).await.unwrap();
+    }
+    let passed: Vec<_> = records.into_iter().filter(passes_filter).collect();
+    let writes = appended_in_records(&passed);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].events, appended);
+    assert_eq!(writes[0].config_ids, ["hook"]);
+    env.cleanup().await;
+}
