@@ -348,6 +348,7 @@ fn checkpoint_in_background(
     let finish_due = finish.clone();
     let checkpointer = Connection::open(path)?;
     checkpointer.busy_timeout(BUSY_TIMEOUT)?;
+    stable_plans(&checkpointer)?;
     std::thread::Builder::new()
         .name("a2a-sqlite-checkpoint".into())
         .spawn(move || {
@@ -396,6 +397,7 @@ fn open_reader(path: &Path) -> Result<Connection, DbError> {
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    stable_plans(&conn)?;
     // Readers share the OS page cache; a private 2 MB SQLite cache each (the default) only
     // adds resident memory per pooled connection.
     conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
@@ -539,10 +541,25 @@ fn configure(conn: &mut Connection) -> Result<(), DbError> {
     // instead of failing with SQLITE_BUSY.
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    stable_plans(conn)?;
     enable_wal(conn)?;
     // In WAL mode NORMAL only risks the last commits on power loss, not on a process crash.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+/// Plans each statement once, whatever values it is run with (SQLite's query planner stability
+/// guarantee). The bundled SQLite is built with STAT4, under which a statement whose plan could
+/// depend on a bound value (an equality on part of a key, a range on an indexed column: "now"
+/// against an expiry) is prepared again whenever that value changes, which is every run: a push
+/// config lookup in every write was parsed and planned anew each time. The store's statements
+/// have one right plan; they keep it.
+fn stable_plans(conn: &Connection) -> Result<(), DbError> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(())
 }
 
