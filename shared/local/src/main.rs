@@ -2,12 +2,9 @@
 
 use clap::Parser;
 
-/// mimalloc rather than the system allocator: the server allocates on one thread and frees on
-/// another all the time (the store's writer thread, the runtime's workers), which glibc's
-/// allocator pays for in locking and consolidation. Measured on the blocking echo benchmark:
-/// about a fifth less CPU per request and half again the throughput (docs/performance.md).
+/// The allocator the server is measured with ([`a2a_local::Allocator`] says why).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: a2a_local::Allocator = a2a_local::Allocator;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -3,6 +3,10 @@
 
 use clap::Parser;
 
+/// The allocator the kit's local server is measured with ([`a2a_local::Allocator`]).
+#[global_allocator]
+static ALLOCATOR: a2a_local::Allocator = a2a_local::Allocator;
+
 #[tokio::main]
 async fn main() -> Result<(), String> {
     a2a_local::init_logging();
