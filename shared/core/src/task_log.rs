@@ -217,27 +217,30 @@ impl TaskLog {
             if head.task.status.state.is_terminal() {
                 return Err(AppendError::Terminal(Box::new(head.task)));
             }
-            let mut next = head.clone();
+            // The head is the caller's to give: it becomes the next head in place (a streaming
+            // task's head holds every chunk so far; a copy per append would be a big one).
+            let (expected, expires_at) = (head.version, head.expires_at);
+            let mut next = head;
             let now = Timestamp::now();
             let mut logged = Vec::with_capacity(events.len());
             for event in &events {
-                let event = &stamped(event, &next.task, now);
-                event.apply(&mut next.task).map_err(|e| {
-                    if next.task.status.state.is_terminal() {
-                        AppendError::Terminal(Box::new(next.task.clone()))
+                let event = stamped(event, &next.task, now);
+                if let Err(e) = event.apply(&mut next.task) {
+                    return Err(if next.task.status.state.is_terminal() {
+                        AppendError::Terminal(Box::new(next.task))
                     } else {
                         AppendError::Invalid(e)
-                    }
-                })?;
+                    });
+                }
                 next.version += 1;
                 logged.push(LoggedEvent {
                     seq: next.version,
                     at: now,
-                    event: event.clone(),
+                    event,
                 });
             }
-            next.expires_at = self.extended_expiry(head.expires_at);
-            match self.store.append_events(&next, head.version, &logged).await {
+            next.expires_at = self.extended_expiry(expires_at);
+            match self.store.append_events(&next, expected, &logged).await {
                 Ok(()) => {
                     self.observe_end(&next);
                     return Ok(next);
@@ -245,10 +248,10 @@ impl TaskLog {
                 Err(StoreError::Conflict) => {
                     head = self
                         .store
-                        .load_task(owner, &head.task.id)
+                        .load_task(owner, &next.task.id)
                         .await
                         .map_err(AppendError::Store)?
-                        .ok_or_else(|| AppendError::NotFound(head.task.id.clone()))?;
+                        .ok_or_else(|| AppendError::NotFound(next.task.id.clone()))?;
                 }
                 Err(other) => return Err(AppendError::Store(other)),
             }
