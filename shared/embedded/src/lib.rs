@@ -173,11 +173,11 @@ impl SqliteStore {
         let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
-        let checkpoint_due = checkpoint_in_background(&mut conn, &path)?;
+        let checkpoint = checkpoint_in_background(&mut conn, &path)?;
         let (writer, jobs) = mpsc::channel();
         std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
-            .spawn(move || run_writer(conn, jobs, &checkpoint_due))
+            .spawn(move || run_writer(conn, jobs, &checkpoint))
             .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -316,77 +316,93 @@ impl SqliteStore {
 
 /// How many pages the write-ahead log holds before the checkpoint thread copies them into the
 /// database file (SQLite's own automatic checkpoint runs at 1,000, inside the committing write).
-const CHECKPOINT_PAGES: i32 = 16_000;
+const CHECKPOINT_PAGES: i32 = 8_000;
 
-/// How few pages a background checkpoint leaves uncopied before the writer finishes it.
-const CHECKPOINT_REST: i32 = 256;
+/// How many pages the write-ahead log may hold at most: beyond, the writer pauses for a
+/// checkpoint to complete (see [`checkpoint_in_background`]).
+const WAL_PAGES_MAX: i32 = 4 * CHECKPOINT_PAGES;
 
-/// Moves the bulk of checkpointing off the writer: `conn` (the write connection) no longer
-/// checkpoints inside its commits. Once the log holds [`CHECKPOINT_PAGES`] pages, a thread of
-/// its own runs passive checkpoints on another connection (copying pages and `fsync`ing the
-/// file while the writer goes on) until fewer than [`CHECKPOINT_REST`] pages are left, and then
-/// raises the returned flag: the writer copies those few itself, between two batches, which
-/// completes the checkpoint, so its next commit writes the log from its start again. A passive
-/// checkpoint alone never completes beside a writer that never pauses, and the log would grow
-/// without bound; a blocking one from another connection would stall the writer in SQLite's
-/// busy handler, which sleeps in steps of milliseconds.
+/// The writer's side of checkpointing ([`checkpoint_in_background`]): the checkpoint thread
+/// asks for a pause, the writer (between two batches) says it paused and waits to be let go.
+struct CheckpointPause {
+    asked: Arc<AtomicBool>,
+    paused: mpsc::SyncSender<()>,
+    resume: mpsc::Receiver<()>,
+}
+
+impl CheckpointPause {
+    /// Pauses the writer for a checkpoint to complete, if the checkpoint thread asks for it.
+    fn honour(&self) {
+        if self.asked.swap(false, Ordering::AcqRel) && self.paused.send(()).is_ok() {
+            let _ = self.resume.recv();
+        }
+    }
+}
+
+/// Moves checkpointing off the writer: `conn` (the write connection) no longer checkpoints
+/// inside its commits. Once the log holds [`CHECKPOINT_PAGES`] pages, a thread of its own runs a
+/// passive checkpoint on another connection after every commit (copying pages and `fsync`ing
+/// the file while the writer goes on; after the first, each copies only what the last commits
+/// added). The writer writes the log from its start again at its first transaction after a
+/// checkpoint caught up with it, which costs it nothing. Should the writer outpace that (the
+/// log past [`WAL_PAGES_MAX`] pages), the thread asks it to pause between two batches for one
+/// last pass, which completes the checkpoint. SQLite's own automatic checkpoint would copy and
+/// `fsync` inside the committing write, every 1,000 pages, and its blocking modes would hold
+/// the writer in its busy handler, which sleeps in steps of milliseconds.
 fn checkpoint_in_background(
     conn: &mut Connection,
     path: &Path,
-) -> Result<Arc<AtomicBool>, DbError> {
+) -> Result<CheckpointPause, DbError> {
     // Turning the automatic checkpoint off replaces SQLite's own WAL hook: set it first.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     let (due, checkpoints) = mpsc::sync_channel::<()>(1);
     conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
         if pages >= CHECKPOINT_PAGES {
-            // A full channel means a checkpoint is already due: nothing to add.
+            // A full channel means a pass is already due: nothing to add.
             let _ = due.try_send(());
         }
         Ok(())
     }))?;
-    let finish = Arc::new(AtomicBool::new(false));
-    let finish_due = finish.clone();
+    let (paused_tx, paused) = mpsc::sync_channel::<()>(0);
+    let (resume, resume_rx) = mpsc::sync_channel::<()>(1);
+    let asked = Arc::new(AtomicBool::new(false));
+    let writer_side = CheckpointPause {
+        asked: asked.clone(),
+        paused: paused_tx,
+        resume: resume_rx,
+    };
     let checkpointer = Connection::open(path)?;
     checkpointer.busy_timeout(BUSY_TIMEOUT)?;
     stable_plans(&checkpointer)?;
+    let pass = move || {
+        checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i32>(1))
+    };
     std::thread::Builder::new()
         .name("a2a-sqlite-checkpoint".into())
         .spawn(move || {
             // Ends with the writer connection, which owns the hook and with it the sender.
             while checkpoints.recv().is_ok() {
-                loop {
-                    let pass = checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                        Ok((r.get::<_, i32>(1)?, r.get::<_, i32>(2)?))
-                    });
-                    match pass {
-                        Ok((log, copied)) if log - copied >= CHECKPOINT_REST => {}
-                        Ok(_) => {
-                            finish_due.store(true, Ordering::Release);
-                            break;
-                        }
-                        Err(e) => {
-                            // The next one tries again; meanwhile the log only grows.
-                            tracing::warn!(error = %e, "the store's checkpoint failed");
-                            break;
+                match pass() {
+                    Ok(log) if log >= WAL_PAGES_MAX => {
+                        asked.store(true, Ordering::Release);
+                        // The writer pauses at its next batch (or never: it has stopped).
+                        if paused.recv().is_ok() {
+                            if let Err(e) = pass() {
+                                tracing::warn!(error = %e, "the store's checkpoint failed");
+                            }
+                            let _ = resume.send(());
                         }
                     }
+                    Ok(_) => {}
+                    // The next pass tries again; meanwhile the log only grows.
+                    Err(e) => tracing::warn!(error = %e, "the store's checkpoint failed"),
                 }
             }
         })
         .map_err(|e| {
             DbError::Invalid(format!("cannot start the store's checkpoint thread: {e}"))
         })?;
-    Ok(finish)
-}
-
-/// Copies the last pages of a checkpoint the checkpoint thread left for the writer, if it did
-/// (see [`checkpoint_in_background`]).
-fn finish_checkpoint(conn: &Connection, due: &AtomicBool) {
-    if due.swap(false, Ordering::Acquire) {
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "the store's checkpoint failed");
-        }
-    }
+    Ok(writer_side)
 }
 
 /// Opens a read connection on an existing store file.
@@ -415,9 +431,9 @@ const READER_CACHE_KIB: i64 = 256;
 ///
 /// A write that cannot run (the transaction or its savepoint could not start, or it panicked)
 /// is dropped unanswered, and its caller gets an error; the others go on.
-fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint_due: &AtomicBool) {
+fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &CheckpointPause) {
     while let Ok(first) = jobs.recv() {
-        finish_checkpoint(&conn, checkpoint_due);
+        checkpoint.honour();
         let mut batch = Vec::new();
         let mut next = Some(first);
         while let Some(job) = next.take() {
