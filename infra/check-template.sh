@@ -82,4 +82,15 @@ PY
 echo "check-template: sam validate + cfn-lint with ExistingTableName set" >&2
 "$VENV/bin/sam" validate --template-file "$restored/template.yaml"
 "$VENV/bin/cfn-lint" "$restored/template.yaml"
+# TableCapacity Provisioned: the table, its index and their auto scaling.
+"$VENV/bin/python" - "$restored/provisioned.yaml" <<'PY'
+import sys
+text = open("template.yaml").read()
+old = '  TableCapacity:\n    Type: String\n    Default: OnDemand\n'
+assert old in text, "TableCapacity's default"
+open(sys.argv[1], "w").write(text.replace(old, old.replace("OnDemand", "Provisioned"), 1))
+PY
+echo "check-template: sam validate + cfn-lint with TableCapacity Provisioned" >&2
+"$VENV/bin/sam" validate --template-file "$restored/provisioned.yaml"
+"$VENV/bin/cfn-lint" "$restored/provisioned.yaml"
 echo "check-template: ok" >&2

@@ -413,7 +413,13 @@ fn table_and_queues_match_the_resource_definitions() {
         p.get("TableName").is_none(),
         "TasksTable has a fixed TableName"
     );
-    assert_eq!(p["BillingMode"].as_str(), Some(table.billing_mode));
+    // On demand unless the TableCapacity parameter asks for provisioned capacity
+    // (the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for).
+    let billing = untag(&p["BillingMode"]).as_sequence().expect("!If");
+    assert_eq!(tag_of(&p["BillingMode"]).as_deref(), Some("If"));
+    assert_eq!(str_of(&billing[0]), "ProvisionedTable");
+    assert_eq!(str_of(&billing[1]), "PROVISIONED");
+    assert_eq!(str_of(&billing[2]), table.billing_mode);
     let keys = |v: &Value| -> Vec<(String, String)> {
         v.as_sequence()
             .unwrap()
@@ -848,32 +854,58 @@ fn only_the_push_function_writes_the_signing_keys() {
 }
 
 /// The template as CloudFormation sees it with `CreateTable` `create`: each
-/// `!If [CreateTable, a, b]` replaced by its branch, each resource under that condition kept
-/// or dropped.
-fn with_create_table(v: &Value, create: bool) -> Value {
-    match v {
-        Value::Tagged(t) if t.tag == "!If" => {
-            let branches = t.value.as_sequence().expect("!If [condition, then, else]");
-            if branches[0].as_str() == Some("CreateTable") {
-                return with_create_table(&branches[if create { 1 } else { 2 }], create);
+/// `!If [CreateTable, a, b]` replaced by its branch, each resource under that condition (or
+/// under one that requires it, such as `ProvisionedTable`) kept or dropped.
+fn with_create_table(t: &Value, create: bool) -> Value {
+    // The conditions that hold only when CreateTable does: itself, and the `!And`s naming it.
+    let requiring: BTreeSet<String> = t["Conditions"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(name, c)| {
+            name.as_str() == Some("CreateTable")
+                || (tag_of(c).as_deref() == Some("And")
+                    && untag(c).as_sequence().unwrap().iter().any(|term| {
+                        tag_of(term).as_deref() == Some("Condition")
+                            && untag(term).as_str() == Some("CreateTable")
+                    }))
+        })
+        .map(|(name, _)| name.as_str().unwrap().to_owned())
+        .collect();
+    fn rewrite(v: &Value, create: bool, requiring: &BTreeSet<String>) -> Value {
+        match v {
+            Value::Tagged(t) if t.tag == "!If" => {
+                let branches = t.value.as_sequence().expect("!If [condition, then, else]");
+                if branches[0].as_str() == Some("CreateTable") {
+                    return rewrite(&branches[if create { 1 } else { 2 }], create, requiring);
+                }
+                v.clone()
             }
-            v.clone()
+            Value::Tagged(t) => Value::Tagged(Box::new(serde_norway::value::TaggedValue {
+                tag: t.tag.clone(),
+                value: rewrite(&t.value, create, requiring),
+            })),
+            Value::Sequence(items) => Value::Sequence(
+                items
+                    .iter()
+                    .map(|i| rewrite(i, create, requiring))
+                    .collect(),
+            ),
+            Value::Mapping(map) => Value::Mapping(
+                map.iter()
+                    .filter(|(_, r)| {
+                        create
+                            || !r["Condition"]
+                                .as_str()
+                                .is_some_and(|c| requiring.contains(c))
+                    })
+                    .map(|(k, v)| (k.clone(), rewrite(v, create, requiring)))
+                    .collect(),
+            ),
+            other => other.clone(),
         }
-        Value::Tagged(t) => Value::Tagged(Box::new(serde_norway::value::TaggedValue {
-            tag: t.tag.clone(),
-            value: with_create_table(&t.value, create),
-        })),
-        Value::Sequence(items) => {
-            Value::Sequence(items.iter().map(|i| with_create_table(i, create)).collect())
-        }
-        Value::Mapping(map) => Value::Mapping(
-            map.iter()
-                .filter(|(_, r)| create || r["Condition"].as_str() != Some("CreateTable"))
-                .map(|(k, v)| (k.clone(), with_create_table(v, create)))
-                .collect(),
-        ),
-        other => other.clone(),
     }
+    rewrite(t, create, &requiring)
 }
 
 /// Every name `v` refers to: `!Ref X`, `!GetAtt X.Attr`, `${X}` / `${X.Attr}` in a `!Sub`.
@@ -1019,7 +1051,12 @@ fn condition(t: &Value, name: &str, overrides: &BTreeMap<&str, &str>) -> bool {
 
 /// The logical ids of the resources a stack creates with `FrontDoor` = `front_door`.
 fn created(t: &Value, front_door: &str) -> BTreeSet<String> {
-    let overrides = BTreeMap::from([("FrontDoor", front_door)]);
+    created_with(t, &BTreeMap::from([("FrontDoor", front_door)]))
+}
+
+/// The logical ids of the resources a stack creates with the parameters at their defaults
+/// except `overrides`.
+fn created_with(t: &Value, overrides: &BTreeMap<&str, &str>) -> BTreeSet<String> {
     t["Resources"]
         .as_mapping()
         .unwrap()
@@ -1027,7 +1064,7 @@ fn created(t: &Value, front_door: &str) -> BTreeSet<String> {
         .filter(|(_, r)| {
             r.get("Condition")
                 .and_then(Value::as_str)
-                .is_none_or(|c| condition(t, c, &overrides))
+                .is_none_or(|c| condition(t, c, overrides))
         })
         .map(|(k, _)| k.as_str().unwrap().to_owned())
         .collect()
@@ -1191,4 +1228,129 @@ fn the_fanout_reads_the_table_stream_filtered_to_tasks_with_push_configs() {
     let without = serde_json::json!({"dynamodb": {"NewImage": {"v": {"N": "3"}}}});
     assert!(a2a_aws::fanout::passes_filter(&with));
     assert!(!a2a_aws::fanout::passes_filter(&without));
+}
+
+/// `TableCapacity` = `OnDemand` (the default) bills the table per request and creates no
+/// scaling; `Provisioned` gives the table and its index capacity, read and write, each kept by a
+/// target tracking policy between the parameters' minimum and maximum; with an existing table
+/// (`ExistingTableName`) the stack leaves its billing alone.
+#[test]
+fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
+    let t = template();
+    let parameter = &t["Parameters"]["TableCapacity"];
+    assert_eq!(str_of(&parameter["Default"]), "OnDemand");
+    let allowed: Vec<String> = parameter["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(str_of)
+        .collect();
+    assert_eq!(allowed, ["OnDemand", "Provisioned"]);
+
+    let scaling = |overrides: &BTreeMap<&str, &str>| -> BTreeSet<String> {
+        let targets = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalableTarget");
+        let policies = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalingPolicy");
+        created_with(&t, overrides)
+            .into_iter()
+            .filter(|id| targets.contains_key(id) || policies.contains_key(id))
+            .collect()
+    };
+    assert!(
+        scaling(&BTreeMap::new()).is_empty(),
+        "on demand scales nothing"
+    );
+    let provisioned = BTreeMap::from([("TableCapacity", "Provisioned")]);
+    assert!(
+        scaling(&BTreeMap::from([
+            ("TableCapacity", "Provisioned"),
+            ("ExistingTableName", "a2a-restored")
+        ]))
+        .is_empty(),
+        "an existing table's billing is its own"
+    );
+    let created = scaling(&provisioned);
+    assert_eq!(created.len(), 8, "{created:?}");
+
+    // The capacity the table and its index start with, only when provisioned.
+    let table = &t["Resources"]["TasksTable"]["Properties"];
+    let index = &table["GlobalSecondaryIndexes"][0];
+    for throughput in [
+        &table["ProvisionedThroughput"],
+        &index["ProvisionedThroughput"],
+    ] {
+        assert_eq!(tag_of(throughput).as_deref(), Some("If"));
+        let branches = untag(throughput).as_sequence().unwrap();
+        assert_eq!(str_of(&branches[0]), "ProvisionedTable");
+        assert_eq!(
+            str_of(&branches[1]["ReadCapacityUnits"]),
+            "ProvisionedReadCapacityMin"
+        );
+        assert_eq!(
+            str_of(&branches[1]["WriteCapacityUnits"]),
+            "ProvisionedWriteCapacityMin"
+        );
+        assert_eq!(str_of(&branches[2]), "AWS::NoValue");
+    }
+
+    // One target and one policy per (table or index, read or write).
+    let index_name = str_of(&index["IndexName"]);
+    let mut dimensions = BTreeSet::new();
+    for (logical, target) in resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalableTarget") {
+        assert!(created.contains(&logical), "{logical}");
+        let p = &target["Properties"];
+        assert_eq!(str_of(&p["ServiceNamespace"]), "dynamodb");
+        let dimension = str_of(&p["ScalableDimension"]);
+        let (scope, capacity) = match dimension.as_str() {
+            "dynamodb:table:ReadCapacityUnits" => ("table", "Read"),
+            "dynamodb:table:WriteCapacityUnits" => ("table", "Write"),
+            "dynamodb:index:ReadCapacityUnits" => ("index", "Read"),
+            "dynamodb:index:WriteCapacityUnits" => ("index", "Write"),
+            other => panic!("{logical} scales {other}"),
+        };
+        let resource = str_of(&p["ResourceId"]);
+        let expected = match scope {
+            "table" => "table/${TasksTable}".to_owned(),
+            _ => format!("table/${{TasksTable}}/index/{index_name}"),
+        };
+        assert_eq!(resource, expected, "{logical}");
+        assert_eq!(
+            str_of(&p["MinCapacity"]),
+            format!("Provisioned{capacity}CapacityMin")
+        );
+        assert_eq!(
+            str_of(&p["MaxCapacity"]),
+            format!("Provisioned{capacity}CapacityMax")
+        );
+        let policies: Vec<_> = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalingPolicy")
+            .into_iter()
+            .filter(|(_, policy)| str_of(&policy["Properties"]["ScalingTargetId"]) == logical)
+            .collect();
+        assert_eq!(policies.len(), 1, "{logical} has one policy");
+        let (policy_id, policy) = &policies[0];
+        assert!(created.contains(policy_id), "{policy_id}");
+        let p = &policy["Properties"];
+        assert_eq!(str_of(&p["PolicyType"]), "TargetTrackingScaling");
+        let tracking = &p["TargetTrackingScalingPolicyConfiguration"];
+        assert_eq!(
+            str_of(&tracking["TargetValue"]),
+            "ProvisionedTargetUtilization"
+        );
+        assert_eq!(
+            str_of(&tracking["PredefinedMetricSpecification"]["PredefinedMetricType"]),
+            format!("DynamoDB{capacity}CapacityUtilization")
+        );
+        dimensions.insert(dimension);
+    }
+    assert_eq!(dimensions.len(), 4, "{dimensions:?}");
+    for name in [
+        "ProvisionedReadCapacityMin",
+        "ProvisionedReadCapacityMax",
+        "ProvisionedWriteCapacityMin",
+        "ProvisionedWriteCapacityMax",
+    ] {
+        assert!(
+            num(&t["Parameters"][name]["Default"]) >= 1,
+            "{name} has a default"
+        );
+    }
 }

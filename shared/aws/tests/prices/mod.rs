@@ -211,7 +211,7 @@ pub fn blocking_echo_table(echo: &Summary) -> String {
         ),
         (
             format!(
-                "measured, table on provisioned capacity used at {:.0} %",
+                "measured, `TableCapacity=Provisioned` used at {:.0} %",
                 PROVISIONED_UTILISATION * 100.0
             ),
             echo.dynamodb_requests(),
