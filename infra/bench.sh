@@ -9,6 +9,9 @@
 #   infra/bench.sh            optimised build, 10 s per run, 16 connections, 1,000 streams
 #   infra/bench.sh --smoke    the debug build, ~1 s per run, tiny counts; asserts only that every
 #                             request succeeded and that the counts add up (infra/test-all.sh)
+#   infra/bench.sh --compare-js   also runs the JSON-RPC echo load, right after a2a-local's, against
+#                             the same agent on the official JS SDK's server (infra/bench-js: its
+#                             pinned @a2a-js/sdk and Express, installed with npm ci; Node 20+)
 #
 # Environment: A2A_BENCH_BIN (a built a2a-local to measure instead of building one),
 # BENCH_SECS, BENCH_CONNECTIONS, BENCH_THREADS, BENCH_STREAMS, BENCH_STREAM_EVENTS, and
@@ -20,7 +23,14 @@ root=$(pwd)
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 smoke=false
-[ "${1:-}" = "--smoke" ] && smoke=true
+compare_js=false
+for arg in "$@"; do
+  case $arg in
+    --smoke) smoke=true ;;
+    --compare-js) compare_js=true ;;
+    *) echo "bench: unknown argument $arg (--smoke, --compare-js)" >&2; exit 2 ;;
+  esac
+done
 
 if $smoke; then
   secs=${BENCH_SECS:-1}; conns=${BENCH_CONNECTIONS:-2}; threads=${BENCH_THREADS:-1}
@@ -57,10 +67,21 @@ if ! command -v wrk >/dev/null 2>&1; then
   fi
 fi
 
+# --- the JS SDK's server, to compare with ---------------------------------------------------
+if $compare_js; then
+  command -v node >/dev/null 2>&1 || { echo "bench: --compare-js needs Node.js 20 or later" >&2; exit 1; }
+  js_dir="$target_dir/bench-js"
+  mkdir -p "$js_dir"
+  cp infra/bench-js/package.json infra/bench-js/package-lock.json infra/bench-js/server.mjs "$js_dir/"
+  (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
 work=$(mktemp -d)
 server=""
+js_server=""
 cleanup() {
   [ -n "$server" ] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
+  [ -n "$js_server" ] && { kill "$js_server" 2>/dev/null || true; wait "$js_server" 2>/dev/null || true; }
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -131,18 +152,19 @@ write_script send-jsonrpc TASK_STATE_COMPLETED POST /jsonrpc \
 write_script send-rest TASK_STATE_COMPLETED POST /message:send "{\"message\":$message}"
 
 failures=0
-printf '\nmachine: %s, %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
-  "$(uname -m)" "$(nproc)" "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
+printf '\nmachine: %s (%s), %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%s -d%ss\n' \
+  "$(uname -m)" "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
+  "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
 printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed) per-server-CPU-second"
 
 # The server's CPU time so far (user + system), in clock ticks.
 server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 
 # Runs wrk with a script and prints one line; a failed or missing request fails the run.
-run_wrk() { # label script [path-override]
+run_wrk() { # label script [path-override [base-override]]
   local label=$1 script=$2 out cpu_before cpu_after
   cpu_before=$(server_cpu_ticks)
-  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$base${3:-}" 2>&1)
+  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "${4:-$base}${3:-}" 2>&1)
   local rps p50 p99 counts ok failed requests errors
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -177,6 +199,25 @@ if [ -n "${BENCH_PERF:-}" ]; then
   echo "profile: top frames in $BENCH_PERF"
 else
   run_wrk "SendMessage JSON-RPC (blocking echo)" send-jsonrpc
+fi
+if $compare_js; then
+  # The same load on the JS SDK's server, while a2a-local idles; then a2a-local's runs go on.
+  (cd "$js_dir" && exec node server.mjs) >"$work/js-server.log" 2>&1 &
+  js_server=$!
+  js_base=""
+  for _ in $(seq 1 100); do
+    js_base=$(grep -o 'serving on http://[0-9.:]*' "$work/js-server.log" | sed 's/serving on //' || true)
+    [ -n "$js_base" ] && break
+    kill -0 "$js_server" 2>/dev/null || { cat "$work/js-server.log"; echo "bench: the JS SDK's server exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$js_base" ] || { cat "$work/js-server.log"; echo "bench: the JS SDK's server did not start" >&2; exit 1; }
+  a2a_server=$server
+  server=$js_server # run_wrk reads the CPU time of $server
+  run_wrk "JS SDK server: SendMessage JSON-RPC" send-jsonrpc "" "$js_base"
+  server=$a2a_server
+  kill "$js_server" 2>/dev/null || true; wait "$js_server" 2>/dev/null || true
+  js_server=""
 fi
 run_wrk "SendMessage REST (blocking echo)" send-rest
 
