@@ -68,29 +68,26 @@ stages = [r["Properties"].get("StageName") for r in out["Resources"].values()
           if r["Type"] == "AWS::ApiGateway::Stage"]
 assert len(stages) == 1 and stages[0] != "Stage", stages
 PY
-# The other setting of ExistingTableName (a restored table): the stack creates no table and
-# every reference goes through the CreateTable condition. Checked on a copy with that default.
-restored=$(mktemp -d)
-trap 'rm -rf "$restored"' EXIT
-"$VENV/bin/python" - "$restored/template.yaml" <<'PY'
+# Other settings of parameters that change what the stack creates, each checked on a copy of
+# the template with that parameter's default changed.
+variants=$(mktemp -d)
+trap 'rm -rf "$variants"' EXIT
+check_variant() { # parameter default new-default why
+  local file="$variants/$1.yaml"
+  "$VENV/bin/python" - "$file" "$1" "$2" "$3" <<'PY'
 import sys
+out, name, default, value = sys.argv[1:]
 text = open("template.yaml").read()
-old = '  ExistingTableName:\n    Type: String\n    Default: ""\n'
-assert old in text, "ExistingTableName's default"
-open(sys.argv[1], "w").write(text.replace(old, old.replace('""', "a2a-restored"), 1))
+old = f"  {name}:\n    Type: String\n    Default: {default}\n"
+assert old in text, f"{name}'s default"
+open(out, "w").write(text.replace(old, old.replace(f"Default: {default}", f"Default: {value}"), 1))
 PY
-echo "check-template: sam validate + cfn-lint with ExistingTableName set" >&2
-"$VENV/bin/sam" validate --template-file "$restored/template.yaml"
-"$VENV/bin/cfn-lint" "$restored/template.yaml"
-# TableCapacity Provisioned: the table, its index and their auto scaling.
-"$VENV/bin/python" - "$restored/provisioned.yaml" <<'PY'
-import sys
-text = open("template.yaml").read()
-old = '  TableCapacity:\n    Type: String\n    Default: OnDemand\n'
-assert old in text, "TableCapacity's default"
-open(sys.argv[1], "w").write(text.replace(old, old.replace("OnDemand", "Provisioned"), 1))
-PY
-echo "check-template: sam validate + cfn-lint with TableCapacity Provisioned" >&2
-"$VENV/bin/sam" validate --template-file "$restored/provisioned.yaml"
-"$VENV/bin/cfn-lint" "$restored/provisioned.yaml"
+  echo "check-template: sam validate + cfn-lint with $1 $3 ($4)" >&2
+  "$VENV/bin/sam" validate --template-file "$file"
+  "$VENV/bin/cfn-lint" "$file"
+}
+# A restored table: the stack creates no table and every reference goes through CreateTable.
+check_variant ExistingTableName '""' a2a-restored "an existing table"
+# Provisioned capacity: the table, its index and their auto scaling.
+check_variant TableCapacity OnDemand Provisioned "auto-scaled capacity"
 echo "check-template: ok" >&2
