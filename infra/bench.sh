@@ -90,14 +90,20 @@ ulimit -n 8192 2>/dev/null || true
 "$bin" --addr 127.0.0.1:0 --data-dir "$work/store" --max-connections $((streams + 64)) \
   2>"$work/server.log" &
 server=$!
-base=""
-for _ in $(seq 1 300); do
-  base=$(grep -o 'serving on http://[0-9.:]*' "$work/server.log" | head -n1 | sed 's/serving on //' || true)
-  [ -n "$base" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$work/server.log"; echo "bench: a2a-local exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$base" ] || { cat "$work/server.log"; echo "bench: a2a-local did not start" >&2; exit 1; }
+
+# Prints the URL a server started with its output in LOG prints ("serving on URL") once it
+# listens; fails, showing the log, if it exits or takes over 30 s.
+serving_url() { # log pid name
+  local url
+  for _ in $(seq 1 300); do
+    url=$(grep -o 'serving on http://[0-9.:]*' "$1" | head -n1 | sed 's/serving on //' || true)
+    [ -n "$url" ] && { echo "$url"; return 0; }
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$1" >&2; echo "bench: $3 did not start" >&2; return 1
+}
+base=$(serving_url "$work/server.log" "$server" a2a-local) || exit 1
 
 # A wrk script that counts answers whose body holds $2 (the success mark); the others are
 # failures. With a body template, each request gets a unique messageId (thread, counter).
@@ -157,14 +163,15 @@ printf '\nmachine: %s (%s), %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%
   "$(cut -d" " -f1-3 /proc/loadavg)" "$bin" "$threads" "$conns" "$secs"
 printf '%-40s %10s %9s %9s %s\n' "run" "req/s" "p50" "p99" "requests (failed) per-server-CPU-second"
 
-# The server's CPU time so far (user + system), in clock ticks.
-server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+# A server's CPU time so far (user + system), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# Runs wrk with a script and prints one line; a failed or missing request fails the run.
-run_wrk() { # label script [path-override [base-override]]
-  local label=$1 script=$2 out cpu_before cpu_after
-  cpu_before=$(server_cpu_ticks)
-  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "${4:-$base}${3:-}" 2>&1)
+# Runs wrk with a script against the server PID at URL and prints one line; a failed or
+# missing request fails the run.
+run_wrk_on() { # pid url label script [path-override]
+  local pid=$1 url=$2 label=$3 script=$4 out cpu_before cpu_after
+  cpu_before=$(cpu_ticks "$pid")
+  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$url${5:-}" 2>&1)
   local rps p50 p99 counts ok failed requests errors
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -174,7 +181,7 @@ run_wrk() { # label script [path-override [base-override]]
   failed=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' <<<"$counts")
   requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$counts")
   errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$counts")
-  cpu_after=$(server_cpu_ticks)
+  cpu_after=$(cpu_ticks "$pid")
   # Requests per second of the server's own CPU time: comparable across runs on a busy machine.
   local per_cpu=?
   if [ -n "${requests:-}" ] && [ "$cpu_after" -gt "$cpu_before" ]; then
@@ -186,6 +193,9 @@ run_wrk() { # label script [path-override [base-override]]
     echo "  FAILED: $counts" >&2; echo "$out" >&2; failures=$((failures + 1))
   fi
 }
+
+# run_wrk_on a2a-local.
+run_wrk() { run_wrk_on "$server" "$base" "$@"; }
 
 if [ -n "${BENCH_PERF:-}" ]; then
   # A CPU profile of the server during the JSON-RPC send run (docs/performance.md).
@@ -204,18 +214,8 @@ if $compare_js; then
   # The same load on the JS SDK's server, while a2a-local idles; then a2a-local's runs go on.
   (cd "$js_dir" && exec node server.mjs) >"$work/js-server.log" 2>&1 &
   js_server=$!
-  js_base=""
-  for _ in $(seq 1 100); do
-    js_base=$(grep -o 'serving on http://[0-9.:]*' "$work/js-server.log" | sed 's/serving on //' || true)
-    [ -n "$js_base" ] && break
-    kill -0 "$js_server" 2>/dev/null || { cat "$work/js-server.log"; echo "bench: the JS SDK's server exited" >&2; exit 1; }
-    sleep 0.1
-  done
-  [ -n "$js_base" ] || { cat "$work/js-server.log"; echo "bench: the JS SDK's server did not start" >&2; exit 1; }
-  a2a_server=$server
-  server=$js_server # run_wrk reads the CPU time of $server
-  run_wrk "JS SDK server: SendMessage JSON-RPC" send-jsonrpc "" "$js_base"
-  server=$a2a_server
+  js_base=$(serving_url "$work/js-server.log" "$js_server" "the JS SDK's server") || exit 1
+  run_wrk_on "$js_server" "$js_base" "JS SDK server: SendMessage JSON-RPC" send-jsonrpc
   kill "$js_server" 2>/dev/null || true; wait "$js_server" 2>/dev/null || true
   js_server=""
 fi
