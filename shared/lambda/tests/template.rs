@@ -1247,9 +1247,9 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
         .collect();
     assert_eq!(allowed, ["OnDemand", "Provisioned"]);
 
+    let targets = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalableTarget");
+    let policies = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalingPolicy");
     let scaling = |overrides: &BTreeMap<&str, &str>| -> BTreeSet<String> {
-        let targets = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalableTarget");
-        let policies = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalingPolicy");
         created_with(&t, overrides)
             .into_iter()
             .filter(|id| targets.contains_key(id) || policies.contains_key(id))
@@ -1295,8 +1295,8 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
     // One target and one policy per (table or index, read or write).
     let index_name = str_of(&index["IndexName"]);
     let mut dimensions = BTreeSet::new();
-    for (logical, target) in resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalableTarget") {
-        assert!(created.contains(&logical), "{logical}");
+    for (logical, target) in &targets {
+        assert!(created.contains(logical), "{logical}");
         let p = &target["Properties"];
         assert_eq!(str_of(&p["ServiceNamespace"]), "dynamodb");
         let dimension = str_of(&p["ScalableDimension"]);
@@ -1321,12 +1321,12 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
             str_of(&p["MaxCapacity"]),
             format!("Provisioned{capacity}CapacityMax")
         );
-        let policies: Vec<_> = resources_of_type(&t, "AWS::ApplicationAutoScaling::ScalingPolicy")
-            .into_iter()
-            .filter(|(_, policy)| str_of(&policy["Properties"]["ScalingTargetId"]) == logical)
+        let own: Vec<_> = policies
+            .iter()
+            .filter(|(_, policy)| str_of(&policy["Properties"]["ScalingTargetId"]) == *logical)
             .collect();
-        assert_eq!(policies.len(), 1, "{logical} has one policy");
-        let (policy_id, policy) = &policies[0];
+        assert_eq!(own.len(), 1, "{logical} has one policy");
+        let (policy_id, policy) = own[0];
         assert!(created.contains(policy_id), "{policy_id}");
         let p = &policy["Properties"];
         assert_eq!(str_of(&p["PolicyType"]), "TargetTrackingScaling");
