@@ -519,7 +519,7 @@ pub async fn emulator_available() -> bool {
 /// The push function's `BatchSize` (its SQS event in `template.yaml`): how many messages the
 /// event source mapping hands it at once.
 fn push_function_batch_size() -> usize {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../template.yaml");
     let text = std::fs::read_to_string(&path).expect("template.yaml");
     let template: serde_norway::Value =
         serde_norway::from_str(&text).expect("template.yaml parses");

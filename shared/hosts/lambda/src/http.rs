@@ -164,7 +164,7 @@ fn route_table() -> &'static [Route] {
     }
     static TABLE: OnceLock<Vec<Route>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        serde_json::from_str::<Table>(include_str!("../../../infra/routes.json"))
+        serde_json::from_str::<Table>(include_str!("../../../../infra/routes.json"))
             .expect("infra/routes.json is valid (a test parses it)")
             .routes
     })
@@ -385,7 +385,7 @@ mod tests {
         // test of this crate reads the environment.
         std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
         let routes: serde_json::Value =
-            serde_json::from_str(include_str!("../../../infra/routes.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../infra/routes.json")).unwrap();
         let mut tenant_routes = 0;
         for route in routes["routes"].as_array().unwrap() {
             let resource = route["path"].as_str().unwrap();

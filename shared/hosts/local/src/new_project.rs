@@ -2,7 +2,7 @@
 //! with its own agent, a local-server binary, the Lambda binary, a test, a README, and the kit's
 //! SAM template and samconfig, so the project deploys the same stack.
 //!
-//! The project's own files are real files under `shared/local/new-project/`, with `{{…}}`
+//! The project's own files are real files under `shared/hosts/local/new-project/`, with `{{…}}`
 //! placeholders. `template.yaml`, `samconfig.toml`, `Cargo.lock`, `rust-toolchain.toml`,
 //! `.cargo/config.toml` and the build profiles are this repository's own, embedded at compile
 //! time and adapted at generation time, so they never drift from the kit's.
@@ -126,12 +126,12 @@ impl std::error::Error for NewProjectError {
 const KIT_DEPENDENCIES: &[(&str, &str)] = &[
     ("a2a-core", "shared/core"),
     ("a2a-protocol", "shared/protocol"),
-    ("a2a-local", "shared/local"),
-    ("a2a-lambda-glue", "shared/lambda"),
+    ("a2a-local", "shared/hosts/local"),
+    ("a2a-lambda-glue", "shared/hosts/lambda"),
 ];
 
 /// The kit's crates its test depends on.
-const KIT_DEV_DEPENDENCIES: &[(&str, &str)] = &[("a2a-embedded", "shared/embedded")];
+const KIT_DEV_DEPENDENCIES: &[(&str, &str)] = &[("a2a-embedded", "shared/adapters/embedded")];
 
 /// Names the generated `src/lib.rs` imports: the agent's type must not take one of them.
 const IMPORTED_NAMES: &[&str] = &[
@@ -207,19 +207,24 @@ const RESERVED_NAMES: &[&str] = &[
 ];
 
 /// The repository's files a project carries, adapted.
-const KIT_TEMPLATE: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml"));
-const KIT_SAMCONFIG: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../samconfig.toml"));
-const KIT_MANIFEST: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml"));
-const KIT_LOCK: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"));
+const KIT_TEMPLATE: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../template.yaml"
+));
+const KIT_SAMCONFIG: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../samconfig.toml"
+));
+const KIT_MANIFEST: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../Cargo.toml"));
+const KIT_LOCK: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../Cargo.lock"));
 const KIT_TOOLCHAIN: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../rust-toolchain.toml"
+    "/../../../rust-toolchain.toml"
 ));
 const KIT_CARGO_CONFIG: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../.cargo/config.toml"
+    "/../../../.cargo/config.toml"
 ));
 
 /// The project's own files, with placeholders: (path in the project, text).
@@ -653,7 +658,7 @@ mod tests {
             manifest.contains("a2a-core = { path = \"/kit/shared/core\" }"),
             "{manifest}"
         );
-        assert!(manifest.contains("a2a-embedded = { path = \"/kit/shared/embedded\" }"));
+        assert!(manifest.contains("a2a-embedded = { path = \"/kit/shared/adapters/embedded\" }"));
         assert!(
             manifest.contains("[profile.dev.package.\"*\"]"),
             "{manifest}"

@@ -16,7 +16,7 @@ use serde_norway::Value;
 const PREFIX: &str = "STACK";
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
 }
 
 fn template() -> Value {

@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_translation_table_names_every_method() {
-        let doc = include_str!("../../../docs/conformance.md");
+        let doc = include_str!("../../../../docs/conformance.md");
         let table = &doc[doc.find("### Translation table").expect("the table")..];
         for (name, _, operation) in legacy_methods() {
             assert!(

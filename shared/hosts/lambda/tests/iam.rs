@@ -221,7 +221,7 @@ impl Stack {
 /// The template's grants to the function whose role (`A2A_FUNCTION`) is `function`: every
 /// `Effect: Allow` statement of its inline policies, as (action, logical id) pairs.
 fn template_grants(function: &str) -> BTreeSet<Grant> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
     let text = std::fs::read_to_string(root.join("template.yaml")).expect("template.yaml");
     let t: Value = serde_norway::from_str(&text).expect("template.yaml parses");
     let function = t["Resources"]
