@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use a2a_protocol::{A2AError, TaskState};
 
-use crate::operation::Operation;
 use crate::ports::{JobOutcome, PushAttempt};
+use a2a_protocol::Operation;
 
 /// Receives the service's countable events. Calls are synchronous and must be cheap: they run
 /// on the request's path.

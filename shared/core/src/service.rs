@@ -29,12 +29,12 @@ use crate::emitter::{Emitter, FirstOutcome};
 use crate::execution::{new_emitter, take_follow_up_lease, Executions};
 use crate::idempotency;
 use crate::kernel::Core;
-use crate::operation::Operation;
 use crate::ports::*;
 use crate::request::AgentRequest;
 use crate::task_log::{
     ended_status, internal, store_error, AppendError, EventStream, StreamItem, TaskLog,
 };
+use a2a_protocol::Operation;
 
 /// The decoded request of one operation.
 #[derive(Debug, Clone)]
@@ -339,7 +339,7 @@ impl A2aService {
         ctx: &CallContext,
         request: OperationRequest,
     ) -> Result<OperationResponse, A2AError> {
-        ctx.require(request.operation().permission())?;
+        ctx.require(Permission::for_operation(request.operation()))?;
         use OperationRequest as R;
         use OperationResponse as Out;
         Ok(match request {

@@ -11,12 +11,14 @@ pub mod card;
 pub mod compat;
 pub mod error;
 pub mod jsonrpc;
+pub mod operation;
 pub mod push;
 pub mod requests;
 pub mod types;
 
 pub use card::*;
 pub use error::{A2AError, ErrorInfo, A2A_ERROR_DOMAIN};
+pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use requests::*;
 pub use types::*;
 

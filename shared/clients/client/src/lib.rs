@@ -49,7 +49,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use a2a_core::{HttpVerb, Operation};
 pub use a2a_protocol::{
     A2AError, AgentCard, AgentInterface, CancelTaskRequest, GetTaskRequest,
     ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
@@ -58,6 +57,7 @@ pub use a2a_protocol::{
     SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
     TaskState,
 };
+pub use a2a_protocol::{HttpVerb, Operation};
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
 pub use card::{CardFetch, CardResolver, FetchedCard};
 pub use error::{AgentError, Error};

@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use a2a_core::Operation;
+use a2a_protocol::Operation;
 use a2a_protocol::{StreamResponse, Task, TaskState};
 use futures::Stream;
 use serde_json::json;

@@ -2,15 +2,15 @@
 //! credentials, the version header, the tenant, a timeout and retries.
 //!
 //! Requests are derived from the operation table the server routes by
-//! ([`a2a_core::OPERATIONS`]): the JSON-RPC method is the operation's name; the REST route's
+//! ([`a2a_protocol::OPERATIONS`]): the JSON-RPC method is the operation's name; the REST route's
 //! path parameters, query parameters and body are taken from the same request fields.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::{HttpVerb, Operation, RestRoute};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
+use a2a_protocol::{HttpVerb, Operation, RestRoute};
 use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use reqwest::{Method, RequestBuilder};
 use serde_json::{json, Map, Value};

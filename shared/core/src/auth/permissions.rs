@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use a2a_protocol::Operation;
 use serde::{Deserialize, Serialize};
 
 /// What an operation needs the caller to be allowed to do.
@@ -21,6 +22,20 @@ pub enum Permission {
 impl Permission {
     /// Every permission.
     pub const ALL: [Permission; 4] = [Self::Read, Self::Send, Self::Cancel, Self::Push];
+
+    /// The permission a caller needs for `operation` (checked once, before it runs).
+    pub fn for_operation(operation: Operation) -> Self {
+        use Operation as O;
+        match operation {
+            O::SendMessage | O::SendStreamingMessage => Self::Send,
+            O::GetTask | O::ListTasks | O::SubscribeToTask | O::GetExtendedAgentCard => Self::Read,
+            O::CancelTask => Self::Cancel,
+            O::CreateTaskPushNotificationConfig
+            | O::GetTaskPushNotificationConfig
+            | O::ListTaskPushNotificationConfigs
+            | O::DeleteTaskPushNotificationConfig => Self::Push,
+        }
+    }
 
     /// The name in key documents and on the command line: `read`, `send`, `cancel`, `push`.
     pub fn as_str(self) -> &'static str {
@@ -154,5 +169,20 @@ mod tests {
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, r#"["read","send"]"#);
         assert_eq!(serde_json::from_str::<Permissions>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn permissions_follow_what_an_operation_does() {
+        use Operation as O;
+        assert_eq!(Permission::for_operation(O::GetTask), Permission::Read);
+        assert_eq!(
+            Permission::for_operation(O::SendStreamingMessage),
+            Permission::Send
+        );
+        assert_eq!(Permission::for_operation(O::CancelTask), Permission::Cancel);
+        assert_eq!(
+            Permission::for_operation(O::DeleteTaskPushNotificationConfig),
+            Permission::Push
+        );
     }
 }

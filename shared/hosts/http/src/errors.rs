@@ -1,7 +1,8 @@
 //! Errors as the HTTP layer answers them.
 
-use a2a_core::{Auth, Operation};
+use a2a_core::{Auth, Permission};
 use a2a_protocol::A2AError;
+use a2a_protocol::Operation;
 use axum::http::{header, HeaderValue, Method as HttpMethod, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -89,7 +90,7 @@ pub(crate) fn with_challenge(
     error: &A2AError,
     operation: Option<Operation>,
 ) -> Response {
-    let permission = operation.map(Operation::permission);
+    let permission = operation.map(Permission::for_operation);
     if let Some(value) = auth
         .challenge(error, permission)
         .and_then(|c| HeaderValue::from_str(&c).ok())

@@ -14,9 +14,11 @@
 
 use std::sync::Arc;
 
-use a2a_core::{operation::is_legacy_method_name, Operation, Principal, Reply};
+use a2a_core::{Principal, Reply};
 use a2a_protocol::jsonrpc::{self, Request};
+use a2a_protocol::operation::is_legacy_method_name;
 use a2a_protocol::A2AError;
+use a2a_protocol::Operation;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};

@@ -11,9 +11,10 @@
 //! the generic JSON-RPC endpoint in 0.3 carrying the early fields too ([`Dialect::V03AndEarly`]),
 //! and on the early paths (`POST /tasks`, …) in the early dialect.
 
-use a2a_core::{CallContext, Generations, Operation, Principal, Reply};
+use a2a_core::{CallContext, Generations, Principal, Reply};
 use a2a_protocol::compat::{self, inbound, Dialect};
 use a2a_protocol::A2AError;
+use a2a_protocol::Operation;
 use axum::http::{HeaderMap, Uri};
 use serde_json::{json, Value};
 

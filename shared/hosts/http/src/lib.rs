@@ -5,7 +5,7 @@
 //! The same router runs in the local server and inside each Lambda function. A function that
 //! serves only some operations mounts a subset with [`router_for`] or [`router_with`]. What each
 //! operation is (name, permission, streaming, REST route) is the core's operation table
-//! ([`a2a_core::OPERATIONS`]); both bindings decode into an [`a2a_core::OperationRequest`] and
+//! ([`a2a_protocol::OPERATIONS`]); both bindings decode into an [`a2a_core::OperationRequest`] and
 //! go through [`a2a_core::A2aService::call`].
 //!
 //! Module map:
@@ -22,8 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_core::auth::ApiKeyLocation;
-use a2a_core::{A2aService, CallContext, Operation, OperationRequest, Reply};
+use a2a_core::{A2aService, CallContext, OperationRequest, Reply};
 use a2a_protocol::A2AError;
+use a2a_protocol::Operation;
 use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};

@@ -1,4 +1,4 @@
-//! The HTTP+JSON (REST) binding: the routes of the operation table ([`a2a_core::OPERATIONS`],
+//! The HTTP+JSON (REST) binding: the routes of the operation table ([`a2a_protocol::OPERATIONS`],
 //! after `a2a.proto`'s `google.api.http` annotations), each also under a `/{tenant}` prefix.
 //!
 //! One handler serves every route: it picks the operation by method, path and the `:action`
@@ -10,9 +10,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use a2a_core::{HttpVerb, Operation, QueryKind, Reply, RestRoute};
+use a2a_core::Reply;
 use a2a_protocol::compat::{self, inbound, Dialect};
 use a2a_protocol::{A2AError, TaskState, Timestamp};
+use a2a_protocol::{HttpVerb, Operation, QueryKind, RestRoute};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequestParts, Path, Query, State};

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::Operation;
 use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, ServiceConfig};
 use a2a_http::{router_with, HttpOptions, Surface};
+use a2a_protocol::Operation;
 use a2a_protocol::{AgentExtension, AgentSkill, Artifact, Message, Part};
 use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
 use async_trait::async_trait;

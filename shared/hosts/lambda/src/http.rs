@@ -8,11 +8,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use a2a_core::Agent;
-use a2a_core::Operation;
 use a2a_http::{
     router_with, HttpOptions, Surface, EARLY_CARD_ALT_PATH, EARLY_JSONRPC_PATHS, V03_CARD_PATH,
     V03_PREFIX,
 };
+use a2a_protocol::Operation;
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};

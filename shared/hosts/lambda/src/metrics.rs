@@ -22,7 +22,8 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use a2a_core::{JobOutcome, Observer, Operation};
+use a2a_core::{JobOutcome, Observer};
+use a2a_protocol::Operation;
 use a2a_protocol::{A2AError, TaskState};
 use serde_json::{json, Map, Value};
 

@@ -16,13 +16,12 @@ use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    HostResolver, Operation, OperationRequest, OperationResponse, Owner, Placement, PushJob,
-    PushPolicy, ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender,
-    JOB_FORMAT_VERSION,
+    HostResolver, OperationRequest, OperationResponse, Owner, Placement, PushJob, PushPolicy,
+    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
 };
 use a2a_lambda_glue::{FanoutBatch, PushBatch, WorkBatch};
 use a2a_protocol::{
-    Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
+    Message, Operation, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
     TaskPushNotificationConfig, TaskState, Timestamp,
 };
 use aws_lambda_events::event::sqs::SqsEvent;

@@ -1,16 +1,15 @@
 //! The A2A operations, declared once.
 //!
-//! [`OPERATIONS`] is the one table of what each operation is: its wire name (the JSON-RPC
-//! method), the permission it needs, whether it answers with a stream, and its REST routes
-//! (method, path as in `a2a.proto`'s `google.api.http` annotations, where its fields come from).
-//! The JSON-RPC dispatch, the REST router, the permission check, the Lambda function surfaces and
-//! the front door's route table (`infra/routes.json`, `template.yaml`) are derived from it or
-//! checked against it by a test. Adding an operation means a row here, its request and response in
-//! [`crate::service`], and its call in [`crate::service::A2aService::call`].
+//! [`OPERATIONS`] is the one table of what each operation is on the wire: its name (the JSON-RPC
+//! method), whether it answers with a stream, and its REST routes (method, path as in
+//! `a2a.proto`'s `google.api.http` annotations, where its fields come from). It is a fact about the
+//! protocol's bindings, so servers and clients share it: the server's JSON-RPC dispatch, REST
+//! router, Lambda function surfaces and front door route table (`infra/routes.json`,
+//! `template.yaml`) and the client's requests are derived from it or checked against it by a test.
+//! What a caller needs to be allowed an operation is the server's business (a2a-core's
+//! `Permission::for_operation`).
 
 use std::fmt;
-
-use crate::auth::Permission;
 
 /// One A2A 1.0 operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -105,8 +104,6 @@ pub struct OperationSpec {
     pub operation: Operation,
     /// Its name on the wire (the JSON-RPC method).
     pub name: &'static str,
-    /// The permission a caller needs (checked once, before the operation runs).
-    pub permission: Permission,
     /// Whether it answers with a stream of events (SSE).
     pub streaming: bool,
     /// Its REST routes.
@@ -124,28 +121,24 @@ const fn route(verb: HttpVerb, path: &'static str, body: bool) -> RestRoute {
 
 use HttpVerb::{Delete, Get, Post};
 use Operation as Op;
-use Permission as P;
 
 /// The table: every A2A 1.0 operation, in the order of the spec.
 pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::SendMessage,
         name: "SendMessage",
-        permission: P::Send,
         streaming: false,
         rest: &[route(Post, "/message:send", true)],
     },
     OperationSpec {
         operation: Op::SendStreamingMessage,
         name: "SendStreamingMessage",
-        permission: P::Send,
         streaming: true,
         rest: &[route(Post, "/message:stream", true)],
     },
     OperationSpec {
         operation: Op::GetTask,
         name: "GetTask",
-        permission: P::Read,
         streaming: false,
         rest: &[RestRoute {
             verb: Get,
@@ -157,7 +150,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::ListTasks,
         name: "ListTasks",
-        permission: P::Read,
         streaming: false,
         rest: &[RestRoute {
             verb: Get,
@@ -177,7 +169,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::CancelTask,
         name: "CancelTask",
-        permission: P::Cancel,
         streaming: false,
         // The optional body carries `metadata`.
         rest: &[route(Post, "/tasks/{id}:cancel", true)],
@@ -185,7 +176,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::SubscribeToTask,
         name: "SubscribeToTask",
-        permission: P::Read,
         streaming: true,
         // The proto says GET, the spec's text and the Python client POST: both are served.
         rest: &[
@@ -196,14 +186,12 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::CreateTaskPushNotificationConfig,
         name: "CreateTaskPushNotificationConfig",
-        permission: P::Push,
         streaming: false,
         rest: &[route(Post, "/tasks/{taskId}/pushNotificationConfigs", true)],
     },
     OperationSpec {
         operation: Op::GetTaskPushNotificationConfig,
         name: "GetTaskPushNotificationConfig",
-        permission: P::Push,
         streaming: false,
         rest: &[route(
             Get,
@@ -214,7 +202,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::ListTaskPushNotificationConfigs,
         name: "ListTaskPushNotificationConfigs",
-        permission: P::Push,
         streaming: false,
         rest: &[RestRoute {
             verb: Get,
@@ -226,7 +213,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::DeleteTaskPushNotificationConfig,
         name: "DeleteTaskPushNotificationConfig",
-        permission: P::Push,
         streaming: false,
         rest: &[route(
             Delete,
@@ -237,7 +223,6 @@ pub const OPERATIONS: [OperationSpec; 11] = [
     OperationSpec {
         operation: Op::GetExtendedAgentCard,
         name: "GetExtendedAgentCard",
-        permission: P::Read,
         streaming: false,
         rest: &[route(Get, "/extendedAgentCard", false)],
     },
@@ -272,11 +257,6 @@ impl Operation {
             .iter()
             .find(|spec| spec.name == name)
             .map(|spec| spec.operation)
-    }
-
-    /// The permission a caller needs.
-    pub fn permission(self) -> Permission {
-        self.spec().permission
     }
 
     /// Whether the operation answers with an SSE stream.
@@ -330,15 +310,8 @@ mod tests {
     }
 
     #[test]
-    fn permissions_follow_what_an_operation_does() {
+    fn two_operations_stream() {
         use Operation as O;
-        assert_eq!(O::GetTask.permission(), Permission::Read);
-        assert_eq!(O::SendStreamingMessage.permission(), Permission::Send);
-        assert_eq!(O::CancelTask.permission(), Permission::Cancel);
-        assert_eq!(
-            O::DeleteTaskPushNotificationConfig.permission(),
-            Permission::Push
-        );
         let streaming: Vec<_> = O::ALL.into_iter().filter(|o| o.is_streaming()).collect();
         assert_eq!(streaming, [O::SendStreamingMessage, O::SubscribeToTask]);
     }
