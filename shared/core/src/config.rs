@@ -6,6 +6,7 @@ use std::time::Duration;
 use a2a_protocol::AgentInterface;
 
 use crate::auth::Auth;
+use crate::idempotency::MessageIdReuse;
 use crate::observe::{NoObserver, Observer};
 use crate::push_policy::PushPolicy;
 use crate::signing::PushSigner;
@@ -86,33 +87,6 @@ impl Default for ServiceConfig {
             push_timeout: Duration::from_secs(10),
             generations: Generations::default(),
             observer: Arc::new(NoObserver),
-        }
-    }
-}
-
-/// What a `messageId` sent again means.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum MessageIdReuse {
-    /// Sends are idempotent (the default): a repeat with the same body returns the original
-    /// result without running the agent again; with another body it is InvalidParams.
-    #[default]
-    Reject,
-    /// Every send is a new message, whatever its `messageId`: no deduplication of new tasks.
-    /// For clients that reuse one `messageId` for different sends, as the A2A TCK does (it
-    /// sends byte-identical messages expecting a new task each time).
-    NewMessage,
-}
-
-impl std::str::FromStr for MessageIdReuse {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "reject" => Ok(Self::Reject),
-            "new-message" => Ok(Self::NewMessage),
-            other => Err(format!(
-                "unknown messageId reuse policy {other:?}: expected reject or new-message"
-            )),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! delivery are reads of the log.
 
 use a2a_protocol::{
-    A2AError, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    A2AError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatusUpdateEvent, Timestamp,
 };
 use serde::{Deserialize, Serialize};
@@ -104,7 +104,7 @@ impl TaskEvent {
                 }
                 // One turn per messageId: a concurrent copy of a follow-up that lost the
                 // conditional append must not become a second turn when it tries again.
-                if crate::idempotency::find_sent(task, &message.message_id).is_some() {
+                if find_sent(task, &message.message_id).is_some() {
                     return Err(A2AError::invalid_params(format!(
                         "messageId {} is already in the history of task {}",
                         message.message_id, task.id
@@ -165,6 +165,13 @@ fn terminal_error(task: &Task) -> A2AError {
         "Task {} is in terminal state {} and cannot be changed",
         task.id, task.status.state
     ))
+}
+
+/// The client's message with `message_id` in the task's history, if it has one.
+pub(crate) fn find_sent<'a>(task: &'a Task, message_id: &str) -> Option<&'a Message> {
+    task.history
+        .iter()
+        .find(|m| m.role == Role::User && m.message_id == message_id)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use tokio::sync::oneshot;
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
-use crate::kernel::Core;
 use crate::ports::{Owner, StoreError, StoredTask, TaskStore};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{store_error, AppendError, TaskLog};
@@ -149,22 +148,21 @@ pub(crate) const ORPHANED_REASON: &str = "The execution of this task stopped bef
 /// Ends the tasks of up to `limit` expired inline leases FAILED (those still active) and
 /// removes the leases; returns how many tasks it ended. See
 /// `A2aService::sweep_expired_executions`.
-pub(crate) async fn sweep_expired(core: &Core, limit: usize) -> Result<usize, StoreError> {
-    let expired = core
-        .store
+pub(crate) async fn sweep_expired(
+    store: &dyn TaskStore,
+    log: &TaskLog,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let expired = store
         .list_expired_inline_leases(Timestamp::now(), limit)
         .await?;
     let mut ended = 0;
     for lease in expired {
-        let head = core.store.load_task(&lease.owner, &lease.task_id).await?;
+        let head = store.load_task(&lease.owner, &lease.task_id).await?;
         if let Some(head) = head.filter(|h| is_active(h.task.status.state)) {
             // A conditional append like any other: if the execution is alive after all and
             // writes its own final state first, this one finds the task terminal and stops.
-            match core
-                .log
-                .finish_failed(&lease.owner, head, ORPHANED_REASON)
-                .await
-            {
+            match log.finish_failed(&lease.owner, head, ORPHANED_REASON).await {
                 Ok(_) => {
                     tracing::warn!(task_id = %lease.task_id, holder = %lease.holder, "ended an orphaned task");
                     ended += 1;
@@ -177,7 +175,7 @@ pub(crate) async fn sweep_expired(core: &Core, limit: usize) -> Result<usize, St
                 }
             }
         }
-        core.store.remove_expired_lease(&lease).await?;
+        store.remove_expired_lease(&lease).await?;
     }
     Ok(ended)
 }

@@ -13,15 +13,41 @@
 //! store treats as absent (its id is free again, its events invisible), so a repeat then simply
 //! starts a new task under the same id; it never mixes with the expired one.
 
-use a2a_protocol::{A2AError, Message, Role, Task};
+use a2a_protocol::{A2AError, Message};
 use uuid::Uuid;
 
-use crate::config::MessageIdReuse;
 use crate::ports::Owner;
 
 /// The namespace of the ids derived here (a fixed random UUID, never to change: it would make
 /// every retained `messageId` look new).
 const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2e8a_4b7d_4f0e_9a53_c2d1_8e47_b3a9);
+
+/// What a `messageId` sent again means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MessageIdReuse {
+    /// Sends are idempotent (the default): a repeat with the same body returns the original
+    /// result without running the agent again; with another body it is InvalidParams.
+    #[default]
+    Reject,
+    /// Every send is a new message, whatever its `messageId`: no deduplication of new tasks.
+    /// For clients that reuse one `messageId` for different sends, as the A2A TCK does (it
+    /// sends byte-identical messages expecting a new task each time).
+    NewMessage,
+}
+
+impl std::str::FromStr for MessageIdReuse {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reject" => Ok(Self::Reject),
+            "new-message" => Ok(Self::NewMessage),
+            other => Err(format!(
+                "unknown messageId reuse policy {other:?}: expected reject or new-message"
+            )),
+        }
+    }
+}
 
 /// The id of the task (or reply record) a new message of `owner` with `message_id` creates.
 /// The owner key is length-prefixed so no pair of (owner, messageId) can collide.
@@ -50,13 +76,6 @@ pub(crate) fn context_id_for(task_id: &str) -> String {
 /// The id of the inline push config (sent without one) of a new task.
 pub(crate) fn push_config_id_for(task_id: &str) -> String {
     Uuid::new_v5(&NAMESPACE, format!("push-config:{task_id}").as_bytes()).to_string()
-}
-
-/// The client's message with `message_id` in the task's history, if it has one.
-pub(crate) fn find_sent<'a>(task: &'a Task, message_id: &str) -> Option<&'a Message> {
-    task.history
-        .iter()
-        .find(|m| m.role == Role::User && m.message_id == message_id)
 }
 
 /// Checks that `sent` (as the client sent it now) repeats `recorded` (as the server recorded

@@ -1,6 +1,6 @@
-//! The kernel: what the operations ([`crate::service`]), the worker ([`crate::worker`]) and push
-//! delivery ([`crate::push`]) share — configuration, the agent, the task log, the queues, the
-//! cards and the executions of this process. It imports none of them.
+//! The kernel: what the operations (the service), the worker and push delivery share —
+//! configuration, the agent, the task log, the queues, the cards and the executions of this
+//! process. It imports none of them.
 
 use std::sync::Arc;
 

@@ -29,10 +29,11 @@ mod worker;
 
 pub use agent::{Agent, AgentDescription, Placement};
 pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
-pub use config::{Generations, MessageIdReuse, ServiceConfig};
+pub use config::{Generations, ServiceConfig};
 pub use context::CallContext;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
+pub use idempotency::MessageIdReuse;
 pub use jobs::{JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
 pub use observe::{NoObserver, Observer};
 pub use ports::*;

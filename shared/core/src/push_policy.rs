@@ -5,7 +5,7 @@
 //! - when a config is created ([`PushPolicy::check_new_url`]): the URL's form, its scheme, an
 //!   IP-literal host, and the addresses a host name resolves to right now (asked of a
 //!   [`HostResolver`], the host's DNS adapter);
-//! - on every connection, in the webhook sender adapter ([`crate::webhook::WebhookSender`]):
+//! - on every connection, in the webhook sender adapter (the `WebhookSender` port):
 //!   IP literals are checked again, and host names are resolved by a resolver that refuses
 //!   non-public addresses ([`PushPolicy::check_resolved`]), so the sender connects only to
 //!   the addresses that were checked. A name that resolved to a public address when the config
@@ -270,7 +270,7 @@ fn host_of(url: &Url) -> Result<String, A2AError> {
 }
 
 /// Why the guard refused to connect: names the host and the address, never a URL's path. The
-/// sender adapter reports it as [`crate::webhook::WebhookOutcome::Refused`] (never retried),
+/// sender adapter reports it as `WebhookOutcome::Refused` (never retried),
 /// apart from a network failure (retried).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardRefusal(pub String);

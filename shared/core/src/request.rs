@@ -1,6 +1,6 @@
 //! What the agent is asked to act on ([`AgentRequest`]) and how it stops short
-//! ([`AgentError`]): shared by the [`crate::agent::Agent`] trait, its
-//! [`crate::emitter::Emitter`] and the task log, so none of them imports another.
+//! ([`AgentError`]): shared by the `Agent` trait, its `Emitter` and the
+//! task log, so none of them imports another.
 
 use a2a_protocol::{Message, Metadata, Task, TaskState};
 

@@ -23,11 +23,13 @@ use tokio::time::Instant;
 
 use crate::agent::{Agent, Placement};
 use crate::auth::Permission;
-use crate::config::{MessageIdReuse, ServiceConfig};
+use crate::config::ServiceConfig;
 use crate::context::CallContext;
 use crate::emitter::{Emitter, FirstOutcome};
+use crate::event::find_sent;
 use crate::execution::{new_emitter, take_follow_up_lease, Executions};
 use crate::idempotency;
+use crate::idempotency::MessageIdReuse;
 use crate::kernel::Core;
 use crate::ports::*;
 use crate::request::AgentRequest;
@@ -600,7 +602,7 @@ impl A2aService {
         err: A2AError,
     ) -> Result<Started, A2AError> {
         match self.core.store.load_task(&ctx.owner, task_id).await {
-            Ok(Some(head)) if idempotency::find_sent(&head.task, &sent.message_id).is_some() => {
+            Ok(Some(head)) if find_sent(&head.task, &sent.message_id).is_some() => {
                 repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
             }
             _ => Err(err),
@@ -677,7 +679,7 @@ impl A2aService {
         } else {
             let head = self.load(&ctx.owner, &message.task_id).await?;
             // Before the terminal check: a repeat of the message that ended the task returns it.
-            if idempotency::find_sent(&head.task, &message.message_id).is_some() {
+            if find_sent(&head.task, &message.message_id).is_some() {
                 return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
             }
             if head.task.status.state.is_terminal() {
@@ -1074,7 +1076,7 @@ impl A2aService {
     /// it ended. Hosts call it on a schedule; it is safe to run anywhere, any number of times
     /// at once.
     pub async fn sweep_expired_executions(&self, limit: usize) -> Result<usize, StoreError> {
-        crate::execution::sweep_expired(&self.core, limit).await
+        crate::execution::sweep_expired(&*self.core.store, &self.core.log, limit).await
     }
 
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
@@ -1306,13 +1308,12 @@ fn stops(head: &StoredTask) -> bool {
 fn repeat_of(new_task_id: &str, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
     match record {
         SendRecord::Task(head) => {
-            let recorded =
-                idempotency::find_sent(&head.task, &sent.message_id).ok_or_else(|| {
-                    internal(
-                        "a message's task does not hold the message",
-                        &sent.message_id,
-                    )
-                })?;
+            let recorded = find_sent(&head.task, &sent.message_id).ok_or_else(|| {
+                internal(
+                    "a message's task does not hold the message",
+                    &sent.message_id,
+                )
+            })?;
             idempotency::check_repeat(new_task_id, sent, recorded)?;
             Ok(Started::Repeat(Box::new(head)))
         }
