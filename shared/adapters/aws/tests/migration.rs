@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 
 use a2a_aws::fanout::{appended_in_records, passes_filter, Checkpoints, StreamPoller};
-use a2a_core::{LoggedEvent, Owner, StoredTask, TaskEvent, TaskStore};
+use a2a_core::{LoggedEvent, Owner, StoredTask, TaskEvent, TaskLogStore};
 use a2a_protocol::{
     Artifact, Message, Part, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState,
     TaskStatus, TaskStatusUpdateEvent, Timestamp,

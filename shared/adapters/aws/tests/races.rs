@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::DynamoTaskStore;
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskStore};
+use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore};
 use a2a_protocol::{
     Artifact, Message, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, Timestamp,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Emitter, HostResolver,
-    JobOutcome, Owner, Placement, PushAttempt, PushAttemptResult, PushDeliveryState, PushJob,
-    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
+    JobOutcome, Owner, Placement, PushAttempt, PushAttemptResult, PushConfigStore,
+    PushDeliveryState, PushJob, ServiceConfig, TaskLogStore, WebhookOutcome, WebhookRequest,
+    WebhookSender, JOB_FORMAT_VERSION,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, TaskState, Timestamp};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError,
-    StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
+    ExpiredLease, LeaseStore, LoggedEvent, Owner, PushAttempt, PushConfigStore, PushDeliveryState,
+    SendRecord, StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
@@ -94,13 +94,24 @@ impl RoundRobin {
 }
 
 #[async_trait]
-impl TaskStore for RoundRobin {
+impl TaskLogStore for RoundRobin {
     async fn create_task(
         &self,
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.pick().create_task(head, events).await
+    }
+
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        self.pick()
+            .create_task_with_push_configs(head, events, configs)
+            .await
     }
 
     async fn append_events(
@@ -155,7 +166,10 @@ impl TaskStore for RoundRobin {
             .wait_for_append(task_id, after_version, max_wait)
             .await
     }
+}
 
+#[async_trait]
+impl PushConfigStore for RoundRobin {
     async fn put_push_config(
         &self,
         owner: &Owner,
@@ -216,7 +230,10 @@ impl TaskStore for RoundRobin {
             .get_push_delivery(owner, task_id, config_id)
             .await
     }
+}
 
+#[async_trait]
+impl LeaseStore for RoundRobin {
     async fn acquire_lease(
         &self,
         task_id: &str,

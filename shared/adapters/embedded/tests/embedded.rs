@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    LoggedEvent, Owner, PushJob, PushQueue, StoreError, StoredTask, TaskEvent, TaskStore, WorkJob,
-    WorkQueue, JOB_FORMAT_VERSION,
+    LeaseStore, LoggedEvent, Owner, PushConfigStore, PushJob, PushQueue, StoreError, StoredTask,
+    TaskEvent, TaskLogStore, TaskStore, WorkJob, WorkQueue, JOB_FORMAT_VERSION,
 };
 use a2a_embedded::{QueueName, SqliteStore, DB_FILE_NAME};
 use a2a_protocol::{

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    ExpiredLease, LoggedEvent, Owner, Placement, PushAttempt, PushDeliveryState, SendRecord,
-    ServiceConfig, StoreError, StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
+    ExpiredLease, LeaseStore, LoggedEvent, Owner, Placement, PushAttempt, PushConfigStore,
+    PushDeliveryState, SendRecord, ServiceConfig, StoreError, StoredReply, StoredTask,
+    TaskLogStore, TaskPage, TaskQuery,
 };
 use a2a_embedded::SqliteStore;
 use a2a_protocol::{
@@ -28,13 +29,27 @@ struct Counting {
 }
 
 #[async_trait]
-impl TaskStore for Counting {
+impl TaskLogStore for Counting {
     async fn create_task(
         &self,
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.store.create_task(head, events).await
+    }
+
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[a2a_protocol::TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        // As the store does it, through this wrapper's counted calls.
+        for config in configs {
+            self.put_push_config(&head.owner, config, head.expires_at)
+                .await?;
+        }
+        self.create_task(head, events).await
     }
 
     async fn append_events(
@@ -95,7 +110,10 @@ impl TaskStore for Counting {
             .wait_for_append(task_id, after_version, max_wait)
             .await
     }
+}
 
+#[async_trait]
+impl PushConfigStore for Counting {
     async fn put_push_config(
         &self,
         owner: &Owner,
@@ -156,7 +174,10 @@ impl TaskStore for Counting {
             .get_push_delivery(owner, task_id, config_id)
             .await
     }
+}
 
+#[async_trait]
+impl LeaseStore for Counting {
     async fn acquire_lease(
         &self,
         task_id: &str,

@@ -16,8 +16,9 @@ use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    HostResolver, OperationRequest, OperationResponse, Owner, Placement, PushJob, PushPolicy,
-    ServiceConfig, TaskStore, WebhookOutcome, WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
+    HostResolver, LeaseStore, OperationRequest, OperationResponse, Owner, Placement,
+    PushConfigStore, PushJob, PushPolicy, ServiceConfig, TaskLogStore, TaskStore, WebhookOutcome,
+    WebhookRequest, WebhookSender, JOB_FORMAT_VERSION,
 };
 use a2a_lambda_glue::{FanoutBatch, PushBatch, WorkBatch};
 use a2a_protocol::{

@@ -14,8 +14,9 @@
 //! the count; a release deletes the item, and with it the count of a job that is settled. An
 //! attempt that died leaves its lease to expire, count included, for the job's redelivery.
 
-use a2a_core::{ExpiredLease, Owner, StoreError};
+use a2a_core::{ExpiredLease, LeaseStore, Owner, StoreError};
 use a2a_protocol::Timestamp;
+use async_trait::async_trait;
 
 use super::table::{
     backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
@@ -63,9 +64,8 @@ fn lease_key(task_id: &str) -> Item {
 }
 
 impl DynamoTaskStore {
-    /// [`a2a_core::TaskStore::acquire_lease`] (`owner` is `None`) and
-    /// [`a2a_core::TaskStore::acquire_inline_lease`].
-    pub(super) async fn acquire_lease(
+    /// Takes the lease for a queued job (`owner` is `None`) or an inline execution.
+    async fn take_lease(
         &self,
         task_id: &str,
         holder: &str,
@@ -87,42 +87,6 @@ impl DynamoTaskStore {
             .update_lease_if(task_id, &update, TAKEABLE, names(&used), vals)
             .await?;
         Ok(taken.is_some())
-    }
-
-    /// [`a2a_core::TaskStore::begin_job_attempt`]: the lease as [`Self::acquire_lease`] takes
-    /// a queued one, with the job's attempt count. Two conditional updates, the likelier first:
-    /// another job's (or no) count starts at 1; this job's goes up by one.
-    pub(super) async fn begin_job_attempt(
-        &self,
-        task_id: &str,
-        trigger_seq: u64,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<Option<u32>, StoreError> {
-        let (update, mut used, mut vals) = lease_update(holder, until);
-        used.extend([attr::OWNER, INLINE, JOB_SEQ, JOB_ATTEMPTS]);
-        vals.insert(":seq".into(), n(trigger_seq));
-        vals.insert(":one".into(), n(1));
-        let first = format!("{update}, #jseq = :seq, #jatt = :one REMOVE #own, #inl");
-        let condition = format!("{TAKEABLE} AND (attribute_not_exists(#jseq) OR #jseq <> :seq)");
-        if self
-            .update_lease_if(task_id, &first, &condition, names(&used), vals.clone())
-            .await?
-            .is_some()
-        {
-            return Ok(Some(1));
-        }
-        let again = format!("{update} REMOVE #own, #inl ADD #jatt :one");
-        let condition = format!("{TAKEABLE} AND #jseq = :seq");
-        let Some(attributes) = self
-            .update_lease_if(task_id, &again, &condition, names(&used), vals)
-            .await?
-        else {
-            // Someone else's live lease (whichever job it runs).
-            return Ok(None);
-        };
-        let attempts: u64 = get_n(&attributes, JOB_ATTEMPTS)?;
-        Ok(Some(u32::try_from(attempts).unwrap_or(u32::MAX)))
     }
 
     /// Updates a task's lease item if `condition` holds: its attributes after the update, or
@@ -168,12 +132,99 @@ impl DynamoTaskStore {
         }
     }
 
-    /// [`a2a_core::TaskStore::release_lease`].
-    pub(super) async fn release_lease(
+    /// Deletes a task's lease item if `condition` holds; `false` if it did not.
+    async fn delete_lease_if(
+        &self,
+        task_id: &str,
+        condition: &str,
+        names: std::collections::HashMap<String, String>,
+        values: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&*self.table)
+            .set_key(Some(lease_key(task_id)))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                self.record("DeleteItem", capacity(out.consumed_capacity()), 1.0, 0.0);
+                Ok(true)
+            }
+            // Not ours (or nobody's, or renewed meanwhile): nothing to remove.
+            Err(err) if condition_failed(&err) => {
+                self.record("DeleteItem", 0.0, 1.0, 0.0);
+                Ok(false)
+            }
+            Err(err) => Err(backend("DeleteItem", &err)),
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseStore for DynamoTaskStore {
+    async fn acquire_lease(
         &self,
         task_id: &str,
         holder: &str,
-    ) -> Result<(), StoreError> {
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.take_lease(task_id, holder, until, None).await
+    }
+
+    /// [`a2a_core::TaskStore::begin_job_attempt`]: the lease as [`Self::take_lease`] takes
+    /// a queued one, with the job's attempt count. Two conditional updates, the likelier first:
+    /// another job's (or no) count starts at 1; this job's goes up by one.
+    async fn begin_job_attempt(
+        &self,
+        task_id: &str,
+        trigger_seq: u64,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<Option<u32>, StoreError> {
+        let (update, mut used, mut vals) = lease_update(holder, until);
+        used.extend([attr::OWNER, INLINE, JOB_SEQ, JOB_ATTEMPTS]);
+        vals.insert(":seq".into(), n(trigger_seq));
+        vals.insert(":one".into(), n(1));
+        let first = format!("{update}, #jseq = :seq, #jatt = :one REMOVE #own, #inl");
+        let condition = format!("{TAKEABLE} AND (attribute_not_exists(#jseq) OR #jseq <> :seq)");
+        if self
+            .update_lease_if(task_id, &first, &condition, names(&used), vals.clone())
+            .await?
+            .is_some()
+        {
+            return Ok(Some(1));
+        }
+        let again = format!("{update} REMOVE #own, #inl ADD #jatt :one");
+        let condition = format!("{TAKEABLE} AND #jseq = :seq");
+        let Some(attributes) = self
+            .update_lease_if(task_id, &again, &condition, names(&used), vals)
+            .await?
+        else {
+            // Someone else's live lease (whichever job it runs).
+            return Ok(None);
+        };
+        let attempts: u64 = get_n(&attributes, JOB_ATTEMPTS)?;
+        Ok(Some(u32::try_from(attempts).unwrap_or(u32::MAX)))
+    }
+
+    /// [`a2a_core::TaskStore::release_lease`].
+    async fn acquire_inline_lease(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        holder: &str,
+        until: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.take_lease(task_id, holder, until, Some(owner)).await
+    }
+
+    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
         self.delete_lease_if(
             task_id,
             "#holder = :holder",
@@ -186,7 +237,7 @@ impl DynamoTaskStore {
 
     /// [`a2a_core::TaskStore::list_expired_inline_leases`]: one eventually consistent query per
     /// shard (an expired lease is not going anywhere), until `limit` are found.
-    pub(super) async fn list_expired_inline_leases(
+    async fn list_expired_inline_leases(
         &self,
         now: Timestamp,
         limit: usize,
@@ -231,10 +282,7 @@ impl DynamoTaskStore {
     }
 
     /// [`a2a_core::TaskStore::remove_expired_lease`].
-    pub(super) async fn remove_expired_lease(
-        &self,
-        lease: &ExpiredLease,
-    ) -> Result<bool, StoreError> {
+    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
         self.delete_lease_if(
             &lease.task_id,
             "#holder = :holder AND #until = :until AND attribute_exists(#inl)",
@@ -245,39 +293,6 @@ impl DynamoTaskStore {
             ]),
         )
         .await
-    }
-
-    /// Deletes a task's lease item if `condition` holds; `false` if it did not.
-    async fn delete_lease_if(
-        &self,
-        task_id: &str,
-        condition: &str,
-        names: std::collections::HashMap<String, String>,
-        values: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-    ) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&*self.table)
-            .set_key(Some(lease_key(task_id)))
-            .condition_expression(condition)
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                self.record("DeleteItem", capacity(out.consumed_capacity()), 1.0, 0.0);
-                Ok(true)
-            }
-            // Not ours (or nobody's, or renewed meanwhile): nothing to remove.
-            Err(err) if condition_failed(&err) => {
-                self.record("DeleteItem", 0.0, 1.0, 0.0);
-                Ok(false)
-            }
-            Err(err) => Err(backend("DeleteItem", &err)),
-        }
     }
 }
 

@@ -18,8 +18,8 @@ use crate::resources::BY_OWNER_INDEX;
 const FILTERED_ROUND: i32 = 200;
 
 impl DynamoTaskStore {
-    /// [`a2a_core::TaskStore::list_tasks`].
-    pub(super) async fn list_tasks(
+    /// `TaskLogStore::list_tasks`: pages of the owner's by-owner index, newest status first.
+    pub(super) async fn list_heads(
         &self,
         owner: &Owner,
         query: &TaskQuery,

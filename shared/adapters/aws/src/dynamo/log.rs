@@ -7,8 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_core::{LoggedEvent, Owner, SendRecord, StoreError, StoredReply, StoredTask};
+use a2a_core::{
+    LoggedEvent, Owner, PushConfigStore, SendRecord, StoreError, StoredReply, StoredTask,
+    TaskLogStore, TaskPage, TaskQuery,
+};
 use a2a_protocol::TaskPushNotificationConfig;
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::table::{
@@ -111,9 +115,9 @@ fn index_entry_size(head: &Item) -> usize {
 }
 
 impl DynamoTaskStore {
-    /// [`a2a_core::TaskStore::create_task`]: one conditional `PutItem` of the head, which
-    /// carries the create's events (and the ids of `configs`, the task's first push configs).
-    pub(super) async fn create_task(
+    /// A create: one conditional `PutItem` of the head, which carries the create's events
+    /// (and the ids of `configs`, the task's first push configs).
+    async fn create_head(
         &self,
         head: &StoredTask,
         events: &[LoggedEvent],
@@ -147,22 +151,6 @@ impl DynamoTaskStore {
         Ok(())
     }
 
-    /// [`a2a_core::TaskStore::create_task_with_push_configs`]: the config items first, then the
-    /// head naming them. A crash in between leaves configs of a task that does not exist, which
-    /// nothing reads (and which expire with the task's would-be expiry).
-    pub(super) async fn create_task_with_push_configs(
-        &self,
-        head: &StoredTask,
-        events: &[LoggedEvent],
-        configs: &[TaskPushNotificationConfig],
-    ) -> Result<(), StoreError> {
-        for config in configs {
-            self.put_config_item(&head.owner, config, head.expires_at)
-                .await?;
-        }
-        self.create_task(head, events, configs).await
-    }
-
     /// The summary of the head of `task_id` at `expected`, from the cache or read.
     /// `None` when the stored head is not that one (a conflict, whatever it is instead).
     async fn summary_at(
@@ -193,10 +181,147 @@ impl DynamoTaskStore {
         Ok(Some(summary))
     }
 
-    /// [`a2a_core::TaskStore::append_events`]: one `UpdateItem` of the head, conditional on the
+    /// Moves `events` (which the head at hand carries, so they are in the log for good) into
+    /// their archive item. Written at most once: a copy already there (an append that
+    /// archived them and then lost its write) is the same events, and is left as it is.
+    async fn archive(&self, head: &StoredTask, events: &[LoggedEvent]) -> Result<(), StoreError> {
+        let item = items::archive_item(&head.owner, &head.task.id, head.expires_at, events)?;
+        items::check_size(&item, || format!("events of task {}", head.task.id))?;
+        self.put_if(
+            item,
+            ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", n(now_ms()))]),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Adds (`add`) or removes a push config's id on the task's head, where the stream's
+    /// fan-out reads them. `nv` is set to the version: this write adds no event. A head that
+    /// is not there (the task is gone or not the owner's) is left alone.
+    pub(super) async fn mark_push_config(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        add: bool,
+    ) -> Result<(), StoreError> {
+        let ids = AttributeValue::Ss(vec![config_id.to_owned()]);
+        let update = if add {
+            "ADD #pcs :ids SET #pf = :one, #nv = #v"
+        } else {
+            "DELETE #pcs :ids SET #nv = #v"
+        };
+        let mut vals = values([
+            (":ids", ids),
+            (":own", s(owner.as_str())),
+            (":now", n(now_ms())),
+        ]);
+        if add {
+            vals.insert(":one".into(), s("1"));
+        }
+        let mut list = vec!["pcs", "nv", "v", "own", "exp"];
+        if add {
+            list.push("pf");
+        }
+        let size = self.heads.get(task_id).map_or(1, |h| h.size);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+            .update_expression(update)
+            .condition_expression("attribute_exists(#v) AND #own = :own AND #exp > :now")
+            .set_expression_attribute_names(Some(names(&list)))
+            .set_expression_attribute_values(Some(vals))
+            .return_values(ReturnValue::UpdatedNew)
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        let out = match result {
+            Ok(out) => out,
+            Err(err) if condition_failed(&err) => {
+                self.record("UpdateItem", 0.0, write_units(size), 0.0);
+                return Ok(());
+            }
+            Err(err) => return Err(backend("UpdateItem", &err)),
+        };
+        self.record(
+            "UpdateItem",
+            capacity(out.consumed_capacity()),
+            write_units(size),
+            0.0,
+        );
+        let left = out
+            .attributes()
+            .is_some_and(|a| a.contains_key(attr::CONFIG_IDS));
+        if add || left {
+            return Ok(());
+        }
+        // The last config went: without the flag the stream's filter no longer hands this
+        // task's writes to the fan-out.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
+            .update_expression("REMOVE #pf")
+            .condition_expression("attribute_exists(#v) AND attribute_not_exists(#pcs)")
+            .set_expression_attribute_names(Some(names(&["pf", "v", "pcs"])))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                self.record(
+                    "UpdateItem",
+                    capacity(out.consumed_capacity()),
+                    write_units(size),
+                    0.0,
+                );
+                Ok(())
+            }
+            Err(err) if condition_failed(&err) => {
+                self.record("UpdateItem", 0.0, write_units(size), 0.0);
+                Ok(())
+            }
+            Err(err) => Err(backend("UpdateItem", &err)),
+        }
+    }
+}
+
+#[async_trait]
+impl TaskLogStore for DynamoTaskStore {
+    /// One conditional `PutItem` of the head, which carries the create's events.
+    async fn create_task(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.create_head(head, events, &[]).await
+    }
+
+    /// The config items first, then the
+    /// head naming them. A crash in between leaves configs of a task that does not exist, which
+    /// nothing reads (and which expire with the task's would-be expiry).
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        for config in configs {
+            self.put_config_item(&head.owner, config, head.expires_at)
+                .await?;
+        }
+        self.create_head(head, events, configs).await
+    }
+
+    /// [`TaskLogStore::append_events`]: one `UpdateItem` of the head, conditional on the
     /// version, owner and expiry, carrying the new events; when carrying the earlier ones too
     /// would cost more write units, they are archived first (one `PutItem`).
-    pub(super) async fn append_events(
+    async fn append_events(
         &self,
         head: &StoredTask,
         expected_version: u64,
@@ -354,24 +479,8 @@ impl DynamoTaskStore {
         }
     }
 
-    /// Moves `events` (which the head at hand carries, so they are in the log for good) into
-    /// their archive item. Written at most once: a copy already there (an append that
-    /// archived them and then lost its write) is the same events, and is left as it is.
-    async fn archive(&self, head: &StoredTask, events: &[LoggedEvent]) -> Result<(), StoreError> {
-        let item = items::archive_item(&head.owner, &head.task.id, head.expires_at, events)?;
-        items::check_size(&item, || format!("events of task {}", head.task.id))?;
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await?;
-        Ok(())
-    }
-
-    /// [`a2a_core::TaskStore::load_task`].
-    pub(super) async fn load_task(
+    /// [`TaskLogStore::load_task`].
+    async fn load_task(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -384,9 +493,9 @@ impl DynamoTaskStore {
         })
     }
 
-    /// [`a2a_core::TaskStore::load_send`]: one consistent `GetItem` of the head key, which
+    /// [`TaskLogStore::load_send`]: one consistent `GetItem` of the head key, which
     /// holds a task's head or a reply record.
-    pub(super) async fn load_send(
+    async fn load_send(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -402,13 +511,9 @@ impl DynamoTaskStore {
         .await
     }
 
-    /// [`a2a_core::TaskStore::put_reply`]: a `PutItem` of the head key, conditional (as a
+    /// [`TaskLogStore::put_reply`]: a `PutItem` of the head key, conditional (as a
     /// create is) on no live task or reply holding it.
-    pub(super) async fn put_reply(
-        &self,
-        task_id: &str,
-        reply: &StoredReply,
-    ) -> Result<bool, StoreError> {
+    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError> {
         let item = items::reply_item(task_id, reply)?;
         items::check_size(&item, || {
             format!("the reply to a message of task {task_id}")
@@ -422,10 +527,10 @@ impl DynamoTaskStore {
         .await
     }
 
-    /// [`a2a_core::TaskStore::read_events`]: one query of the log's range, `E#<after+1>`
+    /// [`TaskLogStore::read_events`]: one query of the log's range, `E#<after+1>`
     /// through the head (`H` sorts right after `E#…`): the archives and event items holding
     /// later events, then the head with the events it carries.
-    pub(super) async fn read_events(
+    async fn read_events(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -487,15 +592,15 @@ impl DynamoTaskStore {
         Ok(events.into_values().take(limit).collect())
     }
 
-    /// [`a2a_core::TaskStore::wait_for_append`]: polls the head's version (an eventually
+    /// Pages of the owner's by-owner index (`list`).
+    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.list_heads(owner, query).await
+    }
+
+    /// [`TaskLogStore::wait_for_append`]: polls the head's version (an eventually
     /// consistent `GetItem` of `v` alone, billed by the head's size: half a read unit up to
     /// 4 KB), backing off from [`FIRST_POLL`] to [`MAX_POLL`].
-    pub(super) async fn wait_for_append(
-        &self,
-        task_id: &str,
-        after_version: u64,
-        max_wait: Duration,
-    ) {
+    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
         if after_version == u64::MAX {
             return;
         }
@@ -542,99 +647,6 @@ impl DynamoTaskStore {
             }
             tokio::time::sleep(pause.min(deadline - now)).await;
             pause = (pause * 2).min(MAX_POLL);
-        }
-    }
-
-    /// Adds (`add`) or removes a push config's id on the task's head, where the stream's
-    /// fan-out reads them. `nv` is set to the version: this write adds no event. A head that
-    /// is not there (the task is gone or not the owner's) is left alone.
-    pub(super) async fn mark_push_config(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-        add: bool,
-    ) -> Result<(), StoreError> {
-        let ids = AttributeValue::Ss(vec![config_id.to_owned()]);
-        let update = if add {
-            "ADD #pcs :ids SET #pf = :one, #nv = #v"
-        } else {
-            "DELETE #pcs :ids SET #nv = #v"
-        };
-        let mut vals = values([
-            (":ids", ids),
-            (":own", s(owner.as_str())),
-            (":now", n(now_ms())),
-        ]);
-        if add {
-            vals.insert(":one".into(), s("1"));
-        }
-        let mut list = vec!["pcs", "nv", "v", "own", "exp"];
-        if add {
-            list.push("pf");
-        }
-        let size = self.heads.get(task_id).map_or(1, |h| h.size);
-        let result = self
-            .client
-            .update_item()
-            .table_name(&*self.table)
-            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
-            .update_expression(update)
-            .condition_expression("attribute_exists(#v) AND #own = :own AND #exp > :now")
-            .set_expression_attribute_names(Some(names(&list)))
-            .set_expression_attribute_values(Some(vals))
-            .return_values(ReturnValue::UpdatedNew)
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        let out = match result {
-            Ok(out) => out,
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                return Ok(());
-            }
-            Err(err) => return Err(backend("UpdateItem", &err)),
-        };
-        self.record(
-            "UpdateItem",
-            capacity(out.consumed_capacity()),
-            write_units(size),
-            0.0,
-        );
-        let left = out
-            .attributes()
-            .is_some_and(|a| a.contains_key(attr::CONFIG_IDS));
-        if add || left {
-            return Ok(());
-        }
-        // The last config went: without the flag the stream's filter no longer hands this
-        // task's writes to the fan-out.
-        let result = self
-            .client
-            .update_item()
-            .table_name(&*self.table)
-            .set_key(Some(items::key(items::task_pk(task_id), items::HEAD_SK)))
-            .update_expression("REMOVE #pf")
-            .condition_expression("attribute_exists(#v) AND attribute_not_exists(#pcs)")
-            .set_expression_attribute_names(Some(names(&["pf", "v", "pcs"])))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size),
-                    0.0,
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                Ok(())
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
         }
     }
 }

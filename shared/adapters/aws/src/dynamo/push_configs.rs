@@ -1,8 +1,11 @@
 //! Push notification configs (`P#<id>` items) and push delivery records (`D#<id>` items) under
 //! the task's partition, each scoped to its owner and expiring with the task.
 
-use a2a_core::{Owner, PushAttempt, PushAttemptResult, PushDeliveryState, StoreError};
+use a2a_core::{
+    Owner, PushAttempt, PushAttemptResult, PushConfigStore, PushDeliveryState, StoreError,
+};
 use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::ReturnValue;
 
 use super::table::{
@@ -13,23 +16,6 @@ use crate::items::{self, attr, n, s};
 use crate::now_ms;
 
 impl DynamoTaskStore {
-    /// [`a2a_core::TaskStore::put_push_config`]: the config's item, then its id on the task's
-    /// head, where the stream's fan-out finds it. A crash in between leaves a config that
-    /// gets no pushes until it is put again (the client did not get its answer either).
-    pub(super) async fn put_push_config(
-        &self,
-        owner: &Owner,
-        config: &TaskPushNotificationConfig,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.put_config_item(owner, config, expires_at).await?;
-        if expires_at.millis() > now_ms() {
-            self.mark_push_config(owner, &config.task_id, &config.id, true)
-                .await?;
-        }
-        Ok(())
-    }
-
     /// Writes the item of a push config (not its id on the head).
     pub(super) async fn put_config_item(
         &self,
@@ -55,8 +41,87 @@ impl DynamoTaskStore {
         }
     }
 
+    /// Writes a fresh delivery record holding only `attempt`, replacing an expired one.
+    /// `false` if a live record appeared meanwhile (the caller updates that one instead).
+    async fn put_fresh_delivery(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        attempt: &PushAttempt,
+        exp: i64,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let mut state = PushDeliveryState::default();
+        state.record(attempt);
+        let mut item = items::key(items::task_pk(task_id), items::delivery_sk(config_id));
+        item.extend([
+            (attr::OWNER.to_owned(), s(owner.as_str())),
+            (attr::EXPIRES.to_owned(), n(exp)),
+            (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
+            (attr::ATTEMPTS.to_owned(), n(state.attempts)),
+            (attr::DELIVERED.to_owned(), n(state.delivered)),
+            (
+                attr::CONSECUTIVE_FAILURES.to_owned(),
+                n(state.consecutive_failures),
+            ),
+            (attr::DEAD_LETTERED.to_owned(), n(state.dead_lettered)),
+            (attr::LAST_SEQ.to_owned(), n(state.last_seq)),
+            (
+                attr::LAST_SEQ_ATTEMPTS.to_owned(),
+                n(state.last_seq_attempts),
+            ),
+            (attr::LAST_AT.to_owned(), n(attempt.at.millis())),
+            (
+                attr::LAST_RESULT.to_owned(),
+                items::result_value(attempt.result),
+            ),
+        ]);
+        let optional = [
+            (attr::LAST_STATUS, state.last_status.map(n)),
+            (attr::LAST_ERROR, state.last_error.map(s)),
+            (
+                attr::LAST_SUCCESS,
+                state.last_success_at.map(|t| n(t.millis())),
+            ),
+            (attr::DISABLED, state.disabled_reason.map(s)),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                item.insert(name.to_owned(), value);
+            }
+        }
+        self.put_if(
+            item,
+            ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", n(now))]),
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl PushConfigStore for DynamoTaskStore {
+    /// [`a2a_core::TaskStore::put_push_config`]: the config's item, then its id on the task's
+    /// head, where the stream's fan-out finds it. A crash in between leaves a config that
+    /// gets no pushes until it is put again (the client did not get its answer either).
+    async fn put_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.put_config_item(owner, config, expires_at).await?;
+        if expires_at.millis() > now_ms() {
+            self.mark_push_config(owner, &config.task_id, &config.id, true)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// [`a2a_core::TaskStore::get_push_config`].
-    pub(super) async fn get_push_config(
+    async fn get_push_config(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -72,7 +137,7 @@ impl DynamoTaskStore {
     }
 
     /// [`a2a_core::TaskStore::list_push_configs`].
-    pub(super) async fn list_push_configs(
+    async fn list_push_configs(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -104,7 +169,7 @@ impl DynamoTaskStore {
     }
 
     /// [`a2a_core::TaskStore::delete_push_config`].
-    pub(super) async fn delete_push_config(
+    async fn delete_push_config(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -152,7 +217,7 @@ impl DynamoTaskStore {
     }
 
     /// [`a2a_core::TaskStore::record_push_attempt`].
-    pub(super) async fn record_push_attempt(
+    async fn record_push_attempt(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -287,7 +352,7 @@ impl DynamoTaskStore {
     }
 
     /// [`a2a_core::TaskStore::get_push_delivery`].
-    pub(super) async fn get_push_delivery(
+    async fn get_push_delivery(
         &self,
         owner: &Owner,
         task_id: &str,
@@ -298,64 +363,6 @@ impl DynamoTaskStore {
             task_id,
             items::delivery_sk(config_id),
             items::delivery_from_item,
-        )
-        .await
-    }
-    /// Writes a fresh delivery record holding only `attempt`, replacing an expired one.
-    /// `false` if a live record appeared meanwhile (the caller updates that one instead).
-    async fn put_fresh_delivery(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-        attempt: &PushAttempt,
-        exp: i64,
-        now: i64,
-    ) -> Result<bool, StoreError> {
-        let mut state = PushDeliveryState::default();
-        state.record(attempt);
-        let mut item = items::key(items::task_pk(task_id), items::delivery_sk(config_id));
-        item.extend([
-            (attr::OWNER.to_owned(), s(owner.as_str())),
-            (attr::EXPIRES.to_owned(), n(exp)),
-            (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
-            (attr::ATTEMPTS.to_owned(), n(state.attempts)),
-            (attr::DELIVERED.to_owned(), n(state.delivered)),
-            (
-                attr::CONSECUTIVE_FAILURES.to_owned(),
-                n(state.consecutive_failures),
-            ),
-            (attr::DEAD_LETTERED.to_owned(), n(state.dead_lettered)),
-            (attr::LAST_SEQ.to_owned(), n(state.last_seq)),
-            (
-                attr::LAST_SEQ_ATTEMPTS.to_owned(),
-                n(state.last_seq_attempts),
-            ),
-            (attr::LAST_AT.to_owned(), n(attempt.at.millis())),
-            (
-                attr::LAST_RESULT.to_owned(),
-                items::result_value(attempt.result),
-            ),
-        ]);
-        let optional = [
-            (attr::LAST_STATUS, state.last_status.map(n)),
-            (attr::LAST_ERROR, state.last_error.map(s)),
-            (
-                attr::LAST_SUCCESS,
-                state.last_success_at.map(|t| n(t.millis())),
-            ),
-            (attr::DISABLED, state.disabled_reason.map(s)),
-        ];
-        for (name, value) in optional {
-            if let Some(value) = value {
-                item.insert(name.to_owned(), value);
-            }
-        }
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now))]),
         )
         .await
     }

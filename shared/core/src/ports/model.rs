@@ -1,11 +1,9 @@
-//! The ports: what the core needs from the world, implemented by the adapters (embedded SQLite,
-//! DynamoDB/SQS). Every fact that matters lives behind these traits; nothing in process memory
-//! is needed for correctness.
+//! What the stores and queues keep: task heads, reply records, leases, push delivery records,
+//! and the jobs on the queues. Plain data; the traits that keep them are beside it.
 
 use std::time::Duration;
 
-use a2a_protocol::{Message, Task, TaskPushNotificationConfig, TaskState, Timestamp};
-use async_trait::async_trait;
+use a2a_protocol::{Message, Task, TaskState, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::event::LoggedEvent;
@@ -115,195 +113,6 @@ pub enum StoreError {
     Backend(String),
 }
 
-/// The task store: heads, the event log, push configs and leases.
-///
-/// **Push fan-out is the store's.** Every event a create or an append writes becomes one
-/// [`PushJob`] per push config the task has at that moment ([`push_jobs`] says which), and
-/// the store makes that happen *atomically with the write*: a store beside its push queue (the
-/// embedded one) enqueues the jobs in the same transaction; DynamoDB lets the table's stream
-/// carry the write to [`crate::A2aService::fan_out`]. Either way a process that dies right
-/// after the write loses no push, and a task without push configs costs nothing for push.
-#[async_trait]
-pub trait TaskStore: Send + Sync + 'static {
-    /// Creates a task: writes `head` (with `head.version == events.last().seq`) and the first
-    /// events (seq 1..=n) atomically. `Conflict` if the task id exists.
-    async fn create_task(
-        &self,
-        head: &StoredTask,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError>;
-
-    /// Creates a task as [`Self::create_task`] does, with push configs that must see its first
-    /// events (SendMessage's inline config): they are stored, and the create's events fan out
-    /// to them. The default stores the configs, then creates the task: right for a store whose
-    /// create reads the task's configs in its own transaction; a store that cannot read during
-    /// its create (DynamoDB) writes the configs' ids with the task instead.
-    async fn create_task_with_push_configs(
-        &self,
-        head: &StoredTask,
-        events: &[LoggedEvent],
-        configs: &[TaskPushNotificationConfig],
-    ) -> Result<(), StoreError> {
-        for config in configs {
-            self.put_push_config(&head.owner, config, head.expires_at)
-                .await?;
-        }
-        self.create_task(head, events).await
-    }
-
-    /// Appends `events` (seq `expected_version + 1 ..`) and replaces the head with `head`, atomically,
-    /// only if the stored version is still `expected_version`; otherwise `Conflict`.
-    async fn append_events(
-        &self,
-        head: &StoredTask,
-        expected_version: u64,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError>;
-
-    /// The head of a task, if it exists, belongs to `owner` and has not expired.
-    async fn load_task(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-    ) -> Result<Option<StoredTask>, StoreError>;
-
-    /// What `task_id` holds for `owner`, with one read: the task's head or a reply record (see
-    /// [`StoredReply`]), if it exists, belongs to `owner` and has not expired.
-    /// [`Self::load_task`] never returns a reply record.
-    async fn load_send(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-    ) -> Result<Option<SendRecord>, StoreError>;
-
-    /// Records a direct reply under `task_id` if no live task or reply record holds that id;
-    /// `false` (and nothing written) if one does. A live reply record makes
-    /// [`Self::create_task`] of the same id a `Conflict`.
-    async fn put_reply(&self, task_id: &str, reply: &StoredReply) -> Result<bool, StoreError>;
-
-    /// Up to `limit` events with seq > `after_seq`, in order. Empty if the task is not the owner's.
-    async fn read_events(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<LoggedEvent>, StoreError>;
-
-    /// A page of the owner's tasks.
-    async fn list_tasks(&self, owner: &Owner, query: &TaskQuery) -> Result<TaskPage, StoreError>;
-
-    /// Returns once the task may have a version above `after_version`, or after `max_wait`.
-    /// Only a hint to avoid busy polling: callers re-read the log either way.
-    async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration);
-
-    /// Creates or replaces a push config (its `task_id` and `id` are set).
-    async fn put_push_config(
-        &self,
-        owner: &Owner,
-        config: &TaskPushNotificationConfig,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError>;
-
-    /// One push config of the owner's task.
-    async fn get_push_config(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<TaskPushNotificationConfig>, StoreError>;
-
-    /// All push configs of the owner's task, ordered by id.
-    async fn list_push_configs(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
-
-    /// Deletes a push config; `false` if there was none.
-    async fn delete_push_config(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<bool, StoreError>;
-
-    /// Records the outcome of one delivery attempt to a push config: applies
-    /// [`PushDeliveryState::record`] to the config's delivery record (an empty one if there is
-    /// none yet) and keeps the record until `expires_at`. The record outlives the config: after
-    /// a 410 Gone the config is deleted and its record says why.
-    async fn record_push_attempt(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-        attempt: &PushAttempt,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError>;
-
-    /// The delivery record of a push config of the owner's task, if any attempt was recorded
-    /// and it has not expired.
-    async fn get_push_delivery(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<PushDeliveryState>, StoreError>;
-
-    /// Takes the execution lease of a task for `holder` until `until`, if it is free, expired, or
-    /// already held by `holder`. `false` if someone else holds it.
-    async fn acquire_lease(
-        &self,
-        task_id: &str,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<bool, StoreError>;
-
-    /// Starts an attempt at the queued job that runs a task's message `trigger_seq`: takes the
-    /// task's execution lease for `holder` until `until` (as [`TaskStore::acquire_lease`]) and,
-    /// in the same write, counts one more attempt of that job on the lease. Returns the attempt
-    /// number (1 on the first), or `None` if someone else holds the lease (nothing counted).
-    ///
-    /// The count is ours, not the queue's: a delivery that never reached the handler (a
-    /// throttled Lambda invocation) counts nothing. It lives as long as the lease record: a
-    /// release (the job ended) forgets it, an attempt that died keeps it for the next one.
-    async fn begin_job_attempt(
-        &self,
-        task_id: &str,
-        trigger_seq: u64,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<Option<u32>, StoreError>;
-
-    /// Gives the lease back, if `holder` still holds it.
-    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError>;
-
-    /// Like [`TaskStore::acquire_lease`], for an inline execution: the lease also records the
-    /// task's owner and that nothing would redeliver its work, so that once it expires
-    /// [`TaskStore::list_expired_inline_leases`] lists it and a sweep can end the task. The
-    /// same lease as the queued one: whichever kind holds it, the other waits.
-    async fn acquire_inline_lease(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<bool, StoreError>;
-
-    /// Up to `limit` inline leases that ended at or before `now` and were not released: their
-    /// execution stopped without giving its task back (a crashed process). Queued leases are
-    /// never listed: the queue redelivers their work.
-    async fn list_expired_inline_leases(
-        &self,
-        now: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<ExpiredLease>, StoreError>;
-
-    /// Removes `lease` if it is still exactly this expired lease (same holder, same end):
-    /// `false` if it was renewed, taken over or removed meanwhile.
-    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError>;
-}
-
 /// An inline execution lease that ended without being released, as listed for the sweep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpiredLease {
@@ -360,7 +169,7 @@ impl PushJob {
 
 /// Events a store wrote to a task, as its push fan-out sees them: who owns the task, the events
 /// of that one write, and the task's push configs at that moment. A DynamoDB stream record of a
-/// task head decodes to one of these ([`crate::A2aService::fan_out`] takes them).
+/// task head decodes to one of these (`A2aService::fan_out` takes them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppendedEvents {
     /// Owner of the task.
@@ -415,20 +224,6 @@ pub fn push_jobs_at(
             })
         })
         .collect()
-}
-
-/// The work queue (SQS standard with a dead-letter queue in the cloud).
-#[async_trait]
-pub trait WorkQueue: Send + Sync + 'static {
-    /// Enqueues a job; once this returns `Ok` the job is durable.
-    async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError>;
-}
-
-/// The push queue (SQS FIFO grouped by task in the cloud).
-#[async_trait]
-pub trait PushQueue: Send + Sync + 'static {
-    /// Enqueues delivery jobs, in order; once this returns `Ok` they are durable.
-    async fn enqueue_push(&self, jobs: &[PushJob]) -> Result<(), StoreError>;
 }
 
 /// What a job handler tells its queue to do with the message it was given.

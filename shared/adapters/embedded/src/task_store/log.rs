@@ -1,11 +1,11 @@
-//! [`TaskStore`] on SQLite: heads, the event log, push configs, their delivery records and
-//! leases.
+//! The task event log on SQLite: heads in `tasks`, events in `events`, reply records, and
+//! ListTasks on the by-owner index; each write's push fan-out in its own transaction.
 
 use std::time::Duration;
 
 use a2a_core::{
-    ExpiredLease, LoggedEvent, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError,
-    StoredReply, StoredTask, TaskPage, TaskQuery, TaskStore,
+    LoggedEvent, Owner, PushConfigStore, SendRecord, StoreError, StoredReply, StoredTask,
+    TaskLogStore, TaskPage, TaskQuery,
 };
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
@@ -17,9 +17,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::{insert_push_rows, push_rows};
 use crate::{now_ms, to_i64, CachedStatements, DbError, SqliteStore, POLL_INTERVAL};
-
-/// How long an expired inline lease is kept for the sweep before the purge deletes it anyway.
-const LEASE_PURGE_GRACE_MS: i64 = 24 * 3600 * 1000;
 
 /// A head as written to the `tasks` table, serialised before entering the blocking pool.
 struct HeadRow {
@@ -323,143 +320,10 @@ impl SqliteStore {
         })
         .await
     }
-
-    /// Takes a task's lease: queued (`owner` is `None`) or inline (with the task's owner).
-    async fn take_lease(
-        &self,
-        task_id: &str,
-        holder: &str,
-        until: Timestamp,
-        owner: Option<String>,
-    ) -> Result<bool, StoreError> {
-        let task_id = task_id.to_owned();
-        let holder = holder.to_owned();
-        let until_ms = until.millis();
-        self.write(move |tx| {
-            let inline = owner.is_some();
-            // The upsert's WHERE decides in one statement: take a free or expired lease, renew
-            // our own, leave anyone else's alone (then no row changes).
-            let changed = tx.execute_cached(
-                "INSERT INTO leases (task_id, holder, until_ms, owner, inline)
-                 VALUES (?1, ?2, ?3, ?5, ?6)
-                 ON CONFLICT (task_id) DO UPDATE
-                 SET holder = excluded.holder, until_ms = excluded.until_ms,
-                     owner = excluded.owner, inline = excluded.inline
-                 WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4",
-                params![task_id, holder, until_ms, now_ms(), owner, inline],
-            )?;
-            Ok(changed == 1)
-        })
-        .await
-    }
-
-    /// [`TaskStore::begin_job_attempt`]: takes the lease as a queued one and counts the
-    /// attempt in the same upsert.
-    async fn take_job_lease(
-        &self,
-        task_id: &str,
-        trigger_seq: u64,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<Option<u32>, StoreError> {
-        let task_id = task_id.to_owned();
-        let holder = holder.to_owned();
-        let until_ms = until.millis();
-        let seq = i64::try_from(trigger_seq).unwrap_or(i64::MAX);
-        self.write(move |tx| {
-            // Same WHERE as `take_lease`; the SET sees the old row, so the count goes on for
-            // the same job and starts again for another one.
-            let attempts: Option<i64> = tx
-                .query_row_cached(
-                    "INSERT INTO leases (task_id, holder, until_ms, owner, inline, job_seq, job_attempts)
-                     VALUES (?1, ?2, ?3, NULL, 0, ?5, 1)
-                     ON CONFLICT (task_id) DO UPDATE
-                     SET holder = excluded.holder, until_ms = excluded.until_ms,
-                         owner = NULL, inline = 0,
-                         job_attempts = CASE WHEN leases.job_seq = excluded.job_seq
-                                             THEN leases.job_attempts + 1 ELSE 1 END,
-                         job_seq = excluded.job_seq
-                     WHERE leases.holder = excluded.holder OR leases.until_ms <= ?4
-                     RETURNING job_attempts",
-                    params![task_id, holder, until_ms, now_ms(), seq],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            Ok(attempts.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
-        })
-        .await
-    }
-
-    /// Deletes expired tasks (with their events), push configs, leases and de-duplication
-    /// keys. Returns how many tasks were removed.
-    ///
-    /// Reads already hide expired items, so this only reclaims space; the local server calls
-    /// it periodically.
-    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
-        self.write(|tx| {
-            let now = now_ms();
-            // Events are deleted explicitly rather than through the foreign key's cascade, so
-            // that the purge does not depend on the connection's `foreign_keys` setting.
-            tx.execute_cached(
-                "DELETE FROM events WHERE task_id IN
-                     (SELECT task_id FROM tasks WHERE expires_at_ms <= ?1)",
-                [now],
-            )?;
-            let tasks = tx.execute_cached("DELETE FROM tasks WHERE expires_at_ms <= ?1", [now])?;
-            tx.execute_cached("DELETE FROM push_configs WHERE expires_at_ms <= ?1", [now])?;
-            tx.execute_cached(
-                "DELETE FROM push_deliveries WHERE expires_at_ms <= ?1",
-                [now],
-            )?;
-            tx.execute_cached(
-                "DELETE FROM message_replies WHERE expires_at_ms <= ?1",
-                [now],
-            )?;
-            // Expired inline leases are the sweep's to find (it ends their tasks), and a queued
-            // job's lease carries its attempt count for the job's redelivery: both are purged
-            // only after a day, like DynamoDB's TTL does.
-            tx.execute_cached(
-                "DELETE FROM leases WHERE until_ms <= ?1
-                 AND ((inline = 0 AND job_attempts = 0) OR until_ms <= ?2)",
-                [now, now - LEASE_PURGE_GRACE_MS],
-            )?;
-            tx.execute_cached("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
-            Ok(tasks)
-        })
-        .await
-    }
-
-    /// The JSON body of the row of `table` (`push_configs` or `push_deliveries`) for
-    /// `config_id` of task `task_id`, if `owner` has one that has not expired.
-    async fn config_row<T: serde::de::DeserializeOwned + Send + 'static>(
-        &self,
-        table: &'static str,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<T>, StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        let config_id = config_id.to_owned();
-        self.read(move |conn| {
-            let body: Option<String> = conn
-                .query_row_cached(
-                    &format!(
-                        "SELECT body FROM {table}
-                         WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4"
-                    ),
-                    params![owner, task_id, config_id, now_ms()],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
-        })
-        .await
-    }
 }
 
 #[async_trait]
-impl TaskStore for SqliteStore {
+impl TaskLogStore for SqliteStore {
     async fn create_task(
         &self,
         head: &StoredTask,
@@ -507,6 +371,20 @@ impl TaskStore for SqliteStore {
         self.inner.appends.wrote(&task_id, version);
         self.push_enqueued(pushed);
         Ok(())
+    }
+
+    async fn create_task_with_push_configs(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+        configs: &[TaskPushNotificationConfig],
+    ) -> Result<(), StoreError> {
+        // The create's transaction reads the task's configs for its fan-out: store them first.
+        for config in configs {
+            self.put_push_config(&head.owner, config, head.expires_at)
+                .await?;
+        }
+        self.create_task(head, events).await
     }
 
     async fn append_events(
@@ -792,236 +670,5 @@ impl TaskStore for SqliteStore {
                 () = tokio::time::sleep_until(tick) => true,
             };
         }
-    }
-
-    async fn put_push_config(
-        &self,
-        owner: &Owner,
-        config: &TaskPushNotificationConfig,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
-        if config.task_id.is_empty() || config.id.is_empty() {
-            return Err(StoreError::Backend(
-                "a stored push config needs a task id and an id".into(),
-            ));
-        }
-        let owner = owner.as_str().to_owned();
-        let task_id = config.task_id.clone();
-        let config_id = config.id.clone();
-        let body = serde_json::to_string(config).map_err(DbError::from)?;
-        let expires_at_ms = expires_at.millis();
-        self.write(move |tx| {
-            tx.execute_cached(
-                "INSERT INTO push_configs (owner, task_id, config_id, body, expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (owner, task_id, config_id)
-                 DO UPDATE SET body = excluded.body, expires_at_ms = excluded.expires_at_ms",
-                params![owner, task_id, config_id, body, expires_at_ms],
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn get_push_config(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
-        self.config_row("push_configs", owner, task_id, config_id)
-            .await
-    }
-
-    async fn list_push_configs(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT body FROM push_configs
-                 WHERE owner = ?1 AND task_id = ?2 AND expires_at_ms > ?3
-                 ORDER BY config_id",
-            )?;
-            let bodies = stmt
-                .query_map(params![owner, task_id, now_ms()], |r| r.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
-            bodies
-                .iter()
-                .map(|body| Ok(serde_json::from_str(body)?))
-                .collect()
-        })
-        .await
-    }
-
-    async fn delete_push_config(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<bool, StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        let config_id = config_id.to_owned();
-        self.write(move |tx| {
-            let now = now_ms();
-            let expires_at: Option<i64> = tx
-                .query_row_cached(
-                    "SELECT expires_at_ms FROM push_configs
-                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
-                    params![owner, task_id, config_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            tx.execute_cached(
-                "DELETE FROM push_configs WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3",
-                params![owner, task_id, config_id],
-            )?;
-            // An expired config was already invisible: deleting it is not deleting "one".
-            Ok(expires_at.is_some_and(|t| t > now))
-        })
-        .await
-    }
-
-    async fn record_push_attempt(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-        attempt: &PushAttempt,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
-        let owner = owner.as_str().to_owned();
-        let task_id = task_id.to_owned();
-        let config_id = config_id.to_owned();
-        let attempt = attempt.clone();
-        let expires_at_ms = expires_at.millis();
-        self.write(move |tx| {
-            let now = now_ms();
-            // Read, fold and write in one immediate transaction: concurrent attempts (other
-            // processes on the file) cannot lose each other's counts.
-            let body: Option<String> = tx
-                .query_row_cached(
-                    "SELECT body FROM push_deliveries
-                     WHERE owner = ?1 AND task_id = ?2 AND config_id = ?3 AND expires_at_ms > ?4",
-                    params![owner, task_id, config_id, now],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let mut state: PushDeliveryState = match body {
-                Some(body) => serde_json::from_str(&body)?,
-                None => PushDeliveryState::default(),
-            };
-            state.record(&attempt);
-            tx.execute_cached(
-                "INSERT INTO push_deliveries (owner, task_id, config_id, body, expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (owner, task_id, config_id)
-                 DO UPDATE SET body = excluded.body, expires_at_ms = excluded.expires_at_ms",
-                params![
-                    owner,
-                    task_id,
-                    config_id,
-                    serde_json::to_string(&state)?,
-                    expires_at_ms
-                ],
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn get_push_delivery(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<PushDeliveryState>, StoreError> {
-        self.config_row("push_deliveries", owner, task_id, config_id)
-            .await
-    }
-
-    async fn acquire_lease(
-        &self,
-        task_id: &str,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.take_lease(task_id, holder, until, None).await
-    }
-
-    async fn begin_job_attempt(
-        &self,
-        task_id: &str,
-        trigger_seq: u64,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<Option<u32>, StoreError> {
-        self.take_job_lease(task_id, trigger_seq, holder, until)
-            .await
-    }
-
-    async fn acquire_inline_lease(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        holder: &str,
-        until: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.take_lease(task_id, holder, until, Some(owner.as_str().to_owned()))
-            .await
-    }
-
-    async fn list_expired_inline_leases(
-        &self,
-        now: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<ExpiredLease>, StoreError> {
-        let limit = to_i64(limit as u64);
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT task_id, owner, holder, until_ms FROM leases
-                 WHERE inline = 1 AND until_ms <= ?1 ORDER BY until_ms LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![now.millis(), limit], |r| {
-                Ok(ExpiredLease {
-                    task_id: r.get(0)?,
-                    owner: Owner(r.get::<_, Option<String>>(1)?.unwrap_or_default()),
-                    holder: r.get(2)?,
-                    until: Timestamp::from_millis(r.get(3)?),
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-        .await
-    }
-
-    async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
-        let lease = lease.clone();
-        self.write(move |tx| {
-            let removed = tx.execute_cached(
-                "DELETE FROM leases
-                 WHERE task_id = ?1 AND holder = ?2 AND until_ms = ?3 AND inline = 1",
-                params![lease.task_id, lease.holder, lease.until.millis()],
-            )?;
-            Ok(removed == 1)
-        })
-        .await
-    }
-
-    async fn release_lease(&self, task_id: &str, holder: &str) -> Result<(), StoreError> {
-        let task_id = task_id.to_owned();
-        let holder = holder.to_owned();
-        self.write(move |tx| {
-            tx.execute_cached(
-                "DELETE FROM leases WHERE task_id = ?1 AND holder = ?2",
-                params![task_id, holder],
-            )?;
-            Ok(())
-        })
-        .await
     }
 }

@@ -1,0 +1,12 @@
+//! The ports: what the core needs from the world, implemented by the adapters (embedded SQLite,
+//! DynamoDB/SQS). Every fact that matters lives behind these traits; nothing in process memory
+//! is needed for correctness. The store's data model ([`model`]) is apart from the traits that
+//! keep it ([`store`], [`queues`]).
+
+mod model;
+mod queues;
+mod store;
+
+pub use model::*;
+pub use queues::{PushQueue, WorkQueue};
+pub use store::{LeaseStore, PushConfigStore, TaskLogStore, TaskStore};
