@@ -1,0 +1,230 @@
+//! The A2A operations. [`A2aService::call`] is what every front door (the local router, each
+//! Lambda function) calls with an [`OperationRequest`]; it owns no state between requests beyond
+//! configuration and clients. It runs on the kernel (`crate::kernel`).
+//!
+//! One file per part: [`request`] (an operation's request and answer as the front doors hand
+//! them over), [`send`] (the send state machine), [`tasks`] (the operations on a task),
+//! [`push_configs`] (the push-config operations), [`card`] (the agent card) and [`typed`] (typed
+//! methods over `call`). Here: the service itself, the dispatch, and the entry points of the
+//! background work (worker, push delivery, fan-out, sweep, shutdown).
+
+mod card;
+mod push_configs;
+mod request;
+mod send;
+mod tasks;
+mod typed;
+
+use std::sync::Arc;
+
+use a2a_protocol::{A2AError, AgentCard};
+
+pub use request::{OperationRequest, OperationResponse, Reply};
+
+use crate::agent::Agent;
+use crate::auth::Permission;
+use crate::config::ServiceConfig;
+use crate::context::CallContext;
+use crate::execution::Executions;
+use crate::kernel::Core;
+use crate::ports::{
+    AppendedEvents, JobOutcome, Owner, PushJob, PushQueue, StoreError, StoredTask, TaskStore,
+    WorkJob, WorkQueue,
+};
+use crate::task_log::TaskLog;
+
+/// The A2A operations, for every front door. Cheap to clone.
+#[derive(Clone)]
+pub struct A2aService {
+    core: Arc<Core>,
+}
+
+impl A2aService {
+    /// Builds the service from its configuration, the agent and the adapters.
+    pub fn new(
+        config: ServiceConfig,
+        agent: Arc<dyn Agent>,
+        store: Arc<dyn TaskStore>,
+        work: Arc<dyn WorkQueue>,
+        push: Arc<dyn PushQueue>,
+    ) -> Self {
+        let cards = card::build(&config, &agent.describe());
+        let log = Arc::new(TaskLog::new(
+            store.clone(),
+            config.retention,
+            config.observer.clone(),
+        ));
+        Self {
+            core: Arc::new(Core {
+                config,
+                agent,
+                store,
+                log,
+                work,
+                push,
+                card: cards.card,
+                extended_card: cards.extended_card,
+                offers_extended_card: cards.offers_extended_card,
+                executions: Executions::default(),
+            }),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.core.config
+    }
+
+    /// The public agent card.
+    pub fn agent_card(&self) -> &AgentCard {
+        &self.core.card
+    }
+
+    /// Runs one operation for `ctx`: the one entry point of every front door. The caller's
+    /// permission for the operation ([`Operation::permission`]) is checked here, once, before
+    /// anything else: it depends on nothing but the caller, so it reveals nothing about tasks.
+    pub async fn call(
+        &self,
+        ctx: &CallContext,
+        request: OperationRequest,
+    ) -> Result<OperationResponse, A2AError> {
+        let operation = request.operation();
+        let started = std::time::Instant::now();
+        let result = self.dispatch(ctx, request).await;
+        self.core
+            .config
+            .observer
+            .operation(operation, started.elapsed(), result.as_ref().err());
+        result
+    }
+
+    async fn dispatch(
+        &self,
+        ctx: &CallContext,
+        request: OperationRequest,
+    ) -> Result<OperationResponse, A2AError> {
+        ctx.require(Permission::for_operation(request.operation()))?;
+        use OperationRequest as R;
+        use OperationResponse as Out;
+        Ok(match request {
+            R::SendMessage(r) => Out::Sent(self.run_send_message(ctx, r).await?),
+            R::SendStreamingMessage(r) => {
+                Out::Stream(self.run_send_streaming_message(ctx, r).await?)
+            }
+            R::GetTask(r) => Out::Task(self.run_get_task(ctx, r).await?),
+            R::ListTasks(r) => Out::Tasks(self.run_list_tasks(ctx, r).await?),
+            R::CancelTask(r) => Out::Task(self.run_cancel_task(ctx, r).await?),
+            R::SubscribeToTask(r, after) => {
+                Out::Stream(self.run_subscribe_to_task(ctx, r, after).await?)
+            }
+            R::CreateTaskPushNotificationConfig(r) => {
+                Out::PushConfig(self.run_create_push_config(ctx, r).await?)
+            }
+            R::GetTaskPushNotificationConfig(r) => {
+                Out::PushConfig(self.run_get_push_config(ctx, r).await?)
+            }
+            R::ListTaskPushNotificationConfigs(r) => {
+                Out::PushConfigs(self.run_list_push_configs(ctx, r).await?)
+            }
+            R::DeleteTaskPushNotificationConfig(r) => {
+                self.run_delete_push_config(ctx, r).await?;
+                Out::Empty
+            }
+            R::GetExtendedAgentCard(r) => Out::Card(self.run_get_extended_card(ctx, r).await?),
+        })
+    }
+
+    fn require_streaming(&self) -> Result<(), A2AError> {
+        if self.core.config.streaming {
+            Ok(())
+        } else {
+            Err(A2AError::unsupported(
+                "Streaming is not supported by this agent",
+            ))
+        }
+    }
+
+    fn check_extensions(&self, ctx: &CallContext) -> Result<(), A2AError> {
+        for ext in &self.core.card.capabilities.extensions {
+            if ext.required && !ctx.extensions.iter().any(|u| u == &ext.uri) {
+                return Err(A2AError::ExtensionSupportRequired(format!(
+                    "This agent requires the extension {}; activate it with the A2A-Extensions header",
+                    ext.uri
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn load(&self, owner: &Owner, task_id: &str) -> Result<StoredTask, A2AError> {
+        self.core.log.load(owner, task_id).await
+    }
+
+    /// Ends the tasks of inline executions still running in this process as FAILED, for a
+    /// graceful shutdown: their work dies with the process, and nothing would redeliver it.
+    /// Their leases are given back. Queued work is not touched: its job is redelivered to
+    /// another worker.
+    ///
+    /// Then every open stream of this process (SendStreamingMessage, SubscribeToTask, a
+    /// blocking SendMessage's wait) delivers what the log holds (those FAILED events
+    /// included) and ends cleanly; a client resubscribes elsewhere for a task still running.
+    pub async fn shutdown(&self) {
+        self.core
+            .executions
+            .shutdown("The server shut down while the agent was working on this task.")
+            .await;
+        self.core.log.stop_following();
+    }
+
+    /// Ends the tasks of inline executions that stopped without finishing (their process
+    /// crashed, a Lambda instance was lost): for up to `limit` inline leases that expired
+    /// without being given back, a task still active is ended FAILED with a reason, through
+    /// its log like any other final event, and the lease is removed. Returns how many tasks
+    /// it ended. Hosts call it on a schedule; it is safe to run anywhere, any number of times
+    /// at once.
+    pub async fn sweep_expired_executions(&self, limit: usize) -> Result<usize, StoreError> {
+        crate::execution::sweep_expired(&*self.core.store, &self.core.log, limit).await
+    }
+
+    /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
+    /// is how many times the queue has handed this job out, this time included: for logs only.
+    /// Attempts are counted on the task's lease ([`TaskStore::begin_job_attempt`]); after
+    /// `max_job_attempts` the task ends FAILED and the outcome is
+    /// [`JobOutcome::DeadLetter`] with the reason.
+    pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {
+        let (outcome, attempt) = crate::worker::run_work_job(&self.core, job, receive_count).await;
+        if attempt > 0 {
+            self.core.config.observer.work_job(attempt, &outcome);
+        }
+        outcome
+    }
+
+    /// Delivers a push job (from the push queue) to its webhook. `receive_count` is how many
+    /// times the queue has handed this job out: a hint only (on the first receive no attempt
+    /// can have been made, so the delivery record is not read). Attempts are counted on the
+    /// config's delivery record; the last one that fails, after `max_push_attempts`, returns
+    /// [`JobOutcome::DeadLetter`] with the reason.
+    pub async fn deliver_push(&self, job: &PushJob, receive_count: u32) -> JobOutcome {
+        crate::push::deliver(&self.core, job, receive_count).await
+    }
+
+    /// The push fan-out of writes a store reports after the fact, in order: one job per visible
+    /// event and push config ([`crate::push_jobs`]) on the push queue. The DynamoDB table's
+    /// stream feeds it (the fan-out function on Lambda, a stream poller locally), so the fan-out
+    /// happens because the write happened, whatever became of its writer. Enqueueing is
+    /// idempotent (jobs are de-duplicated by task, event and config), so a batch may be handed
+    /// over again after a failure.
+    pub async fn fan_out(&self, writes: &[AppendedEvents]) -> Result<(), StoreError> {
+        if !self.core.config.push_notifications {
+            return Ok(());
+        }
+        let jobs: Vec<PushJob> = writes
+            .iter()
+            .flat_map(|w| crate::push_jobs(&w.owner, &w.task_id, &w.events, &w.config_ids))
+            .collect();
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.core.push.enqueue_push(&jobs).await
+    }
+}

@@ -1,0 +1,112 @@
+//! The push-config operations: Create, Get, List and Delete TaskPushNotificationConfig.
+
+use a2a_protocol::{
+    A2AError, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+};
+
+use super::A2aService;
+use crate::context::CallContext;
+use crate::task_log::store_error;
+
+impl A2aService {
+    /// Whether push notifications are offered: every push-config operation starts with it
+    /// (after the push permission, which [`Self::call`] checks).
+    pub(super) fn require_push_capability(&self) -> Result<(), A2AError> {
+        if self.core.config.push_notifications {
+            Ok(())
+        } else {
+            Err(A2AError::PushNotificationNotSupported)
+        }
+    }
+
+    /// CreateTaskPushNotificationConfig.
+    pub(super) async fn run_create_push_config(
+        &self,
+        ctx: &CallContext,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.require_push_capability()?;
+        config.generation = ctx.generation;
+        if config.task_id.is_empty() {
+            return Err(A2AError::invalid_params("taskId is required"));
+        }
+        config.validate()?;
+        self.core
+            .config
+            .push_policy
+            .check_new_url(&config.url, &*self.core.config.push_sender)
+            .await?;
+        let head = self.load(&ctx.owner, &config.task_id).await?;
+        self.core
+            .log
+            .put_push_config(&ctx.owner, &head.task.id, config)
+            .await
+            .map(without_generation)
+    }
+
+    /// GetTaskPushNotificationConfig.
+    pub(super) async fn run_get_push_config(
+        &self,
+        ctx: &CallContext,
+        request: TaskPushNotificationConfigRef,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.require_push_capability()?;
+        request.validate()?;
+        self.load(&ctx.owner, &request.task_id).await?;
+        self.core
+            .store
+            .get_push_config(&ctx.owner, &request.task_id, &request.id)
+            .await
+            .map_err(store_error)?
+            .map(without_generation)
+            .ok_or_else(|| A2AError::PushConfigNotFound {
+                task_id: request.task_id.clone(),
+                config_id: request.id.clone(),
+            })
+    }
+
+    /// ListTaskPushNotificationConfigs (one page holds them all).
+    pub(super) async fn run_list_push_configs(
+        &self,
+        ctx: &CallContext,
+        request: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
+        self.require_push_capability()?;
+        request.validate()?;
+        self.load(&ctx.owner, &request.task_id).await?;
+        let configs = self
+            .core
+            .store
+            .list_push_configs(&ctx.owner, &request.task_id)
+            .await
+            .map_err(store_error)?;
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: configs.into_iter().map(without_generation).collect(),
+            next_page_token: String::new(),
+        })
+    }
+
+    /// DeleteTaskPushNotificationConfig; deleting a config that is not there succeeds.
+    pub(super) async fn run_delete_push_config(
+        &self,
+        ctx: &CallContext,
+        request: TaskPushNotificationConfigRef,
+    ) -> Result<(), A2AError> {
+        self.require_push_capability()?;
+        request.validate()?;
+        self.load(&ctx.owner, &request.task_id).await?;
+        self.core
+            .store
+            .delete_push_config(&ctx.owner, &request.task_id, &request.id)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+}
+
+/// A push config as answered to clients: which generation set it is the store's business.
+fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.generation = None;
+    config
+}

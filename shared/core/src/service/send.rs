@@ -1,0 +1,569 @@
+//! SendMessage and SendStreamingMessage: the send state machine. A send is validated, its
+//! message recorded, and the agent started inline or queued ([`A2aService::start`]); a repeat
+//! of a message (same owner and `messageId`) starts nothing and answers as the original did.
+
+use a2a_protocol::{
+    A2AError, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
+    TaskPushNotificationConfig,
+};
+use tokio::time::Instant;
+
+use super::A2aService;
+use crate::agent::Placement;
+use crate::auth::Permission;
+use crate::context::CallContext;
+use crate::emitter::{Emitter, FirstOutcome};
+use crate::event::find_sent;
+use crate::execution::{new_emitter, take_follow_up_lease};
+use crate::idempotency;
+use crate::idempotency::MessageIdReuse;
+use crate::ports::{SendRecord, StoreError, StoredTask, WorkJob, JOB_FORMAT_VERSION};
+use crate::request::AgentRequest;
+use crate::task_log::{internal, store_error, AppendError, EventStream, StreamItem};
+
+impl A2aService {
+    /// SendMessage: blocks until the task is terminal or interrupted unless
+    /// `configuration.returnImmediately` is set.
+    pub(super) async fn run_send_message(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2AError> {
+        let configuration = request.configuration.clone().unwrap_or_default();
+        let started = self.start(ctx, request, false).await?;
+        let deadline = Instant::now() + self.core.config.blocking_timeout;
+        let (task_id, from_seq, known, execution) = match started {
+            Started::Message(message) => return Ok(SendMessageResponse::Message(message)),
+            // Only a new task's head (`from_seq` 0) is the agent's own write; any other head is
+            // from before the agent ran (the client's message recorded), not its answer.
+            Started::Task {
+                task_id,
+                from_seq,
+                head,
+                execution,
+            } => (task_id, from_seq, head.filter(|_| from_seq == 0), execution),
+            // A repeat waits as the original would, from where the task stands now.
+            Started::Repeat(head) => (head.task.id.clone(), head.version, Some(head), None),
+        };
+        // A caller that does not wait leaves the execution running (locally; on Lambda such
+        // work is queued instead, see `start`).
+        let execution = execution.filter(|_| !configuration.return_immediately);
+        // A task that already stopped in the head this request wrote (or just read) is the
+        // answer: following the log and reading the head back would only return it again.
+        if let Some(head) = known.filter(|head| stops(head)) {
+            settle(execution, deadline).await;
+            let mut task = head.task;
+            task.truncate_history(configuration.history_length);
+            return Ok(SendMessageResponse::Task(task));
+        }
+        if !configuration.return_immediately {
+            let mut events = Box::pin(self.core.log.follow(
+                ctx.owner.clone(),
+                task_id.clone(),
+                from_seq,
+                deadline,
+            ));
+            use futures::StreamExt;
+            while let Some(item) = events.next().await {
+                item?;
+            }
+            settle(execution, deadline).await;
+        }
+        let mut task = self.load(&ctx.owner, &task_id).await?.task;
+        task.truncate_history(configuration.history_length);
+        Ok(SendMessageResponse::Task(task))
+    }
+
+    /// SendStreamingMessage: the Task (or one Message) first, then every update until the task
+    /// is terminal or interrupted.
+    pub(super) async fn run_send_streaming_message(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+    ) -> Result<EventStream, A2AError> {
+        self.require_streaming()?;
+        match self.start(ctx, request, true).await? {
+            // A repeat resubscribes: the Task as it stands, then its events until it stops.
+            Started::Repeat(head) if stops(&head) => {
+                let item = StreamItem {
+                    seq: head.version,
+                    response: StreamResponse::Task(head.task),
+                };
+                Ok(Box::pin(futures::stream::once(async move { Ok(item) })))
+            }
+            Started::Repeat(head) => Ok(self.snapshot_then_follow(ctx, *head)),
+            Started::Message(message) => Ok(Box::pin(futures::stream::once(async move {
+                Ok(StreamItem {
+                    seq: 0,
+                    response: StreamResponse::Message(message),
+                })
+            }))),
+            Started::Task {
+                task_id,
+                from_seq: 0,
+                execution,
+                ..
+            } => {
+                // A new task: its first event is the Task as created.
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                let events = self
+                    .core
+                    .log
+                    .follow(ctx.owner.clone(), task_id, 0, deadline);
+                Ok(then_settled(Box::pin(events), execution, deadline))
+            }
+            // The Task as it stood right after the client's message, then every event after
+            // it: loading the head now instead could already include the agent's events and
+            // the stream would skip them.
+            Started::Task {
+                head: Some(head),
+                execution,
+                ..
+            } => {
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                Ok(then_settled(
+                    self.snapshot_then_follow(ctx, *head),
+                    execution,
+                    deadline,
+                ))
+            }
+            Started::Task {
+                task_id, execution, ..
+            } => {
+                let head = self.load(&ctx.owner, &task_id).await?;
+                let deadline = Instant::now() + self.core.config.max_stream_duration;
+                Ok(then_settled(
+                    self.snapshot_then_follow(ctx, head),
+                    execution,
+                    deadline,
+                ))
+            }
+        }
+    }
+
+    /// Runs an inline execution in the background of this process; the handle tells when it
+    /// ended (see [`settle`]).
+    fn spawn_inline(&self, emitter: Emitter) -> tokio::task::JoinHandle<()> {
+        let core = self.core.clone();
+        tokio::spawn(async move {
+            core.executions
+                .run_inline(core.agent.clone(), emitter)
+                .await
+        })
+    }
+
+    /// The original result of a message of `ctx`'s owner sent before under `task_id` (its
+    /// derived id), if a task or reply holds that id: the message is a repeat.
+    async fn original(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+    ) -> Result<Option<Started>, A2AError> {
+        let record = self
+            .core
+            .store
+            .load_send(&ctx.owner, task_id)
+            .await
+            .map_err(store_error)?;
+        record.map(|r| repeat_of(task_id, sent, r)).transpose()
+    }
+
+    /// For a copy that lost the race to create its task: the winner's task or reply.
+    async fn superseded(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+    ) -> Result<Started, A2AError> {
+        self.original(ctx, sent, task_id).await?.ok_or_else(|| {
+            if ctx.requested_task_id.as_deref() == Some(task_id) {
+                // The id is taken, by another owner: say no more than that it cannot be used.
+                A2AError::invalid_params(format!(
+                    "Task id {task_id} cannot be used for a new task; choose another id"
+                ))
+            } else {
+                internal(
+                    "a send lost the race for its task id, but no task or reply holds it",
+                    task_id,
+                )
+            }
+        })
+    }
+
+    /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
+    /// into the task's history first, otherwise `err`.
+    async fn follow_up_failed(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        task_id: &str,
+        err: A2AError,
+    ) -> Result<Started, A2AError> {
+        match self.core.store.load_task(&ctx.owner, task_id).await {
+            Ok(Some(head)) if find_sent(&head.task, &sent.message_id).is_some() => {
+                repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
+            }
+            _ => Err(err),
+        }
+    }
+
+    /// The id a new task for `sent` gets (see [`idempotency::new_task_id`]).
+    fn new_task_id(&self, ctx: &CallContext, sent: &Message) -> String {
+        idempotency::new_task_id(&ctx.owner, sent, self.core.config.message_id_reuse)
+    }
+
+    /// SendMessage's inline push config, checked as a push-config write: it needs the push
+    /// permission beside the send permission that `call` checked, and a URL the policy allows.
+    async fn inline_push_config(
+        &self,
+        ctx: &CallContext,
+        config: Option<TaskPushNotificationConfig>,
+    ) -> Result<Option<TaskPushNotificationConfig>, A2AError> {
+        let Some(mut cfg) = config else {
+            return Ok(None);
+        };
+        cfg.generation = ctx.generation;
+        ctx.require(Permission::Push)?;
+        self.require_push_capability()?;
+        self.core
+            .config
+            .push_policy
+            .check_new_url(&cfg.url, &*self.core.config.push_sender)
+            .await?;
+        Ok(Some(cfg))
+    }
+
+    /// The id a new task for this message gets: the one the client chose (the early
+    /// protocol), else derived from the messageId when sends are idempotent. A chosen id the
+    /// owner already holds makes `message` a follow-up on that task.
+    async fn chosen_task_id(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        message: &mut Message,
+    ) -> Result<String, A2AError> {
+        let Some(id) = ctx.requested_task_id.as_deref() else {
+            return Ok(self.new_task_id(ctx, sent));
+        };
+        a2a_protocol::compat::inbound::validate_client_task_id(id)?;
+        if !message.task_id.is_empty() && message.task_id != id {
+            return Err(A2AError::invalid_params(
+                "message.taskId differs from the task id the request chose",
+            ));
+        }
+        let held = self
+            .core
+            .store
+            .load_task(&ctx.owner, id)
+            .await
+            .map_err(store_error)?;
+        if held.is_some() {
+            message.task_id = id.to_owned();
+        }
+        Ok(id.to_owned())
+    }
+
+    /// Validates a send, records the message, and starts the agent (inline or queued). A
+    /// repeat of a message (same owner and `messageId`) starts nothing: it returns the original
+    /// task or reply ([`crate::idempotency`]).
+    async fn start(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+        streaming: bool,
+    ) -> Result<Started, A2AError> {
+        let sent = request.validate()?.clone();
+        let mut message = sent.clone();
+        self.check_extensions(ctx)?;
+        let configuration = request.configuration.clone().unwrap_or_default();
+        let inline_push = self
+            .inline_push_config(ctx, configuration.task_push_notification_config.clone())
+            .await?;
+        let requested = ctx.requested_task_id.as_deref();
+        let new_task_id = self.chosen_task_id(ctx, &sent, &mut message).await?;
+        let existing = if message.task_id.is_empty() {
+            if requested.is_none() && self.core.config.message_id_reuse == MessageIdReuse::Reject {
+                // One read of the id a new task for this message would get tells a repeat.
+                if let Some(original) = self.original(ctx, &sent, &new_task_id).await? {
+                    return Ok(original);
+                }
+            }
+            None
+        } else {
+            let head = self.load(&ctx.owner, &message.task_id).await?;
+            // Before the terminal check: a repeat of the message that ended the task returns it.
+            if find_sent(&head.task, &message.message_id).is_some() {
+                return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
+            }
+            if head.task.status.state.is_terminal() {
+                return Err(A2AError::unsupported(format!(
+                    "Task {} is in terminal state {} and accepts no more messages",
+                    head.task.id, head.task.status.state
+                )));
+            }
+            if !message.context_id.is_empty() && message.context_id != head.task.context_id {
+                return Err(A2AError::invalid_params(format!(
+                    "message.contextId {} does not match the task's contextId {}",
+                    message.context_id, head.task.context_id
+                )));
+            }
+            Some(head)
+        };
+        let task_id = match &existing {
+            Some(h) => h.task.id.clone(),
+            None => new_task_id,
+        };
+        let context_id = match &existing {
+            Some(h) => h.task.context_id.clone(),
+            None if message.context_id.is_empty() => idempotency::context_id_for(&task_id),
+            None => message.context_id.clone(),
+        };
+        message.task_id = task_id.clone();
+        message.context_id = context_id.clone();
+        let agent_request = AgentRequest {
+            message,
+            task: existing.as_ref().map(|h| h.task.clone()),
+            task_id: task_id.clone(),
+            context_id,
+            streaming,
+            metadata: request.metadata.clone(),
+        };
+        let mut placement = self.core.agent.placement(&agent_request);
+        let caller_waits = streaming || !configuration.return_immediately;
+        if placement == Placement::Inline && !caller_waits && !self.core.config.background_inline {
+            placement = Placement::Queued;
+        }
+        // A new task's inline config without an id gets one derived from the task, so a
+        // racing copy of the message that writes it too (before losing the create) replaces it
+        // instead of adding a second config.
+        let inline_push = inline_push.map(|mut cfg| {
+            if existing.is_none() && cfg.id.is_empty() {
+                cfg.id = idempotency::push_config_id_for(&task_id);
+            }
+            cfg
+        });
+        if let (Some(cfg), Some(_)) = (&inline_push, &existing) {
+            self.core
+                .log
+                .put_push_config(&ctx.owner, &task_id, cfg.clone())
+                .await?;
+        }
+
+        match (placement, existing) {
+            (Placement::Queued, existing) => {
+                self.start_queued(ctx, &sent, agent_request, existing, inline_push)
+                    .await
+            }
+            (Placement::Inline, Some(head)) => {
+                self.start_inline_follow_up(ctx, &sent, agent_request, head)
+                    .await
+            }
+            (Placement::Inline, None) => {
+                self.start_inline_new(ctx, &sent, agent_request, inline_push)
+                    .await
+            }
+        }
+    }
+
+    /// Starts a queued execution: the task is created (or the follow-up recorded) and a work
+    /// job enqueued for the worker.
+    async fn start_queued(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        agent_request: AgentRequest,
+        existing: Option<StoredTask>,
+        inline_push: Option<TaskPushNotificationConfig>,
+    ) -> Result<Started, A2AError> {
+        let task_id = agent_request.task_id.clone();
+        let head = match existing {
+            None => match self
+                .core
+                .log
+                .create(&ctx.owner, &agent_request, Vec::new(), inline_push.as_ref())
+                .await
+            {
+                Ok(head) => head,
+                // A concurrent copy of the message created the task first.
+                Err(AppendError::Store(StoreError::Conflict)) => {
+                    return self.superseded(ctx, sent, &task_id).await
+                }
+                Err(err) => return Err(err.into()),
+            },
+            Some(head) => match self
+                .core
+                .log
+                .append_user_message(&ctx.owner, head, agent_request.message.clone())
+                .await
+            {
+                Ok(head) => head,
+                Err(err) => return self.follow_up_failed(ctx, sent, &task_id, err).await,
+            },
+        };
+        let job = WorkJob {
+            v: JOB_FORMAT_VERSION,
+            owner: ctx.owner.clone(),
+            task_id: task_id.clone(),
+            trigger_seq: head.version,
+        };
+        if let Err(err) = self.core.work.enqueue_work(&job).await {
+            // The client gets an error, and the task must not stay SUBMITTED forever.
+            let _ = self
+                .core
+                .log
+                .finish_failed(&ctx.owner, head, "the work could not be queued")
+                .await;
+            return Err(internal("work queue enqueue failed", err));
+        }
+        Ok(Started::Task {
+            task_id,
+            from_seq: head.version,
+            head: Some(Box::new(head)),
+            execution: None,
+        })
+    }
+
+    /// Starts an inline execution on a task waiting for this follow-up.
+    async fn start_inline_follow_up(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        agent_request: AgentRequest,
+        head: StoredTask,
+    ) -> Result<Started, A2AError> {
+        let task_id = agent_request.task_id.clone();
+        // The message makes the task active again: lease first (see the emitter). A
+        // racing copy of this message may hold it: then this one is a repeat.
+        if let Err(err) =
+            take_follow_up_lease(&*self.core.store, &ctx.owner, &task_id, &self.core.config).await
+        {
+            return self.follow_up_failed(ctx, sent, &task_id, err).await;
+        }
+        let head = match self
+            .core
+            .log
+            .append_user_message(&ctx.owner, head, agent_request.message.clone())
+            .await
+        {
+            Ok(head) => head,
+            Err(err) => {
+                let started = self.follow_up_failed(ctx, sent, &task_id, err).await;
+                // Give the lease back, unless a copy of this message won the append:
+                // its run (in this process, the same holder) works under that lease.
+                if started.is_err() {
+                    let holder = &self.core.config.worker_id;
+                    let _ = self.core.store.release_lease(&task_id, holder).await;
+                }
+                return started;
+            }
+        };
+        let from_seq = head.version;
+        let snapshot = Box::new(head.clone());
+        let (emitter, _first) =
+            new_emitter(&self.core.log, &ctx.owner, agent_request, Some(head), None);
+        let emitter = emitter.leased(&self.core.config, true);
+        let execution = self.spawn_inline(emitter);
+        Ok(Started::Task {
+            task_id,
+            from_seq,
+            head: Some(snapshot),
+            execution: Some(execution),
+        })
+    }
+
+    /// Starts an inline execution of a new message: the agent's first report creates the
+    /// task, or answers with a direct message.
+    async fn start_inline_new(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        agent_request: AgentRequest,
+        inline_push: Option<TaskPushNotificationConfig>,
+    ) -> Result<Started, A2AError> {
+        let task_id = agent_request.task_id.clone();
+        let (emitter, first) =
+            new_emitter(&self.core.log, &ctx.owner, agent_request, None, inline_push);
+        let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
+        match first.await {
+            Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
+            Ok(FirstOutcome::Superseded) => self.superseded(ctx, sent, &task_id).await,
+            Ok(FirstOutcome::TaskStarted(created)) => Ok(Started::Task {
+                task_id,
+                from_seq: 0,
+                head: Some(created),
+                execution: Some(execution),
+            }),
+            Err(_) => Err(A2AError::InvalidAgentResponse(
+                "the agent stopped without creating a task or replying".into(),
+            )),
+        }
+    }
+}
+
+/// Whether a task's stream would stop at once: it is terminal or waits for the client.
+fn stops(head: &StoredTask) -> bool {
+    let state = head.task.status.state;
+    state.is_terminal() || state.is_interrupted()
+}
+
+/// The original result for `sent`, a repeat of the message recorded in `record`, or
+/// InvalidParams if its body differs.
+/// `new_task_id` is the id a new task for `sent` gets.
+fn repeat_of(new_task_id: &str, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
+    match record {
+        SendRecord::Task(head) => {
+            let recorded = find_sent(&head.task, &sent.message_id).ok_or_else(|| {
+                internal(
+                    "a message's task does not hold the message",
+                    &sent.message_id,
+                )
+            })?;
+            idempotency::check_repeat(new_task_id, sent, recorded)?;
+            Ok(Started::Repeat(Box::new(head)))
+        }
+        SendRecord::Reply(reply) => {
+            idempotency::check_repeat(new_task_id, sent, &reply.request)?;
+            Ok(Started::Message(reply.reply))
+        }
+    }
+}
+
+enum Started {
+    /// A repeat of a message that started (or continued) this task: nothing new was started.
+    Repeat(Box<StoredTask>),
+    Message(Message),
+    Task {
+        task_id: String,
+        /// The log position the caller's view starts after (0: the task is new).
+        from_seq: u64,
+        /// The task as this request last wrote it, when known: right after the client's
+        /// message was recorded, or (a new task, `from_seq` 0) as its agent created it.
+        head: Option<Box<StoredTask>>,
+        /// The inline execution this request started, if any.
+        execution: Option<tokio::task::JoinHandle<()>>,
+    },
+}
+
+/// Waits, until `deadline`, for the inline execution a request started to end, so that its
+/// response is sent only once nothing of the request is left running: on Lambda the instance
+/// freezes as soon as the response is complete, and whatever still ran (the last events' push
+/// fan-out, the lease given back) would wait for the next request or be lost with the
+/// instance. An execution still running at the deadline (a task that went on) runs on.
+async fn settle(execution: Option<tokio::task::JoinHandle<()>>, deadline: Instant) {
+    if let Some(execution) = execution {
+        let _ = tokio::time::timeout_at(deadline, execution).await;
+    }
+}
+
+/// `events`, ended only once the request's inline execution ended too (see [`settle`]).
+fn then_settled(
+    events: EventStream,
+    execution: Option<tokio::task::JoinHandle<()>>,
+    deadline: Instant,
+) -> EventStream {
+    use futures::StreamExt;
+    let settled = futures::stream::once(settle(execution, deadline))
+        .filter_map(|()| futures::future::ready(None::<Result<StreamItem, A2AError>>));
+    Box::pin(events.chain(settled))
+}
