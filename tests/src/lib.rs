@@ -19,6 +19,9 @@
 //!
 //! Nothing here sleeps to synchronise: waits are on events, with timeouts that fail the test.
 
+// The end-to-end harness: a test library, documented where it helps.
+#![allow(missing_docs)]
+
 pub mod cli;
 pub mod client;
 pub mod issuer;

@@ -2,6 +2,9 @@
 //! attacks on them), API keys in a header or the query string, permissions per operation,
 //! owner scoping of every operation, tenants, the extended card, and logs free of secrets.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use a2a_e2e::issuer::{now, TestIssuer, ALL_SCOPES, AUDIENCE};
 use a2a_e2e::{
     both_bindings, err, follow_up, id_of, ok, send_request, state, store_ready, ApiError, Binding,

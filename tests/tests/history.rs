@@ -1,6 +1,9 @@
 //! History order on a multi-turn task, as the Python SDK keeps it: each agent question (the
 //! status message of INPUT_REQUIRED) enters history before the user's reply to it.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use a2a_e2e::*;
 use serde_json::{json, Value};
 

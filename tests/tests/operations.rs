@@ -1,6 +1,9 @@
 //! Every operation on both bindings: SendMessage, GetTask, ListTasks, CancelTask,
 //! SubscribeToTask, the push-config CRUD and GetExtendedAgentCard.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use a2a_e2e::*;

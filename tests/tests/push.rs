@@ -1,5 +1,8 @@
 //! Push notifications to a real webhook listener on 127.0.0.1.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use a2a_e2e::*;
 use serde_json::{json, Value};
 

@@ -1,5 +1,8 @@
 //! The reference agent's skills end to end: hold and follow-up, queued jobs, failure.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use a2a_e2e::*;
 use serde_json::json;
 

@@ -1,6 +1,9 @@
 //! Streams: event order, incremental delivery, resubscription with `Last-Event-ID`, and
 //! several subscribers on one task.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

@@ -6,44 +6,60 @@
 //! state between requests that correctness depends on: tasks, events, push configs and leases
 //! live in the store; in-process state is a cache or a wake-up hint at most.
 
-pub mod agent;
-pub mod auth;
-pub mod config;
-pub mod context;
-pub mod emitter;
-pub mod event;
+mod agent;
+mod auth;
+mod config;
+mod context;
+mod emitter;
+mod event;
 mod execution;
 mod idempotency;
-pub mod jobs;
+mod jobs;
 mod kernel;
-pub mod observe;
-pub mod ports;
-pub mod push;
-pub mod push_policy;
-pub mod request;
-pub mod service;
-pub mod signing;
-pub mod task_log;
-pub mod webhook;
+mod observe;
+mod ports;
+mod push;
+mod push_policy;
+mod request;
+mod service;
+mod signing;
+mod task_log;
+mod webhook;
 mod worker;
 
+// Every public item is reached one way: from the crate root. The modules are the crate's
+// rooms, not its interface.
 pub use agent::{Agent, AgentDescription, Placement};
-pub use auth::{Auth, AuthMode, AuthSettings, Credentials, Permission, Permissions, Principal};
-pub use config::{Generations, ServiceConfig};
+pub use auth::{
+    ApiKeyConfig, ApiKeyDocument, ApiKeyLocation, ApiKeyRecord, ApiKeySource, Auth, AuthFailure,
+    AuthMode, AuthSettings, Credentials, IssuedKey, JwksSource, JwksUnavailable, JwtConfig,
+    Permission, Permissions, Principal, ScopeNames, API_KEY_PREFIX, DEFAULT_JWT_ALGORITHMS,
+    ENV_API_KEY_LOCATION, ENV_API_KEY_NAME, ENV_AUTH, ENV_JWT_ALGORITHMS, ENV_JWT_AUDIENCE,
+    ENV_JWT_ISSUER, ENV_JWT_JWKS_TTL_SECS, ENV_JWT_JWKS_URL, ENV_JWT_LEEWAY_SECS,
+    ENV_JWT_SCOPE_CANCEL, ENV_JWT_SCOPE_PUSH, ENV_JWT_SCOPE_READ, ENV_JWT_SCOPE_SEND,
+};
+pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
 pub use context::CallContext;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use idempotency::MessageIdReuse;
-pub use jobs::{JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
+pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
 pub use observe::{NoObserver, Observer};
-pub use ports::*;
-pub use push_policy::{HostResolver, PushPolicy};
+pub use ports::{
+    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, ExpiredLease, JobOutcome, LeaseStore,
+    Owner, PushAttempt, PushAttemptResult, PushConfigStore, PushDeliveryState, PushJob, PushQueue,
+    SendRecord, StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore,
+    WorkJob, WorkQueue, JOB_FORMAT_VERSION,
+};
+pub use push::backoff;
+pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
 pub use request::{AgentError, AgentRequest};
 pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
 pub use signing::{
-    KeySet, PushSigner, SigningAlgorithm, SigningKey, SigningKeySource, SigningKeys,
+    body_sha256, KeyDocumentText, KeyError, KeySet, PushSigner, SecretPem, SigningAlgorithm,
+    SigningKey, SigningKeySource, SigningKeys, DEFAULT_PUSH_TOKEN_LIFETIME,
 };
-pub use task_log::{EventStream, StreamItem};
+pub use task_log::{EventStream, StreamItem, TaskLog};
 pub use webhook::{NoWebhookSender, WebhookOutcome, WebhookRequest, WebhookSender};
 
 /// A new random id (UUID v4) for tasks, contexts, messages, artifacts and push configs.

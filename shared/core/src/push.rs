@@ -16,8 +16,8 @@ use url::Url;
 
 use crate::kernel::Core;
 use crate::ports::{JobOutcome, PushAttempt, PushAttemptResult, PushJob};
-use crate::signing::PUSH_SIGNATURE_HEADER;
 use crate::webhook::{WebhookOutcome, WebhookRequest};
+use a2a_protocol::push::PUSH_SIGNATURE_HEADER;
 
 /// Exponential backoff with jitter for the `n`th failed attempt: 1 s, 2 s, 4 s, … up to 5 min.
 pub fn backoff(attempt: u32) -> Duration {

@@ -19,9 +19,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 
-pub use a2a_protocol::push::{
-    PushClaims, JWKS_PATH, MAX_PUSH_TOKEN_LIFETIME, PUSH_SIGNATURE_HEADER,
-};
+use a2a_protocol::push::{PushClaims, MAX_PUSH_TOKEN_LIFETIME};
 
 /// The default lifetime of a push JWT: long enough for clock skew and a slow receiver, short
 /// enough to keep the receiver's replay window small.

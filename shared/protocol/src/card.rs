@@ -13,9 +13,13 @@ pub const BINDING_HTTP_JSON: &str = "HTTP+JSON";
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
+    /// The URL of the interface.
     pub url: String,
+    /// The binding served there: `JSONRPC`, `HTTP+JSON` (or `GRPC`, which this kit never declares).
     pub protocol_binding: String,
+    /// The A2A version served there (`1.0`, `0.3`).
     pub protocol_version: String,
+    /// The tenant requests to this interface are for, if the agent serves several.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
 }
@@ -24,7 +28,9 @@ pub struct AgentInterface {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentProvider {
+    /// The provider's website.
     pub url: String,
+    /// The provider's name.
     pub organization: String,
 }
 
@@ -32,11 +38,15 @@ pub struct AgentProvider {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentExtension {
+    /// The URI that identifies the extension.
     pub uri: String,
+    /// What the agent does with the extension.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Whether clients must activate it (`A2A-Extensions`) to be served.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
+    /// The extension's own configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
 }
@@ -45,12 +55,16 @@ pub struct AgentExtension {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCapabilities {
+    /// Whether SendStreamingMessage and SubscribeToTask are served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
+    /// Whether push notification configs are accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
+    /// The protocol extensions the agent supports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
+    /// Whether GetExtendedAgentCard serves a card for authenticated clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extended_agent_card: Option<bool>,
 }
@@ -58,6 +72,7 @@ pub struct AgentCapabilities {
 /// `map<string, StringList>` in ProtoJSON: `{"name": {"list": ["scope"]}}`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StringList {
+    /// The strings.
     #[serde(default)]
     pub list: Vec<String>,
 }
@@ -65,6 +80,7 @@ pub struct StringList {
 /// One way of satisfying the agent's security: all named schemes together.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SecurityRequirement {
+    /// Scheme name (a key of the card's `securitySchemes`) to the scopes it needs.
     #[serde(default)]
     pub schemes: BTreeMap<String, StringList>,
 }
@@ -73,10 +89,15 @@ pub struct SecurityRequirement {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SecurityScheme {
+    /// An API key in a header, query parameter or cookie.
     ApiKeySecurityScheme(Value),
+    /// HTTP authentication (`Bearer`, `Basic`, …).
     HttpAuthSecurityScheme(Value),
+    /// OAuth 2.0 flows.
     Oauth2SecurityScheme(Value),
+    /// OpenID Connect discovery.
     OpenIdConnectSecurityScheme(Value),
+    /// Mutual TLS.
     MtlsSecurityScheme(Value),
 }
 
@@ -84,16 +105,24 @@ pub enum SecurityScheme {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSkill {
+    /// The skill's id, unique on the card.
     pub id: String,
+    /// A name for people.
     pub name: String,
+    /// What the skill does.
     pub description: String,
+    /// Keywords that describe the skill.
     pub tags: Vec<String>,
+    /// Example prompts or requests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// Media types the skill accepts, when they differ from the card's defaults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_modes: Vec<String>,
+    /// Media types the skill produces, when they differ from the card's defaults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_modes: Vec<String>,
+    /// What a caller needs to use this skill, when it differs from the card's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<SecurityRequirement>,
 }
@@ -102,8 +131,11 @@ pub struct AgentSkill {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCardSignature {
+    /// The JWS protected header, base64url.
     pub protected: String,
+    /// The JWS signature, base64url.
     pub signature: String,
+    /// The JWS unprotected header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Value>,
 }
@@ -112,24 +144,38 @@ pub struct AgentCardSignature {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
+    /// The agent's name.
     pub name: String,
+    /// What the agent does.
     pub description: String,
+    /// Where the agent is served, by binding and protocol version, in order of preference.
     pub supported_interfaces: Vec<AgentInterface>,
+    /// Who provides the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
+    /// The agent's own version.
     pub version: String,
+    /// Where the agent is documented.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
+    /// The optional features the agent offers.
     pub capabilities: AgentCapabilities,
+    /// The authentication schemes, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Which schemes (and scopes) a caller needs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<SecurityRequirement>,
+    /// Media types the agent accepts.
     pub default_input_modes: Vec<String>,
+    /// Media types the agent produces.
     pub default_output_modes: Vec<String>,
+    /// What the agent can do.
     pub skills: Vec<AgentSkill>,
+    /// JWS signatures over the card.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signatures: Vec<AgentCardSignature>,
+    /// An icon for the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }

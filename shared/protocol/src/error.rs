@@ -12,42 +12,72 @@ const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 /// An A2A or JSON-RPC error. The message is what the client sees; it never carries internals.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum A2AError {
+    /// No such task (or not the caller's): TaskNotFoundError, -32001 / 404.
     #[error("Task not found: {task_id}")]
-    TaskNotFound { task_id: String },
+    TaskNotFound {
+        /// The task asked for.
+        task_id: String,
+    },
     /// TaskNotFound on the wire (the spec's error for an unknown push config id), with a
     /// message that names the config: the task itself may well exist.
     #[error("Push notification config {config_id} not found for task {task_id}")]
-    PushConfigNotFound { task_id: String, config_id: String },
+    PushConfigNotFound {
+        /// The task asked for.
+        task_id: String,
+        /// The push config asked for.
+        config_id: String,
+    },
+    /// The task cannot be canceled in its state: TaskNotCancelableError, -32002 / 409.
     #[error("Task {task_id} cannot be canceled: it is {state}")]
-    TaskNotCancelable { task_id: String, state: String },
+    TaskNotCancelable {
+        /// The task asked for.
+        task_id: String,
+        /// The state it is in.
+        state: String,
+    },
+    /// Push notifications are off: PushNotificationNotSupportedError, -32003 / 400.
     #[error("Push notifications are not supported by this agent")]
     PushNotificationNotSupported,
+    /// The operation is not supported: UnsupportedOperationError, -32004 / 400.
     #[error("{0}")]
     UnsupportedOperation(String),
+    /// A media type the agent does not handle: ContentTypeNotSupportedError, -32005 / 415.
     #[error("{0}")]
     ContentTypeNotSupported(String),
+    /// The agent answered with something invalid: InvalidAgentResponseError, -32006 / 502.
     #[error("{0}")]
     InvalidAgentResponse(String),
+    /// No extended card: ExtendedAgentCardNotConfiguredError, -32007 / 400.
     #[error("The extended agent card is not configured")]
     ExtendedAgentCardNotConfigured,
+    /// A required extension was not activated: ExtensionSupportRequiredError, -32008 / 400.
     #[error("{0}")]
     ExtensionSupportRequired(String),
+    /// The requested `A2A-Version` is not served: VersionNotSupportedError, -32009 / 400.
     #[error("{0}")]
     VersionNotSupported(String),
+    /// The body is not JSON: -32700 / 400.
     #[error("{0}")]
     ParseError(String),
+    /// Not a valid request: -32600 / 400.
     #[error("{0}")]
     InvalidRequest(String),
+    /// No such method or route: -32601 / 404.
     #[error("{0}")]
     MethodNotFound(String),
+    /// A parameter is missing or wrong: -32602 / 400.
     #[error("{0}")]
     InvalidParams(String),
+    /// The server failed; the message never carries internals: -32603 / 500.
     #[error("{0}")]
     Internal(String),
+    /// Credentials are missing or invalid: -31401 / 401.
     #[error("{0}")]
     Unauthenticated(String),
+    /// The caller lacks the permission: -31403 / 403.
     #[error("{0}")]
     PermissionDenied(String),
+    /// The request is larger than the server accepts: 413.
     #[error("{0}")]
     PayloadTooLarge(String),
 }
@@ -238,10 +268,14 @@ impl A2AError {
 /// `google.rpc.ErrorInfo` with its `@type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
+    /// `@type`: always `type.googleapis.com/google.rpc.ErrorInfo`.
     #[serde(rename = "@type")]
     pub type_url: String,
+    /// The error's name in UPPER_SNAKE_CASE (`TASK_NOT_FOUND`).
     pub reason: String,
+    /// The error's domain: `a2a-protocol.org` for A2A errors.
     pub domain: String,
+    /// Details of this occurrence (the task id, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
 }

@@ -9,6 +9,7 @@ use crate::types::{null_as_default, *};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
+    /// Media types the client accepts in the answer.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -16,12 +17,15 @@ pub struct SendMessageConfiguration {
     )]
     #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
+    /// A push config for the task this message starts or continues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    /// How many of the latest messages the answer's task carries (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
+    /// Answer at once instead of waiting for the task to stop.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
@@ -31,16 +35,20 @@ pub struct SendMessageConfiguration {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The client's message (required).
     #[serde(default)]
     pub message: Option<Message>,
+    /// How to answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
+    /// Request metadata for the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
@@ -85,14 +93,17 @@ fn require_id(value: &str, field: &str) -> Result<(), A2AError> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
+    /// How many of the latest messages to return (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
@@ -110,12 +121,14 @@ impl GetTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// Only tasks in this context.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -123,11 +136,14 @@ pub struct ListTasksRequest {
     )]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// Only tasks in this state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskState>,
+    /// Tasks per page (1 to 100, 50 when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
+    /// The `nextPageToken` of the previous page; empty for the first.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -135,12 +151,15 @@ pub struct ListTasksRequest {
     )]
     #[serde(alias = "page_token")]
     pub page_token: String,
+    /// How many of the latest messages each task carries (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
+    /// Only tasks whose status changed at or after this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<Timestamp>,
+    /// Whether tasks carry their artifacts (not by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
@@ -174,14 +193,18 @@ impl ListTasksRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
+    /// This page's tasks, newest status first.
     #[serde(default, deserialize_with = "null_as_default")]
     pub tasks: Vec<Task>,
+    /// The token of the next page; empty on the last.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "next_page_token")]
     pub next_page_token: String,
+    /// The page size used.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "page_size")]
     pub page_size: i32,
+    /// How many tasks match the filters in all.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "total_size")]
     pub total_size: i32,
@@ -191,14 +214,17 @@ pub struct ListTasksResponse {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelTaskRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
+    /// Metadata for the cancellation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
@@ -214,12 +240,14 @@ impl CancelTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeToTaskRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
 }
@@ -235,15 +263,18 @@ impl SubscribeToTaskRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfigRef {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// The push config's id.
     #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
 }
@@ -260,18 +291,22 @@ impl TaskPushNotificationConfigRef {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// Configs per page (all of them on one page here).
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "page_size")]
     pub page_size: i32,
+    /// The `nextPageToken` of the previous page; empty for the first.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -296,8 +331,10 @@ impl ListTaskPushNotificationConfigsRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
+    /// The task's push configs.
     #[serde(default, deserialize_with = "null_as_default")]
     pub configs: Vec<TaskPushNotificationConfig>,
+    /// The token of the next page; empty on the last.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "next_page_token")]
     pub next_page_token: String,
@@ -307,6 +344,7 @@ pub struct ListTaskPushNotificationConfigsResponse {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetExtendedAgentCardRequest {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",

@@ -81,8 +81,11 @@ macro_rules! proto_enum {
 proto_enum!(
     /// Who sent a message.
     Role {
+        /// Not set.
         Unspecified = 0 => "ROLE_UNSPECIFIED",
+        /// The client.
         User = 1 => "ROLE_USER",
+        /// The agent.
         Agent = 2 => "ROLE_AGENT",
     }
 );
@@ -90,14 +93,23 @@ proto_enum!(
 proto_enum!(
     /// The lifecycle state of a task.
     TaskState {
+        /// Not set.
         Unspecified = 0 => "TASK_STATE_UNSPECIFIED",
+        /// Accepted, not started.
         Submitted = 1 => "TASK_STATE_SUBMITTED",
+        /// Being worked on.
         Working = 2 => "TASK_STATE_WORKING",
+        /// Done (terminal).
         Completed = 3 => "TASK_STATE_COMPLETED",
+        /// Ended in failure (terminal).
         Failed = 4 => "TASK_STATE_FAILED",
+        /// Canceled (terminal).
         Canceled = 5 => "TASK_STATE_CANCELED",
+        /// Waits for the client's next message.
         InputRequired = 6 => "TASK_STATE_INPUT_REQUIRED",
+        /// The agent declined it (terminal).
         Rejected = 7 => "TASK_STATE_REJECTED",
+        /// Waits for the client to authenticate.
         AuthRequired = 8 => "TASK_STATE_AUTH_REQUIRED",
     }
 );
@@ -228,26 +240,33 @@ fn is_false(b: &bool) -> bool {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Part {
+    /// Text content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Bytes, inline (base64 in JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Bytes>,
+    /// A URL where the content is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Structured JSON content.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present_value"
     )]
     pub data: Option<Value>,
+    /// Metadata of this part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// The file name of a `raw` or `url` part.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub filename: String,
+    /// The media type of the content (`text/plain`, …).
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -322,9 +341,11 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    /// The message's id, chosen by its sender.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "message_id")]
     pub message_id: String,
+    /// The conversation it belongs to.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -332,6 +353,7 @@ pub struct Message {
     )]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// The task it is about, if any.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -339,18 +361,23 @@ pub struct Message {
     )]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// Who sent it: the user (client) or the agent.
     #[serde(default, deserialize_with = "null_as_default")]
     pub role: Role,
+    /// The content.
     #[serde(default, deserialize_with = "null_as_default")]
     pub parts: Vec<Part>,
+    /// Metadata of the message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// URIs of the extensions that contributed to it.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub extensions: Vec<String>,
+    /// Other tasks it refers to.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -414,25 +441,31 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
+    /// The artifact's id, unique in its task.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "artifact_id")]
     pub artifact_id: String,
+    /// A name for people.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub name: String,
+    /// What it is.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub description: String,
+    /// The content.
     #[serde(default, deserialize_with = "null_as_default")]
     pub parts: Vec<Part>,
+    /// Metadata of the artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// URIs of the extensions that contributed to it.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -445,10 +478,13 @@ pub struct Artifact {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
+    /// The lifecycle state.
     #[serde(default, deserialize_with = "null_as_default")]
     pub state: TaskState,
+    /// The agent's message with this status (a question, a reason, progress).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
+    /// When the status was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
 }
@@ -457,8 +493,10 @@ pub struct TaskStatus {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
+    /// The conversation it belongs to.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -466,20 +504,24 @@ pub struct Task {
     )]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// Where it stands.
     #[serde(default, deserialize_with = "null_as_default")]
     pub status: TaskStatus,
+    /// What it produced.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub artifacts: Vec<Artifact>,
+    /// The messages of the task, oldest first.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub history: Vec<Message>,
+    /// Metadata of the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
@@ -501,14 +543,18 @@ impl Task {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// The task's context.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// The new status.
     #[serde(default, deserialize_with = "null_as_default")]
     pub status: TaskStatus,
+    /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
@@ -517,20 +563,25 @@ pub struct TaskStatusUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
+    /// The task's id.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// The task's context.
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// The artifact, or the chunk of it.
     #[serde(default, deserialize_with = "null_as_default")]
     pub artifact: Artifact,
+    /// Whether the parts add to the artifact of the same id (otherwise they replace it).
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "is_false"
     )]
     pub append: bool,
+    /// Whether this is the artifact's last chunk.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -538,6 +589,7 @@ pub struct TaskArtifactUpdateEvent {
     )]
     #[serde(alias = "last_chunk")]
     pub last_chunk: bool,
+    /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
@@ -546,9 +598,13 @@ pub struct TaskArtifactUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
+    /// The task (the first event of a stream about one).
     Task(Task),
+    /// A direct message reply.
     Message(Message),
+    /// A status change.
     StatusUpdate(TaskStatusUpdateEvent),
+    /// A new artifact, a replacement or a chunk.
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 
@@ -556,7 +612,9 @@ pub enum StreamResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SendMessageResponse {
+    /// The task the message started or continued.
     Task(Task),
+    /// A direct reply, without a task.
     Message(Message),
 }
 
@@ -564,8 +622,10 @@ pub enum SendMessageResponse {
 #[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
+    /// The HTTP authentication scheme (`Bearer`, …).
     #[serde(default, deserialize_with = "null_as_default")]
     pub scheme: String,
+    /// The credentials that follow the scheme.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -588,18 +648,21 @@ impl fmt::Debug for AuthenticationInfo {
 #[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
+    /// The tenant (an opaque routing key), or empty.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    /// The config's id (the server picks one when it is empty).
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub id: String,
+    /// The task whose updates are pushed.
     #[serde(
         default,
         deserialize_with = "null_as_default",
@@ -607,14 +670,17 @@ pub struct TaskPushNotificationConfig {
     )]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// The webhook to POST each update to.
     #[serde(default, deserialize_with = "null_as_default")]
     pub url: String,
+    /// A token the webhook can check, sent with each push.
     #[serde(
         default,
         deserialize_with = "null_as_default",
         skip_serializing_if = "String::is_empty"
     )]
     pub token: String,
+    /// How the push authenticates to the webhook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
     /// Not an A2A field: the older protocol generation of the client that set this config, kept

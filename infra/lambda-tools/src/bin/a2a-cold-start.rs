@@ -19,6 +19,9 @@
 //! `--bin-dir` names where the binary is: a directory holding `a2a-function`, or cargo lambda's
 //! `target/lambda/a2a-function` holding `bootstrap` (default `$CARGO_TARGET_DIR/debug`).
 
+// A tool: it may unwrap.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

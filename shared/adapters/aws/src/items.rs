@@ -52,64 +52,64 @@ pub const MAX_ITEM_BYTES: usize = 400_000;
 /// Attribute names.
 pub(crate) mod attr {
     /// Partition key.
-    pub const PK: &str = "pk";
+    pub(crate) const PK: &str = "pk";
     /// Sort key.
-    pub const SK: &str = "sk";
+    pub(crate) const SK: &str = "sk";
     /// Head: version (the last event's seq).
-    pub const VERSION: &str = "v";
+    pub(crate) const VERSION: &str = "v";
     /// Owner key (head, events, push configs, delivery records).
-    pub const OWNER: &str = "own";
+    pub(crate) const OWNER: &str = "own";
     /// Head: context id.
-    pub const CONTEXT: &str = "ctx";
+    pub(crate) const CONTEXT: &str = "ctx";
     /// Head: state.
-    pub const STATE: &str = "st";
+    pub(crate) const STATE: &str = "st";
     /// Head: status timestamp, ms.
-    pub const STATUS_TS: &str = "ts";
+    pub(crate) const STATUS_TS: &str = "ts";
     /// Expiry, ms since the epoch: the exact instant reads stop returning the item.
-    pub const EXPIRES: &str = "exp";
+    pub(crate) const EXPIRES: &str = "exp";
     /// Expiry, seconds since the epoch: DynamoDB's TTL attribute, which deletes the item
     /// (within a day or two of it, hence `exp` for reads).
-    pub const TTL: &str = "ttl";
+    pub(crate) const TTL: &str = "ttl";
     /// Head of the previous layout: the task as JSON text (read, never written).
-    pub const TASK: &str = "task";
+    pub(crate) const TASK: &str = "task";
     /// Head: the task as deflated JSON.
-    pub const TASK_BODY: &str = "tb";
+    pub(crate) const TASK_BODY: &str = "tb";
     /// Head: the events it carries; archive: the events it holds (deflated JSON).
-    pub const HEAD_EVENTS: &str = "evs";
+    pub(crate) const HEAD_EVENTS: &str = "evs";
     /// Head: the version before its last write (the events after it are that write's).
-    pub const PREV_VERSION: &str = "nv";
+    pub(crate) const PREV_VERSION: &str = "nv";
     /// Head: the ids of the task's push configs (a string set; absent without any).
-    pub const CONFIG_IDS: &str = "pcs";
+    pub(crate) const CONFIG_IDS: &str = "pcs";
     /// Head: `"1"` while the task has push configs: what the stream's filter matches.
-    pub const PUSH_FLAG: &str = "pf";
+    pub(crate) const PUSH_FLAG: &str = "pf";
     /// Head: partition key of the by-owner index (the owner).
-    pub const GSI_PK: &str = "gpk";
+    pub(crate) const GSI_PK: &str = "gpk";
     /// Head: sort key of the by-owner index (status timestamp and task id).
-    pub const GSI_SK: &str = "gsk";
+    pub(crate) const GSI_SK: &str = "gsk";
     /// Reply record (at a head's key, instead of a head): the recorded direct reply as JSON.
-    pub const REPLY: &str = "rep";
+    pub(crate) const REPLY: &str = "rep";
     /// Event item of an older layout: one logged event as JSON.
-    pub const EVENT: &str = "ev";
+    pub(crate) const EVENT: &str = "ev";
     /// Push config: the config as JSON.
-    pub const CONFIG: &str = "cfg";
+    pub(crate) const CONFIG: &str = "cfg";
     /// Lease: holder.
-    pub const HOLDER: &str = "holder";
+    pub(crate) const HOLDER: &str = "holder";
     /// Lease: held until, ms.
-    pub const UNTIL: &str = "until";
+    pub(crate) const UNTIL: &str = "until";
     /// Delivery record fields (see [`super::delivery_from_item`]).
-    pub const ATTEMPTS: &str = "att";
-    pub const DELIVERED: &str = "dlv";
-    pub const CONSECUTIVE_FAILURES: &str = "cf";
-    pub const DEAD_LETTERED: &str = "dl";
-    pub const LAST_SEQ: &str = "lseq";
+    pub(crate) const ATTEMPTS: &str = "att";
+    pub(crate) const DELIVERED: &str = "dlv";
+    pub(crate) const CONSECUTIVE_FAILURES: &str = "cf";
+    pub(crate) const DEAD_LETTERED: &str = "dl";
+    pub(crate) const LAST_SEQ: &str = "lseq";
     /// Delivery record: attempts of the event `lseq` (the number of the last attempt).
-    pub const LAST_SEQ_ATTEMPTS: &str = "lsatt";
-    pub const LAST_AT: &str = "lat";
-    pub const LAST_RESULT: &str = "lres";
-    pub const LAST_STATUS: &str = "lstat";
-    pub const LAST_ERROR: &str = "lerr";
-    pub const LAST_SUCCESS: &str = "lsucc";
-    pub const DISABLED: &str = "dis";
+    pub(crate) const LAST_SEQ_ATTEMPTS: &str = "lsatt";
+    pub(crate) const LAST_AT: &str = "lat";
+    pub(crate) const LAST_RESULT: &str = "lres";
+    pub(crate) const LAST_STATUS: &str = "lstat";
+    pub(crate) const LAST_ERROR: &str = "lerr";
+    pub(crate) const LAST_SUCCESS: &str = "lsucc";
+    pub(crate) const DISABLED: &str = "dis";
 }
 
 /// Sort key of the head.

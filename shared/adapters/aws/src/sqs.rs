@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::jobs::{self, JobQueue, Settlement};
+use a2a_core::{JobQueue, ReceivedJob, Settlement};
 use a2a_core::{PushJob, PushQueue, StoreError, WorkJob, WorkQueue};
 use async_trait::async_trait;
 use aws_sdk_sqs::error::{DisplayErrorContext, SdkError};
@@ -60,8 +60,8 @@ pub struct SqsReceipt {
 
 impl ReceivedMessage {
     /// This message as a job for the core's runner.
-    pub fn into_job(self) -> jobs::ReceivedJob<SqsReceipt> {
-        jobs::ReceivedJob {
+    pub fn into_job(self) -> ReceivedJob<SqsReceipt> {
+        ReceivedJob {
             body: self.body,
             receive_count: self.receive_count,
             group: self.group_id,
@@ -475,7 +475,7 @@ impl JobQueue for SqsQueue {
 
     async fn settle(
         &self,
-        job: &jobs::ReceivedJob<SqsReceipt>,
+        job: &ReceivedJob<SqsReceipt>,
         settlement: &Settlement,
     ) -> Result<(), StoreError> {
         let receipt = &job.receipt;

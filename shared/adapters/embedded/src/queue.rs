@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use a2a_core::jobs::{self, JobQueue, Settlement};
+use a2a_core::{JobQueue, Settlement};
 use a2a_core::{PushJob, PushQueue, StoreError, WorkJob, WorkQueue};
 use async_trait::async_trait;
 use rusqlite::{params, Connection};
@@ -77,7 +77,7 @@ pub struct ReceivedJob {
     pub group: Option<String>,
 }
 
-impl From<ReceivedJob> for jobs::ReceivedJob<i64> {
+impl From<ReceivedJob> for a2a_core::ReceivedJob<i64> {
     fn from(job: ReceivedJob) -> Self {
         Self {
             body: job.body,
@@ -265,7 +265,7 @@ impl EmbeddedQueue {
         &self,
         max: usize,
         visibility: Duration,
-    ) -> Result<Vec<jobs::ReceivedJob<i64>>, StoreError> {
+    ) -> Result<Vec<a2a_core::ReceivedJob<i64>>, StoreError> {
         let received = self.store.receive(self.name, max, visibility).await?;
         Ok(received.into_iter().map(Into::into).collect())
     }
@@ -284,7 +284,7 @@ impl JobQueue for EmbeddedQueue {
 
     async fn settle(
         &self,
-        job: &jobs::ReceivedJob<i64>,
+        job: &a2a_core::ReceivedJob<i64>,
         settlement: &Settlement,
     ) -> Result<(), StoreError> {
         match settlement {

@@ -2,6 +2,9 @@
 //! receive count: a receive that never reached the handler (on Lambda, a throttled
 //! invocation) costs no attempt, and the handler dead-letters the last failed one itself.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
+use a2a_core::{ApiKeyDocument, ApiKeySource};
 use async_trait::async_trait;
 
 /// A file's (modification time, length): what says it changed.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use a2a_core::signing::KeyError;
+use a2a_core::KeyError;
 use a2a_core::{KeySet, SigningAlgorithm};
 
 /// The local key file: the [`KeySet::from_json`] format in a file readable by its owner only,

@@ -3,7 +3,7 @@
 //! - [`WebhookClient`]: the core's [`WebhookSender`](a2a_core::WebhookSender), which POSTs
 //!   push notifications through the SSRF guard (a resolver that refuses non-public addresses,
 //!   no redirects, no proxies);
-//! - [`OpenIdJwks`]: the core's [`JwksSource`](a2a_core::auth::JwksSource), which finds a token
+//! - [`OpenIdJwks`]: the core's [`JwksSource`](a2a_core::JwksSource), which finds a token
 //!   issuer's keys through OpenID Connect Discovery (or a configured JWKS URL) and fetches them.
 //!
 //! Hosts (the local server, the Lambda functions, tests) build them and hand them to the core.

@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use a2a_core::auth::{JwksSource, JwksUnavailable, JwtConfig};
+use a2a_core::{JwksSource, JwksUnavailable, JwtConfig};
 use async_trait::async_trait;
 use jsonwebtoken::jwk::JwkSet;
 use serde::Deserialize;

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use a2a_core::push_policy::GuardRefusal;
+use a2a_core::GuardRefusal;
 use a2a_core::{HostResolver, PushPolicy, WebhookOutcome, WebhookRequest, WebhookSender};
 use async_trait::async_trait;
 

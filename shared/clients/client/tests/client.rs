@@ -2,6 +2,9 @@
 //! expiring tokens, overloaded gateways, legacy card paths, tenants. (The e2e suite and the
 //! `a2a` command's tests run it against a2a-local and the Python SDK's server.)
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

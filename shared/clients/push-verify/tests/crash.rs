@@ -5,6 +5,9 @@
 //! real webhook listener on 127.0.0.1, appends its events and aborts on the spot; the parent
 //! then runs only the consumers (the fan-out and the push delivery), and every event arrives.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::process::Command;

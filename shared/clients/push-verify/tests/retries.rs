@@ -3,6 +3,9 @@
 //! dead-letter queue on moto, drained by the cloud push function's batch handler. Attempts run
 //! one after another, with no backoff sleeps.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use a2a_core::{

@@ -2,12 +2,15 @@
 //! verified against its live JWKS, and forged, altered, misdirected, stale, replayed or
 //! unknown-key pushes are refused.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use a2a_core::signing::PushClaims;
 use a2a_core::{KeySet, PushPolicy, SigningAlgorithm, SigningKey};
+use a2a_protocol::push::PushClaims;
 use a2a_push_verify::{Verifier, VerifyError, SIGNATURE_HEADER};
 use a2a_test_support::webhook::{Push, Webhook};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
@@ -37,7 +40,7 @@ fn claims(iss: &str, aud: &str, body: &[u8]) -> PushClaims {
         task_id: "t".into(),
         seq: 1,
         config_id: "c".into(),
-        body_sha256: a2a_core::signing::body_sha256(body),
+        body_sha256: a2a_core::body_sha256(body),
     }
 }
 

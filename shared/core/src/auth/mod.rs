@@ -26,9 +26,9 @@ use std::sync::Arc;
 use a2a_protocol::{A2AError, SecurityRequirement, SecurityScheme, StringList};
 use serde_json::json;
 
-pub mod api_keys;
-pub mod jwt;
-pub mod permissions;
+mod api_keys;
+mod jwt;
+mod permissions;
 mod settings;
 
 pub use api_keys::{
@@ -37,7 +37,11 @@ pub use api_keys::{
 };
 pub use jwt::{JwksSource, JwksUnavailable, JwtConfig, ScopeNames, DEFAULT_JWT_ALGORITHMS};
 pub use permissions::{Permission, Permissions};
-pub use settings::*;
+pub use settings::{
+    AuthMode, AuthSettings, ENV_API_KEY_LOCATION, ENV_API_KEY_NAME, ENV_AUTH, ENV_JWT_ALGORITHMS,
+    ENV_JWT_AUDIENCE, ENV_JWT_ISSUER, ENV_JWT_JWKS_TTL_SECS, ENV_JWT_JWKS_URL, ENV_JWT_LEEWAY_SECS,
+    ENV_JWT_SCOPE_CANCEL, ENV_JWT_SCOPE_PUSH, ENV_JWT_SCOPE_READ, ENV_JWT_SCOPE_SEND,
+};
 
 use api_keys::ApiKeys;
 use jwt::JwtVerifier;

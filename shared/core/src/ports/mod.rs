@@ -7,6 +7,10 @@ mod model;
 mod queues;
 mod store;
 
-pub use model::*;
+pub use model::{
+    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, ExpiredLease, JobOutcome, Owner,
+    PushAttempt, PushAttemptResult, PushDeliveryState, PushJob, SendRecord, StoreError,
+    StoredReply, StoredTask, TaskPage, TaskQuery, WorkJob, JOB_FORMAT_VERSION,
+};
 pub use queues::{PushQueue, WorkQueue};
 pub use store::{LeaseStore, PushConfigStore, TaskLogStore, TaskStore};

@@ -115,7 +115,7 @@ pub(crate) fn mount(router: Router<Arc<App>>, jwks: bool, early: bool) -> Router
         router = router.route(EARLY_CARD_ALT_PATH, get(serve_early_card));
     }
     if jwks {
-        router.route(a2a_core::signing::JWKS_PATH, get(serve_jwks))
+        router.route(a2a_protocol::push::JWKS_PATH, get(serve_jwks))
     } else {
         router
     }

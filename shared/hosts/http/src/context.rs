@@ -2,7 +2,7 @@
 //! [`Principal`] by the deployment's [`Auth`]), the `A2A-Version` negotiation, the
 //! `A2A-Extensions` it activates, `Last-Event-ID`, and the [`CallContext`] built from them.
 
-use a2a_core::auth::ApiKeyLocation;
+use a2a_core::ApiKeyLocation;
 use a2a_core::{Auth, CallContext, Credentials, Principal};
 use a2a_protocol::A2AError;
 use axum::extract::Query;

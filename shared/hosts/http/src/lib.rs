@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use a2a_core::auth::ApiKeyLocation;
+use a2a_core::ApiKeyLocation;
 use a2a_core::{A2aService, CallContext, OperationRequest, Reply};
 use a2a_protocol::A2AError;
 use a2a_protocol::Operation;

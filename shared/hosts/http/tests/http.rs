@@ -1,6 +1,9 @@
 //! The HTTP front door over real sockets: a test agent on the embedded SQLite store, served by
 //! `a2a_http::router` on 127.0.0.1, called with reqwest.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -251,7 +251,7 @@ where
 /// functions behind an API cannot name the API's URL (that would be a dependency cycle), so the
 /// first request's domain and stage supply it.
 #[derive(Clone)]
-pub struct LazyRouter {
+pub(crate) struct LazyRouter {
     init: Arc<Init>,
     function: HttpFunction,
     router: Arc<OnceLock<Router>>,
@@ -259,7 +259,7 @@ pub struct LazyRouter {
 
 impl LazyRouter {
     /// A router for `function`; built now if the base URL is configured.
-    pub fn new(init: Init, function: HttpFunction) -> Self {
+    pub(crate) fn new(init: Init, function: HttpFunction) -> Self {
         let this = Self {
             init: Arc::new(init),
             function,
@@ -297,7 +297,7 @@ fn http_options(settings: &Settings) -> HttpOptions {
 
 /// The public base URL a request came through: API Gateway's domain and stage (REST API), or
 /// the Function URL's domain.
-pub fn base_url_of(request: &Request) -> Option<String> {
+pub(crate) fn base_url_of(request: &Request) -> Option<String> {
     match request.request_context_ref()? {
         RequestContext::ApiGatewayV1(ctx) => {
             let domain = ctx.domain_name.as_deref()?;

@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
-use a2a_core::auth::{ApiKeyDocument, ApiKeySource};
-use a2a_core::signing::KeyError;
+use a2a_core::KeyError;
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
     Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
     SigningAlgorithm, SigningKeySource, SigningKeys,
 };
+use a2a_core::{ApiKeyDocument, ApiKeySource};
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::CorsOrigins;
 use a2a_net::{OpenIdJwks, WebhookClient};
@@ -20,54 +20,54 @@ use crate::Error;
 
 /// Turn A2A 0.3 (`on`/`off`) and the early protocol on or off; both on by default. The same
 /// variables as `a2a-local` reads.
-pub use a2a_core::config::{ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
+pub(crate) use a2a_core::{ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
 
 /// Overrides the agent's name on the card (template parameter `AgentName`).
-pub const ENV_AGENT_NAME: &str = "A2A_AGENT_NAME";
+pub(crate) const ENV_AGENT_NAME: &str = "A2A_AGENT_NAME";
 /// Overrides the agent's description on the card (template parameter `AgentDescription`).
-pub const ENV_AGENT_DESCRIPTION: &str = "A2A_AGENT_DESCRIPTION";
+pub(crate) const ENV_AGENT_DESCRIPTION: &str = "A2A_AGENT_DESCRIPTION";
 /// Days tasks are kept (template parameter `RetentionDays`).
-pub const ENV_RETENTION_DAYS: &str = "A2A_RETENTION_DAYS";
+pub(crate) const ENV_RETENTION_DAYS: &str = "A2A_RETENTION_DAYS";
 /// `reject` (default) or `new-message`: see [`a2a_core::MessageIdReuse`].
-pub const ENV_MESSAGE_ID_REUSE: &str = "A2A_MESSAGE_ID_REUSE";
+pub(crate) const ENV_MESSAGE_ID_REUSE: &str = "A2A_MESSAGE_ID_REUSE";
 /// Seconds an SSE stream may last before it ends gracefully (`MaxStreamSeconds`).
-pub const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
+pub(crate) const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
 /// The public base URL of the REST binding (the JSON-RPC URL is this plus the JSON-RPC path).
 /// When unset, an HTTP function derives it from its first request (API Gateway's domain and
 /// stage), which is how the card lists the deployment's real URLs without a template cycle.
-pub const ENV_PUBLIC_BASE_URL: &str = "A2A_PUBLIC_BASE_URL";
+pub(crate) const ENV_PUBLIC_BASE_URL: &str = "A2A_PUBLIC_BASE_URL";
 /// The JSON-RPC path under the base URL (default `/jsonrpc`).
-pub const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
+pub(crate) const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
 /// ARN of the Secrets Manager secret holding the push signing keys (`KeySet::from_json`).
-pub const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
+pub(crate) const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
 /// A local key file instead of the secret (created on first use; local runs only).
-pub const ENV_PUSH_SIGNING_KEYS_FILE: &str = "A2A_PUSH_SIGNING_KEYS_FILE";
+pub(crate) const ENV_PUSH_SIGNING_KEYS_FILE: &str = "A2A_PUSH_SIGNING_KEYS_FILE";
 /// Seconds loaded push signing keys are used before they are read again (default 300): a
 /// rotated key set reaches running instances within this time, with no redeploy.
-pub const ENV_PUSH_KEYS_REFRESH_SECS: &str = "A2A_PUSH_KEYS_REFRESH_SECS";
+pub(crate) const ENV_PUSH_KEYS_REFRESH_SECS: &str = "A2A_PUSH_KEYS_REFRESH_SECS";
 /// The CloudWatch namespace of the EMF metrics (default `a2a-lambda`).
-pub use crate::metrics::ENV_METRICS_NAMESPACE;
+pub(crate) use crate::metrics::ENV_METRICS_NAMESPACE;
 /// Webhook hosts exempt from the public-address rule (comma-separated; local runs only).
-pub const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
+pub(crate) const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
 /// `true` allows `http` webhooks (local runs only; the cloud requires `https`).
-pub const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
+pub(crate) const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
 /// Seconds a blocking SendMessage waits before it returns the task as it stands.
-pub const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
+pub(crate) const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
 /// Seconds a running work job stays invisible between heartbeats; the task lease never
 /// outlasts it.
-pub const ENV_WORK_VISIBILITY_SECS: &str = "A2A_WORK_VISIBILITY_SECS";
+pub(crate) const ENV_WORK_VISIBILITY_SECS: &str = "A2A_WORK_VISIBILITY_SECS";
 /// Seconds an execution lease lasts between renewals: a task whose inline execution was lost
 /// with its instance is ended by the worker's scheduled sweep within this plus the schedule.
-pub const ENV_EXECUTION_LEASE_SECS: &str = "A2A_EXECUTION_LEASE_SECS";
+pub(crate) const ENV_EXECUTION_LEASE_SECS: &str = "A2A_EXECUTION_LEASE_SECS";
 /// ARN of the Secrets Manager secret holding the API key document (auth mode `api-key`).
-pub const ENV_API_KEY_SECRET_ARN: &str = "A2A_API_KEY_SECRET_ARN";
+pub(crate) const ENV_API_KEY_SECRET_ARN: &str = "A2A_API_KEY_SECRET_ARN";
 /// A local API key document instead of the secret (local runs only).
-pub const ENV_API_KEY_FILE: &str = "A2A_API_KEY_FILE";
+pub(crate) const ENV_API_KEY_FILE: &str = "A2A_API_KEY_FILE";
 /// Seconds a fetched API key document is used before it is fetched again (a revocation takes
 /// effect within this time).
-pub const ENV_API_KEY_REFRESH_SECS: &str = "A2A_API_KEY_REFRESH_SECS";
+pub(crate) const ENV_API_KEY_REFRESH_SECS: &str = "A2A_API_KEY_REFRESH_SECS";
 /// Browser origins allowed to call (CORS): comma-separated, or `*`; empty or unset is off.
-pub const ENV_CORS_ORIGINS: &str = "A2A_CORS_ORIGINS";
+pub(crate) const ENV_CORS_ORIGINS: &str = "A2A_CORS_ORIGINS";
 
 /// What a function reads from its environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl Settings {
         };
         let switch = |name: &str| -> Result<bool, String> {
             get(name).map_or(Ok(true), |v| {
-                a2a_core::config::parse_switch(&v).map_err(|e| format!("{name}: {e}"))
+                a2a_core::parse_switch(&v).map_err(|e| format!("{name}: {e}"))
             })
         };
         let days = match get(ENV_RETENTION_DAYS) {

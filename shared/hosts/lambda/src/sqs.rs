@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
-use a2a_core::jobs::{run_jobs, JobPolicy, JobQueue, ReceivedJob, Settlement};
+use a2a_core::{run_jobs, JobPolicy, JobQueue, ReceivedJob, Settlement};
 use a2a_core::{A2aService, Agent, JobOutcome, PushJob, StoreError, WorkJob};
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};

@@ -6,6 +6,9 @@
 //!
 //! Secrets are not metered; `template.rs` checks which function may read which secret.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;

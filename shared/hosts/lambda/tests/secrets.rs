@@ -3,9 +3,12 @@
 //! document named by `A2A_API_KEY_SECRET_ARN`, and the push signing keys named by
 //! `A2A_PUSH_SIGNING_SECRET_ARN`, generated on first use when the secret holds the placeholder.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
-use a2a_core::auth::ApiKeyDocument;
+use a2a_core::ApiKeyDocument;
 use a2a_core::KeySet;
 use a2a_core::{Credentials, Permission, Permissions};
 use a2a_lambda_glue::{build_auth, key_source, load_keys, HttpFunction, KeyUse, Settings};
@@ -265,7 +268,7 @@ async fn served_kids(router: &axum::Router) -> Vec<String> {
 
 /// An agent that is never asked anything: these tests only read the JWKS and sign.
 mod a2a_reference_agent_free {
-    pub struct Idle;
+    pub(crate) struct Idle;
 
     #[async_trait::async_trait]
     impl a2a_core::Agent for Idle {

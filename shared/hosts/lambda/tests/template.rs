@@ -4,6 +4,9 @@
 //! streaming function (the linters do not check it), and the table and queues of
 //! `a2a_aws::resources::Resources::named`.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

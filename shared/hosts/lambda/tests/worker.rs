@@ -2,6 +2,9 @@
 //! `infra/test-all.sh` does it): invoked by its schedule it ends the tasks whose inline
 //! execution died; invoked with an SQS batch it runs the batch as before.
 
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use a2a_core::{A2aService, PushQueue, TaskStore, WorkQueue};
 use a2a_embedded::{QueueName, SqliteStore};
 
-use crate::loops::JobQueue;
+use crate::loops::LoopQueue;
 use crate::Options;
 
 /// Which adapters the server runs on.
@@ -27,18 +27,18 @@ pub(crate) const NO_DYNAMODB: &str = "--store dynamodb needs the AWS adapters, w
 
 /// Starts the push fan-out loop of a store whose writes reach the fan-out after the fact
 /// (DynamoDB: its table's stream), for the service, until the receiver turns true.
-pub type FanOutLoop = Box<
+pub(crate) type FanOutLoop = Box<
     dyn FnOnce(A2aService, tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()>
         + Send,
 >;
 
 /// The ports for the service, and the queues for the worker and push loops.
-pub struct Backend {
+pub(crate) struct Backend {
     pub store: Arc<dyn TaskStore>,
     pub work: Arc<dyn WorkQueue>,
     pub push: Arc<dyn PushQueue>,
-    pub work_queue: JobQueue,
-    pub push_queue: JobQueue,
+    pub work_queue: LoopQueue,
+    pub push_queue: LoopQueue,
     /// The embedded store, which needs a purge loop (DynamoDB's TTL does that itself).
     pub embedded: Option<Arc<SqliteStore>>,
     /// What to say in the start-up line.
@@ -50,7 +50,7 @@ pub struct Backend {
 
 impl Backend {
     /// Opens the adapters `options` ask for.
-    pub async fn open(options: &Options) -> Result<Backend, String> {
+    pub(crate) async fn open(options: &Options) -> Result<Backend, String> {
         match options.store {
             StoreKind::Embedded => {
                 let store = Arc::new(SqliteStore::open(&options.data_dir).map_err(|e| {
@@ -63,11 +63,11 @@ impl Backend {
                     store: store.clone(),
                     work: store.clone(),
                     push: store.clone(),
-                    work_queue: JobQueue::Embedded {
+                    work_queue: LoopQueue::Embedded {
                         store: store.clone(),
                         queue: QueueName::Work,
                     },
-                    push_queue: JobQueue::Embedded {
+                    push_queue: LoopQueue::Embedded {
                         store: store.clone(),
                         queue: QueueName::Push,
                     },
@@ -104,7 +104,7 @@ mod aws {
     use aws_credential_types::provider::ProvideCredentials;
 
     use super::Backend;
-    use crate::loops::JobQueue;
+    use crate::loops::LoopQueue;
     use crate::Options;
 
     /// Opens DynamoDB + SQS: checks the AWS configuration first, then the table and queues.
@@ -137,11 +137,11 @@ mod aws {
             ))
         });
         Ok(Backend {
-            work_queue: JobQueue::Sqs {
+            work_queue: LoopQueue::Sqs {
                 queue: adapters.work.queue().clone(),
                 wait: options.queue_wait(),
             },
-            push_queue: JobQueue::Sqs {
+            push_queue: LoopQueue::Sqs {
                 queue: adapters.push.queue().clone(),
                 wait: options.queue_wait(),
             },

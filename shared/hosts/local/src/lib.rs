@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::auth::{ApiKeyLocation, ScopeNames};
 use a2a_core::{
     A2aService, Agent, Auth, AuthMode, AuthSettings, MessageIdReuse, Permissions, PushPolicy,
     PushSigner, ServiceConfig, SigningAlgorithm,
 };
+use a2a_core::{ApiKeyLocation, ScopeNames};
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, CorsOrigins, HttpOptions};
 use a2a_net::{OpenIdJwks, WebhookClient};
@@ -119,11 +119,11 @@ pub struct Options {
     pub cors_origins: Option<CorsOrigins>,
     /// Serve A2A 0.3 clients (`message/send`, the `/v1` REST routes, 0.3 card fields): `on`
     /// (the default) or `off`.
-    #[arg(long = "protocol-0-3", env = "A2A_PROTOCOL_0_3", default_value = "on", value_parser = a2a_core::config::parse_switch, action = clap::ArgAction::Set)]
+    #[arg(long = "protocol-0-3", env = "A2A_PROTOCOL_0_3", default_value = "on", value_parser = a2a_core::parse_switch, action = clap::ArgAction::Set)]
     pub protocol_0_3: bool,
     /// Serve early-protocol clients (`tasks/send`, `sessionId`, `POST /tasks`, the early card
     /// at `/.well-known/agent.json`): `on` (the default) or `off`.
-    #[arg(long = "protocol-early", env = "A2A_PROTOCOL_EARLY", default_value = "on", value_parser = a2a_core::config::parse_switch, action = clap::ArgAction::Set)]
+    #[arg(long = "protocol-early", env = "A2A_PROTOCOL_EARLY", default_value = "on", value_parser = a2a_core::parse_switch, action = clap::ArgAction::Set)]
     pub protocol_early: bool,
     /// Who may call, and how they are authenticated.
     #[command(flatten)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[cfg(feature = "dynamodb")]
 use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
-use a2a_core::jobs::{self, run_jobs, JobPolicy, ReceivedJob};
+use a2a_core::{run_jobs, JobPolicy, JobQueue, ReceivedJob, Settlement};
 use a2a_core::{A2aService, JobOutcome, PushJob, StoreError, WorkJob, WorkQueue};
 use a2a_embedded::{EmbeddedQueue, QueueName, SqliteStore};
 use async_trait::async_trait;
@@ -23,7 +23,7 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// A queue the loops consume.
 #[derive(Clone)]
-pub enum JobQueue {
+pub(crate) enum LoopQueue {
     /// The durable queue in the embedded store's file.
     Embedded {
         /// The store holding the queue.
@@ -44,7 +44,7 @@ pub enum JobQueue {
 
 /// A queue the loops poll: the receive side, beside the runner's settle side.
 #[async_trait]
-trait Poll: jobs::JobQueue + Clone + 'static {
+trait Poll: JobQueue + Clone + 'static {
     /// Up to `max` jobs, each invisible to other consumers for `visibility`; waits a little
     /// when there are none, so an idle loop does not spin.
     async fn receive(
@@ -79,13 +79,13 @@ struct LongPolled {
 
 #[cfg(feature = "dynamodb")]
 #[async_trait]
-impl jobs::JobQueue for LongPolled {
+impl JobQueue for LongPolled {
     type Receipt = SqsReceipt;
 
     async fn settle(
         &self,
         job: &ReceivedJob<SqsReceipt>,
-        settlement: &jobs::Settlement,
+        settlement: &Settlement,
     ) -> Result<(), StoreError> {
         self.queue.settle(job, settlement).await
     }
@@ -109,7 +109,7 @@ impl Poll for LongPolled {
 
 /// The work queue, saying in the log what it queued (the task id only), so that queued work
 /// can be followed in the server's log: queued, started, finished.
-pub struct LoggedWorkQueue(pub Arc<dyn WorkQueue>);
+pub(crate) struct LoggedWorkQueue(pub Arc<dyn WorkQueue>);
 
 #[async_trait]
 impl WorkQueue for LoggedWorkQueue {
@@ -125,18 +125,18 @@ async fn stopped(stop: &mut watch::Receiver<bool>) -> bool {
 }
 
 /// Runs queued agent work until `stop` flips.
-pub async fn worker_loop(
+pub(crate) async fn worker_loop(
     service: A2aService,
-    queue: JobQueue,
+    queue: LoopQueue,
     visibility: Duration,
     stop: watch::Receiver<bool>,
 ) {
     match queue {
-        JobQueue::Embedded { store, queue } => {
+        LoopQueue::Embedded { store, queue } => {
             run_work(service, store.queue(queue), visibility, stop).await;
         }
         #[cfg(feature = "dynamodb")]
-        JobQueue::Sqs { queue, wait } => {
+        LoopQueue::Sqs { queue, wait } => {
             run_work(service, LongPolled { queue, wait }, visibility, stop).await;
         }
     }
@@ -219,13 +219,13 @@ async fn run_work<Q: Poll>(
 /// be handed back untried, a receive for nothing (attempts are counted on the delivery record,
 /// so they cost no attempt; docs/push.md). Several pollers keep different tasks going out at once.
 /// The embedded queue hands out only the oldest job of each task, so one poller takes many.
-pub async fn push_loop(service: A2aService, queue: JobQueue, stop: watch::Receiver<bool>) {
+pub(crate) async fn push_loop(service: A2aService, queue: LoopQueue, stop: watch::Receiver<bool>) {
     match queue {
         #[cfg(feature = "dynamodb")]
-        JobQueue::Sqs { queue, wait } => {
+        LoopQueue::Sqs { queue, wait } => {
             run_pushes(service, LongPolled { queue, wait }, stop, 8, 1).await;
         }
-        JobQueue::Embedded { store, queue } => {
+        LoopQueue::Embedded { store, queue } => {
             run_pushes(service, store.queue(queue), stop, 1, 16).await;
         }
     }
@@ -286,7 +286,7 @@ async fn poll_pushes<Q: Poll>(
 
 /// Deletes expired tasks of the embedded store every ten minutes (DynamoDB's TTL does this on
 /// AWS).
-pub async fn purge_loop(store: Arc<SqliteStore>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn purge_loop(store: Arc<SqliteStore>, mut stop: watch::Receiver<bool>) {
     while !stopped(&mut stop).await {
         match store.purge_expired().await {
             Ok(0) => {}
@@ -302,7 +302,11 @@ const SWEEP_BATCH: usize = 100;
 
 /// Ends the tasks whose inline execution died (its lease expired): at start-up, then every
 /// `interval`. Any number of servers may sweep one store at once.
-pub async fn sweep_loop(service: A2aService, interval: Duration, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn sweep_loop(
+    service: A2aService,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     while !stopped(&mut stop).await {
         match service.sweep_expired_executions(SWEEP_BATCH).await {
             Ok(0) => {}

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 /// The 0.3 version a 0.3 card declares at its top level (the 0.3 SDKs' default).
-pub const V03_CARD_PROTOCOL_VERSION: &str = "0.3.0";
+pub(super) const V03_CARD_PROTOCOL_VERSION: &str = "0.3.0";
 
 /// Adds to a 1.0 card (ProtoJSON) what a 0.3 client reads: `url`, `preferredTransport`,
 /// `protocolVersion`, `additionalInterfaces[{url, transport}]` (from the `supportedInterfaces`

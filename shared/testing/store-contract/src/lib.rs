@@ -13,6 +13,9 @@
 //! }
 //! ```
 
+// A test library: it may unwrap, as tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -8,13 +8,13 @@ use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, DynamoTaskStore};
 
 /// Clients pointed at the emulator, or `None` (the test skips, see
 /// [`a2a_test_support::emulator`]) when none is named.
-pub async fn clients() -> Option<AwsClients> {
+pub(crate) async fn clients() -> Option<AwsClients> {
     let sdk = a2a_test_support::emulator("a2a-aws").await?;
     Some(AwsClients::from_sdk_config(&sdk))
 }
 
 /// A fresh set of resources (table, queues and dead-letter queues) for one test.
-pub struct Env {
+pub(crate) struct Env {
     pub clients: AwsClients,
     pub resources: Resources,
     pub config: AwsConfig,
@@ -22,7 +22,7 @@ pub struct Env {
 
 impl Env {
     /// `None` without an emulator: the test skips.
-    pub async fn new() -> Option<Self> {
+    pub(crate) async fn new() -> Option<Self> {
         let clients = clients().await?;
         let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let resources = Resources::named(&prefix);
@@ -36,16 +36,16 @@ impl Env {
         })
     }
 
-    pub fn store(&self) -> DynamoTaskStore {
+    pub(crate) fn store(&self) -> DynamoTaskStore {
         DynamoTaskStore::new(self.clients.dynamodb.clone(), &self.config.table)
     }
 
-    pub fn adapters(&self) -> AwsAdapters {
+    pub(crate) fn adapters(&self) -> AwsAdapters {
         AwsAdapters::new(&self.clients, &self.config)
     }
 
     /// Deletes the resources (moto keeps everything in memory).
-    pub async fn cleanup(self) {
+    pub(crate) async fn cleanup(self) {
         resources::delete_all(&self.clients, &self.resources).await;
     }
 }

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use a2a_aws::Summary;
 
 /// When the prices below were read.
-pub const PRICES_DATE: &str = "2026-11-23";
+pub(crate) const PRICES_DATE: &str = "2026-11-23";
 
 /// Lambda, per request.
 const LAMBDA_REQUEST: f64 = 0.20 / 1e6;
@@ -32,23 +32,23 @@ const DYNAMODB_WCU_HOUR: f64 = 0.000_65;
 /// up to 4 KB a second for an hour).
 const DYNAMODB_RCU_HOUR: f64 = 0.000_13;
 /// The utilisation DynamoDB's auto scaling keeps provisioned capacity at by default.
-pub const PROVISIONED_UTILISATION: f64 = 0.70;
+pub(crate) const PROVISIONED_UTILISATION: f64 = 0.70;
 
 /// The HTTP functions' memory (`template.yaml`, `MemorySize` of the HTTP functions; the
 /// arithmetic is in `docs/lambda.md`, "Memory").
-pub const HTTP_MEMORY_MB: f64 = 128.0;
+pub(crate) const HTTP_MEMORY_MB: f64 = 128.0;
 /// Lambda gives a function one full vCPU at this much memory, and a proportional share below.
 const ONE_VCPU_MB: f64 = 1769.0;
 /// CPU time a warm blocking echo takes on one full vCPU, ms: the `send` function's release
 /// build on x86 against moto, `a2a-cold-start --warm 20`, median of 5 (docs/lambda.md, "Cold
 /// start" and "Memory").
-pub const ECHO_CPU_MS_AT_ONE_VCPU: f64 = 3.3;
+pub(crate) const ECHO_CPU_MS_AT_ONE_VCPU: f64 = 3.3;
 /// Assumed round trip of one DynamoDB request from Lambda in the same region, ms.
-pub const DYNAMODB_ROUND_TRIP_MS: f64 = 5.0;
+pub(crate) const DYNAMODB_ROUND_TRIP_MS: f64 = 5.0;
 
 /// The two front doors of `template.yaml` (parameter `FrontDoor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrontDoor {
+pub(crate) enum FrontDoor {
     /// One function behind a Lambda Function URL: no charge per request.
     FunctionUrl,
     /// API Gateway REST in front of the per-operation functions.
@@ -57,7 +57,7 @@ pub enum FrontDoor {
 
 /// Per-million-task dollars, by item.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Lambda's per-request charge.
     pub lambda_requests: f64,
     /// Lambda's GB-seconds.
@@ -72,7 +72,7 @@ pub struct Totals {
 
 impl Totals {
     /// The sum.
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.lambda_requests + self.lambda_compute + self.front_door + self.dynamodb + self.sqs
     }
 }
@@ -80,14 +80,14 @@ impl Totals {
 /// Billed duration of one request, ms: the CPU time at the memory's share of a vCPU, plus the
 /// waits on DynamoDB (billed too: the function is running while it waits), rounded up to the
 /// millisecond as Lambda bills.
-pub fn billed_ms(memory_mb: f64, cpu_ms_at_one_vcpu: f64, dynamodb_requests: u32) -> f64 {
+pub(crate) fn billed_ms(memory_mb: f64, cpu_ms_at_one_vcpu: f64, dynamodb_requests: u32) -> f64 {
     let cpu = cpu_ms_at_one_vcpu * (ONE_VCPU_MB / memory_mb).max(1.0);
     (cpu + f64::from(dynamodb_requests) * DYNAMODB_ROUND_TRIP_MS).ceil()
 }
 
 /// How DynamoDB bills the table.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Billing {
+pub(crate) enum Billing {
     /// On-demand (the template's `PAY_PER_REQUEST`): per request unit.
     OnDemand,
     /// Provisioned capacity used at this fraction on average (auto scaling's target).
@@ -109,7 +109,7 @@ impl Billing {
 
 /// What a million tasks cost behind `front_door`, each taking `wru` + `rru` and
 /// `sqs_requests`, run by one invocation of `memory_mb` making `dynamodb_requests`.
-pub fn per_million(
+pub(crate) fn per_million(
     front_door: FrontDoor,
     memory_mb: f64,
     dynamodb_requests: u32,
@@ -129,7 +129,7 @@ pub fn per_million(
 }
 
 /// [`per_million`] with the table billed as `billing`.
-pub fn per_million_billed(
+pub(crate) fn per_million_billed(
     front_door: FrontDoor,
     memory_mb: f64,
     dynamodb_requests: u32,
@@ -157,7 +157,7 @@ pub fn per_million_billed(
 
 /// The per-million table for a blocking echo whose measured cost is `echo`, per front door,
 /// beside what it would cost with a cheaper idempotency read, without it, and on provisioned capacity.
-pub fn blocking_echo_table(echo: &Summary) -> String {
+pub(crate) fn blocking_echo_table(echo: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -241,7 +241,7 @@ pub fn blocking_echo_table(echo: &Summary) -> String {
 }
 
 /// Prints [`blocking_echo_table`] and writes it to `$CARGO_TARGET_TMPDIR/cost-totals.md`.
-pub fn print_and_write(echo: &Summary) {
+pub(crate) fn print_and_write(echo: &Summary) {
     let table = blocking_echo_table(echo);
     println!("\n{table}");
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cost-totals.md");

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use a2a_core::jobs::{run_jobs, JobPolicy, ReceivedJob, Settled, Settlement};
+use a2a_core::{run_jobs, JobPolicy, ReceivedJob, Settled, Settlement};
 use a2a_core::{JobOutcome, PushJob, PushQueue, WorkJob, WorkQueue};
 use a2a_embedded::{EmbeddedQueue, QueueName};
 

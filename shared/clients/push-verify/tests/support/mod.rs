@@ -13,7 +13,7 @@ use std::time::Duration;
 use a2a_aws::fanout::{Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, ReceivedMessage};
-use a2a_core::jobs::{run_jobs, JobPolicy, Settlement};
+use a2a_core::{run_jobs, JobPolicy, Settlement};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter, KeySet,
     PushJob, PushPolicy, PushSigner, ServiceConfig, TaskStore,
@@ -32,7 +32,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 /// The test agent. By the message text: `hold` parks in INPUT_REQUIRED; `steps N` goes
 /// WORKING, streams N chunks of one artifact and completes.
-pub struct StepAgent;
+pub(crate) struct StepAgent;
 
 #[async_trait]
 impl Agent for StepAgent {
@@ -71,7 +71,7 @@ impl Agent for StepAgent {
 
 /// Where the agent keeps its tasks and push jobs, and who drains its push queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     /// `a2a-local`'s: the embedded SQLite store with its durable push queue, drained the way
     /// `a2a-local`'s push loop does.
     Embedded,
@@ -109,7 +109,7 @@ pub(crate) use on_every_backend;
 
 /// What a [`AgentServer::drain`] did, counted the same way on every backend.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Drained {
+pub(crate) struct Drained {
     /// Delivery attempts: jobs handed to `deliver_push` (retries included).
     pub attempts: usize,
     /// Attempts that failed and were put back on the queue for another try.
@@ -120,7 +120,7 @@ pub struct Drained {
 
 /// A push job in the dead-letter queue, with the reason it was given up on.
 #[derive(Debug, Clone)]
-pub struct DeadLetter {
+pub(crate) struct DeadLetter {
     /// The job.
     pub job: PushJob,
     /// Why (the last attempt's error).
@@ -151,7 +151,7 @@ struct AwsBackend {
 
 /// The agent as a receiver sees it: the service on the chosen backend, served by
 /// `a2a_http::router` on 127.0.0.1, with its JWKS live at `{base}/.well-known/jwks.json`.
-pub struct AgentServer {
+pub(crate) struct AgentServer {
     /// `http://127.0.0.1:PORT`: the issuer of its pushes.
     pub base: String,
     /// The service in force (replaced by [`Self::rotate`]).
@@ -167,14 +167,14 @@ pub struct AgentServer {
 impl AgentServer {
     /// Starts an agent on the embedded store signing with `keys`, delivering under `policy`,
     /// giving up on an event after `max_push_attempts`.
-    pub async fn start(keys: KeySet, policy: PushPolicy, max_push_attempts: u32) -> Self {
+    pub(crate) async fn start(keys: KeySet, policy: PushPolicy, max_push_attempts: u32) -> Self {
         Self::start_on(Backend::Embedded, keys, policy, max_push_attempts).await
     }
 
     /// As [`Self::start`], on `backend`. On DynamoDB and SQS the push queue's redrive policy
     /// moves a message to its dead-letter queue after `max_push_attempts` receives, as the
     /// deployment's does after the default 8.
-    pub async fn start_on(
+    pub(crate) async fn start_on(
         backend: Backend,
         keys: KeySet,
         policy: PushPolicy,
@@ -212,7 +212,7 @@ impl AgentServer {
 
     /// Where this server's state lives, as environment variables another process can open
     /// it from with [`open_store`]: the embedded store's directory, or the table and queues.
-    pub fn location(&self) -> Vec<(String, String)> {
+    pub(crate) fn location(&self) -> Vec<(String, String)> {
         match &self.adapters {
             Adapters::Embedded(embedded) => vec![(
                 "A2A_TEST_DATA_DIR".to_owned(),
@@ -236,13 +236,13 @@ impl AgentServer {
     }
 
     /// How many times the JWKS was fetched.
-    pub fn jwks_fetches(&self) -> usize {
+    pub(crate) fn jwks_fetches(&self) -> usize {
         self.server.hits("/.well-known/jwks.json")
     }
 
     /// Redeploys with another key set: same store and queues, same URL (as a redeploy keeps
     /// it), new signer and JWKS.
-    pub fn rotate(&mut self, keys: KeySet) {
+    pub(crate) fn rotate(&mut self, keys: KeySet) {
         self.service = build_service(
             &self.base,
             keys,
@@ -256,7 +256,7 @@ impl AgentServer {
 
     /// Deletes what the test created on moto (nothing to do for the embedded store, whose
     /// directory goes with the server). Call it at the end of a scenario.
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         if let Adapters::Aws(aws) = self.adapters {
             resources::delete_all(&aws.clients, &aws.resources).await;
         }
@@ -264,12 +264,12 @@ impl AgentServer {
 
     /// Sends `text` in a new task with an inline push config for `webhook`, and waits until
     /// the task stops. Every event is then in the log, and its push jobs are queued.
-    pub async fn run_task(&self, text: &str, webhook: &str) -> Task {
+    pub(crate) async fn run_task(&self, text: &str, webhook: &str) -> Task {
         self.send(text, Some(webhook)).await
     }
 
     /// Sends `text` in a new task without a push config, and waits until the task stops.
-    pub async fn run_task_without_push(&self, text: &str) -> Task {
+    pub(crate) async fn run_task_without_push(&self, text: &str) -> Task {
         self.send(text, None).await
     }
 
@@ -308,7 +308,7 @@ impl AgentServer {
     ///   receive a batch from the FIFO queue, hand it to the function's batch handler as an
     ///   SQS event, delete what it did not report as failed, and make each reported failure
     ///   visible again at once (the function set its visibility to the backoff).
-    pub async fn drain(&self) -> Drained {
+    pub(crate) async fn drain(&self) -> Drained {
         match &self.adapters {
             Adapters::Embedded(embedded) => self.drain_embedded(&embedded.store).await,
             Adapters::Aws(aws) => self.drain_sqs(aws).await,
@@ -452,7 +452,7 @@ impl AgentServer {
     }
 
     /// The push queue's dead letters, oldest first (per task, on SQS FIFO).
-    pub async fn dead_letters(&self) -> Vec<DeadLetter> {
+    pub(crate) async fn dead_letters(&self) -> Vec<DeadLetter> {
         match &self.adapters {
             Adapters::Embedded(embedded) => embedded
                 .store
@@ -510,7 +510,7 @@ async fn aws_clients() -> AwsClients {
 
 /// Whether the DynamoDB-and-SQS tests can run: `false` (and a skip note, or a panic under
 /// `A2A_REQUIRE_EMULATOR=1`) without an emulator.
-pub async fn emulator_available() -> bool {
+pub(crate) async fn emulator_available() -> bool {
     a2a_test_support::emulator("push-verify DynamoDB and SQS")
         .await
         .is_some()
@@ -689,7 +689,7 @@ impl AwsBackend {
 
 /// The task store of an [`AgentServer`] whose [`AgentServer::location`] this process was given
 /// in its environment: for a second process on the same state.
-pub async fn open_store() -> Arc<dyn TaskStore> {
+pub(crate) async fn open_store() -> Arc<dyn TaskStore> {
     if let Ok(dir) = std::env::var("A2A_TEST_DATA_DIR") {
         return Arc::new(SqliteStore::open(std::path::Path::new(&dir)).expect("open the store"));
     }
