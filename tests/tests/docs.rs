@@ -1,0 +1,180 @@
+//! The docs cannot drift from the code: every file a page names exists, and every item an
+//! anchor of `docs/architecture.md` names (`` `file.rs` (`Item`, `Type::method`) ``) is
+//! defined in that file. Anchors never name lines (`file.rs:123`): lines move with every edit.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use a2a_e2e::server::workspace_root;
+
+/// The pages whose paths must exist.
+const PAGES: &[&str] = &[
+    "README.md",
+    "docs/architecture.md",
+    "docs/auth.md",
+    "docs/aws-adapters.md",
+    "docs/client.md",
+    "docs/conformance.md",
+    "docs/cost.md",
+    "docs/lambda.md",
+    "docs/local-server.md",
+    "docs/operations.md",
+    "docs/performance.md",
+    "docs/push.md",
+];
+
+/// The backticked spans of `text`, in order.
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('`') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('`') else { break };
+        spans.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    spans
+}
+
+/// Whether a code span is a path in this repository (not a URL, a command or a glob).
+fn is_repo_path(span: &str) -> bool {
+    let roots = [
+        "shared/",
+        "tests/",
+        "infra/",
+        "docs/",
+        "functions/",
+        "agent/",
+    ];
+    roots.iter().any(|r| span.starts_with(r))
+        && !span.contains(' ')
+        && !span.contains('*')
+        && !span.contains('{')
+        && !span.contains('<')
+        && (span.ends_with('/')
+            || span
+                .rsplit('/')
+                .next()
+                .is_some_and(|last| last.contains('.')))
+}
+
+/// Whether `file`'s text defines `name` (the last segment of `Type::method`).
+fn defines(text: &str, name: &str) -> bool {
+    let name = name.rsplit("::").next().unwrap_or(name);
+    let kinds = [
+        "fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "const ",
+        "static ",
+        "mod ",
+        "macro_rules! ",
+    ];
+    text.lines().any(|line| {
+        kinds.iter().any(|kind| {
+            line.find(kind).is_some_and(|at| {
+                let rest = &line[at + kind.len()..];
+                rest.starts_with(name)
+                    && !rest[name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+        })
+    })
+}
+
+/// The anchors of a page: `` `path.rs` (`A`, `B`) ``, as (path, names).
+fn anchors(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(".rs` (`") {
+        let before = &rest[..at];
+        let Some(open) = before.rfind('`') else {
+            rest = &rest[at + 1..];
+            continue;
+        };
+        let path = format!("{}.rs", &before[open + 1..]);
+        let after = &rest[at + ".rs` (".len()..];
+        let Some(close) = after.find(')') else { break };
+        let names = code_spans(&after[..close])
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        found.push((path, names));
+        rest = &after[close..];
+    }
+    found
+}
+
+#[test]
+fn every_path_a_page_names_exists() {
+    let root = workspace_root();
+    let mut missing = BTreeSet::new();
+    for page in PAGES {
+        let text = std::fs::read_to_string(root.join(page)).expect("the page exists");
+        for span in code_spans(&text) {
+            let path = span.trim_end_matches('/');
+            if is_repo_path(span) && !root.join(path).exists() {
+                missing.insert(format!("{page}: {span}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "paths that do not exist: {missing:#?}");
+}
+
+#[test]
+fn architecture_anchors_name_items_that_exist_and_never_lines() {
+    let root = workspace_root();
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).expect("the page");
+    let line_anchors: Vec<&str> = page
+        .split(|c: char| c.is_whitespace() || c == '`' || c == '(')
+        .filter(|word| {
+            word.split_once(".rs:")
+                .is_some_and(|(_, line)| line.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .collect();
+    assert!(
+        line_anchors.is_empty(),
+        "anchors name lines: {line_anchors:?}"
+    );
+    let anchors = anchors(&page);
+    assert!(
+        anchors.len() > 40,
+        "the page has its anchors ({})",
+        anchors.len()
+    );
+    let mut broken = Vec::new();
+    for (path, names) in &anchors {
+        let file = root.join(path);
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            broken.push(format!("{path}: no such file"));
+            continue;
+        };
+        for name in names {
+            if !defines(&text, name) {
+                broken.push(format!("{path}: no item {name}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken anchors: {broken:#?}");
+}
+
+#[test]
+fn the_anchor_reader_reads_what_it_should() {
+    let page = "see `shared/x.rs` (`A`, `B::c`) and `y.rs` (`D`); not `z.rs` alone";
+    assert_eq!(
+        anchors(page),
+        [
+            (
+                "shared/x.rs".to_owned(),
+                vec!["A".to_owned(), "B::c".to_owned()]
+            ),
+            ("y.rs".to_owned(), vec!["D".to_owned()]),
+        ]
+    );
+    assert!(defines("pub(crate) async fn run(x: u8) {", "run"));
+    assert!(defines("pub struct Runner;", "Runner"));
+    assert!(!defines("pub fn runner() {}", "run"));
+    assert!(defines("impl A { fn c() {} }", "A::c"));
+    assert!(Path::new("docs").is_relative());
+}
