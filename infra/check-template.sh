@@ -25,7 +25,7 @@ echo "check-template: cfn-lint" >&2
 "$VENV/bin/cfn-lint" template.yaml
 echo "check-template: SAM translation (streaming integrations)" >&2
 # What API Gateway will really get: translate with SAM's own translator and check that every
-# route of infra/routes.json is there, going to its function, streaming exactly when it should.
+# route of shared/hosts/lambda/routes.json is there, going to its function, streaming exactly when it should.
 "$VENV/bin/python" - <<'PY'
 import json
 from samtranslator.translator.transform import transform
@@ -39,7 +39,7 @@ template = yaml_parse(open("template.yaml").read())
 template["Globals"]["Function"]["CodeUri"] = "s3://bucket/key"  # sam build's job, not ours
 out = transform(template, {}, NoManagedPolicies())
 paths = out["Resources"]["A2aApi"]["Properties"]["Body"]["paths"]
-routes = json.load(open("infra/routes.json"))
+routes = json.load(open("shared/hosts/lambda/routes.json"))
 # The API exists only with FrontDoor ApiGateway: SAM wraps what it adds in that condition.
 def unless(v):
     while isinstance(v, dict) and list(v) == ["Fn::If"]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Lambda functions locally, as deployed but on 127.0.0.1:
 #   moto (DynamoDB + SQS)  ←  functions under `cargo lambda watch`  ←  a2a-lambda-router (the
-#   front door, from infra/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
+#   front door, from shared/hosts/lambda/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
 #   a2a-stream-poller (the fan-out function's DynamoDB stream event source).
 #
 #   infra/lambda-local.sh start   install (pinned, into .venv-lambda), build, start everything in
@@ -127,15 +127,15 @@ warm_functions() {
   local pids=() names=() f i failed="" http
   # Behind a Function URL only the front function serves HTTP.
   if [ "$(cat "$STATE/front-door" 2>/dev/null)" = FunctionUrl ]; then
-    http=$(python3 -c 'import json; print(json.load(open("infra/routes.json"))["frontFunction"]["name"])')
+    http=$(python3 -c 'import json; print(json.load(open("shared/hosts/lambda/routes.json"))["frontFunction"]["name"])')
   else
-    http=$(python3 -c 'import json; print(" ".join(json.load(open("infra/routes.json"))["functions"]))')
+    http=$(python3 -c 'import json; print(" ".join(json.load(open("shared/hosts/lambda/routes.json"))["functions"]))')
   fi
   for f in $http; do
     curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
     pids+=($!); names+=("$f")
   done
-  for f in $(python3 -c 'import json; r=json.load(open("infra/routes.json")); print(" ".join(list(r["queueFunctions"]) + list(r["streamFunctions"])))'); do
+  for f in $(python3 -c 'import json; r=json.load(open("shared/hosts/lambda/routes.json")); print(" ".join(list(r["queueFunctions"]) + list(r["streamFunctions"])))'); do
     curl -fsS -o /dev/null --max-time 300 -X POST -H 'Content-Type: application/json' \
       -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" &
     pids+=($!); names+=("$f")
@@ -223,7 +223,7 @@ start_router() {
   esac
   echo "$1" >"$STATE/front-door"
   setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
-    --routes infra/routes.json --front-door "$mode" >>"$STATE/router.log" 2>&1 &
+    --routes shared/hosts/lambda/routes.json --front-door "$mode" >>"$STATE/router.log" 2>&1 &
   echo $! >"$STATE/router.pid"
 }
 

@@ -1,6 +1,6 @@
 //! Local stand-ins for what AWS puts around the functions, for runs under `cargo lambda watch`:
 //!
-//! - `a2a-lambda-router`: the front door. It serves the route table `infra/routes.json` (the
+//! - `a2a-lambda-router`: the front door. It serves the route table `shared/hosts/lambda/routes.json` (the
 //!   one `template.yaml` declares as API Gateway events) and forwards each request to its
 //!   function's Function URL path under `/lambda-url/<function>/`, streaming the response; or,
 //!   as the front door `FunctionUrl`, every request to the one front function.
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-/// `infra/routes.json`.
+/// `shared/hosts/lambda/routes.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteTable {
@@ -43,7 +43,7 @@ pub struct FrontFunctionSpec {
 /// Which front door the functions stand behind (the template's `FrontDoor` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FrontDoor {
-    /// API Gateway: each route to the function `infra/routes.json` names.
+    /// API Gateway: each route to the function `shared/hosts/lambda/routes.json` names.
     ApiGateway,
     /// A Lambda Function URL: every request to the front function.
     FunctionUrl,
@@ -145,8 +145,8 @@ mod tests {
 
     #[test]
     fn routes_match_like_api_gateway() {
-        let table =
-            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let table = RouteTable::parse(include_str!("../../../shared/hosts/lambda/routes.json"))
+            .expect("routes.json parses");
         let f = |m, p| table.function_for(m, p);
         assert_eq!(f("POST", "/message:send"), Some("send"));
         assert_eq!(f("POST", "/message:stream"), Some("stream"));
@@ -173,8 +173,8 @@ mod tests {
 
     #[test]
     fn behind_a_function_url_every_request_goes_to_the_front_function() {
-        let table =
-            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let table = RouteTable::parse(include_str!("../../../shared/hosts/lambda/routes.json"))
+            .expect("routes.json parses");
         for (method, path) in [
             ("POST", "/message:send"),
             ("GET", "/.well-known/jwks.json"),
@@ -209,8 +209,8 @@ mod tests {
 
     #[test]
     fn older_generations_have_their_own_routes() {
-        let table =
-            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let table = RouteTable::parse(include_str!("../../../shared/hosts/lambda/routes.json"))
+            .expect("routes.json parses");
         let f = |m, p| table.function_for(m, p);
         // A2A 0.3 REST: each 1.0 route under /v1, to the 1.0 route's function; `/v1` wins over
         // `{tenant}` as a literal segment does.
@@ -254,8 +254,8 @@ mod tests {
 
     #[test]
     fn tenant_routes_sit_beside_the_static_ones() {
-        let table =
-            RouteTable::parse(include_str!("../../routes.json")).expect("routes.json parses");
+        let table = RouteTable::parse(include_str!("../../../shared/hosts/lambda/routes.json"))
+            .expect("routes.json parses");
         let f = |m, p| table.function_for(m, p);
         assert_eq!(f("POST", "/acme/message:send"), Some("send"));
         assert_eq!(f("POST", "/acme/message:stream"), Some("stream"));

@@ -4,7 +4,7 @@
 //! method), whether it answers with a stream, and its REST routes (method, path as in
 //! `a2a.proto`'s `google.api.http` annotations, where its fields come from). It is a fact about the
 //! protocol's bindings, so servers and clients share it: the server's JSON-RPC dispatch, REST
-//! router, Lambda function surfaces and front door route table (`infra/routes.json`,
+//! router, Lambda function surfaces and front door route table (`shared/hosts/lambda/routes.json`,
 //! `template.yaml`) and the client's requests are derived from it or checked against it by a test.
 //! What a caller needs to be allowed an operation is the server's business (a2a-core's
 //! `Permission::for_operation`).

@@ -1,4 +1,4 @@
-//! The local front door: serves `infra/routes.json` on 127.0.0.1 and forwards each request to
+//! The local front door: serves `shared/hosts/lambda/routes.json` on 127.0.0.1 and forwards each request to
 //! its function's Function URL under `cargo lambda watch` (`/lambda-url/<function>/<path>`),
 //! streaming the response back, as API Gateway does in front of the deployed functions. With
 //! `--front-door function-url` it forwards every request to the one front function instead, as
@@ -25,7 +25,7 @@ struct Options {
     #[arg(long, env = "A2A_WATCH_URL", default_value = "http://127.0.0.1:9000")]
     watch: String,
     /// The route table.
-    #[arg(long, default_value = "infra/routes.json")]
+    #[arg(long, default_value = "shared/hosts/lambda/routes.json")]
     routes: std::path::PathBuf,
     /// The front door to stand in for (the template's `FrontDoor`).
     #[arg(

@@ -22,7 +22,7 @@ use crate::settings::Settings;
 use crate::{Error, Init, KeyUse};
 
 /// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
-/// door's routes (`infra/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
+/// door's routes (`shared/hosts/lambda/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
 /// of them; behind a Lambda Function URL, [`Self::Front`] alone serves every route. The request
 /// reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub enum HttpFunction {
 }
 
 impl HttpFunction {
-    /// Every HTTP function behind API Gateway: the functions of `infra/routes.json`'s routes
+    /// Every HTTP function behind API Gateway: the functions of `shared/hosts/lambda/routes.json`'s routes
     /// ([`Self::Front`] is the other front door, so not one of them).
     pub const ALL: [HttpFunction; 8] = [
         Self::Send,
@@ -64,7 +64,7 @@ impl HttpFunction {
         Self::Rpc,
     ];
 
-    /// The function's name: its `A2A_FUNCTION` value and its name in `infra/routes.json`.
+    /// The function's name: its `A2A_FUNCTION` value and its name in `shared/hosts/lambda/routes.json`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Send => "send",
@@ -81,13 +81,13 @@ impl HttpFunction {
 
     /// Whether the function answers in response-streaming mode: it serves an SSE operation.
     /// The template's front door must use `RESPONSE_STREAM` for exactly these (a test checks
-    /// `template.yaml` and `infra/routes.json` against this).
+    /// `template.yaml` and `shared/hosts/lambda/routes.json` against this).
     pub fn streaming(self) -> bool {
         self.surface().operations.iter().any(|op| op.is_streaming())
     }
 
     /// The slice of the surface the function serves, derived from the front door's route table
-    /// (`infra/routes.json`, compiled in) and the core's operation table: the operations whose
+    /// (`shared/hosts/lambda/routes.json`, compiled in) and the core's operation table: the operations whose
     /// REST route the table sends to this function, all of them on JSON-RPC for the function
     /// behind the JSON-RPC path (or an early-protocol JSON-RPC path), and the card for the one
     /// behind `/.well-known/…` (and `/agent.json`). A 0.3 REST route (`/v1/…`) counts as the
@@ -148,7 +148,7 @@ impl HttpFunction {
     }
 }
 
-/// One route of `infra/routes.json`: which function serves `method path`.
+/// One route of `shared/hosts/lambda/routes.json`: which function serves `method path`.
 #[derive(Debug, serde::Deserialize)]
 struct Route {
     method: String,
@@ -156,7 +156,7 @@ struct Route {
     function: String,
 }
 
-/// The front door's routes (`infra/routes.json`, compiled in).
+/// The front door's routes (`shared/hosts/lambda/routes.json`, compiled in).
 fn route_table() -> &'static [Route] {
     #[derive(serde::Deserialize)]
     struct Table {
@@ -164,8 +164,8 @@ fn route_table() -> &'static [Route] {
     }
     static TABLE: OnceLock<Vec<Route>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        serde_json::from_str::<Table>(include_str!("../../../../infra/routes.json"))
-            .expect("infra/routes.json is valid (a test parses it)")
+        serde_json::from_str::<Table>(include_str!("../routes.json"))
+            .expect("shared/hosts/lambda/routes.json is valid (a test parses it)")
             .routes
     })
 }
@@ -385,7 +385,7 @@ mod tests {
         // test of this crate reads the environment.
         std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
         let routes: serde_json::Value =
-            serde_json::from_str(include_str!("../../../../infra/routes.json")).unwrap();
+            serde_json::from_str(include_str!("../routes.json")).unwrap();
         let mut tenant_routes = 0;
         for route in routes["routes"].as_array().unwrap() {
             let resource = route["path"].as_str().unwrap();
@@ -711,7 +711,7 @@ mod tests {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// The `front` function answers every route of `infra/routes.json` as the function the
+    /// The `front` function answers every route of `shared/hosts/lambda/routes.json` as the function the
     /// route names does, and streams (it serves SSE).
     #[tokio::test]
     async fn the_front_function_serves_every_route_as_its_function_does() {

@@ -13,7 +13,7 @@
 //! - [`run`]: the one entry point of every function's binary, which picks the [`Function`]
 //!   from the environment (`A2A_FUNCTION`).
 //!
-//! The routes of the front door and which functions stream live in `infra/routes.json`, shared
+//! The routes of the front door and which functions stream live in `shared/hosts/lambda/routes.json`, shared
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
 mod fanout;

@@ -888,7 +888,7 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
         )
     };
     let setup = service(&plain);
-    // The table of role → operations is the functions' own surface (from infra/routes.json),
+    // The table of role → operations is the functions' own surface (from shared/hosts/lambda/routes.json),
     // so a new role (one function serving everything) is checked by adding nothing here.
     for function in a2a_lambda_glue::HttpFunction::ALL {
         let fixture = Fixture::new(&setup, &plain.store).await;

@@ -1,6 +1,6 @@
 //! `template.yaml` against the code: the functions (one build, one binary, a role each in
 //! `A2A_FUNCTION`: `a2a_lambda_glue::Function`), the route table
-//! (`infra/routes.json`, which the local router serves too), response streaming for every
+//! (`shared/hosts/lambda/routes.json`, which the local router serves too), response streaming for every
 //! streaming function (the linters do not check it), and the table and queues of
 //! `a2a_aws::resources::Resources::named`.
 
@@ -28,7 +28,8 @@ fn template() -> Value {
 }
 
 fn routes() -> serde_json::Value {
-    let text = std::fs::read_to_string(root().join("infra/routes.json")).expect("routes.json");
+    let text = std::fs::read_to_string(root().join("shared/hosts/lambda/routes.json"))
+        .expect("routes.json");
     serde_json::from_str(&text).expect("routes.json parses")
 }
 

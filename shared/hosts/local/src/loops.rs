@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[cfg(feature = "dynamodb")]
 use a2a_aws::{ReceivedMessage, SqsQueue, SqsReceipt};
-use a2a_core::{run_jobs, JobPolicy, JobQueue, ReceivedJob, Settlement};
+use a2a_core::{run_jobs, JobPolicy, JobQueue, ReceivedJob};
 use a2a_core::{A2aService, JobOutcome, PushJob, StoreError, WorkJob, WorkQueue};
 use a2a_embedded::{EmbeddedQueue, QueueName, SqliteStore};
 use async_trait::async_trait;
@@ -85,7 +85,7 @@ impl JobQueue for LongPolled {
     async fn settle(
         &self,
         job: &ReceivedJob<SqsReceipt>,
-        settlement: &Settlement,
+        settlement: &a2a_core::Settlement,
     ) -> Result<(), StoreError> {
         self.queue.settle(job, settlement).await
     }

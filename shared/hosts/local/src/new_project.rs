@@ -3,9 +3,10 @@
 //! SAM template and samconfig, so the project deploys the same stack.
 //!
 //! The project's own files are real files under `shared/hosts/local/new-project/`, with `{{…}}`
-//! placeholders. `template.yaml`, `samconfig.toml`, `Cargo.lock`, `rust-toolchain.toml`,
-//! `.cargo/config.toml` and the build profiles are this repository's own, embedded at compile
-//! time and adapted at generation time, so they never drift from the kit's.
+//! placeholders, embedded at compile time. `template.yaml`, `samconfig.toml`, `Cargo.lock`,
+//! `rust-toolchain.toml`, `.cargo/config.toml` and the build profiles are this repository's own,
+//! read from the checkout when a project is written and adapted, so they never drift from the
+//! kit's (and a2a-local compiles nothing from outside its package).
 
 use std::fmt;
 use std::io;
@@ -82,6 +83,15 @@ pub enum NewProjectError {
     /// The kit's embedded template no longer has what the generator adapts (a kit bug, caught
     /// by the kit's own tests).
     Template(String),
+    /// A file of the kit's checkout could not be read: `a2a-local new` runs from a checkout of
+    /// the kit, whose `template.yaml`, `samconfig.toml`, `Cargo.lock` and build settings the
+    /// project carries.
+    KitFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
     /// Reading or writing failed.
     Io {
         /// The path involved.
@@ -108,6 +118,12 @@ impl fmt::Display for NewProjectError {
                 write!(f, "{} exists and is not a directory", path.display())
             }
             Self::Template(what) => write!(f, "the kit's project template is broken: {what}"),
+            Self::KitFile { path, source } => write!(
+                f,
+                "cannot read the kit's {}: {source} (`a2a-local new` runs from a checkout of the \
+                 kit, whose template, lock file and build settings the project carries)",
+                path.display()
+            ),
             Self::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -116,7 +132,7 @@ impl fmt::Display for NewProjectError {
 impl std::error::Error for NewProjectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Io { source, .. } => Some(source),
+            Self::Io { source, .. } | Self::KitFile { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -206,26 +222,38 @@ const RESERVED_NAMES: &[&str] = &[
     "yield",
 ];
 
-/// The repository's files a project carries, adapted.
-const KIT_TEMPLATE: &str = include_str!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../template.yaml"
-));
-const KIT_SAMCONFIG: &str = include_str!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../samconfig.toml"
-));
-const KIT_MANIFEST: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../Cargo.toml"));
-const KIT_LOCK: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../Cargo.lock"));
-const KIT_TOOLCHAIN: &str = include_str!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../rust-toolchain.toml"
-));
-const KIT_CARGO_CONFIG: &str = include_str!(concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../.cargo/config.toml"
-));
+/// The repository's files a project carries, adapted: read from the checkout this binary was
+/// built from when a project is written, not embedded, so that a2a-local packages on its own
+/// (nothing it compiles lies outside its package) and a project always gets the kit's files as
+/// they are now.
+#[derive(Debug, Clone)]
+struct KitFiles {
+    template: String,
+    samconfig: String,
+    manifest: String,
+    lock: String,
+    toolchain: String,
+    cargo_config: String,
+}
+
+impl KitFiles {
+    /// The files of the kit checkout at `root`.
+    fn read(root: &Path) -> Result<Self, NewProjectError> {
+        let read = |name: &str| {
+            let path = root.join(name);
+            std::fs::read_to_string(&path)
+                .map_err(|source| NewProjectError::KitFile { path, source })
+        };
+        Ok(Self {
+            template: read("template.yaml")?,
+            samconfig: read("samconfig.toml")?,
+            manifest: read("Cargo.toml")?,
+            lock: read("Cargo.lock")?,
+            toolchain: read("rust-toolchain.toml")?,
+            cargo_config: read(".cargo/config.toml")?,
+        })
+    }
+}
 
 /// The project's own files, with placeholders: (path in the project, text).
 const PROJECT_FILES: &[(&str, &str)] = &[
@@ -305,6 +333,11 @@ impl NewProject {
 
     /// Every file of the project: (path relative to its directory, contents).
     pub fn files(&self) -> Result<Vec<(PathBuf, String)>, NewProjectError> {
+        self.files_from(&KitFiles::read(&kit_root())?)
+    }
+
+    /// [`Self::files`], from the kit's files `kit`.
+    fn files_from(&self, kit: &KitFiles) -> Result<Vec<(PathBuf, String)>, NewProjectError> {
         let crate_name = self.name.replace('-', "_");
         let agent = agent_type_name(&self.name);
         let dependencies = |deps: &[(&str, &str)]| {
@@ -319,7 +352,7 @@ impl NewProject {
                 "{{kit_dev_dependencies}}",
                 dependencies(KIT_DEV_DEPENDENCIES),
             ),
-            ("{{profiles}}", profiles(KIT_MANIFEST)),
+            ("{{profiles}}", profiles(&kit.manifest)),
             (
                 "{{kit_repository}}",
                 env!("CARGO_PKG_REPOSITORY").to_string(),
@@ -342,16 +375,16 @@ impl NewProject {
             }
             files.push((PathBuf::from(path), text));
         }
-        files.push(("template.yaml".into(), self.template(KIT_TEMPLATE)?));
-        files.push(("samconfig.toml".into(), self.samconfig(KIT_SAMCONFIG)?));
+        files.push(("template.yaml".into(), self.template(&kit.template)?));
+        files.push(("samconfig.toml".into(), self.samconfig(&kit.samconfig)?));
         // The kit's versions of every dependency: cargo prunes what the project does not use.
-        files.push(("Cargo.lock".into(), KIT_LOCK.to_string()));
+        files.push(("Cargo.lock".into(), kit.lock.clone()));
         // The kit's toolchain: the lock file's versions need it, and a shared target
         // directory is only reused by the same compiler.
-        files.push(("rust-toolchain.toml".into(), KIT_TOOLCHAIN.to_string()));
+        files.push(("rust-toolchain.toml".into(), kit.toolchain.clone()));
         // The kit's build settings (aws-lc without CPU jitter entropy: the functions' cold
         // start); the same settings also let a shared target directory reuse the kit's build.
-        files.push((".cargo/config.toml".into(), KIT_CARGO_CONFIG.to_string()));
+        files.push((".cargo/config.toml".into(), kit.cargo_config.clone()));
         Ok(files)
     }
 
@@ -599,6 +632,10 @@ mod tests {
         KitSource::Path(PathBuf::from("/kit"))
     }
 
+    fn kit_files() -> KitFiles {
+        KitFiles::read(&kit_root()).expect("the kit's files")
+    }
+
     #[test]
     fn bad_names_are_refused_with_the_reason() {
         for (name, reason) in [
@@ -673,21 +710,25 @@ mod tests {
         assert!(file("src/bin/lambda.rs").contains("a2a_lambda_glue::run(hello_agent::agent())"));
         assert!(file("tests/agent.rs").contains("hello_agent::agent()"));
         assert!(file("README.md").starts_with("# hello-agent\n"));
-        assert_eq!(file("Cargo.lock"), KIT_LOCK);
-        assert_eq!(file("rust-toolchain.toml"), KIT_TOOLCHAIN);
-        assert_eq!(file(".cargo/config.toml"), KIT_CARGO_CONFIG);
-        assert!(KIT_CARGO_CONFIG.contains("AWS_LC_SYS_NO_JITTER_ENTROPY"));
+        let kit_files = kit_files();
+        assert_eq!(file("Cargo.lock"), kit_files.lock);
+        assert_eq!(file("rust-toolchain.toml"), kit_files.toolchain);
+        assert_eq!(file(".cargo/config.toml"), kit_files.cargo_config);
+        assert!(kit_files
+            .cargo_config
+            .contains("AWS_LC_SYS_NO_JITTER_ENTROPY"));
         assert!(file("samconfig.toml").contains("stack_name = \"hello-agent\""));
 
         let underscored = NewProject::new("/tmp/my_bot", kit()).expect("valid");
-        let samconfig = underscored.samconfig(KIT_SAMCONFIG).expect("adapts");
+        let samconfig = underscored.samconfig(&kit_files.samconfig).expect("adapts");
         assert!(samconfig.contains("stack_name = \"my-bot\""), "{samconfig}");
     }
 
     #[test]
     fn the_template_is_the_kits_with_the_projects_binary_and_names() {
         let project = NewProject::new("/tmp/hello-agent", kit()).expect("valid");
-        let template = project.template(KIT_TEMPLATE).expect("adapts");
+        let kit_template = kit_files().template;
+        let template = project.template(&kit_template).expect("adapts");
         let binaries: Vec<&str> = template
             .lines()
             .filter_map(|l| l.trim().strip_prefix("Binary:"))
@@ -706,8 +747,8 @@ mod tests {
         assert!(template
             .contains("  MetricsNamespace:\n    Type: String\n    Default: \"hello-agent\"\n"));
         // Everything else is the kit's, line for line.
-        assert_eq!(template.lines().count(), KIT_TEMPLATE.lines().count() + 2);
-        for (ours, kits) in template.lines().skip(2).zip(KIT_TEMPLATE.lines()) {
+        assert_eq!(template.lines().count(), kit_template.lines().count() + 2);
+        for (ours, kits) in template.lines().skip(2).zip(kit_template.lines()) {
             let adapted = ours.trim_start().starts_with("Binary: hello-agent-lambda")
                 || ours.trim_start().starts_with("CodeUri: .")
                 || ours == "    Default: \"hello-agent\""
