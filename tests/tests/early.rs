@@ -117,11 +117,28 @@ async fn a_chosen_id_the_owner_holds_is_a_follow_up() {
     // A message to the ended task is refused as in 1.0 (-32004).
     let again = early(&server, "tasks/send", early_send(&id, "again")).await;
     assert_eq!(again["error"]["code"], -32004, "{again}");
-    // Ids that would break REST routes or are not ids at all are refused.
-    for bad in ["a:b", "a/b", "", "with space"] {
+    // Ids that would break REST routes or are not ids at all are refused, and nothing is
+    // created under them: `GET /tasks/send` is the early path, `/tasks/..` is `/`.
+    let before = ok(server.list_tasks(Binding::Rest, json!({})).await);
+    let reserved = [
+        "send",
+        "get",
+        "cancel",
+        "stream",
+        "sendSubscribe",
+        "resubscribe",
+        "pushNotification",
+        ".",
+        "..",
+    ];
+    for bad in ["a:b", "a/b", "", "with space"].into_iter().chain(reserved) {
         let r = early(&server, "tasks/send", early_send(bad, "x")).await;
         assert_eq!(r["error"]["code"], -32602, "{bad:?}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("is not accepted"), "{bad:?}: {message}");
     }
+    let after = ok(server.list_tasks(Binding::Rest, json!({})).await);
+    assert_eq!(after["totalSize"], before["totalSize"], "{after}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -441,4 +458,37 @@ async fn a_direct_reply_is_a_completed_task_under_the_chosen_id() {
     assert_eq!(task["id"], json!(id), "{task}");
     assert_eq!(task["status"]["state"], "completed", "{task}");
     assert_eq!(task["status"]["message"]["role"], "agent", "{task}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_to_one_new_chosen_id_never_fail_internally() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    for round in 0..20 {
+        // Eight sends of one owner race to create the same new task id: one creates it, each
+        // other one continues it as a follow-up, or is refused in the protocol's terms (the
+        // task is running, or already ended), never with an internal error.
+        let id = new_id();
+        let text = if round % 2 == 0 { "hold" } else { "hello" };
+        let sends = (0..8).map(|_| early(&server, "tasks/send", early_send(&id, text)));
+        let answers = futures::future::join_all(sends).await;
+        let mut accepted = 0;
+        for answer in &answers {
+            match answer.get("error") {
+                Some(error) => assert_eq!(error["code"], -32004, "{answer}"),
+                None => {
+                    assert_eq!(answer["result"]["id"], json!(id), "{answer}");
+                    accepted += 1;
+                }
+            }
+        }
+        assert!(accepted >= 1, "{answers:?}");
+        let task = ok(server.get_task(Binding::JsonRpc, &id, Some(100)).await);
+        let turns = task["history"]
+            .as_array()
+            .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
+        assert_eq!(turns, Some(accepted), "one turn per accepted send: {task}");
+    }
 }

@@ -289,6 +289,7 @@ impl A2aService {
             store.clone(),
             config.retention,
             config.observer.clone(),
+            config.message_id_reuse == MessageIdReuse::Reject,
         ));
         Self {
             core: Arc::new(Core {
@@ -568,26 +569,40 @@ impl A2aService {
         record.map(|r| repeat_of(task_id, sent, r)).transpose()
     }
 
-    /// For a copy that lost the race to create its task: the winner's task or reply.
+    /// For a copy that lost the race to create its task: the winner's task or reply. A send
+    /// to a task id the client chose may lose to another message of the same owner sent to the
+    /// same new id at the same time: it then continues the task the other one created, as it
+    /// would have had it come a moment later (`retry`, once).
     async fn superseded(
         &self,
         ctx: &CallContext,
         sent: &Message,
         task_id: &str,
+        retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
-        self.original(ctx, sent, task_id).await?.ok_or_else(|| {
-            if ctx.requested_task_id.as_deref() == Some(task_id) {
-                // The id is taken, by another owner: say no more than that it cannot be used.
-                A2AError::invalid_params(format!(
-                    "Task id {task_id} cannot be used for a new task; choose another id"
-                ))
-            } else {
-                internal(
-                    "a send lost the race for its task id, but no task or reply holds it",
-                    task_id,
-                )
+        let chosen = ctx.requested_task_id.as_deref() == Some(task_id);
+        let record = self
+            .core
+            .store
+            .load_send(&ctx.owner, task_id)
+            .await
+            .map_err(store_error)?;
+        match (record, retry) {
+            (Some(record), _) if !chosen || holds(&record, sent) => {
+                repeat_of(task_id, sent, record)
             }
-        })
+            (Some(SendRecord::Task(_)), Some((request, streaming))) => {
+                Box::pin(self.start_as(ctx, request.clone(), streaming, false)).await
+            }
+            // The id is taken (by another owner, or by a reply): say no more than that.
+            _ if chosen => Err(A2AError::invalid_params(format!(
+                "Task id {task_id} cannot be used for a new task; choose another id"
+            ))),
+            _ => Err(internal(
+                "a send lost the race for its task id, but no task or reply holds it",
+                task_id,
+            )),
+        }
     }
 
     /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
@@ -599,6 +614,9 @@ impl A2aService {
         task_id: &str,
         err: A2AError,
     ) -> Result<Started, A2AError> {
+        if self.core.config.message_id_reuse != MessageIdReuse::Reject {
+            return Err(err);
+        }
         match self.core.store.load_task(&ctx.owner, task_id).await {
             Ok(Some(head)) if idempotency::find_sent(&head.task, &sent.message_id).is_some() => {
                 repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
@@ -621,6 +639,19 @@ impl A2aService {
         request: SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2AError> {
+        self.start_as(ctx, request, streaming, true).await
+    }
+
+    /// [`Self::start`]; `may_retry`: whether a send that lost the race for a new task id its
+    /// client chose may continue the winner's task (see [`Self::superseded`]).
+    async fn start_as(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+        streaming: bool,
+        may_retry: bool,
+    ) -> Result<Started, A2AError> {
+        let retry = may_retry.then_some((&request, streaming));
         let sent = request.validate()?.clone();
         let mut message = sent.clone();
         self.check_extensions(ctx)?;
@@ -677,7 +708,9 @@ impl A2aService {
         } else {
             let head = self.load(&ctx.owner, &message.task_id).await?;
             // Before the terminal check: a repeat of the message that ended the task returns it.
-            if idempotency::find_sent(&head.task, &message.message_id).is_some() {
+            // Not when every send is a new message, whatever its messageId.
+            let dedupe = self.core.config.message_id_reuse == MessageIdReuse::Reject;
+            if dedupe && idempotency::find_sent(&head.task, &message.message_id).is_some() {
                 return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
             }
             if head.task.status.state.is_terminal() {
@@ -746,7 +779,7 @@ impl A2aService {
                         Ok(head) => head,
                         // A concurrent copy of the message created the task first.
                         Err(AppendError::Store(StoreError::Conflict)) => {
-                            return self.superseded(ctx, &sent, &task_id).await
+                            return self.superseded(ctx, &sent, &task_id, retry).await
                         }
                         Err(err) => return Err(err.into()),
                     },
@@ -828,7 +861,9 @@ impl A2aService {
                 let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
                 match first.await {
                     Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
-                    Ok(FirstOutcome::Superseded) => self.superseded(ctx, &sent, &task_id).await,
+                    Ok(FirstOutcome::Superseded) => {
+                        self.superseded(ctx, &sent, &task_id, retry).await
+                    }
                     Ok(FirstOutcome::TaskStarted(created)) => Ok(Started::Task {
                         task_id,
                         from_seq: 0,
@@ -1298,6 +1333,14 @@ fn unexpected(response: OperationResponse) -> A2AError {
 fn stops(head: &StoredTask) -> bool {
     let state = head.task.status.state;
     state.is_terminal() || state.is_interrupted()
+}
+
+/// Whether `record` holds `sent` (by its `messageId`): the task's history, or the reply's request.
+fn holds(record: &SendRecord, sent: &Message) -> bool {
+    match record {
+        SendRecord::Task(head) => idempotency::find_sent(&head.task, &sent.message_id).is_some(),
+        SendRecord::Reply(reply) => reply.request.message_id == sent.message_id,
+    }
 }
 
 /// The original result for `sent`, a repeat of the message recorded in `record`, or

@@ -401,6 +401,17 @@ mod tests {
     }
 
     #[test]
+    fn chosen_task_ids_cannot_name_an_early_path() {
+        use a2a_protocol::compat::inbound::RESERVED_CLIENT_TASK_IDS;
+        for path in crate::EARLY_JSONRPC_PATHS {
+            if let Some(rest) = path.strip_prefix("/tasks/") {
+                let segment = rest.split('/').next().unwrap_or_default();
+                assert!(RESERVED_CLIENT_TASK_IDS.contains(&segment), "{path}");
+            }
+        }
+    }
+
+    #[test]
     fn shared_names_answer_in_the_dialect_of_what_is_on() {
         let all = Generations::default();
         let find =
