@@ -234,6 +234,32 @@ async fn send_subscribe_and_resubscribe_stream_early_events() {
     // tasks/cancel ends it: canceled, in the early spelling.
     let canceled = early(&server, "tasks/cancel", json!({"id": held_id})).await;
     assert_eq!(result(&canceled)["status"]["state"], "canceled");
+    // Resubscribing to it now: its final state, final (1.0 refuses a finished task).
+    let events = early_stream(
+        &server,
+        "/tasks/resubscribe",
+        "tasks/resubscribe",
+        json!({"id": held_id}),
+    )
+    .await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (&events[0]["status"]["state"], &events[0]["final"]),
+        (&json!("canceled"), &json!(true)),
+        "{events:?}"
+    );
+    // An unknown task is still TaskNotFound.
+    let unknown = open_sse(
+        Binding::JsonRpc,
+        early_request(
+            &server,
+            "/tasks/resubscribe",
+            "tasks/resubscribe",
+            json!({"id": new_id()}),
+        ),
+    )
+    .await;
+    assert_eq!(unknown.err().and_then(|e| e.code), Some(-32001));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,7 +283,9 @@ async fn python_a2a_paths_and_the_early_card() {
     )
     .await;
     assert_eq!(result(&got)["id"], json!(id));
-    // Its resubscription (a python-a2a-only path): to a held task, which ends at once.
+    // Its resubscription (a python-a2a-only path), framed as its client reads it: bare early
+    // objects, the last one named `complete` (it stops there). To a held task, which ends at
+    // once with its state:
     let held_id = new_id();
     early_at(
         &server,
@@ -266,14 +294,38 @@ async fn python_a2a_paths_and_the_early_card() {
         early_send(&held_id, "hold"),
     )
     .await;
-    let events = early_stream(
-        &server,
-        "/tasks/stream",
-        "tasks/resubscribe",
-        json!({"id": held_id}),
-    )
-    .await;
-    assert_eq!(events.last().unwrap()["final"], true, "{events:?}");
+    let resubscribe = |id: &str| {
+        let request = early_request(
+            &server,
+            "/tasks/stream",
+            "tasks/resubscribe",
+            json!({"id": id}),
+        );
+        async move {
+            let mut stream = open_sse(Binding::Rest, request)
+                .await
+                .unwrap_or_else(|e| panic!("tasks/resubscribe: {}", e.body));
+            stream.collect_to_end(EVENT_TIMEOUT).await
+        }
+    };
+    let events = resubscribe(&held_id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event.as_deref(), Some("complete"), "{events:?}");
+    let last = events[0].json();
+    assert_eq!(
+        (&last["id"], &last["status"]["state"], &last["final"]),
+        (&json!(held_id), &json!("input-required"), &json!(true)),
+        "{last}"
+    );
+    // To a task that ended: its final state, where 1.0 refuses (nothing to follow).
+    let events = resubscribe(&id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event.as_deref(), Some("complete"), "{events:?}");
+    assert_eq!(
+        events[0].json()["status"]["state"],
+        "completed",
+        "{events:?}"
+    );
 
     for path in ["/.well-known/agent.json", "/agent.json"] {
         let card = server
