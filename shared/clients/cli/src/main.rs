@@ -12,9 +12,9 @@ use std::time::Duration;
 use a2a_client::webhook::WebhookReceiver;
 use a2a_client::{
     AgentCard, Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
-    Limit, Limits, ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part,
-    SecurityScheme, SendMessageConfiguration, SendMessageResponse, StreamResponse,
-    SubscribeToTaskRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
+    Limit, Limits, ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SecurityScheme,
+    SendMessageConfiguration, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use futures::StreamExt;

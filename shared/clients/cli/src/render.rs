@@ -36,11 +36,7 @@ fn part_text(part: &Part) -> String {
         return format!("[{name}: {}]", line(url));
     }
     if let Some(raw) = &part.raw {
-        return format!(
-            "[{name}: {} bytes {}]",
-            raw.0.len(),
-            line(&part.media_type)
-        );
+        return format!("[{name}: {} bytes {}]", raw.0.len(), line(&part.media_type));
     }
     String::new()
 }
@@ -195,11 +191,7 @@ impl Printer {
         if self.json {
             return self.print_json(&json!({"deleted": {"taskId": task_id, "id": id}}));
         }
-        println!(
-            "deleted push config {} of task {}",
-            line(id),
-            line(task_id)
-        );
+        println!("deleted push config {} of task {}", line(id), line(task_id));
     }
 
     pub(crate) fn listening(&self, url: &str) {

@@ -93,7 +93,11 @@ impl<F: Formatter> Formatter for Escaping<F> {
         self.0.end_array(w)
     }
 
-    fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         self.0.begin_array_value(w, first)
     }
 
@@ -109,7 +113,11 @@ impl<F: Formatter> Formatter for Escaping<F> {
         self.0.end_object(w)
     }
 
-    fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         self.0.begin_object_key(w, first)
     }
 
@@ -152,7 +160,10 @@ mod tests {
         ("plain text, ünïcode, 漢字 ✓", "plain text, ünïcode, 漢字 ✓"),
         ("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),
         ("\x1b]52;c;ZXZpbA==\x07", "\\x1b]52;c;ZXZpbA==\\x07"),
-        ("\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\", "\\x1b]8;;https://evil.example\\x1b\\click\\x1b]8;;\\x1b\\"),
+        (
+            "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\",
+            "\\x1b]8;;https://evil.example\\x1b\\click\\x1b]8;;\\x1b\\",
+        ),
         ("\u{9b}2J", "\\u{9b}2J"),
         ("\u{9d}52;c;x\u{9c}", "\\u{9d}52;c;x\\u{9c}"),
         ("done\rFAILED", "done\\x0dFAILED"),
@@ -215,14 +226,25 @@ mod tests {
         let value = json!({"name": "x\x1b[2J\u{202e}\u{9b}", "n": [1, 2.5, null, true],
             "nested": {"k": "v\u{1F600}"}});
         for printed in [json_line(&value), json_pretty(&value)] {
-            assert_eq!(serde_json::from_str::<Value>(&printed).expect("JSON"), value);
+            assert_eq!(
+                serde_json::from_str::<Value>(&printed).expect("JSON"),
+                value
+            );
             // Pretty JSON has newlines of its own, between values.
-            assert!(!printed.chars().any(|c| is_unsafe(c) && c != '\n'), "{printed}");
-            assert!(printed.contains("\\u202e") && printed.contains("\\u009b"), "{printed}");
+            assert!(
+                !printed.chars().any(|c| is_unsafe(c) && c != '\n'),
+                "{printed}"
+            );
+            assert!(
+                printed.contains("\\u202e") && printed.contains("\\u009b"),
+                "{printed}"
+            );
         }
         assert_eq!(json_line(&value), {
             let plain = serde_json::to_string(&value).expect("JSON");
-            plain.replace('\u{202e}', "\\u202e").replace('\u{9b}', "\\u009b")
+            plain
+                .replace('\u{202e}', "\\u202e")
+                .replace('\u{9b}', "\\u009b")
         });
         assert!(json_pretty(&value).contains("\n  \"n\": ["));
     }
