@@ -14,6 +14,7 @@ import uuid
 import requests
 
 from python_a2a import A2AClient, Message, MessageRole, TextContent
+from python_a2a.client.streaming import StreamingClient
 from python_a2a.models.task import Task, TaskState
 
 from conftest import Wire, auth_headers
@@ -188,3 +189,29 @@ def test_task_from_early_client_read_with_1_0_request(base_url) -> None:
     assert task['status']['state'] == 'TASK_STATE_COMPLETED'
     echo = [a for a in task['artifacts'] if a.get('name') == 'echo']
     assert [p.get('text') for p in echo[0]['parts']] == ['hello']
+
+
+def resubscribe(base_url: str, task_id: str) -> list[Task]:
+    """Every Task python-a2a's streaming client yields for ``tasks/resubscribe``."""
+    client = StreamingClient(base_url, headers=auth_headers(), timeout=TIMEOUT_S)
+
+    async def collect() -> list[Task]:
+        return [task async for task in client.tasks_resubscribe(task_id)]
+
+    return asyncio.run(collect())
+
+
+def test_resubscribe_gives_the_state_of_a_held_or_finished_task(base_url) -> None:
+    # python-a2a posts tasks/resubscribe to {url}/tasks/stream and reads each event's data as
+    # a Task, stopping at an `event: complete`.
+    client = client_for(base_url)
+    held = send_task(client, new_task('hold'))
+    assert held.status.state == TaskState.INPUT_REQUIRED
+    tasks = resubscribe(base_url, held.id)
+    assert [(t.id, t.status.state) for t in tasks] == [(held.id, TaskState.INPUT_REQUIRED)]
+
+    # A finished task: its final state, not an error.
+    done = send_task(client, new_task('hello'))
+    assert done.status.state == TaskState.COMPLETED
+    tasks = resubscribe(base_url, done.id)
+    assert [(t.id, t.status.state) for t in tasks] == [(done.id, TaskState.COMPLETED)]

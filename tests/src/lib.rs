@@ -15,7 +15,8 @@
 //!   credentials. [`issuer::TestIssuer`] is a test OpenID issuer for bearer tokens.
 //!
 //! - [`a2a`] / [`LiveCli`] run the `a2a` command; [`SdkServer`] is an agent built on the
-//!   official Python SDK (`tests/interop/sdk_server.py`), for the command's tests.
+//!   official Python SDK (`tests/interop/sdk_server.py`), for the command's tests;
+//!   [`HostileAgent`] is an agent that tries to harm its caller, one way per [`Hostility`].
 //!
 //! Nothing here sleeps to synchronise: waits are on events, with timeouts that fail the test.
 
@@ -24,6 +25,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod hostile;
 pub mod issuer;
 pub mod json;
 pub mod server;
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub use cli::*;
 pub use client::*;
+pub use hostile::{HostileAgent, Hostility, EVIL};
 pub use json::*;
 pub use server::*;
 pub use sse::*;

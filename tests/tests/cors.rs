@@ -1,7 +1,8 @@
 //! CORS over real sockets: `a2a-local` started with `--cors-origins` (its env var,
 //! `A2A_CORS_ORIGINS`) answers browser preflights on every kind of route without auth, and its
 //! answers (JSON, SSE, errors) carry the headers a browser needs; other origins, and a server
-//! started without the option, get no CORS headers at all.
+//! started without the option, get no CORS headers at all, and their requests are refused, as
+//! are requests naming the server by a name it does not know (DNS rebinding).
 
 use a2a_e2e::*;
 use reqwest::Method;
@@ -129,13 +130,13 @@ async fn answers_to_the_allowed_origin_carry_cors_headers_and_others_do_not() {
         Some(INSPECTOR)
     );
 
-    // Another origin is served as before, without CORS headers.
+    // Another origin is refused by a2a-local (a web page the user visits must not act as the
+    // user), without CORS headers: the browser cannot even read the refusal.
     let stranger = server.client_with_headers(&[("Origin", STRANGER)]);
     let (_, request) = stranger.rpc_request("SendMessage", send_request("hello"));
-    let served = stranger.send_raw(request).await;
-    assert_eq!(served.status, 200, "{}", served.body);
-    assert!(served.body["result"].is_object(), "{}", served.body);
-    assert!(cors_headers(&served).is_empty(), "{served:?}");
+    let refused = stranger.send_raw(request).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(cors_headers(&refused).is_empty(), "{refused:?}");
 }
 
 both_bindings!(sse_streams_carry_cors_headers);
@@ -215,9 +216,73 @@ async fn without_the_option_there_is_no_cors() {
         assert_ne!(answer.status, 204, "OPTIONS {path}");
         assert!(cors_headers(&answer).is_empty(), "{path}: {answer:?}");
     }
+    // A web page's request is refused (no origin is allowed), without CORS headers.
     let inspector = server.client_with_headers(&[("Origin", INSPECTOR)]);
     let (_, request) = inspector.rpc_request("SendMessage", send_request("hello"));
     let sent = inspector.send_raw(request).await;
-    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(sent.status, 403, "{}", sent.body);
     assert!(cors_headers(&sent).is_empty(), "{sent:?}");
+}
+
+/// The server's port, from its base URL.
+fn port_of(server: &Server) -> String {
+    server.base().rsplit(':').next().expect("a port").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_rebinding_and_other_sites_pages_are_refused() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let port = port_of(&server);
+    let send = |headers: Vec<(&'static str, String)>| {
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let client = server.client_with_headers(&pairs);
+        async move {
+            let (_, request) = client.rpc_request("SendMessage", send_request("hello"));
+            client.send_raw(request).await
+        }
+    };
+    // A page of attacker.example re-points its name at 127.0.0.1: the browser sends that Host.
+    let rebound = send(vec![("Host", format!("attacker.example:{port}"))]).await;
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+    assert_eq!(
+        rebound.body["error"]["status"], "PERMISSION_DENIED",
+        "{}",
+        rebound.body
+    );
+    let why = rebound.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("--allowed-hosts") && why.contains("DNS rebinding"),
+        "{why}"
+    );
+    // A page of another site calling 127.0.0.1 directly sends its Origin.
+    let foreign = send(vec![("Origin", STRANGER.to_owned())]).await;
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    // Neither created anything.
+    let listed = ok(server.list_tasks(Binding::JsonRpc, json!({})).await);
+    assert_eq!(listed["totalSize"], 0, "{listed}");
+
+    // Served: the address itself, localhost by name, and the server's own origin.
+    for headers in [
+        vec![],
+        vec![("Host", format!("localhost:{port}"))],
+        vec![("Origin", format!("http://127.0.0.1:{port}"))],
+    ] {
+        let served = send(headers.clone()).await;
+        assert_eq!(served.status, 200, "{headers:?}: {}", served.body);
+    }
+
+    // Behind a proxy: the names it forwards, or `*` for any host and origin.
+    let named = Server::start_with_env(&[("A2A_ALLOWED_HOSTS", "agent.example")]).await;
+    let client = named.client_with_headers(&[("Host", "agent.example")]);
+    let (_, request) = client.rpc_request("SendMessage", send_request("hello"));
+    assert_eq!(client.send_raw(request).await.status, 200);
+    let any = Server::start_with_env(&[("A2A_ALLOWED_HOSTS", "*")]).await;
+    let client = any.client_with_headers(&[("Host", "attacker.example"), ("Origin", STRANGER)]);
+    let (_, request) = client.rpc_request("SendMessage", send_request("hello"));
+    assert_eq!(client.send_raw(request).await.status, 200);
 }

@@ -117,11 +117,28 @@ async fn a_chosen_id_the_owner_holds_is_a_follow_up() {
     // A message to the ended task is refused as in 1.0 (-32004).
     let again = early(&server, "tasks/send", early_send(&id, "again")).await;
     assert_eq!(again["error"]["code"], -32004, "{again}");
-    // Ids that would break REST routes or are not ids at all are refused.
-    for bad in ["a:b", "a/b", "", "with space"] {
+    // Ids that would break REST routes or are not ids at all are refused, and nothing is
+    // created under them: `GET /tasks/send` is the early path, `/tasks/..` is `/`.
+    let before = ok(server.list_tasks(Binding::Rest, json!({})).await);
+    let reserved = [
+        "send",
+        "get",
+        "cancel",
+        "stream",
+        "sendSubscribe",
+        "resubscribe",
+        "pushNotification",
+        ".",
+        "..",
+    ];
+    for bad in ["a:b", "a/b", "", "with space"].into_iter().chain(reserved) {
         let r = early(&server, "tasks/send", early_send(bad, "x")).await;
         assert_eq!(r["error"]["code"], -32602, "{bad:?}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("is not accepted"), "{bad:?}: {message}");
     }
+    let after = ok(server.list_tasks(Binding::Rest, json!({})).await);
+    assert_eq!(after["totalSize"], before["totalSize"], "{after}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,6 +234,32 @@ async fn send_subscribe_and_resubscribe_stream_early_events() {
     // tasks/cancel ends it: canceled, in the early spelling.
     let canceled = early(&server, "tasks/cancel", json!({"id": held_id})).await;
     assert_eq!(result(&canceled)["status"]["state"], "canceled");
+    // Resubscribing to it now: its final state, final (1.0 refuses a finished task).
+    let events = early_stream(
+        &server,
+        "/tasks/resubscribe",
+        "tasks/resubscribe",
+        json!({"id": held_id}),
+    )
+    .await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (&events[0]["status"]["state"], &events[0]["final"]),
+        (&json!("canceled"), &json!(true)),
+        "{events:?}"
+    );
+    // An unknown task is still TaskNotFound.
+    let unknown = open_sse(
+        Binding::JsonRpc,
+        early_request(
+            &server,
+            "/tasks/resubscribe",
+            "tasks/resubscribe",
+            json!({"id": new_id()}),
+        ),
+    )
+    .await;
+    assert_eq!(unknown.err().and_then(|e| e.code), Some(-32001));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,7 +283,9 @@ async fn python_a2a_paths_and_the_early_card() {
     )
     .await;
     assert_eq!(result(&got)["id"], json!(id));
-    // Its resubscription (a python-a2a-only path): to a held task, which ends at once.
+    // Its resubscription (a python-a2a-only path), framed as its client reads it: bare early
+    // objects, the last one named `complete` (it stops there). To a held task, which ends at
+    // once with its state:
     let held_id = new_id();
     early_at(
         &server,
@@ -249,14 +294,38 @@ async fn python_a2a_paths_and_the_early_card() {
         early_send(&held_id, "hold"),
     )
     .await;
-    let events = early_stream(
-        &server,
-        "/tasks/stream",
-        "tasks/resubscribe",
-        json!({"id": held_id}),
-    )
-    .await;
-    assert_eq!(events.last().unwrap()["final"], true, "{events:?}");
+    let resubscribe = |id: &str| {
+        let request = early_request(
+            &server,
+            "/tasks/stream",
+            "tasks/resubscribe",
+            json!({"id": id}),
+        );
+        async move {
+            let mut stream = open_sse(Binding::Rest, request)
+                .await
+                .unwrap_or_else(|e| panic!("tasks/resubscribe: {}", e.body));
+            stream.collect_to_end(EVENT_TIMEOUT).await
+        }
+    };
+    let events = resubscribe(&held_id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event.as_deref(), Some("complete"), "{events:?}");
+    let last = events[0].json();
+    assert_eq!(
+        (&last["id"], &last["status"]["state"], &last["final"]),
+        (&json!(held_id), &json!("input-required"), &json!(true)),
+        "{last}"
+    );
+    // To a task that ended: its final state, where 1.0 refuses (nothing to follow).
+    let events = resubscribe(&id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].event.as_deref(), Some("complete"), "{events:?}");
+    assert_eq!(
+        events[0].json()["status"]["state"],
+        "completed",
+        "{events:?}"
+    );
 
     for path in ["/.well-known/agent.json", "/agent.json"] {
         let card = server
@@ -441,4 +510,37 @@ async fn a_direct_reply_is_a_completed_task_under_the_chosen_id() {
     assert_eq!(task["id"], json!(id), "{task}");
     assert_eq!(task["status"]["state"], "completed", "{task}");
     assert_eq!(task["status"]["message"]["role"], "agent", "{task}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_to_one_new_chosen_id_never_fail_internally() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    for round in 0..20 {
+        // Eight sends of one owner race to create the same new task id: one creates it, each
+        // other one continues it as a follow-up, or is refused in the protocol's terms (the
+        // task is running, or already ended), never with an internal error.
+        let id = new_id();
+        let text = if round % 2 == 0 { "hold" } else { "hello" };
+        let sends = (0..8).map(|_| early(&server, "tasks/send", early_send(&id, text)));
+        let answers = futures::future::join_all(sends).await;
+        let mut accepted = 0;
+        for answer in &answers {
+            match answer.get("error") {
+                Some(error) => assert_eq!(error["code"], -32004, "{answer}"),
+                None => {
+                    assert_eq!(answer["result"]["id"], json!(id), "{answer}");
+                    accepted += 1;
+                }
+            }
+        }
+        assert!(accepted >= 1, "{answers:?}");
+        let task = ok(server.get_task(Binding::JsonRpc, &id, Some(100)).await);
+        let turns = task["history"]
+            .as_array()
+            .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
+        assert_eq!(turns, Some(accepted), "one turn per accepted send: {task}");
+    }
 }

@@ -313,7 +313,8 @@ async fn versions_are_negotiated_per_method() {
         panic!("a 0.3 stream sent as 1.0 is refused");
     };
     assert_eq!(e.code, Some(-32009), "{}", e.body);
-    // The 0.3 REST routes refuse a 1.0 request too.
+    // A 1.0 request on a 0.3 REST route is a 1.0 request (of the tenant `v1`, see below): a
+    // 0.3 body is refused as 1.0 refuses it, with the 1.0 error (google.rpc.Status).
     let r = server
         .send_raw(
             server
@@ -325,6 +326,139 @@ async fn versions_are_negotiated_per_method() {
         )
         .await;
     assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.body["error"]["status"], "INVALID_ARGUMENT", "{}", r.body);
+    assert_eq!(r.body["error"]["code"], 400, "{}", r.body);
+}
+
+/// A REST request under `/v1` that says `A2A-Version: version`.
+async fn rest_v1(
+    c: &Client,
+    method: Method,
+    path: &str,
+    version: &str,
+    body: Option<Value>,
+) -> RestResponse {
+    let mut builder = c
+        .http()
+        .request(method, c.url(path))
+        .header("A2A-Version", version);
+    if let Some(body) = body {
+        builder = builder
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+    }
+    c.send_raw(builder).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_1_0_request_under_v1_is_one_of_the_tenant_v1() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    // 1.0 clients send A2A-Version, 0.3 clients none: `/v1/message:send` with 1.0 is the
+    // SendMessage of the tenant `v1`, whole, not half shadowed by the 0.3 route.
+    let sent = rest_v1(
+        &server,
+        Method::POST,
+        "/v1/message:send",
+        "1.0",
+        Some(send_request("hello")),
+    )
+    .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let task = &sent.body["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        sent.body
+    );
+    let id = task["id"].as_str().expect("a task id").to_owned();
+    let got = rest_v1(
+        &server,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        "1.0",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (got.status, &got.body["id"]),
+        (200, &json!(id)),
+        "{}",
+        got.body
+    );
+    let listed = rest_v1(&server, Method::GET, "/v1/tasks", "1.0", None).await;
+    assert_eq!(listed.body["tasks"][0]["id"], json!(id), "{}", listed.body);
+    // The same task to JSON-RPC with the tenant `v1`; without it, another partition.
+    let rpc = |params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": params});
+        server
+            .http()
+            .post(server.jsonrpc_url())
+            .header("A2A-Version", "1.0")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+    };
+    let r = server
+        .send_raw(rpc(json!({"id": id, "tenant": "v1"})))
+        .await;
+    assert_eq!(result(&r.body)["id"], json!(id), "{}", r.body);
+    let r = server.send_raw(rpc(json!({"id": id}))).await;
+    assert_eq!(r.body["error"]["code"], -32001, "{}", r.body);
+    // A 0.3 client (no header) on the same route is served 0.3, outside the tenant.
+    let r = rest03(&server, Method::GET, &format!("/v1/tasks/{id}"), None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(
+        r.body["code"], -32001,
+        "the 0.3 SDKs' flat error: {}",
+        r.body
+    );
+
+    // Every 1.0 error on these routes is the 1.0 REST error.
+    let missing = rest_v1(
+        &server,
+        Method::GET,
+        &format!("/v1/tasks/{}", new_id()),
+        "1.0",
+        None,
+    )
+    .await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert_eq!(
+        missing.body["error"]["status"], "NOT_FOUND",
+        "{}",
+        missing.body
+    );
+    let card = rest_v1(&server, Method::GET, "/v1/card", "1.0", None).await;
+    assert_eq!(card.status, 404, "{}", card.body);
+    assert_eq!(card.body["error"]["code"], 404, "{}", card.body);
+    let later = rest_v1(
+        &server,
+        Method::GET,
+        &format!("/v1/tasks/{id}"),
+        "2.0",
+        None,
+    )
+    .await;
+    assert_eq!(
+        later.body["error"]["details"][0]["reason"], "VERSION_NOT_SUPPORTED",
+        "{}",
+        later.body
+    );
+    let cancel = rest_v1(
+        &server,
+        Method::POST,
+        &format!("/v1/tasks/{id}:cancel"),
+        "1.0",
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(
+        cancel.body["error"]["details"][0]["reason"], "TASK_NOT_CANCELABLE",
+        "{}",
+        cancel.body
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,14 +102,6 @@ impl TaskEvent {
                 if task.status.state.is_terminal() {
                     return Err(terminal_error(task));
                 }
-                // One turn per messageId: a concurrent copy of a follow-up that lost the
-                // conditional append must not become a second turn when it tries again.
-                if find_sent(task, &message.message_id).is_some() {
-                    return Err(A2AError::invalid_params(format!(
-                        "messageId {} is already in the history of task {}",
-                        message.message_id, task.id
-                    )));
-                }
                 // The agent's last word (e.g. the question of INPUT_REQUIRED) came before this
                 // reply, so it enters history first, as the Python SDK's task manager does.
                 if let Some(previous) = task.status.message.take() {

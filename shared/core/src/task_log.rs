@@ -153,6 +153,10 @@ pub struct TaskLog {
     observer: Arc<dyn Observer>,
     /// Set when the process stops: followers drain the log and end their streams cleanly.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Whether a task takes one turn per `messageId` (idempotent sends): then a concurrent copy
+    /// of a follow-up that lost the conditional append does not become a second turn when it
+    /// tries again. Off when every send is a new message whatever its `messageId`.
+    one_turn_per_message_id: bool,
 }
 
 impl TaskLog {
@@ -161,12 +165,14 @@ impl TaskLog {
         store: Arc<dyn TaskStore>,
         retention: Duration,
         observer: Arc<dyn Observer>,
+        one_turn_per_message_id: bool,
     ) -> Self {
         Self {
             store,
             retention,
             observer,
             stopping: tokio::sync::watch::channel(false).0,
+            one_turn_per_message_id,
         }
     }
 
@@ -205,6 +211,24 @@ impl TaskLog {
             .ok_or_else(|| A2AError::task_not_found(task_id))
     }
 
+    /// Refuses a client message whose `messageId` the task's history already holds, when a
+    /// task takes one turn per `messageId`. A write-time rule, not a rule of the log: a log
+    /// written without it replays all the same.
+    fn check_turn(&self, task: &Task, event: &TaskEvent) -> Result<(), A2AError> {
+        match event {
+            TaskEvent::UserMessage { message }
+                if self.one_turn_per_message_id
+                    && crate::event::find_sent(task, &message.message_id).is_some() =>
+            {
+                Err(A2AError::invalid_params(format!(
+                    "messageId {} is already in the history of task {}",
+                    message.message_id, task.id
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Appends `events` on top of `head`. On a version conflict it re-reads the head and tries
     /// again; it gives up if the task became terminal meanwhile.
     pub(crate) async fn append(
@@ -224,6 +248,9 @@ impl TaskLog {
             let now = Timestamp::now();
             let mut logged = Vec::with_capacity(events.len());
             for event in &events {
+                if let Err(e) = self.check_turn(&next.task, event) {
+                    return Err(AppendError::Invalid(e));
+                }
                 let event = stamped(event, &next.task, now);
                 if let Err(e) = event.apply(&mut next.task) {
                     return Err(if next.task.status.state.is_terminal() {

@@ -214,7 +214,11 @@ pub(crate) async fn run(builder: ClientBuilder, out: &Printer, args: DiscoverArg
             }
             Err(e) => {
                 failures += 1;
-                eprintln!("{url}: {e}");
+                eprintln!(
+                    "{}: {}",
+                    crate::sanitize::line(url),
+                    crate::error_text(&e.to_string())
+                );
             }
         }
     }
@@ -223,14 +227,17 @@ pub(crate) async fn run(builder: ClientBuilder, out: &Printer, args: DiscoverArg
             .iter()
             .map(|(url, card, source)| json!({"url": url, "source": source, "card": card}))
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&list).unwrap_or_default()
-        );
+        println!("{}", crate::sanitize::json_pretty(&list));
     } else {
+        use crate::sanitize::line;
         for (url, card, _) in &found {
             let skills: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();
-            println!("{}  {url}  skills: {}", card.name, skills.join(", "));
+            println!(
+                "{}  {}  skills: {}",
+                line(&card.name),
+                line(url),
+                line(&skills.join(", "))
+            );
         }
         println!("({} of {} agents match)", found.len(), urls.len());
     }

@@ -2,6 +2,7 @@
 
 mod discover;
 mod render;
+mod sanitize;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use a2a_client::webhook::WebhookReceiver;
 use a2a_client::{
     AgentCard, Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SecurityScheme,
+    Limit, Limits, ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SecurityScheme,
     SendMessageConfiguration, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
     TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
 };
@@ -24,9 +25,17 @@ Exit codes:
   0  success
   1  the agent answered with an A2A error (its name and message are printed)
   2  usage error (bad arguments, no URL, unreadable --file or --data)
-  3  the agent could not be reached (connection, timeout, an HTTP error that is no A2A error)
-  4  the agent's answer is not valid A2A (no usable agent card, a malformed response)
+  3  the agent could not be reached (connection, an HTTP error that is no A2A error), or
+     something timed out (--timeout, --idle-timeout): the message says what
+  4  the agent's answer is not valid A2A or not acceptable: no usable agent card, a malformed
+     response, an answer over a --max-*-bytes limit, a stream that ends before any event or
+     sends an event of another task, a redirect or an interface on another host while
+     credentials are set (see --share-credentials)
   5  the task ended FAILED, REJECTED or CANCELED (send, subscribe)
+
+Whatever the agent sends is shown as text, never interpreted by the terminal: control
+characters and bidi controls are printed as escapes (\\x1b, \\u{202e}); --json prints exact
+JSON with those characters as \\u escapes.
 
 Environment: A2A_URL (the agent, when URL is left out), A2A_API_KEY, A2A_TOKEN.";
 
@@ -59,9 +68,27 @@ struct Global {
     /// Bearer token to send (`Authorization: Bearer …`).
     #[arg(long, global = true, env = "A2A_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Seconds a request may take (a blocking send lasts as long as the task).
+    /// Seconds a request may take as a whole, a stream included (a blocking send or a stream
+    /// lasts as long as the task); 0: no limit.
     #[arg(long, global = true, default_value_t = 300)]
     timeout: u64,
+    /// Seconds a stream may send nothing at all, not even a keep-alive, before it counts as
+    /// dropped and is resubscribed; 0: no limit.
+    #[arg(long, global = true, default_value_t = 60)]
+    idle_timeout: u64,
+    /// The largest answer read that is not a stream (a result, an error, a card).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = Limits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// The largest event of a stream (and line of one).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = Limits::default().max_event_bytes)]
+    max_event_bytes: usize,
+    /// The most a stream may carry in all.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = Limits::default().max_stream_bytes)]
+    max_stream_bytes: u64,
+    /// Send the API key or token to other hosts too: those a redirect leads to, and the one the
+    /// card names for its interface. By default they go only to the host of URL.
+    #[arg(long, global = true)]
+    share_credentials: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -230,15 +257,55 @@ impl Failure {
             Self::Usage(_) | Self::Client(Error::Usage(_)) => 2,
             Self::Client(Error::Agent(_)) => 1,
             Self::Client(
-                Error::Transport(_) | Error::Timeout(_) | Error::HttpStatus { .. } | Error::Auth(_),
+                Error::Transport(_)
+                | Error::Timeout { .. }
+                | Error::HttpStatus { .. }
+                | Error::Auth(_),
             ) => 3,
-            Self::Client(Error::InvalidResponse(_) | Error::Card(_)) => 4,
+            Self::Client(
+                Error::InvalidResponse(_)
+                | Error::Card(_)
+                | Error::TooLarge { .. }
+                | Error::OtherOrigin(_),
+            ) => 4,
             Self::TaskUnsuccessful => 5,
         }
     }
 }
 
 pub(crate) type Outcome = Result<(), Failure>;
+
+/// The most of an error message printed: an agent's error may quote a whole answer.
+const MAX_ERROR_CHARS: usize = 2000;
+
+/// An error message as printed: safe for the terminal, and not longer than [`MAX_ERROR_CHARS`].
+fn error_text(message: &str) -> String {
+    let mut shown = sanitize::line(message).into_owned();
+    if let Some((cut, _)) = shown.char_indices().nth(MAX_ERROR_CHARS) {
+        shown.truncate(cut);
+        shown.push_str("… (cut)");
+    }
+    shown
+}
+
+/// What the user can do about a client error, if a flag helps.
+fn hint(e: &Error) -> &'static str {
+    match e {
+        Error::TooLarge {
+            limit: Limit::Body, ..
+        } => " (--max-body-bytes raises the limit)",
+        Error::TooLarge {
+            limit: Limit::Event,
+            ..
+        } => " (--max-event-bytes raises the limit)",
+        Error::TooLarge {
+            limit: Limit::Stream,
+            ..
+        } => " (--max-stream-bytes raises the limit)",
+        Error::OtherOrigin(_) => " (--share-credentials sends them there)",
+        _ => "",
+    }
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -248,15 +315,17 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             match &failure {
-                Failure::Usage(message) => eprintln!("a2a: {message}"),
+                Failure::Usage(message) => eprintln!("a2a: {}", error_text(message)),
                 Failure::Client(Error::Agent(e)) if json => {
                     let out = serde_json::json!({
                         "error": {"name": e.name(), "message": e.message(), "reason": e.reason}
                     });
-                    eprintln!("{out}");
+                    eprintln!("{}", sanitize::json_line(&out));
                 }
-                Failure::Client(Error::Agent(e)) => eprintln!("{}: {}", e.name(), e.message()),
-                Failure::Client(e) => eprintln!("a2a: {e}"),
+                Failure::Client(Error::Agent(e)) => {
+                    eprintln!("{}: {}", e.name(), error_text(&e.message()))
+                }
+                Failure::Client(e) => eprintln!("a2a: {}{}", error_text(&e.to_string()), hint(e)),
                 Failure::TaskUnsuccessful => {}
             }
             ExitCode::from(failure.exit_code())
@@ -294,9 +363,18 @@ impl Global {
             BindingArg::Jsonrpc => [Binding::JsonRpc, Binding::HttpJson],
             BindingArg::Rest => [Binding::HttpJson, Binding::JsonRpc],
         };
+        let seconds = |s: u64| (s > 0).then(|| Duration::from_secs(s));
         Client::builder()
             .auth(auth)
-            .timeout(Some(Duration::from_secs(self.timeout)))
+            .timeout(seconds(self.timeout))
+            .stream_timeout(seconds(self.timeout))
+            .idle_timeout(seconds(self.idle_timeout))
+            .limits(Limits {
+                max_body_bytes: self.max_body_bytes,
+                max_event_bytes: self.max_event_bytes,
+                max_stream_bytes: self.max_stream_bytes,
+            })
+            .share_credentials(self.share_credentials)
             .prefer(&preference)
     }
 
@@ -304,12 +382,13 @@ impl Global {
         self.builder_for(None)
     }
 
-    /// Reads the card (public: no API key needed yet) and connects as it says.
+    /// Reads the card (public: no API key needed yet) and connects as it says, with the
+    /// credentials for the host of `url` only.
     async fn connect(&self, url: &str) -> Result<Client, Failure> {
         let fetched = self.builder().card_resolver()?.resolve(url).await?;
         Ok(self
             .builder_for(Some(&fetched.card))
-            .for_card(fetched.card)?)
+            .for_fetched_card(fetched)?)
     }
 }
 
@@ -488,6 +567,7 @@ async fn follow(out: &render::Printer, events: a2a_client::TaskStream) -> Outcom
     let mut events = std::pin::pin!(events);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut state = TaskState::Unspecified;
+    let mut replied = false;
     loop {
         tokio::select! {
             event = events.next() => match event {
@@ -500,6 +580,7 @@ async fn follow(out: &render::Printer, events: a2a_client::TaskStream) -> Outcom
                     if let Some(s) = state_of(&event) {
                         state = s;
                     }
+                    replied |= matches!(event, StreamResponse::Message(_));
                     live.event(&event);
                 }
             },
@@ -507,6 +588,14 @@ async fn follow(out: &render::Printer, events: a2a_client::TaskStream) -> Outcom
         }
     }
     live.finish();
+    // The client library ends a stream only once it stopped, or with an error; a stream that
+    // got neither a reply nor a stopping state is not a success all the same.
+    if !(replied || state.is_terminal() || state.is_interrupted()) {
+        return Err(Failure::Client(Error::InvalidResponse(format!(
+            "the stream ended while the task was {}",
+            state.as_str()
+        ))));
+    }
     finished(state)
 }
 
@@ -600,7 +689,9 @@ async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcom
                             verified += 1;
                             out.push(&push);
                         }
-                        Some(Err(refused)) => eprintln!("refused a push: {}", refused.reason),
+                        Some(Err(refused)) => {
+                            eprintln!("refused a push: {}", error_text(&refused.reason))
+                        }
                     },
                     _ = tokio::signal::ctrl_c() => break,
                 }

@@ -10,30 +10,33 @@ use a2a_client::{
 use serde::Serialize;
 use serde_json::json;
 
+use crate::sanitize::{json_line, json_pretty, line, text};
+
 /// Prints to stdout.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Printer {
     json: bool,
 }
 
-/// A part as one line of text.
+/// A part as text, safe to print (newlines kept in text parts).
 fn part_text(part: &Part) -> String {
-    if let Some(text) = &part.text {
-        return text.clone();
+    if let Some(t) = &part.text {
+        return text(t).into_owned();
     }
     if let Some(data) = &part.data {
-        return data.to_string();
+        return json_line(data);
     }
     let name = if part.filename.is_empty() {
         "file"
     } else {
         part.filename.as_str()
     };
+    let name = line(name);
     if let Some(url) = &part.url {
-        return format!("[{name}: {url}]");
+        return format!("[{name}: {}]", line(url));
     }
     if let Some(raw) = &part.raw {
-        return format!("[{name}: {} bytes {}]", raw.0.len(), part.media_type);
+        return format!("[{name}: {} bytes {}]", raw.0.len(), line(&part.media_type));
     }
     String::new()
 }
@@ -52,25 +55,26 @@ impl Printer {
     }
 
     fn print_json(&self, value: &impl Serialize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{e}"));
-        println!("{text}");
+        println!("{}", json_pretty(value));
     }
 
     pub(crate) fn card(&self, card: &AgentCard) {
         if self.json {
             return self.print_json(card);
         }
-        println!("{} (version {})", card.name, card.version);
-        println!("  {}", card.description);
+        println!("{} (version {})", line(&card.name), line(&card.version));
+        println!("  {}", line(&card.description));
         for i in &card.supported_interfaces {
             let tenant = if i.tenant.is_empty() {
                 String::new()
             } else {
-                format!(" tenant {}", i.tenant)
+                format!(" tenant {}", line(&i.tenant))
             };
             println!(
                 "  interface {} {} {}{tenant}",
-                i.protocol_binding, i.protocol_version, i.url
+                line(&i.protocol_binding),
+                line(&i.protocol_version),
+                line(&i.url)
             );
         }
         let caps = &card.capabilities;
@@ -82,17 +86,17 @@ impl Printer {
         );
         if !card.security_schemes.is_empty() {
             let names: Vec<&str> = card.security_schemes.keys().map(String::as_str).collect();
-            println!("  security: {}", names.join(", "));
+            println!("  security: {}", line(&names.join(", ")));
         }
         for skill in &card.skills {
             println!(
                 "  skill {}: {} [{}]",
-                skill.id,
-                skill.name,
-                skill.tags.join(", ")
+                line(&skill.id),
+                line(&skill.name),
+                line(&skill.tags.join(", "))
             );
             if !skill.examples.is_empty() {
-                println!("    e.g. {}", skill.examples.join(" | "));
+                println!("    e.g. {}", line(&skill.examples.join(" | ")));
             }
         }
     }
@@ -109,9 +113,9 @@ impl Printer {
         if self.json {
             return self.print_json(task);
         }
-        println!("task {}  {}", task.id, task.status.state.as_str());
+        println!("task {}  {}", line(&task.id), task.status.state.as_str());
         if !task.context_id.is_empty() {
-            println!("  context {}", task.context_id);
+            println!("  context {}", line(&task.context_id));
         }
         if let Some(message) = &task.status.message {
             self.message_lines(message);
@@ -122,7 +126,7 @@ impl Printer {
             } else {
                 &artifact.name
             };
-            println!("  artifact {name}: {}", parts_text(&artifact.parts));
+            println!("  artifact {}: {}", line(name), parts_text(&artifact.parts));
         }
     }
 
@@ -131,7 +135,7 @@ impl Printer {
             _ if self.json => self.print_json(response),
             SendMessageResponse::Task(task) => self.task(task),
             SendMessageResponse::Message(message) => {
-                println!("message {}", message.message_id);
+                println!("message {}", line(&message.message_id));
                 self.message_lines(message);
             }
         }
@@ -147,11 +151,15 @@ impl Printer {
                 .timestamp
                 .map(|t| t.0.to_rfc3339())
                 .unwrap_or_default();
-            println!("{}  {:<26} {when}", task.id, task.status.state.as_str());
+            println!(
+                "{}  {:<26} {when}",
+                line(&task.id),
+                task.status.state.as_str()
+            );
         }
         println!("({} of {} tasks)", page.tasks.len(), page.total_size);
         if !page.next_page_token.is_empty() {
-            println!("next page: --page-token {}", page.next_page_token);
+            println!("next page: --page-token {}", line(&page.next_page_token));
         }
     }
 
@@ -161,7 +169,9 @@ impl Printer {
         }
         println!(
             "push config {} of task {} -> {}",
-            config.id, config.task_id, config.url
+            line(&config.id),
+            line(&config.task_id),
+            line(&config.url)
         );
     }
 
@@ -181,31 +191,31 @@ impl Printer {
         if self.json {
             return self.print_json(&json!({"deleted": {"taskId": task_id, "id": id}}));
         }
-        println!("deleted push config {id} of task {task_id}");
+        println!("deleted push config {} of task {}", line(id), line(task_id));
     }
 
     pub(crate) fn listening(&self, url: &str) {
         if self.json {
-            println!("{}", json!({"listening": url}));
+            println!("{}", json_line(&json!({"listening": url})));
         } else {
-            println!("listening on {url}");
+            println!("listening on {}", line(url));
         }
         let _ = std::io::stdout().flush();
     }
 
     pub(crate) fn push(&self, push: &VerifiedPush) {
         if self.json {
-            let line = json!({
+            let entry = json!({
                 "taskId": push.claims.task_id,
                 "seq": push.claims.seq,
                 "configId": push.claims.config_id,
                 "event": push.event,
             });
-            println!("{line}");
+            println!("{}", json_line(&entry));
         } else {
             println!(
                 "push task {} seq {}: {}",
-                push.claims.task_id,
+                line(&push.claims.task_id),
                 push.claims.seq,
                 summary(&push.event)
             );
@@ -230,7 +240,7 @@ impl Printer {
 /// One line about an event.
 fn summary(event: &StreamResponse) -> String {
     match event {
-        StreamResponse::Task(t) => format!("task {} {}", t.id, t.status.state.as_str()),
+        StreamResponse::Task(t) => format!("task {} {}", line(&t.id), t.status.state.as_str()),
         StreamResponse::Message(m) => format!("message: {}", parts_text(&m.parts)),
         StreamResponse::StatusUpdate(u) => {
             let text = u
@@ -243,11 +253,11 @@ fn summary(event: &StreamResponse) -> String {
         }
         StreamResponse::ArtifactUpdate(a) => format!(
             "artifact {}: {}",
-            if a.artifact.name.is_empty() {
+            line(if a.artifact.name.is_empty() {
                 &a.artifact.artifact_id
             } else {
                 &a.artifact.name
-            },
+            }),
             parts_text(&a.artifact.parts)
         ),
     }
@@ -270,16 +280,16 @@ pub(crate) struct Live {
 impl Live {
     pub(crate) fn event(&mut self, event: &StreamResponse) {
         if self.json {
-            println!("{}", serde_json::to_string(event).unwrap_or_default());
+            println!("{}", json_line(event));
             let _ = std::io::stdout().flush();
             return;
         }
         match event {
             StreamResponse::Task(t) => {
-                self.task_id = t.id.clone();
+                self.task_id = line(&t.id).into_owned();
                 self.state = Some(t.status.state);
                 if !self.terminal {
-                    println!("task {}  {}", t.id, t.status.state.as_str());
+                    println!("task {}  {}", line(&t.id), t.status.state.as_str());
                 }
             }
             StreamResponse::StatusUpdate(u) => {
@@ -302,7 +312,7 @@ impl Live {
                 }
             }
             StreamResponse::ArtifactUpdate(a) => {
-                let text = text_of(&a.artifact.parts);
+                let text = text(&text_of(&a.artifact.parts)).into_owned();
                 let other: Vec<String> = a
                     .artifact
                     .parts

@@ -101,6 +101,11 @@ impl Auth {
         Self::OAuth2(Arc::new(credentials))
     }
 
+    /// Whether there are no credentials.
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Self::None)
+    }
+
     /// Adds the credentials to a request.
     pub(crate) async fn apply(
         &self,
@@ -150,6 +155,9 @@ impl Auth {
         }
     }
 }
+
+/// The largest token endpoint answer read: a token response is a few kilobytes.
+const MAX_TOKEN_RESPONSE_BYTES: usize = 1 << 20;
 
 /// The client-credentials grant (RFC 6749 §4.4): client id and secret sent with HTTP basic
 /// authentication, as the RFC recommends.
@@ -245,8 +253,12 @@ impl OAuth2ClientCredentials {
             .await
             .map_err(|e| Error::Auth(format!("token endpoint {}: {e}", self.token_url)))?;
         let status = response.status();
-        let body = response
-            .bytes()
+        let reading = crate::limits::Exchange {
+            what: "the token request",
+            timeout: None,
+        };
+        let body = reading
+            .read_body(response, MAX_TOKEN_RESPONSE_BYTES)
             .await
             .map_err(|e| Error::Auth(format!("reading the token response: {e}")))?;
         if !status.is_success() {

@@ -7,8 +7,10 @@ use reqwest::header::{ACCEPT, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
 use crate::auth::Auth;
+use crate::binding::Binding;
 use crate::error::Error;
-use crate::transport::{parse_url, Binding};
+use crate::limits::Exchange;
+use crate::transport::parse_url;
 
 /// Where agents publish their card (A2A 1.0).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -46,16 +48,25 @@ pub struct CardResolver {
     http: reqwest::Client,
     auth: Auth,
     timeout: Option<Duration>,
+    max_body_bytes: usize,
 }
 
 impl CardResolver {
-    /// A resolver with this HTTP client and credentials (cards may be behind auth).
+    /// A resolver with this HTTP client and credentials (cards may be behind auth). `timeout`
+    /// bounds each fetch as a whole, its body's last byte included.
     pub fn new(http: reqwest::Client, auth: Auth, timeout: Option<Duration>) -> Self {
         Self {
             http,
             auth,
             timeout,
+            max_body_bytes: crate::Limits::default().max_body_bytes,
         }
+    }
+
+    /// The largest card to read, in bytes (default [`crate::Limits::max_body_bytes`]).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
     }
 
     /// The card of the agent at `url`: the URL itself when it names a card (ends in `.json`),
@@ -99,7 +110,12 @@ impl CardResolver {
             builder = builder.timeout(t);
         }
         let builder = self.auth.apply(&self.http, builder).await?;
-        let response = builder.send().await?;
+        let what = format!("fetching the agent card at {url}");
+        let exchange = Exchange {
+            what: &what,
+            timeout: self.timeout,
+        };
+        let response = builder.send().await.map_err(|e| exchange.failed(e))?;
         let status = response.status();
         let header = |name| {
             response
@@ -113,7 +129,7 @@ impl CardResolver {
         if status == StatusCode::NOT_MODIFIED {
             return Ok(CardFetch::NotModified { max_age });
         }
-        let bytes = response.bytes().await?;
+        let bytes = exchange.read_body(response, self.max_body_bytes).await?;
         if !status.is_success() {
             return Err(Error::HttpStatus {
                 status: status.as_u16(),

@@ -55,9 +55,31 @@ pub enum Error {
     /// The request could not be sent or its answer not read (connection refused or reset).
     #[error("transport: {0}")]
     Transport(#[from] reqwest::Error),
-    /// The call did not finish within the configured timeout.
-    #[error("timed out after {0:?}")]
-    Timeout(std::time::Duration),
+    /// Something did not finish within its timeout: `what` says what it was (a call, a card
+    /// fetch, a stream that stayed silent or did not end).
+    #[error("{what}: timed out after {}", seconds(.after))]
+    Timeout {
+        /// What timed out.
+        what: String,
+        /// The timeout.
+        after: std::time::Duration,
+    },
+    /// The agent sent more than a limit allows (see [`crate::Limits`]); nothing more of it was
+    /// read.
+    #[error("{what} is larger than the {limit} limit of {bytes} bytes")]
+    TooLarge {
+        /// What was too large (the answer to an operation, an SSE event, a stream, a card).
+        what: String,
+        /// Which limit it exceeded.
+        limit: Limit,
+        /// The limit, in bytes.
+        bytes: u64,
+    },
+    /// The agent asked for a request to go to another origin (a redirect, or a card naming its
+    /// interface elsewhere) while credentials are set for this one: not followed, so that they
+    /// go nowhere else (see [`crate::ClientBuilder::share_credentials`]).
+    #[error("{0}")]
+    OtherOrigin(String),
     /// The answer is not what the protocol says it must be.
     #[error("invalid response: {0}")]
     InvalidResponse(String),
@@ -70,6 +92,36 @@ pub enum Error {
     /// The client was configured or called wrongly (a bad URL, a missing id).
     #[error("{0}")]
     Usage(String),
+}
+
+/// The size limits of [`crate::Limits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// [`crate::Limits::max_body_bytes`]: an answer that is not a stream, a card.
+    Body,
+    /// [`crate::Limits::max_event_bytes`]: one SSE event, or one line of one.
+    Event,
+    /// [`crate::Limits::max_stream_bytes`]: all of a stream, reconnects included.
+    Stream,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Body => "body size",
+            Self::Event => "event size",
+            Self::Stream => "stream size",
+        })
+    }
+}
+
+/// A duration as people write it: `300 s`, `1.5 s`.
+fn seconds(d: &std::time::Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 impl Error {
@@ -87,7 +139,7 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Transport(e) => e.is_connect() || e.is_timeout() || e.is_request(),
-            Self::Timeout(_) => true,
+            Self::Timeout { .. } => true,
             Self::HttpStatus { status, .. } => matches!(status, 429 | 502 | 503 | 504),
             _ => false,
         }

@@ -9,8 +9,13 @@
 //!   [`futures::Stream`] of [`StreamResponse`] that resubscribes with `Last-Event-ID` when the
 //!   connection drops ([`TaskStream`]).
 //! - Credentials ([`Auth`]): API key in a header or the query, bearer, basic, OAuth2 client
-//!   credentials with token refresh. A timeout per request, and retries with backoff for
-//!   idempotent calls only ([`RetryPolicy`] says which and why).
+//!   credentials with token refresh. They go to the origin they were given for and to no
+//!   other a redirect or a card names ([`ClientBuilder::share_credentials`]). A timeout per
+//!   request, and retries with backoff for idempotent calls only ([`RetryPolicy`] says which
+//!   and why).
+//! - What an agent sends is untrusted: every read is bounded ([`Limits`]), every exchange
+//!   timed (a call as a whole, a stream's silence and its whole length), and a stream's events
+//!   must be about its task.
 //! - Errors are typed: [`Error::Agent`] carries the agent's [`A2AError`], the others say what
 //!   went wrong around it.
 //! - [`webhook::WebhookReceiver`] receives push notifications and verifies a2a-lambda's
@@ -35,8 +40,11 @@
 //! ```
 
 pub mod auth;
+mod binding;
 pub mod card;
 pub mod error;
+mod limits;
+mod scope;
 pub mod sse;
 pub mod stream;
 pub mod transport;
@@ -60,7 +68,8 @@ pub use a2a_protocol::{
 pub use a2a_protocol::{HttpVerb, Operation};
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
 pub use card::{CardFetch, CardResolver, FetchedCard};
-pub use error::{AgentError, Error};
+pub use error::{AgentError, Error, Limit};
+pub use limits::Limits;
 pub use sse::{EventReader, SseEvent};
 pub use stream::{ReconnectPolicy, TaskStream};
 pub use transport::{Binding, RetryPolicy, StreamOptions};
@@ -73,6 +82,12 @@ pub struct ClientBuilder {
     http: Option<reqwest::Client>,
     auth: Auth,
     timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+    stream_timeout: Option<Duration>,
+    limits: Limits,
+    share_credentials: bool,
+    /// The origin the credentials were given for: the URL passed to [`Self::connect`].
+    credential_origin: Option<url::Origin>,
     retry: RetryPolicy,
     reconnect: ReconnectPolicy,
     preference: Vec<Binding>,
@@ -85,6 +100,11 @@ impl Default for ClientBuilder {
             http: None,
             auth: Auth::None,
             timeout: Some(Duration::from_secs(60)),
+            idle_timeout: Some(Duration::from_secs(60)),
+            stream_timeout: None,
+            limits: Limits::default(),
+            share_credentials: false,
+            credential_origin: None,
             retry: RetryPolicy::default(),
             reconnect: ReconnectPolicy::default(),
             preference: vec![Binding::JsonRpc, Binding::HttpJson],
@@ -100,10 +120,44 @@ impl ClientBuilder {
         self
     }
 
-    /// The longest a unary call (or the head of a stream) may take; `None` waits forever.
-    /// Default 60 s: a blocking SendMessage lasts as long as the task.
+    /// The longest a unary call may take as a whole (its answer's last byte included), a card
+    /// fetch, and the wait for the head of a stream; `None` waits forever. Default 60 s: a
+    /// blocking SendMessage lasts as long as the task.
     pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The longest a stream may send nothing at all (keep-alive comments count); after that
+    /// its connection counts as dropped and the stream resubscribes. Default 60 s; `None`
+    /// waits forever.
+    pub fn idle_timeout(mut self, idle: Option<Duration>) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// The longest a whole stream may last, resubscriptions included; after that it ends with
+    /// [`Error::Timeout`]. Default `None`: as long as the task.
+    pub fn stream_timeout(mut self, total: Option<Duration>) -> Self {
+        self.stream_timeout = total;
+        self
+    }
+
+    /// How much of what the agent sends is read (see [`Limits`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Whether the credentials may go to another origin (scheme, host, port) than the one
+    /// they were given for: the one of the URL passed to [`Self::connect`], or of the interface
+    /// of [`Self::for_card`] and [`Self::for_interface`]. Default `false`: with credentials
+    /// set, a redirect to another origin is not followed, and a card whose interface is on
+    /// another origin than the card itself is refused ([`Error::OtherOrigin`]). Without
+    /// credentials both are followed. (An HTTP client of your own, [`Self::http_client`],
+    /// redirects as you built it.)
+    pub fn share_credentials(mut self, share: bool) -> Self {
+        self.share_credentials = share;
         self
     }
 
@@ -140,24 +194,36 @@ impl ClientBuilder {
     fn http(&self) -> Result<reqwest::Client, Error> {
         match &self.http {
             Some(http) => Ok(http.clone()),
-            None => reqwest::Client::builder()
-                .build()
-                .map_err(|e| Error::Usage(format!("building the HTTP client: {e}"))),
+            None => {
+                let guard = !self.share_credentials && !self.auth.is_none();
+                reqwest::Client::builder()
+                    .redirect(scope::redirect_policy(guard))
+                    .build()
+                    .map_err(|e| Error::Usage(format!("building the HTTP client: {e}")))
+            }
         }
     }
 
-    /// A resolver of cards with this builder's HTTP client, credentials and timeout.
+    /// A resolver of cards with this builder's HTTP client, credentials, timeout and body
+    /// limit.
     pub fn card_resolver(&self) -> Result<CardResolver, Error> {
-        Ok(CardResolver::new(
-            self.http()?,
-            self.auth.clone(),
-            self.timeout,
-        ))
+        Ok(
+            CardResolver::new(self.http()?, self.auth.clone(), self.timeout)
+                .max_body_bytes(self.limits.max_body_bytes),
+        )
     }
 
     /// Resolves the card of the agent at `url` and connects to its preferred interface.
     pub async fn connect(self, url: &str) -> Result<Client, Error> {
         let fetched = self.card_resolver()?.resolve(url).await?;
+        self.for_fetched_card(fetched)
+    }
+
+    /// Connects to the preferred interface of a card fetched from `fetched.url`: the
+    /// credentials are for that URL's origin, so an interface on another one is refused
+    /// unless [`Self::share_credentials`] is set (or no credentials are).
+    pub fn for_fetched_card(mut self, fetched: FetchedCard) -> Result<Client, Error> {
+        self.credential_origin = scope::origin_of(&fetched.url);
         self.for_card(fetched.card)
     }
 
@@ -183,17 +249,31 @@ impl ClientBuilder {
 
     fn build(self, interface: AgentInterface, binding: Binding) -> Result<Client, Error> {
         transport::parse_url(&interface.url)?;
+        if let Some(given) = &self.credential_origin {
+            let named = scope::origin_of(&interface.url);
+            if !self.share_credentials && !self.auth.is_none() && named.as_ref() != Some(given) {
+                return Err(Error::OtherOrigin(format!(
+                    "the agent card of {} names its {} interface at {}, another origin: not \
+                     used, because the credentials given for {} would go there",
+                    given.ascii_serialization(),
+                    binding.as_str(),
+                    interface.url,
+                    given.ascii_serialization(),
+                )));
+            }
+        }
         let http = self.http()?;
+        let settings = transport::Settings {
+            auth: self.auth,
+            timeout: self.timeout,
+            idle_timeout: self.idle_timeout,
+            stream_timeout: self.stream_timeout,
+            retry: self.retry,
+            headers: self.headers,
+            limits: self.limits,
+        };
         Ok(Client {
-            transport: Transport::new(
-                interface,
-                binding,
-                http,
-                self.auth,
-                self.timeout,
-                self.retry,
-                self.headers,
-            ),
+            transport: Transport::new(interface, binding, http, settings),
             reconnect: self.reconnect,
             card: None,
         })
@@ -286,17 +366,20 @@ impl Client {
             .as_ref()
             .map(|m| m.task_id.clone())
             .filter(|id| !id.is_empty());
+        let bounds = self.transport.new_stream_bounds();
         let reader = self
-            .open_events(
+            .transport
+            .open_stream_within(
                 Operation::SendStreamingMessage,
                 &params,
                 &StreamOptions::default(),
+                bounds,
             )
             .await?;
         Ok(TaskStream::new(
             self.transport.clone(),
             self.reconnect.clone(),
-            reader,
+            (reader, bounds),
             task_id,
             None,
         ))
@@ -330,13 +413,20 @@ impl Client {
             last_event_id: last_event_id.clone(),
             rest_verb: None,
         };
+        let bounds = self.transport.new_stream_bounds();
         let reader = self
-            .open_events(Operation::SubscribeToTask, &to_params(&request)?, &options)
+            .transport
+            .open_stream_within(
+                Operation::SubscribeToTask,
+                &to_params(&request)?,
+                &options,
+                bounds,
+            )
             .await?;
         Ok(TaskStream::new(
             self.transport.clone(),
             self.reconnect.clone(),
-            reader,
+            (reader, bounds),
             Some(request.id),
             last_event_id,
         ))

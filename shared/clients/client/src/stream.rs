@@ -4,6 +4,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use a2a_protocol::Operation;
 use a2a_protocol::{StreamResponse, Task, TaskState};
 use futures::Stream;
@@ -11,7 +13,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::sse::{self, EventReader};
-use crate::transport::{StreamOptions, Transport};
+use crate::transport::{StreamBounds, StreamOptions, Transport};
 
 /// How a [`TaskStream`] resumes after its connection dropped.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,11 +40,17 @@ impl Default for ReconnectPolicy {
 ///
 /// It ends after a direct `Message` reply, or after the task reached a terminal state
 /// (COMPLETED, FAILED, CANCELED, REJECTED) or an interrupted one (INPUT_REQUIRED,
-/// AUTH_REQUIRED). If the connection drops, or the server closes the stream before that, it
-/// resubscribes (SubscribeToTask) with `Last-Event-ID` set to the last event's SSE `id`, so a
-/// server that numbers its events (a2a-lambda's do) resumes exactly after it. A server that
-/// does not starts again with a Task snapshot; if the task finished meanwhile and the server
-/// refuses the subscription, the stream ends with the task as GetTask returns it.
+/// AUTH_REQUIRED). If the connection drops, stays silent longer than the client's idle
+/// timeout, or the server closes the stream before that, it resubscribes (SubscribeToTask) with
+/// `Last-Event-ID` set to the last event's SSE `id`, so a server that numbers its events
+/// (a2a-lambda's do) resumes exactly after it. A server that does not starts again with a Task
+/// snapshot; if the task finished meanwhile and the server refuses the subscription, the stream
+/// ends with the task as GetTask returns it.
+///
+/// What the agent sends is checked: an event of another task than the stream's, or a stream
+/// that ends before its first event, is an [`Error::InvalidResponse`]; an event or a stream
+/// larger than the client's [`crate::Limits`] is an [`Error::TooLarge`]; a stream that lasts
+/// longer than the client's stream timeout is an [`Error::Timeout`]. Each ends the stream.
 pub struct TaskStream {
     inner: Pin<Box<dyn Stream<Item = Result<StreamResponse, Error>> + Send>>,
 }
@@ -69,6 +77,12 @@ struct State {
     task_id: Option<String>,
     failures: u32,
     done: bool,
+    /// The stream's deadline and what it may still read (less what dropped readers read).
+    bounds: StreamBounds,
+    /// Whether any event arrived.
+    seen: bool,
+    /// Why the last connection broke, when it fell silent: the idle timeout.
+    silent: Option<Duration>,
 }
 
 /// Whether the stream ends after this item.
@@ -98,10 +112,11 @@ impl TaskStream {
     pub(crate) fn new(
         transport: Transport,
         policy: ReconnectPolicy,
-        reader: EventReader,
+        opened: (EventReader, StreamBounds),
         task_id: Option<String>,
         last_event_id: Option<String>,
     ) -> Self {
+        let (reader, bounds) = opened;
         let state = State {
             transport,
             policy,
@@ -110,6 +125,9 @@ impl TaskStream {
             task_id,
             failures: 0,
             done: false,
+            bounds,
+            seen: false,
+            silent: None,
         };
         let inner = futures::stream::unfold(state, |mut state| async move {
             let item = state.next().await?;
@@ -134,16 +152,22 @@ impl State {
                 continue;
             };
             let binding = reader.binding;
-            let broken = match reader.next_event().await {
+            let read = reader.next_event().await;
+            let bytes_read = reader.bytes_read();
+            let broken = match read {
                 Ok(Some(event)) => {
-                    let item = sse::payload(binding, &event).and_then(|value| {
-                        serde_json::from_value::<StreamResponse>(value).map_err(|e| {
-                            Error::InvalidResponse(format!("not a StreamResponse: {e}"))
+                    let item = sse::payload(binding, &event)
+                        .and_then(|value| {
+                            serde_json::from_value::<StreamResponse>(value).map_err(|e| {
+                                Error::InvalidResponse(format!("not a StreamResponse: {e}"))
+                            })
                         })
-                    });
+                        .and_then(|response| self.check_task(response));
                     match &item {
                         Ok(response) => {
                             self.failures = 0;
+                            self.seen = true;
+                            self.silent = None;
                             if event.id.is_some() {
                                 self.last_event_id = event.id;
                             }
@@ -158,13 +182,65 @@ impl State {
                 }
                 // The server closed the stream before the task stopped (its own deadline).
                 Ok(None) => None,
+                // Limits and the stream's own deadline end it; a resubscription would pass
+                // them again.
+                Err(e) if self.ends_here(&e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
                 Err(e) => Some(e),
             };
+            self.bounds.budget = self.bounds.budget.saturating_sub(bytes_read);
             self.reader = None;
+            if let Some(Error::Timeout { after, .. }) = &broken {
+                self.silent = Some(*after);
+            }
             if self.task_id.is_none() {
                 self.done = true;
-                return broken.map(Err);
+                return match broken {
+                    Some(e) => Some(Err(e)),
+                    None if !self.seen => Some(Err(Error::InvalidResponse(
+                        "the agent ended the stream without sending any event".into(),
+                    ))),
+                    None => None,
+                };
             }
+        }
+    }
+
+    /// Whether `e`, from reading the stream, ends it rather than calling for a resubscription.
+    fn ends_here(&self, e: &Error) -> bool {
+        let past_deadline = self
+            .bounds
+            .deadline
+            .is_some_and(|(at, _)| Instant::now() >= at);
+        matches!(e, Error::TooLarge { .. }) || past_deadline
+    }
+
+    /// `response`, if it is about the stream's task (or names none, as a direct Message may).
+    fn check_task(&self, response: StreamResponse) -> Result<StreamResponse, Error> {
+        match (self.task_id.as_deref(), task_id_of(&response)) {
+            (Some(ours), Some(theirs)) if ours != theirs => Err(Error::InvalidResponse(format!(
+                "the stream of task {ours} sent an event of task {theirs}"
+            ))),
+            _ => Ok(response),
+        }
+    }
+
+    /// The error that ends the stream after the last reconnect failed.
+    fn gave_up(&self, task_id: &str) -> Error {
+        let tries = self.failures;
+        match self.silent {
+            Some(after) => Error::Timeout {
+                what: format!(
+                    "the stream of task {task_id} sent nothing, not even a keep-alive, and \
+                     {tries} resubscription(s) did not help"
+                ),
+                after,
+            },
+            None => Error::InvalidResponse(format!(
+                "the stream of task {task_id} broke and {tries} reconnects failed"
+            )),
         }
     }
 
@@ -176,16 +252,22 @@ impl State {
         };
         if self.failures >= self.policy.max_attempts {
             self.done = true;
-            return Some(Err(Error::InvalidResponse(format!(
-                "the stream of task {task_id} broke and {} reconnects failed",
-                self.failures
-            ))));
+            return Some(Err(self.gave_up(&task_id)));
         }
         let wait = self
             .policy
             .initial_backoff
             .saturating_mul(2u32.saturating_pow(self.failures))
             .min(self.policy.max_backoff);
+        if let Some((at, total)) = self.bounds.deadline {
+            if Instant::now() + wait >= at {
+                self.done = true;
+                return Some(Err(Error::Timeout {
+                    what: format!("the stream of task {task_id} did not end in time"),
+                    after: total,
+                }));
+            }
+        }
         self.failures += 1;
         tokio::time::sleep(wait).await;
         let options = StreamOptions {
@@ -194,15 +276,24 @@ impl State {
         };
         match self
             .transport
-            .open_stream(
+            .open_stream_within(
                 Operation::SubscribeToTask,
                 &json!({"id": task_id}),
                 &options,
+                self.bounds,
             )
             .await
         {
             Ok(reader) => {
                 self.reader = Some(reader);
+                None
+            }
+            Err(e) if self.ends_here(&e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Err(Error::Timeout { after, .. }) => {
+                self.silent = Some(after);
                 None
             }
             Err(e) if e.is_transient() => None,

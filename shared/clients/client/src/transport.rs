@@ -9,41 +9,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
+use tokio::time::Instant;
+
+use a2a_protocol::{AgentInterface, PROTOCOL_VERSION};
 use a2a_protocol::{HttpVerb, Operation, RestRoute};
 use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use reqwest::{Method, RequestBuilder};
 use serde_json::{json, Map, Value};
 
 use crate::auth::Auth;
+pub use crate::binding::Binding;
 use crate::error::{self, Error};
+use crate::limits::{Exchange, Limits};
 use crate::sse::{self, EventReader};
-
-/// An HTTP binding of A2A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Binding {
-    /// JSON-RPC 2.0 over HTTP POST.
-    JsonRpc,
-    /// HTTP+JSON (REST).
-    HttpJson,
-}
-
-impl Binding {
-    /// The name in `AgentInterface.protocolBinding`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::JsonRpc => BINDING_JSONRPC,
-            Self::HttpJson => BINDING_HTTP_JSON,
-        }
-    }
-
-    /// The binding of a `protocolBinding` name (case-insensitive), if this client speaks it.
-    pub fn parse(name: &str) -> Option<Self> {
-        [Self::JsonRpc, Self::HttpJson]
-            .into_iter()
-            .find(|b| b.as_str().eq_ignore_ascii_case(name))
-    }
-}
 
 /// Which calls are retried, how often, and how long to wait in between.
 ///
@@ -118,7 +96,24 @@ pub struct Transport {
     pub(crate) timeout: Option<Duration>,
     pub(crate) retry: RetryPolicy,
     pub(crate) headers: HeaderMap,
+    pub(crate) limits: Limits,
+    /// The longest a stream may stay silent.
+    pub(crate) idle_timeout: Option<Duration>,
+    /// The longest a whole stream may last, reconnects included.
+    pub(crate) stream_timeout: Option<Duration>,
     next_id: Arc<AtomicU64>,
+}
+
+/// What a [`Transport`] applies to every request, beside where it goes.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) auth: Auth,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) stream_timeout: Option<Duration>,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) headers: HeaderMap,
+    pub(crate) limits: Limits,
 }
 
 /// What one streaming request should look like.
@@ -131,25 +126,43 @@ pub struct StreamOptions {
     pub rest_verb: Option<HttpVerb>,
 }
 
+/// Where a stream stands against its bounds: its deadline (with the timeout it stands for)
+/// and the bytes it may still read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamBounds {
+    pub(crate) deadline: Option<(Instant, Duration)>,
+    pub(crate) budget: u64,
+}
+
 impl Transport {
     pub(crate) fn new(
         interface: AgentInterface,
         binding: Binding,
         http: reqwest::Client,
-        auth: Auth,
-        timeout: Option<Duration>,
-        retry: RetryPolicy,
-        headers: HeaderMap,
+        settings: Settings,
     ) -> Self {
         Self {
             interface,
             binding,
             http,
-            auth,
-            timeout,
-            retry,
-            headers,
+            auth: settings.auth,
+            timeout: settings.timeout,
+            retry: settings.retry,
+            headers: settings.headers,
+            limits: settings.limits,
+            idle_timeout: settings.idle_timeout,
+            stream_timeout: settings.stream_timeout,
             next_id: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    /// The bounds of a stream opened now.
+    pub(crate) fn new_stream_bounds(&self) -> StreamBounds {
+        StreamBounds {
+            deadline: self
+                .stream_timeout
+                .map(|total| (Instant::now() + total, total)),
+            budget: self.limits.max_stream_bytes,
         }
     }
 
@@ -183,14 +196,22 @@ impl Transport {
     async fn call_once(&self, op: Operation, params: &Value) -> Result<Value, Error> {
         let (id, builder) = self.request(op, params, &StreamOptions::default())?;
         let builder = self.auth.apply(&self.http, builder).await?;
+        // reqwest's timeout covers the whole exchange, the body's last byte included.
         let builder = match self.timeout {
             Some(t) => builder.timeout(t),
             None => builder,
         };
-        let response = builder.send().await.map_err(|e| self.timed_out(e))?;
+        let what = op.to_string();
+        let exchange = Exchange {
+            what: &what,
+            timeout: self.timeout,
+        };
+        let response = builder.send().await.map_err(|e| exchange.failed(e))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let bytes = response.bytes().await.map_err(|e| self.timed_out(e))?;
+        let bytes = exchange
+            .read_body(response, self.limits.max_body_bytes)
+            .await?;
         let body = parse_body(&bytes);
         let challenge = header(&headers, WWW_AUTHENTICATE.as_str());
         match self.binding {
@@ -252,12 +273,24 @@ impl Transport {
         params: &Value,
         options: &StreamOptions,
     ) -> Result<EventReader, Error> {
+        self.open_stream_within(op, params, options, self.new_stream_bounds())
+            .await
+    }
+
+    /// [`Self::open_stream`] within `bounds` (a resumed stream's are what is left of them).
+    pub(crate) async fn open_stream_within(
+        &self,
+        op: Operation,
+        params: &Value,
+        options: &StreamOptions,
+        bounds: StreamBounds,
+    ) -> Result<EventReader, Error> {
         if !op.is_streaming() {
             return Err(Error::Usage(format!("{op} does not answer with a stream")));
         }
         let mut reauthenticated = false;
         loop {
-            let result = self.open_stream_once(op, params, options).await;
+            let result = self.open_stream_once(op, params, options, bounds).await;
             match &result {
                 Err(e) if !reauthenticated && is_unauthenticated(e) => {
                     if !self.auth.refused().await {
@@ -275,6 +308,7 @@ impl Transport {
         op: Operation,
         params: &Value,
         options: &StreamOptions,
+        bounds: StreamBounds,
     ) -> Result<EventReader, Error> {
         let (_, builder) = self.request(op, params, options)?;
         let mut builder = self
@@ -285,19 +319,43 @@ impl Transport {
         if let Some(last) = &options.last_event_id {
             builder = builder.header("Last-Event-ID", last.as_str());
         }
-        // The timeout bounds the wait for the response head only: a stream may run for long.
+        let what = op.to_string();
+        // The wait for the response head: the call's timeout, or what is left of the stream's.
+        let head_timeout = match (self.timeout, bounds.deadline) {
+            (Some(t), Some((at, _))) => Some(t.min(at.saturating_duration_since(Instant::now()))),
+            (t, deadline) => {
+                t.or(deadline.map(|(at, _)| at.saturating_duration_since(Instant::now())))
+            }
+        };
+        let exchange = Exchange {
+            what: &what,
+            timeout: head_timeout,
+        };
         let send = builder.send();
-        let response = match self.timeout {
+        let response = match head_timeout {
             Some(t) => tokio::time::timeout(t, send)
                 .await
-                .map_err(|_| Error::Timeout(t))?,
+                .map_err(|_| Error::Timeout {
+                    what: format!("{op}: the answer's head"),
+                    after: t,
+                })?,
             None => send.await,
-        }?;
+        }
+        .map_err(|e| exchange.failed(e))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let ct = header(&headers, CONTENT_TYPE.as_str()).unwrap_or_default();
         if !ct.starts_with("text/event-stream") {
-            let bytes = response.bytes().await?;
+            let read = exchange.read_body(response, self.limits.max_body_bytes);
+            let bytes = match head_timeout {
+                Some(t) => tokio::time::timeout(t, read)
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        what: format!("{op}: the answer"),
+                        after: t,
+                    })??,
+                None => read.await?,
+            };
             let body = parse_body(&bytes);
             let challenge = header(&headers, WWW_AUTHENTICATE.as_str());
             let decoded = match self.binding {
@@ -329,7 +387,10 @@ impl Transport {
             status,
             headers,
             Box::pin(response.bytes_stream()),
-        );
+        )
+        .limits(self.limits.max_event_bytes, bounds.budget)
+        .idle_timeout(self.idle_timeout)
+        .deadline(bounds.deadline);
         // An error before any data is sent as the first event (the digest's interop advice).
         if let Some(first) = reader.next_event().await? {
             if let Err(e @ Error::Agent(_)) = sse::payload(self.binding, &first) {
@@ -401,13 +462,6 @@ impl Transport {
             .headers(self.headers.clone())
             .header("A2A-Version", PROTOCOL_VERSION);
         Ok((id, builder))
-    }
-
-    fn timed_out(&self, e: reqwest::Error) -> Error {
-        match self.timeout {
-            Some(t) if e.is_timeout() => Error::Timeout(t),
-            _ => Error::Transport(e),
-        }
     }
 }
 

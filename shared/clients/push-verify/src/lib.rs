@@ -95,6 +95,9 @@ pub enum VerifyError {
     Jwks(String),
 }
 
+/// The largest JWKS a [`Verifier`] reads by default.
+pub const DEFAULT_MAX_JWKS_BYTES: usize = 1 << 20;
+
 /// Verifies pushes for one webhook URL. Keep one per webhook for the life of the process: it
 /// holds the JWKS cache and the replay window.
 #[derive(Debug)]
@@ -107,6 +110,7 @@ pub struct Verifier {
     jwks_ttl: Duration,
     refetch_cooldown: Duration,
     http: reqwest::Client,
+    max_jwks_bytes: usize,
     jwks: Mutex<JwksCache>,
     seen: std::sync::Mutex<HashMap<String, u64>>,
 }
@@ -141,6 +145,7 @@ impl Verifier {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .expect("a default reqwest client builds"),
+            max_jwks_bytes: DEFAULT_MAX_JWKS_BYTES,
             jwks: Mutex::new(JwksCache::default()),
             seen: std::sync::Mutex::new(HashMap::new()),
         }
@@ -179,6 +184,13 @@ impl Verifier {
     /// tokens with made-up `kid`s cannot make the verifier hammer the JWKS endpoint.
     pub fn refetch_cooldown(mut self, cooldown: Duration) -> Self {
         self.refetch_cooldown = cooldown;
+        self
+    }
+
+    /// The largest JWKS document read, in bytes (default 1 MiB: a key set is a few
+    /// kilobytes); a larger one is refused without reading the rest.
+    pub fn max_jwks_bytes(mut self, bytes: usize) -> Self {
+        self.max_jwks_bytes = bytes;
         self
     }
 
@@ -301,7 +313,7 @@ impl Verifier {
     }
 
     async fn fetch(&self, cache: &mut JwksCache) -> Result<(), VerifyError> {
-        let response = self
+        let mut response = self
             .http
             .get(&self.jwks_url)
             .send()
@@ -313,10 +325,31 @@ impl Verifier {
                 response.status()
             )));
         }
-        let keys: JwkSet = response
-            .json()
+        let too_large = || {
+            VerifyError::Jwks(format!(
+                "the JWKS is larger than the limit of {} bytes",
+                self.max_jwks_bytes
+            ))
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_jwks_bytes as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| VerifyError::Jwks(format!("not a JWK set: {}", e.without_url())))?;
+            .map_err(|e| VerifyError::Jwks(e.without_url().to_string()))?
+        {
+            if body.len() + chunk.len() > self.max_jwks_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let keys: JwkSet = serde_json::from_slice(&body)
+            .map_err(|e| VerifyError::Jwks(format!("not a JWK set: {e}")))?;
         cache.keys = Some(keys);
         cache.fetched = Some(Instant::now());
         Ok(())

@@ -26,6 +26,7 @@ use crate::auth::Permission;
 use crate::config::ServiceConfig;
 use crate::context::CallContext;
 use crate::execution::Executions;
+use crate::idempotency::MessageIdReuse;
 use crate::kernel::Core;
 use crate::ports::{
     AppendedEvents, JobOutcome, Owner, PushJob, PushQueue, StoreError, StoredTask, TaskStore,
@@ -53,6 +54,7 @@ impl A2aService {
             store.clone(),
             config.retention,
             config.observer.clone(),
+            config.message_id_reuse == MessageIdReuse::Reject,
         ));
         Self {
             core: Arc::new(Core {

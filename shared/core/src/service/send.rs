@@ -169,26 +169,40 @@ impl A2aService {
         record.map(|r| repeat_of(task_id, sent, r)).transpose()
     }
 
-    /// For a copy that lost the race to create its task: the winner's task or reply.
+    /// For a copy that lost the race to create its task: the winner's task or reply. A send
+    /// to a task id the client chose may lose to another message of the same owner sent to the
+    /// same new id at the same time: it then continues the task the other one created, as it
+    /// would have had it come a moment later (`retry`, once).
     async fn superseded(
         &self,
         ctx: &CallContext,
         sent: &Message,
         task_id: &str,
+        retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
-        self.original(ctx, sent, task_id).await?.ok_or_else(|| {
-            if ctx.requested_task_id.as_deref() == Some(task_id) {
-                // The id is taken, by another owner: say no more than that it cannot be used.
-                A2AError::invalid_params(format!(
-                    "Task id {task_id} cannot be used for a new task; choose another id"
-                ))
-            } else {
-                internal(
-                    "a send lost the race for its task id, but no task or reply holds it",
-                    task_id,
-                )
+        let chosen = ctx.requested_task_id.as_deref() == Some(task_id);
+        let record = self
+            .core
+            .store
+            .load_send(&ctx.owner, task_id)
+            .await
+            .map_err(store_error)?;
+        match (record, retry) {
+            (Some(record), _) if !chosen || holds(&record, sent) => {
+                repeat_of(task_id, sent, record)
             }
-        })
+            (Some(SendRecord::Task(_)), Some((request, streaming))) => {
+                Box::pin(self.start_as(ctx, request.clone(), streaming, false)).await
+            }
+            // The id is taken (by another owner, or by a reply): say no more than that.
+            _ if chosen => Err(A2AError::invalid_params(format!(
+                "Task id {task_id} cannot be used for a new task; choose another id"
+            ))),
+            _ => Err(internal(
+                "a send lost the race for its task id, but no task or reply holds it",
+                task_id,
+            )),
+        }
     }
 
     /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
@@ -200,6 +214,9 @@ impl A2aService {
         task_id: &str,
         err: A2AError,
     ) -> Result<Started, A2AError> {
+        if self.core.config.message_id_reuse != MessageIdReuse::Reject {
+            return Err(err);
+        }
         match self.core.store.load_task(&ctx.owner, task_id).await {
             Ok(Some(head)) if find_sent(&head.task, &sent.message_id).is_some() => {
                 repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
@@ -273,6 +290,19 @@ impl A2aService {
         request: SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2AError> {
+        self.start_as(ctx, request, streaming, true).await
+    }
+
+    /// [`Self::start`]; `may_retry`: whether a send that lost the race for a new task id its
+    /// client chose may continue the winner's task (see [`Self::superseded`]).
+    async fn start_as(
+        &self,
+        ctx: &CallContext,
+        request: SendMessageRequest,
+        streaming: bool,
+        may_retry: bool,
+    ) -> Result<Started, A2AError> {
+        let retry = may_retry.then_some((&request, streaming));
         let sent = request.validate()?.clone();
         let mut message = sent.clone();
         self.check_extensions(ctx)?;
@@ -293,7 +323,9 @@ impl A2aService {
         } else {
             let head = self.load(&ctx.owner, &message.task_id).await?;
             // Before the terminal check: a repeat of the message that ended the task returns it.
-            if find_sent(&head.task, &message.message_id).is_some() {
+            // Not when every send is a new message, whatever its messageId.
+            let dedupe = self.core.config.message_id_reuse == MessageIdReuse::Reject;
+            if dedupe && find_sent(&head.task, &message.message_id).is_some() {
                 return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
             }
             if head.task.status.state.is_terminal() {
@@ -352,7 +384,7 @@ impl A2aService {
 
         match (placement, existing) {
             (Placement::Queued, existing) => {
-                self.start_queued(ctx, &sent, agent_request, existing, inline_push)
+                self.start_queued(ctx, &sent, agent_request, existing, inline_push, retry)
                     .await
             }
             (Placement::Inline, Some(head)) => {
@@ -360,7 +392,7 @@ impl A2aService {
                     .await
             }
             (Placement::Inline, None) => {
-                self.start_inline_new(ctx, &sent, agent_request, inline_push)
+                self.start_inline_new(ctx, &sent, agent_request, inline_push, retry)
                     .await
             }
         }
@@ -375,6 +407,7 @@ impl A2aService {
         agent_request: AgentRequest,
         existing: Option<StoredTask>,
         inline_push: Option<TaskPushNotificationConfig>,
+        retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
         let head = match existing {
@@ -387,7 +420,7 @@ impl A2aService {
                 Ok(head) => head,
                 // A concurrent copy of the message created the task first.
                 Err(AppendError::Store(StoreError::Conflict)) => {
-                    return self.superseded(ctx, sent, &task_id).await
+                    return self.superseded(ctx, sent, &task_id, retry).await
                 }
                 Err(err) => return Err(err.into()),
             },
@@ -480,6 +513,7 @@ impl A2aService {
         sent: &Message,
         agent_request: AgentRequest,
         inline_push: Option<TaskPushNotificationConfig>,
+        retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
         let (emitter, first) =
@@ -487,7 +521,7 @@ impl A2aService {
         let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
         match first.await {
             Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
-            Ok(FirstOutcome::Superseded) => self.superseded(ctx, sent, &task_id).await,
+            Ok(FirstOutcome::Superseded) => self.superseded(ctx, sent, &task_id, retry).await,
             Ok(FirstOutcome::TaskStarted(created)) => Ok(Started::Task {
                 task_id,
                 from_seq: 0,
@@ -505,6 +539,14 @@ impl A2aService {
 fn stops(head: &StoredTask) -> bool {
     let state = head.task.status.state;
     state.is_terminal() || state.is_interrupted()
+}
+
+/// Whether `record` holds `sent` (by its `messageId`): the task's history, or the reply's request.
+fn holds(record: &SendRecord, sent: &Message) -> bool {
+    match record {
+        SendRecord::Task(head) => find_sent(&head.task, &sent.message_id).is_some(),
+        SendRecord::Reply(reply) => reply.request.message_id == sent.message_id,
+    }
 }
 
 /// The original result for `sent`, a repeat of the message recorded in `record`, or

@@ -58,6 +58,16 @@ impl CorsOrigins {
     pub fn is_enabled(&self) -> bool {
         !matches!(self, Self::Off)
     }
+
+    /// Whether a request whose `Origin` header is `origin` is allowed (as a browser sends it:
+    /// `scheme://host[:port]`, lowercase, no default port).
+    pub fn allows(&self, origin: &str) -> bool {
+        match self {
+            Self::Off => false,
+            Self::Any => true,
+            Self::List(origins) => origins.iter().any(|o| o == origin),
+        }
+    }
 }
 
 impl FromStr for CorsOrigins {
@@ -169,10 +179,10 @@ impl Cors {
         match &self.origins {
             CorsOrigins::Off => None,
             CorsOrigins::Any => Some(HeaderValue::from_static("*")),
-            CorsOrigins::List(origins) => {
+            CorsOrigins::List(_) => {
                 let origin = origin?;
                 let text = origin.to_str().ok()?;
-                origins.iter().any(|o| o == text).then(|| origin.clone())
+                self.origins.allows(text).then(|| origin.clone())
             }
         }
     }

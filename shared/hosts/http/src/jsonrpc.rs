@@ -69,12 +69,35 @@ pub(crate) async fn handle_early(
     serve(app, headers, uri, body, Endpoint::Early).await
 }
 
+/// python-a2a's resubscription path (`/tasks/stream`): the early methods, with its client's
+/// own event framing ([`Framing::PythonA2a`]).
+pub(crate) async fn handle_python_a2a_stream(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    serve_framed(app, headers, uri, body, Endpoint::Early, true).await
+}
+
 async fn serve(
     app: Arc<App>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
     endpoint: Endpoint,
+) -> Response {
+    serve_framed(app, headers, uri, body, endpoint, false).await
+}
+
+/// [`serve`]; `python_a2a`: old streams in python-a2a's framing.
+async fn serve_framed(
+    app: Arc<App>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+    endpoint: Endpoint,
+    python_a2a: bool,
 ) -> Response {
     let bytes = match crate::body::read(&headers, body, app.options.max_body_bytes).await {
         Ok(bytes) => bytes,
@@ -98,10 +121,14 @@ async fn serve(
         Err(error) => return auth_answer(&app, &id, &error, method),
     };
     if is_legacy_method_name(&name) {
-        return serve_legacy(
-            &app, &headers, &uri, id, &name, params, &principal, endpoint,
-        )
-        .await;
+        let call = LegacyCall {
+            id,
+            name: &name,
+            params,
+            endpoint,
+            python_a2a,
+        };
+        return serve_legacy(&app, &headers, &uri, &principal, call).await;
     }
     if endpoint == Endpoint::Early {
         return answer(
@@ -146,19 +173,32 @@ async fn serve(
     }
 }
 
+/// A call of an old generation's method, and where it came in.
+struct LegacyCall<'a> {
+    id: Value,
+    name: &'a str,
+    params: Value,
+    endpoint: Endpoint,
+    /// Whether its stream is framed as python-a2a reads it.
+    python_a2a: bool,
+}
+
 /// An old generation's method (its name has a `/`): looked up, version-checked, translated and
 /// run as its 1.0 operation ([`crate::legacy`]).
-#[allow(clippy::too_many_arguments)]
 async fn serve_legacy(
     app: &App,
     headers: &HeaderMap,
     uri: &Uri,
-    id: Value,
-    name: &str,
-    params: Value,
     principal: &Principal,
-    endpoint: Endpoint,
+    call: LegacyCall<'_>,
 ) -> Response {
+    let LegacyCall {
+        id,
+        name,
+        params,
+        endpoint,
+        python_a2a,
+    } = call;
     let generations = app.service.config().generations;
     let method = LegacyMethod::find(name, generations, endpoint).and_then(|m| {
         if app.operations.contains(m.operation) {
@@ -186,9 +226,14 @@ async fn serve_legacy(
                 dialect,
                 resubscribe: operation == Some(Operation::SubscribeToTask),
             };
+            let framing = if python_a2a {
+                Framing::PythonA2a(id)
+            } else {
+                Framing::JsonRpc(id)
+            };
             sse::stream_response(
                 events,
-                Framed(Framing::JsonRpc(id), Some(legacy)),
+                Framed(framing, Some(legacy)),
                 app.options.keep_alive,
             )
         }

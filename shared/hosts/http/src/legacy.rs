@@ -268,7 +268,24 @@ pub(crate) async fn call(
         _ => without_nulls(params),
     };
     tracing::debug!(rpc_method = method.name, "legacy JSON-RPC call");
-    match crate::invoke(app, &ctx, op, params, headers).await? {
+    let resubscribed = (op == Operation::SubscribeToTask && dialect == Dialect::Early)
+        .then(|| params["id"].as_str().map(str::to_owned))
+        .flatten();
+    let reply = match (
+        crate::invoke(app, &ctx, op, params, headers).await,
+        resubscribed,
+    ) {
+        // An early client resubscribing to a task that ended reads its final state, as
+        // python-a2a's own server sends it, where 1.0 refuses (there is nothing to follow).
+        (Err(A2AError::UnsupportedOperation(why)), Some(task_id)) => {
+            return match ended_task(app, &ctx, headers, &task_id).await? {
+                Some(events) => Ok(LegacyReply::Stream(events, dialect)),
+                None => Err(A2AError::UnsupportedOperation(why)),
+            };
+        }
+        (other, _) => other?,
+    };
+    match reply {
         Reply::Json(result) => {
             let mut result = Reply::value(&result);
             // A direct reply to an early send becomes a completed Task: under the chosen id.
@@ -289,6 +306,32 @@ pub(crate) async fn call(
         }
         Reply::Stream(events) => Ok(LegacyReply::Stream(events, dialect)),
     }
+}
+
+/// The task `task_id` as the one event of a stream, if it is terminal.
+async fn ended_task(
+    app: &App,
+    ctx: &CallContext,
+    headers: &HeaderMap,
+    task_id: &str,
+) -> Result<Option<a2a_core::EventStream>, A2AError> {
+    let request = json!({ "id": task_id });
+    let Reply::Json(task) = crate::invoke(app, ctx, Operation::GetTask, request, headers).await?
+    else {
+        return Ok(None);
+    };
+    let task: a2a_protocol::Task = serde_json::from_str(task.get())
+        .map_err(|e| crate::errors::internal("reading back a task", e))?;
+    if !task.status.state.is_terminal() {
+        return Ok(None);
+    }
+    let item = a2a_core::StreamItem {
+        seq: 0,
+        response: a2a_protocol::StreamResponse::Task(task),
+    };
+    Ok(Some(Box::pin(futures::stream::once(
+        async move { Ok(item) },
+    ))))
 }
 
 /// Old params that are already 1.0-shaped (`{id, historyLength?, metadata?}`), with JSON nulls
@@ -398,6 +441,17 @@ mod tests {
                 table.contains(operation.name()),
                 "{operation} is not in the table"
             );
+        }
+    }
+
+    #[test]
+    fn chosen_task_ids_cannot_name_an_early_path() {
+        use a2a_protocol::compat::inbound::RESERVED_CLIENT_TASK_IDS;
+        for path in crate::EARLY_JSONRPC_PATHS {
+            if let Some(rest) = path.strip_prefix("/tasks/") {
+                let segment = rest.split('/').next().unwrap_or_default();
+                assert!(RESERVED_CLIENT_TASK_IDS.contains(&segment), "{path}");
+            }
         }
     }
 

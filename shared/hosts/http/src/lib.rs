@@ -184,7 +184,12 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         }
         if app.service.config().generations.early {
             for path in EARLY_JSONRPC_PATHS {
-                router = router.route(path, post(jsonrpc::handle_early));
+                let handler = if path == PYTHON_A2A_STREAM_PATH {
+                    post(jsonrpc::handle_python_a2a_stream)
+                } else {
+                    post(jsonrpc::handle_early)
+                };
+                router = router.route(path, handler);
             }
         }
     }
@@ -226,6 +231,10 @@ pub const EARLY_JSONRPC_PATHS: [&str; 9] = [
     "/tasks/pushNotification/set",
     "/tasks/pushNotification/get",
 ];
+
+/// The early path python-a2a resubscribes on: its streams are framed as that client reads them
+/// (bare early objects in `update`/`complete` events, not JSON-RPC responses).
+pub const PYTHON_A2A_STREAM_PATH: &str = "/tasks/stream";
 
 /// The JSON-RPC path as configured, and its form with (or without) a trailing slash.
 fn jsonrpc_paths(configured: &str) -> Vec<String> {

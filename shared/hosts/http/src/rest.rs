@@ -229,6 +229,21 @@ async fn handle(
     if !app.operations.contains(operation) {
         return not_served(&http_method, &uri);
     }
+    // The 0.3 routes are the 1.0 routes under `/v1`: a request there that says it speaks a
+    // later version (0.3 clients send no `A2A-Version`) is a 1.0 request of the tenant `v1`,
+    // answered as 1.0, errors included. So a tenant named `v1` is served like any other.
+    let mut path_tenant = path_params.remove("tenant");
+    let dialect = match dialect {
+        Some(_) if says_later_than_0(&headers, &uri) => {
+            if operation == Operation::GetExtendedAgentCard {
+                // `/v1/card` is 0.3's alone; 1.0's is `/{tenant}/extendedAgentCard`.
+                return not_served(&http_method, &uri);
+            }
+            path_tenant = Some(V03_PREFIX.trim_start_matches('/').to_owned());
+            None
+        }
+        other => other,
+    };
     if dialect.is_some()
         && operation == Operation::GetExtendedAgentCard
         && app.service.agent_card().capabilities.extended_agent_card != Some(true)
@@ -237,7 +252,6 @@ async fn handle(
         let card = serde_json::to_value(app.service.agent_card()).unwrap_or_default();
         return json_response(StatusCode::OK, &compat::v03_card(card));
     }
-    let path_tenant = path_params.remove("tenant");
     let outcome = async {
         // Authentication first: an unauthenticated caller learns nothing else, and its body is
         // never read.
@@ -317,6 +331,18 @@ async fn handle(
             }
         }
     }
+}
+
+/// Whether the request names a protocol version whose major is not 0 (`A2A-Version`, header or
+/// query): a request meant for 1.0 (or a version this server refuses in 1.0's terms).
+fn says_later_than_0(headers: &HeaderMap, uri: &Uri) -> bool {
+    crate::context::requested_version(headers, uri).is_some_and(|v| {
+        v.split('.')
+            .next()
+            .map(str::trim)
+            .and_then(|m| m.parse::<u32>().ok())
+            != Some(0)
+    })
 }
 
 /// An error on the 0.3 HTTP+JSON routes as the 0.3 SDKs' servers send it: a flat JSON-RPC-style

@@ -23,6 +23,11 @@ pub(crate) enum Framing {
     JsonRpc(Value),
     /// Each event is the bare `StreamResponse`; errors are `{"error": Status}`.
     Rest,
+    /// python-a2a's own framing, on the path it resubscribes on (`/tasks/stream`): each event
+    /// the bare early object, named `update`, `artifact`, or `complete` for the last one (its
+    /// client parses `update` and `complete` data as a Task, and stops at `complete`); errors
+    /// as JSON-RPC responses with the request's id (it reads their `error`).
+    PythonA2a(Value),
 }
 
 /// A framing, and the older generation its events are written for (`None`: 1.0).
@@ -74,7 +79,7 @@ impl From<Framing> for Framed {
 impl Framing {
     fn error_data(&self, error: &A2AError) -> Value {
         match self {
-            Self::JsonRpc(id) => jsonrpc::failure(id, error),
+            Self::JsonRpc(id) | Self::PythonA2a(id) => jsonrpc::failure(id, error),
             Self::Rest => error.to_status_body(),
         }
     }
@@ -85,12 +90,13 @@ impl Framing {
             Ok(item) => item,
             Err(error) => return (error_event(self.error_data(&error)), true),
         };
+        let mut name = None;
         let rendered = match legacy {
             // 1.0: serialised once, straight from its type.
             None => serde_json::value::to_raw_value(&item.response).map(|response| {
                 let data = match self {
                     Self::JsonRpc(id) => jsonrpc::success_text(id, &response),
-                    Self::Rest => String::from(Box::<str>::from(response)),
+                    Self::Rest | Self::PythonA2a(_) => String::from(Box::<str>::from(response)),
                 };
                 (data, false)
             }),
@@ -99,6 +105,16 @@ impl Framing {
                 let data = match self {
                     Self::JsonRpc(id) => jsonrpc::success(id, response),
                     Self::Rest => response,
+                    Self::PythonA2a(_) => {
+                        name = Some(if last {
+                            "complete"
+                        } else if response.get("artifact").is_some() {
+                            "artifact"
+                        } else {
+                            "update"
+                        });
+                        response
+                    }
                 };
                 (data.to_string(), last)
             }),
@@ -111,6 +127,9 @@ impl Framing {
             }
         };
         let mut event = Event::default().data(data);
+        if let Some(name) = name {
+            event = event.event(name);
+        }
         if item.seq > 0 {
             event = event.id(item.seq.to_string());
         }

@@ -3,10 +3,12 @@
 //! types the Lambda worker and push functions consume.
 
 mod backend;
+mod host_check;
 mod loops;
 pub mod new_project;
 
 pub use backend::StoreKind;
+pub use host_check::AllowedHosts;
 /// The allocator the local server is measured with (docs/performance.md): declare it in the
 /// binary that serves, as `a2a-local`'s own `main.rs` and a generated project's do:
 /// `#[global_allocator] static ALLOCATOR: a2a_local::Allocator = a2a_local::Allocator;`.
@@ -117,6 +119,13 @@ pub struct Options {
     /// for any. Unset: no CORS headers, and preflight requests are not answered.
     #[arg(long, env = "A2A_CORS_ORIGINS", value_name = "ORIGINS")]
     pub cors_origins: Option<CorsOrigins>,
+    /// Host names requests may name this server by (comma-separated), beside IP addresses and
+    /// localhost, which are always served; `*` for any host and any browser origin. Unset,
+    /// requests for other names (a web page's own name re-pointed here: DNS rebinding) and
+    /// requests from web pages of other origins than --cors-origins allows are refused (403).
+    /// Behind a proxy, give the name clients use, or `*` if the proxy checks.
+    #[arg(long, env = "A2A_ALLOWED_HOSTS", value_name = "HOSTS")]
+    pub allowed_hosts: Option<AllowedHosts>,
     /// Serve A2A 0.3 clients (`message/send`, the `/v1` REST routes, 0.3 card fields): `on`
     /// (the default) or `off`.
     #[arg(long = "protocol-0-3", env = "A2A_PROTOCOL_0_3", default_value = "on", value_parser = a2a_core::parse_switch, action = clap::ArgAction::Set)]
@@ -510,9 +519,18 @@ pub async fn serve(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
          signing keys at {base}/.well-known/jwks.json"
     );
-    let app = router(service.clone(), http_options).layer(RequestBodyTimeoutLayer::new(
-        Duration::from_secs(options.body_timeout_secs.max(1)),
-    ));
+    let hosts = Arc::new(host_check::HostPolicy {
+        hosts: options.allowed_hosts.clone().unwrap_or_default(),
+        cors: http_options.cors_origins.clone(),
+    });
+    let app = router(service.clone(), http_options)
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            options.body_timeout_secs.max(1),
+        )))
+        .layer(axum::middleware::from_fn_with_state(
+            hosts,
+            host_check::check,
+        ));
     let limits = ConnectionLimits {
         header_timeout: Duration::from_secs(options.header_timeout_secs.max(1)),
         max_connections: options.max_connections.max(1),

@@ -200,6 +200,44 @@ async fn with_new_message_reuse_every_send_is_a_new_task() {
 }
 
 #[tokio::test]
+async fn with_new_message_reuse_a_follow_up_may_reuse_a_messageid() {
+    // The TCK's documented flags: a follow-up carrying the messageId of the message that
+    // started the task (or of an earlier follow-up) is a new message, not a conflicting repeat.
+    for reuse in [MessageIdReuse::NewMessage, MessageIdReuse::Reject] {
+        let f = Fixture::with_reuse(reuse);
+        let id = unique("m");
+        let held = f.send_task(message(&id, "hold")).await;
+        assert_eq!(held.status.state, TaskState::InputRequired);
+        let follow_up = Message {
+            task_id: held.id.clone(),
+            ..message(&id, "more")
+        };
+        let answer = f.send(follow_up).await;
+        match reuse {
+            MessageIdReuse::NewMessage => {
+                let Ok(SendMessageResponse::Task(done)) = answer else {
+                    panic!("the follow-up is a new message: {answer:?}");
+                };
+                assert_eq!(done.id, held.id);
+                assert_eq!(done.status.state, TaskState::Completed);
+                let turns = done
+                    .history
+                    .iter()
+                    .filter(|m| m.role == a2a_protocol::Role::User && m.message_id == id)
+                    .count();
+                assert_eq!(turns, 2, "both turns are in the history: {done:?}");
+                assert_eq!(f.runs(), 2);
+            }
+            MessageIdReuse::Reject => {
+                let err = answer.expect_err("the same messageId with another body");
+                assert_eq!(err.json_rpc_code(), -32602, "{err}");
+                assert_eq!(f.runs(), 1);
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_non_blocking_repeat_returns_the_same_task() {
     let f = Fixture::new();
     let id = unique("m");

@@ -12,22 +12,45 @@ use crate::error::A2AError;
 /// The longest task id a client may choose (the early protocol's `tasks/send`).
 pub const MAX_CLIENT_TASK_ID_LEN: usize = 128;
 
+/// Ids a client may not choose because a REST path naming the task would reach something
+/// else: the early protocol's method-named paths (`/tasks/send`, `/tasks/get`, …, served as
+/// static routes, which win over `/tasks/{id}`), and the dot segments that URL libraries
+/// resolve away (`/tasks/..` becomes `/`). Refused whether or not the early paths are served, so
+/// that an id accepted once stays reachable whatever the configuration.
+pub const RESERVED_CLIENT_TASK_IDS: [&str; 9] = [
+    "send",
+    "get",
+    "cancel",
+    "sendSubscribe",
+    "resubscribe",
+    "stream",
+    "pushNotification",
+    ".",
+    "..",
+];
+
 /// Checks a task id chosen by a client: 1 to 128 characters out of letters, digits, `-`, `_`
-/// and `.`. No `:` (REST routes split `{id}:cancel` on it) and no `/`.
+/// and `.`. No `:` (REST routes split `{id}:cancel` on it), no `/`, and none of
+/// [`RESERVED_CLIENT_TASK_IDS`].
 pub fn validate_client_task_id(id: &str) -> Result<(), A2AError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_CLIENT_TASK_ID_LEN
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(A2AError::invalid_params(format!(
+    if !ok {
+        return Err(A2AError::invalid_params(format!(
             "Task id {id:?} is not accepted: use 1 to {MAX_CLIENT_TASK_ID_LEN} letters, digits, \
              '-', '_' or '.' (a UUID is best)"
-        )))
+        )));
     }
+    if RESERVED_CLIENT_TASK_IDS.contains(&id) {
+        return Err(A2AError::invalid_params(format!(
+            "Task id {id:?} is not accepted: GET /tasks/{id} names a route of this server, not \
+             a task, so the task could not be read back; choose another id (a UUID is best)"
+        )));
+    }
+    Ok(())
 }
 
 fn object(value: Value, field: &str) -> Result<Map<String, Value>, A2AError> {
@@ -139,17 +162,52 @@ fn tag_is_proto_data(data: &Value) -> bool {
         .is_some_and(|o| o.len() == 1 && o.get("data").is_some_and(Value::is_object))
 }
 
-/// An old message (0.3 JSON-RPC, 0.3 proto with `content`, or early). A message without
+/// The one `content` of a python-a2a message (its own, non-"Google" shape) as an early part:
+/// `{type: "text", text}` already is one; function calls, their results and errors become data
+/// parts the way python-a2a itself writes them in its "Google A2A" mode, so that it reads them
+/// back the same.
+fn python_a2a_part(mut content: Map<String, Value>) -> Value {
+    let kind = content
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut take = |key: &str| content.remove(key).unwrap_or_default();
+    let data = match kind.as_str() {
+        "function_call" => {
+            json!({"function_call": {"name": take("name"), "parameters": take("parameters")}})
+        }
+        "function_response" => {
+            json!({"function_response": {"name": take("name"), "response": take("response")}})
+        }
+        "error" => json!({"error": take("message")}),
+        // Text, or a kind the part translation names in its error.
+        _ => return Value::Object(content),
+    };
+    json!({"type": "data", "data": data})
+}
+
+/// An old message (0.3 JSON-RPC, 0.3 proto with `content`, early, or python-a2a's own with one
+/// `content` object). A message without
 /// `messageId` (the early protocol has none) gets `new_message_id`.
 pub fn message(value: Value, field: &str, new_message_id: &str) -> Result<Value, A2AError> {
     let mut m = object(value, field)?;
     m.remove("kind");
     let role = role(m.remove("role"), field)?;
     m.insert("role".into(), role);
-    let parts = m
-        .remove("parts")
-        .or_else(|| m.remove("content"))
-        .unwrap_or_default();
+    let parts = match m.remove("parts").or_else(|| m.remove("content")) {
+        // python-a2a's own shape: one `content` object and a snake_case `message_id`.
+        Some(Value::Object(content)) => {
+            if let Some(id) = m.remove("message_id").filter(|id| !id.is_null()) {
+                m.entry("messageId").or_insert(id);
+            }
+            // Its message threading has no A2A counterpart (the task and session carry it).
+            m.remove("parent_message_id");
+            m.remove("conversation_id");
+            Value::Array(vec![python_a2a_part(content)])
+        }
+        other => other.unwrap_or_default(),
+    };
     let Value::Array(parts) = parts else {
         return Err(A2AError::invalid_params(format!(
             "{field}.parts must be an array"
@@ -605,6 +663,59 @@ mod tests {
             let params = json!({"id": bad, "message": {"role": "user", "parts": []}});
             assert!(early_send(params, "g").is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn chosen_ids_that_name_a_route_are_refused() {
+        for (id, accepted) in [
+            ("task-1", true),
+            ("a.b", true),
+            ("...", true),
+            ("Send", true),
+            ("send", false),
+            ("get", false),
+            ("cancel", false),
+            ("stream", false),
+            ("sendSubscribe", false),
+            ("resubscribe", false),
+            ("pushNotification", false),
+            (".", false),
+            ("..", false),
+        ] {
+            let checked = validate_client_task_id(id);
+            assert_eq!(checked.is_ok(), accepted, "{id:?}: {checked:?}");
+            if let Err(e) = checked {
+                assert_eq!(e.json_rpc_code(), -32602, "{id:?}");
+                assert!(e.message().contains("choose another id"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn python_a2a_messages_in_its_own_shape_are_read() {
+        let params = json!({
+            "id": "t1", "sessionId": "s1", "status": {"state": "submitted"},
+            "message": {"content": {"type": "text", "text": "hello"}, "role": "user",
+                "message_id": "m-1", "parent_message_id": "m-0", "conversation_id": "c-1"}
+        });
+        let sent = early_send(params, "gen").unwrap();
+        assert_eq!(
+            sent.request["message"],
+            json!({"role": "ROLE_USER", "parts": [{"text": "hello"}], "messageId": "m-1",
+                "contextId": "s1"})
+        );
+        let call = json!({"content": {"type": "function_call", "name": "f",
+            "parameters": [{"name": "x", "value": 1}]}, "role": "user"});
+        let call = message(call, "message", "gen").unwrap();
+        assert_eq!(
+            call["parts"],
+            json!([{"data": {"function_call": {"name": "f",
+                "parameters": [{"name": "x", "value": 1}]}}}])
+        );
+        assert_eq!(call["messageId"], "gen");
+        let unknown = json!({"content": {"type": "video"}, "role": "user"});
+        let e = message(unknown, "message", "gen").unwrap_err();
+        assert!(e.message().contains("unknown kind"), "{e}");
     }
 
     #[test]
