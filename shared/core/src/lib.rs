@@ -16,6 +16,7 @@ mod execution;
 mod idempotency;
 pub mod jobs;
 mod kernel;
+pub mod lite;
 pub mod observe;
 pub mod operation;
 pub mod ports;
