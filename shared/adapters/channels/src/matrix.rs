@@ -242,7 +242,10 @@ mod tests {
         }
         let invite = json!({"type": "m.room.member", "room_id": "!r:hs", "state_key": "@a2a:hs",
                             "sender": "@bob:hs", "content": {"membership": "invite"}});
-        assert_eq!(room_event(&invite, "a2a"), RoomEvent::Invited("!r:hs".into()));
+        assert_eq!(
+            room_event(&invite, "a2a"),
+            RoomEvent::Invited("!r:hs".into())
+        );
     }
 
     #[test]

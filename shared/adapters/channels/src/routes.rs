@@ -61,7 +61,9 @@ fn log_handled(channel: &str, handled: &Result<Handled, a2a_protocol::A2AError>)
         Ok(Handled::Ignored(why)) => tracing::debug!(channel, why, "chat message ignored"),
         Ok(Handled::Refused(why)) => tracing::info!(channel, why, "A2A-Lite message refused"),
         Ok(handled) => tracing::info!(channel, ?handled, "A2A-Lite message"),
-        Err(err) => tracing::warn!(channel, error = %err, "A2A-Lite message failed; the chat may deliver it again"),
+        Err(err) => {
+            tracing::warn!(channel, error = %err, "A2A-Lite message failed; the chat may deliver it again")
+        }
     }
 }
 
@@ -232,7 +234,10 @@ async fn events(
             StatusCode::GONE
         }
         Err(DeliveryError::Unavailable(why)) => {
-            tracing::warn!(why, "a room could not be told of its task; the push is retried");
+            tracing::warn!(
+                why,
+                "a room could not be told of its task; the push is retried"
+            );
             StatusCode::SERVICE_UNAVAILABLE
         }
     }

@@ -109,7 +109,11 @@ impl LiteSettings {
         lookup: impl Fn(&str) -> Option<String>,
         read_file: impl Fn(&str) -> Result<String, String>,
     ) -> Result<Self, String> {
-        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let webhook = match (get(ENV_WEBHOOK_TOKEN), get(ENV_WEBHOOK_REPLY_URL)) {
             (Some(token), Some(reply_url)) => Some(WebhookSettings { token, reply_url }),
             (None, None) => None,
@@ -201,7 +205,9 @@ mod tests {
     #[test]
     fn channels_are_read_whole_or_refused() {
         let none = |_: &str| Err("no file".to_owned());
-        assert!(LiteSettings::from_lookup(env(&[]), none).unwrap().is_empty());
+        assert!(LiteSettings::from_lookup(env(&[]), none)
+            .unwrap()
+            .is_empty());
         let s = LiteSettings::from_lookup(
             env(&[
                 (ENV_WEBHOOK_TOKEN, "tok"),
@@ -249,6 +255,9 @@ mod tests {
         let printed = format!("{s:?}");
         assert!(!printed.contains("sekret"), "{printed}");
         assert!(LiteSettings::default().with_secret("{").is_err());
-        assert!(LiteSettings::default().with_secret("{}").unwrap().is_empty());
+        assert!(LiteSettings::default()
+            .with_secret("{}")
+            .unwrap()
+            .is_empty());
     }
 }

@@ -169,10 +169,7 @@ mod tests {
         assert_eq!(m.room, "general");
         assert_eq!(m.sender, "U1");
         assert_eq!(m.text, "[A2A:discover]");
-        assert_eq!(
-            m.event_id.as_deref(),
-            Some("general/U1/1355517523.000005")
-        );
+        assert_eq!(m.event_id.as_deref(), Some("general/U1/1355517523.000005"));
 
         // Rocket.Chat's JSON: ids and flags of other types, its own message id.
         let body = br#"{"token":"T0k","channel_id":"C2","channel_name":"ops","user_name":"bob","text":"hi","message_id":"m-9","bot":false,"timestamp":1700000000}"#;

@@ -107,7 +107,10 @@ mod tests {
             message_id("m", "r", Some("$e1"))
         );
         assert_ne!(message_id("m", "r", None), message_id("m", "r", None));
-        assert_ne!(message_id("m", "r", Some("")), message_id("m", "r", Some("")));
+        assert_ne!(
+            message_id("m", "r", Some("")),
+            message_id("m", "r", Some(""))
+        );
         assert_ne!(post_key(&["ack", "e1"]), post_key(&["ack", "e2"]));
     }
 
@@ -120,7 +123,12 @@ mod tests {
         assert!(!push_token_matches(b"secret", "task-2", &target, &token));
         let elsewhere = ["matrix", "!s:x", "@a:x", "t1"];
         assert!(!push_token_matches(b"secret", "task-1", &elsewhere, &token));
-        assert!(!push_token_matches(b"secret", "task-1", &target, "not base64!"));
+        assert!(!push_token_matches(
+            b"secret",
+            "task-1",
+            &target,
+            "not base64!"
+        ));
         assert!(!push_token_matches(b"secret", "task-1", &target, ""));
     }
 }

@@ -37,11 +37,7 @@ impl LiteBridge {
     /// Handles one message of `room` in `channel`. An `Err` is a failure of the store or the
     /// agent, worth a redelivery (a chat message delivered twice starts one task); everything
     /// the sender did wrong is answered in the room and is `Ok`.
-    pub async fn receive(
-        &self,
-        channel: &str,
-        message: ChatMessage,
-    ) -> Result<Handled, A2AError> {
+    pub async fn receive(&self, channel: &str, message: ChatMessage) -> Result<Handled, A2AError> {
         let Some(channel) = self.channel(channel) else {
             return Ok(Handled::Ignored("a channel the bridge does not serve"));
         };
@@ -228,7 +224,9 @@ impl LiteBridge {
                 Ok(Handled::Started(task_id))
             }
             Err(err) if is_internal(&err) => Err(err),
-            Err(err) => Ok(self.reject(channel, message, lite_id, err.to_string()).await),
+            Err(err) => Ok(self
+                .reject(channel, message, lite_id, err.to_string())
+                .await),
         }
     }
 

@@ -165,5 +165,10 @@ fn a2a_card_url(service: &A2aService) -> Option<String> {
         .supported_interfaces
         .iter()
         .find(|i| i.protocol_binding == a2a_protocol::BINDING_HTTP_JSON)
-        .map(|i| format!("{}/.well-known/agent-card.json", i.url.trim_end_matches('/')))
+        .map(|i| {
+            format!(
+                "{}/.well-known/agent-card.json",
+                i.url.trim_end_matches('/')
+            )
+        })
 }
