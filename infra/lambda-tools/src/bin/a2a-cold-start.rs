@@ -68,7 +68,7 @@ struct Options {
 const BINARY: &str = "a2a-function";
 
 /// Every role, as `a2a_lambda_glue::Function::ALL` names them.
-const ALL: [&str; 11] = [
+const ALL: [&str; 12] = [
     "send",
     "get",
     "list",
@@ -77,6 +77,7 @@ const ALL: [&str; 11] = [
     "card",
     "stream",
     "rpc",
+    "channel",
     "front",
     "worker",
     "push",
@@ -118,6 +119,8 @@ fn first_event(function: &str) -> Value {
             None,
         ),
         "card" => rest_event("GET", "/.well-known/jwks.json", None),
+        // No channel configured here: the init is what is measured; the answer is a 404.
+        "channel" => rest_event("POST", "/a2a-lite/webhook", None),
         "rpc" => rest_event(
             "POST",
             "/jsonrpc",
