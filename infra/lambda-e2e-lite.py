@@ -26,12 +26,16 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 
 BASE = os.environ.get("A2A_BASE_URL", "http://127.0.0.1:9100").rstrip("/")
 PORT = int(os.environ["A2A_LITE_LISTEN_PORT"])
 CHAT_TOKEN = os.environ["A2A_LITE_TOKEN"]
 TOKEN = os.environ["A2A_TOKEN"]
 OTHER = os.environ["A2A_OTHER_TOKEN"]
+# Each run is another sender (the script runs behind both front doors on one store): its task
+# ids are its own, and its chat messages new.
+SENDER = f"U{uuid.uuid4().hex[:10]}"
 # Queued work goes through the SQS poller, the worker, the stream poller, the fan-out and the
 # push function before the room hears of it: generous, on a busy machine.
 WAIT_S = 90
@@ -78,7 +82,7 @@ def post_webhook(fields, content_type="application/x-www-form-urlencoded"):
 counter = [0]
 
 
-def say(text, user="U1"):
+def say(text, user=SENDER):
     counter[0] += 1
     status, _ = post_webhook({"token": CHAT_TOKEN, "channel_id": "C1", "channel_name": "general",
                               "user_id": user, "user_name": user, "text": text,
@@ -122,7 +126,7 @@ def main():
         status, body = post_webhook(fields)
         check(status == 401 and body == b"", f"a webhook without the token is 401 and nothing else ({fields})")
     forged = urllib.request.Request(
-        BASE + "/a2a-lite/events?channel=webhook&room=general&sender=U1&task=t1",
+        BASE + f"/a2a-lite/events?channel=webhook&room=general&sender={SENDER}&task=t1",
         data=json.dumps({"statusUpdate": {"taskId": "x", "contextId": "c",
                                           "status": {"state": "TASK_STATE_COMPLETED"}}}).encode(),
         method="POST", headers={"Content-Type": "application/json",

@@ -38,7 +38,7 @@ use crate::context::CallContext;
 use crate::service::A2aService;
 
 pub use events::{DeliveryError, EventTarget};
-pub use inbound::Handled;
+pub use inbound::{Handled, MAX_CHAT_MESSAGE_BYTES};
 
 /// Why a channel could not post a message. The text names the chat server at most, never a
 /// token or a URL's path.
