@@ -154,8 +154,15 @@ impl LiteSettings {
     /// Adds the channels of a secret's JSON (what a Lambda function reads from Secrets
     /// Manager); a channel in the secret replaces one from the environment.
     pub fn with_secret(mut self, json: &str) -> Result<Self, String> {
-        let secret: Secret = serde_json::from_str(json)
-            .map_err(|e| format!("the A2A-Lite channel secret is not valid: {e}"))?;
+        // Not serde's message: it can quote a value, and this one is a secret.
+        let secret: Secret = serde_json::from_str(json).map_err(|e| {
+            format!(
+                "the A2A-Lite channel secret is not of the form docs/a2a-lite.md gives (at line \
+                 {}, column {})",
+                e.line(),
+                e.column()
+            )
+        })?;
         if secret.webhook.is_some() {
             self.webhook = secret.webhook;
         }
@@ -255,6 +262,10 @@ mod tests {
         let printed = format!("{s:?}");
         assert!(!printed.contains("sekret"), "{printed}");
         assert!(LiteSettings::default().with_secret("{").is_err());
+        let err = LiteSettings::default()
+            .with_secret(r#"{"webhook": {"token": 12345678, "replyUrl": "x"}}"#)
+            .unwrap_err();
+        assert!(!err.contains("12345678"), "{err}");
         assert!(LiteSettings::default()
             .with_secret("{}")
             .unwrap()

@@ -17,23 +17,32 @@ pub const ENV_LITE_SECRET_ARN: &str = "A2A_LITE_SECRET_ARN";
 /// The channels a function serves, read once in its init phase: a channel's token changed in
 /// the secret reaches new instances (a redeploy, or the instances Lambda starts anew).
 pub(crate) async fn lite_settings() -> Result<LiteSettings, String> {
-    let from_env = LiteSettings::from_lookup(
-        |name| std::env::var(name).ok(),
-        |path| {
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the Matrix registration {path}: {e}"))
-        },
-    )?;
-    let Some(arn) = std::env::var(ENV_LITE_SECRET_ARN)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
-        return Ok(from_env);
-    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    if lookup(ENV_LITE_SECRET_ARN).is_none_or(|v| v.trim().is_empty()) {
+        return lite_settings_from(lookup, None).await;
+    }
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
-    let client = aws_sdk_secretsmanager::Client::new(&sdk);
+    lite_settings_from(lookup, Some(&sdk)).await
+}
+
+/// The channels the environment `lookup` describes: the secret named by
+/// [`ENV_LITE_SECRET_ARN`] (read through `sdk`) over the `A2A_LITE_*` variables. An unreadable
+/// or invalid secret is an error naming the secret, never what it holds.
+pub async fn lite_settings_from(
+    lookup: impl Fn(&str) -> Option<String>,
+    sdk: Option<&aws_config::SdkConfig>,
+) -> Result<LiteSettings, String> {
+    let arn = lookup(ENV_LITE_SECRET_ARN).filter(|v| !v.trim().is_empty());
+    let from_env = LiteSettings::from_lookup(lookup, |path| {
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the Matrix registration {path}: {e}"))
+    })?;
+    let (Some(arn), Some(sdk)) = (arn, sdk) else {
+        return Ok(from_env);
+    };
+    let client = aws_sdk_secretsmanager::Client::new(sdk);
     let text = read_secret(&client, arn.trim(), "A2A-Lite channel").await?;
     let lite = from_env.with_secret(&text)?;
     if lite.is_empty() {

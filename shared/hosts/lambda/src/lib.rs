@@ -24,7 +24,7 @@ pub mod metrics;
 mod settings;
 mod sqs;
 
-pub use channel::ENV_LITE_SECRET_ARN;
+pub use channel::{lite_settings_from, ENV_LITE_SECRET_ARN};
 pub use fanout::{run_fanout, FanoutBatch};
 pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};
