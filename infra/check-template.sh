@@ -90,4 +90,6 @@ PY
 check_variant ExistingTableName '""' a2a-restored "an existing table"
 # Provisioned capacity: the table, its index and their auto scaling.
 check_variant TableCapacity OnDemand Provisioned "auto-scaled capacity"
+# The A2A-Lite channels: the channel function, its secret and its routes.
+check_variant LiteChannels '"off"' '"on"' "the A2A-Lite channel function and secret"
 echo "check-template: ok" >&2

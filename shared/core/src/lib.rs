@@ -16,6 +16,8 @@ mod execution;
 mod idempotency;
 mod jobs;
 mod kernel;
+// The A2A-Lite bridge is a namespace of its own: its items are reached as `a2a_core::lite::…`.
+pub mod lite;
 mod observe;
 mod ports;
 mod push;

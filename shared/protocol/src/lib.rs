@@ -11,6 +11,7 @@ pub mod card;
 pub mod compat;
 pub mod error;
 pub mod jsonrpc;
+pub mod lite;
 pub mod operation;
 pub mod push;
 pub mod requests;

@@ -450,7 +450,7 @@ impl ApiKeySource for SecretApiKeys {
 
 /// The text of a Secrets Manager secret. The error says which secret failed and why, never
 /// what it holds.
-async fn read_secret(
+pub(crate) async fn read_secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
     what: &str,

@@ -17,6 +17,10 @@ use std::time::Duration;
 use a2a_aws::fanout::{passes_filter, Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
+use a2a_core::lite::{
+    Channel, ChannelError, ChannelPort, ChatMessage, EventTarget, Handled, LiteBridge,
+    LiteBridgeConfig,
+};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
     HostResolver, LeaseStore, OperationRequest, OperationResponse, Owner, Placement,
@@ -890,7 +894,11 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
     let setup = service(&plain);
     // The table of role → operations is the functions' own surface (from shared/hosts/lambda/routes.json),
     // so a new role (one function serving everything) is checked by adding nothing here.
-    for function in a2a_lambda_glue::HttpFunction::ALL {
+    // The channel function runs no operation of a route: its own test drives the bridge.
+    for function in a2a_lambda_glue::HttpFunction::ALL
+        .into_iter()
+        .filter(|f| !f.serves_channels())
+    {
         let fixture = Fixture::new(&setup, &plain.store).await;
         let meter = Meter::new();
         let metered = service(&plain.clone().with_meter(&meter));
@@ -905,5 +913,158 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
             function.name()
         );
     }
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
+
+/// A chat room that takes every message (no network: only the store and queue calls count).
+struct Room;
+
+#[async_trait::async_trait]
+impl ChannelPort for Room {
+    fn name(&self) -> &str {
+        "webhook"
+    }
+
+    async fn post(&self, _room: &str, _text: &str, _key: &str) -> Result<(), ChannelError> {
+        Ok(())
+    }
+}
+
+/// What a user of the room writes: one new chat message each time, unless `event` repeats one.
+fn chat(text: &str, event: &str) -> ChatMessage {
+    ChatMessage {
+        room: "general".into(),
+        sender: "U1".into(),
+        event_id: Some(event.into()),
+        text: text.into(),
+    }
+}
+
+/// The A2A task the bridge makes of the sender U1's task `lite_id` in #general: the `ack`
+/// names it, and so does the outcome.
+fn started(handled: &Handled) -> String {
+    match handled {
+        Handled::Started(id) | Handled::Continued(id) | Handled::Cancelled(id) => id.clone(),
+        other => panic!("the bridge did not start a task: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let meter = Meter::new();
+    let metered = plain.clone().with_meter(&meter);
+    let service = A2aService::new(
+        ServiceConfig {
+            background_inline: false,
+            ..ServiceConfig::default()
+        },
+        Arc::new(Mixed),
+        Arc::new(metered.store.clone()),
+        Arc::new(metered.work.clone()),
+        Arc::new(metered.push.clone()),
+    );
+    let secret = b"channel-secret".to_vec();
+    let bridge = LiteBridge::new(
+        service,
+        CallContext::anonymous(""),
+        LiteBridgeConfig {
+            events_url: "https://receiver.example/a2a-lite/events".into(),
+            channels: vec![Channel {
+                port: Arc::new(Room),
+                secret,
+            }],
+            agent_id: String::new(),
+        },
+    );
+    let receive = |text: &'static str, event: &'static str| {
+        let bridge = bridge.clone();
+        async move {
+            bridge
+                .receive("webhook", chat(text, event))
+                .await
+                .expect("the bridge handles it")
+        }
+    };
+    // Every path of the bridge that makes its own kind of call: discover; a new task (queued,
+    // with its push config), the same chat message again, a task that is still running, an
+    // unknown skill, the answer to a task waiting for input; cancels of a live, a finished and
+    // a missing task; and the pushes of a task coming back (a status, an end).
+    receive("[A2A:discover]", "e0").await;
+    let live = started(&receive("[A2A:task id=t1]\nqueued work", "e1").await);
+    receive("[A2A:task id=t1]\nqueued work", "e1").await;
+    receive("[A2A:task id=t1]\nagain", "e2").await;
+    receive("[A2A:task id=t9 skill=none]\nx", "e3").await;
+    let parked = started(&receive("[A2A:task id=t2]\nqueued work", "e4").await);
+    let owner = Owner::anonymous("");
+    let head = plain
+        .store
+        .load_task(&owner, &parked)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut next = head.clone();
+    let event = a2a_core::TaskEvent::Status {
+        update: a2a_protocol::TaskStatusUpdateEvent {
+            task_id: parked.clone(),
+            context_id: head.task.context_id.clone(),
+            status: a2a_protocol::TaskStatus {
+                state: TaskState::InputRequired,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    };
+    event.apply(&mut next.task).unwrap();
+    next.version += 1;
+    let logged = a2a_core::LoggedEvent {
+        seq: next.version,
+        at: Timestamp::now(),
+        event,
+    };
+    plain
+        .store
+        .append_events(&next, head.version, &[logged])
+        .await
+        .expect("park the task");
+    receive("[A2A:task id=t2]\nmy answer", "e5").await;
+    receive("[A2A:cancel task=t1]", "e6").await;
+    receive("[A2A:cancel task=t1]", "e7").await;
+    receive("[A2A:cancel task=nothing]", "e8").await;
+    let config = plain
+        .store
+        .list_push_configs(&owner, &live)
+        .await
+        .unwrap()
+        .pop()
+        .expect("the task's push config");
+    let query = config.url.split_once('?').unwrap().1;
+    let target = EventTarget::from_query(query).expect("the target in the URL");
+    let task = plain
+        .store
+        .load_task(&owner, &live)
+        .await
+        .unwrap()
+        .unwrap()
+        .task;
+    for event in [
+        a2a_protocol::StreamResponse::Task(task.clone()),
+        a2a_protocol::StreamResponse::StatusUpdate(a2a_protocol::TaskStatusUpdateEvent {
+            task_id: live.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            ..Default::default()
+        }),
+    ] {
+        bridge
+            .deliver(&target, &config.token, &event)
+            .await
+            .expect("delivered");
+    }
+    let needed = stack.grants(&meter.take());
+    assert_eq!(table(&table_and_queue_grants("channel")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }

@@ -274,7 +274,8 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
     // Every operation route is also served under the REST binding's `/{tenant}` prefix; the
     // documents under /.well-known and JSON-RPC (tenant in params) are not, nor the routes of
     // the older generations (0.3 REST under /v1, the early JSON-RPC paths: `POST /tasks` and
-    // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant.
+    // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant, nor
+    // the A2A-Lite channels' (a chat's channel is its tenant of sorts).
     for (method, path) in &seen {
         let tenant = path.starts_with("/{tenant}/");
         let plain = path.strip_prefix("/{tenant}").unwrap_or(path);
@@ -284,7 +285,9 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
                 .is_some_and(|rest| !rest.starts_with('{'));
         let legacy = plain.starts_with("/v1/") || plain == "/agent.json" || early;
         assert!(!(tenant && legacy), "{method} {path}");
-        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy;
+        let lite = plain.starts_with("/a2a-lite/");
+        assert!(!(tenant && lite), "{method} {path}");
+        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy || lite;
         assert!(!(tenant && document), "{method} {path}");
         if !document {
             let other = if tenant {
@@ -487,11 +490,15 @@ fn table_and_queues_match_the_resource_definitions() {
 fn secrets_in_policies(function: &Value) -> String {
     let policies = &untag(function)["Properties"]["Policies"];
     let text = serde_norway::to_string(policies).expect("policies serialise");
-    ["ApiKeysSecret", "PushSigningKeysSecret"]
-        .into_iter()
-        .filter(|name| text.contains(name))
-        .collect::<Vec<_>>()
-        .join(",")
+    [
+        "ApiKeysSecret",
+        "LiteChannelSecret",
+        "PushSigningKeysSecret",
+    ]
+    .into_iter()
+    .filter(|name| text.contains(name))
+    .collect::<Vec<_>>()
+    .join(",")
 }
 
 #[test]
@@ -501,7 +508,11 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
-            "card" | "front" => "ApiKeysSecret,PushSigningKeysSecret",
+            "card" => "ApiKeysSecret,PushSigningKeysSecret",
+            // The front function serves the A2A-Lite channels too, when they are on.
+            "front" => "ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret",
+            // The chats' tokens are its credentials: it authenticates no A2A caller.
+            "channel" => "LiteChannelSecret",
             "push" => "PushSigningKeysSecret",
             "worker" | "fanout" => "",
             _ => "ApiKeysSecret",
@@ -557,7 +568,13 @@ fn every_path_sends_preflights_to_a_function_and_cors_is_off_by_default() {
     let r = routes();
     let routes = r["routes"].as_array().unwrap();
     let field = |x: &serde_json::Value, k: &str| x[k].as_str().unwrap().to_owned();
-    let paths: BTreeSet<String> = routes.iter().map(|x| field(x, "path")).collect();
+    // The A2A-Lite paths are called by chat servers and by this deployment's own pushes,
+    // never by a browser: no preflight reaches them.
+    let paths: BTreeSet<String> = routes
+        .iter()
+        .map(|x| field(x, "path"))
+        .filter(|p| !p.starts_with("/a2a-lite/"))
+        .collect();
     for path in &paths {
         let preflight: Vec<String> = routes
             .iter()
@@ -1058,6 +1075,15 @@ fn created(t: &Value, front_door: &str) -> BTreeSet<String> {
     created_with(t, &BTreeMap::from([("FrontDoor", front_door)]))
 }
 
+/// As [`created`], with the A2A-Lite channels on (the channel function is one of the HTTP
+/// functions then).
+fn created_with_channels(t: &Value, front_door: &str) -> BTreeSet<String> {
+    created_with(
+        t,
+        &BTreeMap::from([("FrontDoor", front_door), ("LiteChannels", "on")]),
+    )
+}
+
 /// The logical ids of the resources a stack creates with the parameters at their defaults
 /// except `overrides`.
 fn created_with(t: &Value, overrides: &BTreeMap<&str, &str>) -> BTreeSet<String> {
@@ -1113,8 +1139,11 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
         .map(|f| ids[f.name()].clone())
         .collect();
     let front = ids["front"].clone();
-    let api_gateway = created(&t, "ApiGateway");
-    let function_url = created(&t, "FunctionUrl");
+    let api_gateway = created_with_channels(&t, "ApiGateway");
+    let function_url = created_with_channels(&t, "FunctionUrl");
+    // Off by default: no channel function, no channel secret.
+    assert!(!created(&t, "ApiGateway").contains(&ids["channel"]));
+    assert!(!created(&t, "ApiGateway").contains("LiteChannelSecret"));
     for stack in [&api_gateway, &function_url] {
         assert!(stack.contains(&ids["worker"]) && stack.contains(&ids["push"]));
         assert!(stack.contains("TasksTable") && stack.contains("WorkQueue"));
