@@ -10,6 +10,7 @@ mod agent;
 mod auth;
 mod config;
 mod context;
+mod durable;
 mod emitter;
 mod event;
 mod execution;
@@ -22,6 +23,7 @@ mod observe;
 mod ports;
 mod push;
 mod push_policy;
+mod remote;
 mod request;
 mod service;
 mod signing;
@@ -42,19 +44,22 @@ pub use auth::{
 };
 pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
 pub use context::CallContext;
+pub use durable::{AgentCall, RELAY_PATH};
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use idempotency::MessageIdReuse;
 pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
 pub use observe::{NoObserver, Observer};
 pub use ports::{
-    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, ExpiredLease, JobOutcome, LeaseStore,
-    Owner, PushAttempt, PushAttemptResult, PushConfigStore, PushDeliveryState, PushJob, PushQueue,
-    SendRecord, StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore,
-    WorkJob, WorkQueue, JOB_FORMAT_VERSION,
+    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,
+    ExecutionStore, ExpiredLease, JobOutcome, LeaseStore, Owner, PushAttempt, PushAttemptResult,
+    PushConfigStore, PushDeliveryState, PushJob, PushQueue, RemoteTaskRef, SendRecord, StepRecord,
+    StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore, Wait,
+    WaitFor, WaitOutcome, WorkJob, WorkQueue, JOB_FORMAT_VERSION,
 };
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
+pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError};
 pub use request::{AgentError, AgentRequest};
 pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
 pub use signing::{
