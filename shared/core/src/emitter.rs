@@ -141,9 +141,9 @@ pub struct Emitter {
     /// Queued executions leave it `None`: their worker holds the lease.
     pub(crate) lease: Option<InlineLease>,
     /// The durable side of this run: its recorded steps and what it replays.
-    pub(crate) durable: Arc<Mutex<crate::durable::DurableRun>>,
+    pub(crate) durable: Arc<Mutex<crate::journal::DurableRun>>,
     /// What durable steps need: the store, the work queue, other agents.
-    pub(crate) env: Arc<crate::durable::DurableEnv>,
+    pub(crate) env: Arc<crate::journal::DurableEnv>,
 }
 
 impl Emitter {

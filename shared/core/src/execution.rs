@@ -11,8 +11,8 @@ use tokio::sync::oneshot;
 
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
-use crate::durable::{DurableEnv, DurableRun};
 use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
+use crate::journal::{DurableEnv, DurableRun};
 use crate::ports::{Owner, StoreError, StoredTask, TaskStore};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{store_error, AppendError, TaskLog};

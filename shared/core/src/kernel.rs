@@ -8,8 +8,8 @@ use a2a_protocol::AgentCard;
 
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
-use crate::durable::DurableEnv;
 use crate::execution::Executions;
+use crate::journal::DurableEnv;
 use crate::ports::{PushQueue, TaskStore, WorkQueue};
 use crate::task_log::TaskLog;
 

@@ -16,6 +16,7 @@ mod event;
 mod execution;
 mod idempotency;
 mod jobs;
+mod journal;
 mod kernel;
 // The A2A-Lite bridge is a namespace of its own: its items are reached as `a2a_core::lite::…`.
 pub mod lite;
@@ -23,6 +24,7 @@ mod observe;
 mod ports;
 mod push;
 mod push_policy;
+mod relay;
 mod remote;
 mod request;
 mod service;
@@ -44,11 +46,12 @@ pub use auth::{
 };
 pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
 pub use context::CallContext;
-pub use durable::{AgentCall, RELAY_PATH};
+pub use durable::AgentCall;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use idempotency::MessageIdReuse;
 pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
+pub use journal::RELAY_PATH;
 pub use observe::{NoObserver, Observer};
 pub use ports::{
     push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use a2a_protocol::Timestamp;
 
-use crate::durable::{relay, stopped, DurableRun, RemoteUpdate, MAX_QUEUE_DELAY};
 use crate::emitter::lease_until;
 use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
+use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
 use crate::ports::{DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::relay::{relay, stopped, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 

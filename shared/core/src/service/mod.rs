@@ -26,9 +26,9 @@ use crate::agent::Agent;
 use crate::auth::Permission;
 use crate::config::ServiceConfig;
 use crate::context::CallContext;
-use crate::durable::DurableEnv;
 use crate::execution::Executions;
 use crate::idempotency::MessageIdReuse;
+use crate::journal::DurableEnv;
 use crate::kernel::Core;
 use crate::ports::{
     AppendedEvents, JobOutcome, Owner, PushJob, PushQueue, StoreError, StoredTask, TaskStore,

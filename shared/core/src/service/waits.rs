@@ -5,8 +5,9 @@ use a2a_protocol::{A2AError, StreamResponse, Task, Timestamp};
 use serde_json::Value;
 
 use super::A2aService;
-use crate::durable::{relay, relay_owner, stopped, RemoteUpdate};
+use crate::journal::relay_owner;
 use crate::ports::{DurableExecution, Owner, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::relay::{relay, stopped, RemoteUpdate};
 use crate::task_log::store_error;
 use crate::worker::{advance, rearm, Advanced};
 
