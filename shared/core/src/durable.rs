@@ -36,6 +36,9 @@ use crate::ports::{
 use crate::relay::{relay, stopped, RemoteUpdate};
 use crate::request::AgentError;
 
+/// How much less often a remote task that pushes its updates is polled than one that does not.
+const PUSHED_POLL_FACTOR: u64 = 10;
+
 /// A step's failure as recorded: a replay fails the same way.
 fn failure_value(reason: &str) -> Value {
     serde_json::json!({ "a2aLambdaFailure": reason })
@@ -290,7 +293,7 @@ impl Emitter {
             .remote
             .send(&call.agent, message, push, run.traceparent.as_deref())
             .await;
-        let task = match sent {
+        let task = match sent.map(|s| (s.answer, s.pushes)) {
             Err(err) => {
                 let value = failure_value(&format!(
                     "Calling the agent at {} failed: {err}",
@@ -300,8 +303,23 @@ impl Emitter {
                 self.save(&mut run).await?;
                 return decode(name, value);
             }
-            Ok(SendMessageResponse::Message(reply)) => direct_reply_task(&reply),
-            Ok(SendMessageResponse::Task(task)) => task,
+            Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
+            Ok((SendMessageResponse::Task(task), pushes)) => {
+                if pushes {
+                    // Its pushes bring the news: a poll is only the safety net.
+                    if let Some(Wait {
+                        what: WaitFor::RemoteTask { poll_every_ms, .. },
+                        due_at,
+                        deadline,
+                        ..
+                    }) = run.record_mut().wait.as_mut()
+                    {
+                        *poll_every_ms = poll_every_ms.saturating_mul(PUSHED_POLL_FACTOR);
+                        *due_at = after(Duration::from_millis(*poll_every_ms)).min(*deadline);
+                    }
+                }
+                task
+            }
         };
         let remote = RemoteTaskRef {
             agent: call.agent.clone(),

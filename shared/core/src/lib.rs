@@ -62,7 +62,7 @@ pub use ports::{
 };
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
-pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError};
+pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
 pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
 pub use signing::{

@@ -24,6 +24,17 @@ pub enum RemoteError {
     Answered(String),
 }
 
+/// What a remote agent answered a message: its task as it stands (or a direct message), and
+/// whether it will push the task's updates (its card offers pushes and the push config was
+/// sent); a remote that does not is polled more often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteSent {
+    /// The answer.
+    pub answer: SendMessageResponse,
+    /// Whether the remote pushes the task's updates back.
+    pub pushes: bool,
+}
+
 /// Sends to and follows the tasks of other A2A agents. Every call carries the W3C
 /// `traceparent` of the work it belongs to, if any.
 #[async_trait]
@@ -38,7 +49,7 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
         message: Message,
         push: Option<TaskPushNotificationConfig>,
         traceparent: Option<&str>,
-    ) -> Result<SendMessageResponse, RemoteError>;
+    ) -> Result<RemoteSent, RemoteError>;
 
     /// The remote task as it stands (GetTask).
     async fn get_task(
@@ -68,7 +79,7 @@ impl RemoteAgents for NoRemoteAgents {
         _message: Message,
         _push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,
-    ) -> Result<SendMessageResponse, RemoteError> {
+    ) -> Result<RemoteSent, RemoteError> {
         Err(not_configured(agent))
     }
 
