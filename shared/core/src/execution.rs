@@ -192,6 +192,22 @@ pub(crate) async fn sweep_expired(
 /// boxed: the caller's future is held for as long as the agent runs (minutes, for a stream
 /// kept open), and needs room for that part only at the end.
 pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
+    use tracing::Instrument as _;
+    // Every line logged while the agent works carries its task and the caller's trace, so one
+    // request can be followed across the agents it reaches.
+    let traceparent = emitter.durable.lock().await.traceparent.clone();
+    let span = tracing::info_span!(
+        "work",
+        task_id = %emitter.task_id(),
+        traceparent = tracing::field::Empty
+    );
+    if let Some(traceparent) = &traceparent {
+        span.record("traceparent", traceparent.as_str());
+    }
+    run_agent_inner(agent, emitter).instrument(span).await
+}
+
+async fn run_agent_inner(agent: Arc<dyn Agent>, emitter: Emitter) {
     use futures::FutureExt;
     let request = (*emitter.request).clone();
     let result = std::panic::AssertUnwindSafe(agent.execute(request, emitter.clone()))

@@ -45,7 +45,7 @@ pub use auth::{
     ENV_JWT_SCOPE_CANCEL, ENV_JWT_SCOPE_PUSH, ENV_JWT_SCOPE_READ, ENV_JWT_SCOPE_SEND,
 };
 pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
-pub use context::CallContext;
+pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};

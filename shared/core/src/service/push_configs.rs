@@ -28,6 +28,7 @@ impl A2aService {
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.require_push_capability()?;
         config.generation = ctx.generation;
+        config.traceparent = ctx.traceparent.clone();
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -105,8 +106,10 @@ impl A2aService {
     }
 }
 
-/// A push config as answered to clients: which generation set it is the store's business.
+/// A push config as answered to clients: which generation set it, and the trace of the
+/// request that did, are the store's business.
 fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
     config.generation = None;
+    config.traceparent = None;
     config
 }

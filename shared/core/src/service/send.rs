@@ -246,6 +246,7 @@ impl A2aService {
             return Ok(None);
         };
         cfg.generation = ctx.generation;
+        cfg.traceparent = ctx.traceparent.clone();
         ctx.require(Permission::Push)?;
         self.require_push_capability()?;
         self.core

@@ -35,15 +35,18 @@ impl A2aService {
     }
 
     /// A push from a remote agent whose task one of ours waits for, as the relay route got it
-    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`). Its progress is
-    /// relayed into our task; if it says the remote task stopped, the wait is over and the
-    /// execution resumes. A push that does not carry the wait's token is refused as
-    /// TaskNotFound, and nothing changes.
+    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`, the push's
+    /// `A2A-Push-Signature` in `signature` if it has one). Its progress is relayed into our
+    /// task; if it says the remote task stopped, the wait is over and the execution resumes. A
+    /// push that does not carry the wait's token, or whose signature does not verify against
+    /// the remote agent's keys (`RemoteAgents::verify_push`), is refused as TaskNotFound, and
+    /// nothing changes.
     pub async fn relay_push(
         &self,
         task_id: &str,
         owner_segment: &str,
         token: &str,
+        signature: Option<&str>,
         body: &[u8],
     ) -> Result<(), A2AError> {
         let not_found = || A2AError::task_not_found(task_id);
@@ -65,6 +68,25 @@ impl A2aService {
         };
         if !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
             return Err(not_found());
+        }
+        // The token proves the push is for this wait; an agent like us also signs it, and a
+        // signature that is there must hold (it binds the body and the sender).
+        if let Some(signature) = signature {
+            let audience = self
+                .core
+                .durable
+                .relay_url(&owner, task_id)
+                .unwrap_or_default();
+            if let Err(err) = self
+                .core
+                .durable
+                .remote
+                .verify_push(&remote.agent, &audience, signature, body)
+                .await
+            {
+                tracing::warn!(task_id, error = %err, "a relayed push's signature does not verify");
+                return Err(not_found());
+            }
         }
         let update = parse_push(body)?;
         let (remote_task, state_task) = match &update {

@@ -107,6 +107,7 @@ impl HttpFunction {
             jsonrpc: false,
             rest: false,
             card: false,
+            relay: false,
         };
         // OPTIONS routes only bring CORS preflights, which every router answers alike.
         for route in route_table()
@@ -123,7 +124,9 @@ impl HttpFunction {
             };
             let early_jsonrpc =
                 route.method == "POST" && EARLY_JSONRPC_PATHS.contains(&route.path.as_str());
-            if route.path == "/jsonrpc" || early_jsonrpc {
+            if route.path.starts_with(a2a_core::RELAY_PATH) {
+                surface.relay = true;
+            } else if route.path == "/jsonrpc" || early_jsonrpc {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
             } else if route.path.starts_with("/.well-known/") || route.path == EARLY_CARD_ALT_PATH {
