@@ -33,7 +33,7 @@ use crate::journal::{after, DurableRun, MAX_QUEUE_DELAY};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
-use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
 use crate::request::AgentError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
@@ -205,7 +205,18 @@ impl Emitter {
     /// this task (the client's follow-up) continues the same remote task: that is how the
     /// client's answer reaches a remote that asked for input. After `call.timeout` the remote
     /// task is canceled and the call fails. Propagate the error with `?`.
+    ///
+    /// This task must exist when the call is made (the remote's progress is relayed into it):
+    /// emit a status first (`working`), as the reference agent's `delegate` does.
     pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+        self.written().await?;
+        if self.state.lock().await.head.is_none() {
+            return Err(AgentError::Failed(
+                "call_agent needs its task to exist: the agent must emit a status (working) \
+                 before it calls another agent"
+                    .into(),
+            ));
+        }
         let mut run = self.begin_step().await?;
         let index = run.take_step();
         if let Some(value) = run.recorded(index, name)? {
@@ -217,7 +228,12 @@ impl Emitter {
         {
             Some((Some(outcome), what)) => {
                 let value = match outcome {
-                    WaitOutcome::Done { value } => value,
+                    WaitOutcome::Done { value } => {
+                        if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
+                            mark_stop(&mut run, name, &task);
+                        }
+                        value
+                    }
                     WaitOutcome::TimedOut => {
                         if let WaitFor::RemoteTask { remote, .. } = &what {
                             self.cancel_remote(remote, &run).await;
@@ -238,9 +254,13 @@ impl Emitter {
         }
         let env = self.env.clone();
         let owner = self.owner.clone();
-        let token = crate::new_id();
         let poll = env.remote_poll;
         let continued = run.record_mut().remotes.get(name).cloned();
+        // A remote task that pushes to us already keeps its push config: the call continuing
+        // it waits with that config's token, and sends no second config (which would make
+        // every update come twice).
+        let kept_token = continued.as_ref().and_then(|r| r.push_token.clone());
+        let token = kept_token.clone().unwrap_or_else(crate::new_id);
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         let pending = RemoteTaskRef {
@@ -253,6 +273,8 @@ impl Emitter {
                 .as_ref()
                 .map(|r| r.context_id.clone())
                 .unwrap_or_default(),
+            stopped_at: continued.as_ref().and_then(|r| r.stopped_at.clone()),
+            push_token: kept_token.clone(),
         };
         let deadline = after(call.timeout);
         run.record_mut().wait = Some(Wait {
@@ -284,6 +306,7 @@ impl Emitter {
         message.context_id = pending.context_id.clone();
         let push = env
             .relay_url(&owner, self.task_id())
+            .filter(|_| kept_token.is_none())
             .map(|url| TaskPushNotificationConfig {
                 url,
                 token: token.clone(),
@@ -293,7 +316,8 @@ impl Emitter {
             .remote
             .send(&call.agent, message, push, run.traceparent.as_deref())
             .await;
-        let task = match sent.map(|s| (s.answer, s.pushes)) {
+        let mut pushed_with = None;
+        let task = match sent.map(|s| (s.answer, s.pushes || kept_token.is_some())) {
             Err(err) => {
                 let value = failure_value(&format!(
                     "Calling the agent at {} failed: {err}",
@@ -306,6 +330,7 @@ impl Emitter {
             Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
             Ok((SendMessageResponse::Task(task), pushes)) => {
                 if pushes {
+                    pushed_with = Some(token.clone());
                     // Its pushes bring the news: a poll is only the safety net.
                     if let Some(Wait {
                         what: WaitFor::RemoteTask { poll_every_ms, .. },
@@ -325,6 +350,8 @@ impl Emitter {
             agent: call.agent.clone(),
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
+            stopped_at: pending.stopped_at.clone(),
+            push_token: pushed_with,
         };
         if !task.id.is_empty() {
             run.record_mut()
@@ -341,7 +368,8 @@ impl Emitter {
         {
             return Err(err.into());
         }
-        if stopped(task.status.state) {
+        if stopped_anew(&task, &remote) {
+            mark_stop(&mut run, name, &task);
             let value = serde_json::to_value(&task).unwrap_or(Value::Null);
             run.push_step(index, name, value);
             self.save(&mut run).await?;
@@ -529,6 +557,19 @@ impl Emitter {
                 tracing::warn!(task_id = %self.task_id(), error = %err, "could not remove the execution record");
             }
         }
+    }
+}
+
+/// Remembers the status a remote task stopped in when it asks for input, so that the call
+/// continuing it does not take a snapshot from before its message for a new stop.
+fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
+    if let Some(remote) = run.record_mut().remotes.get_mut(name) {
+        remote.stopped_at = task
+            .status
+            .state
+            .is_interrupted()
+            .then(|| status_mark(task))
+            .flatten();
     }
 }
 

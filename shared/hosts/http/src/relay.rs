@@ -28,9 +28,9 @@ pub(crate) fn mount(router: Router<Arc<App>>) -> Router<Arc<App>> {
     router.route(&path, post(handle))
 }
 
-/// One push: 200 once relayed, 404 (TaskNotFound) for a wrong or missing token or signature
-/// (the same answer as for a task that is not there: a guess learns nothing), 400 for a body
-/// that is no A2A task update, 413 past the body limit.
+/// One push: 200 once relayed, 404 (TaskNotFound) for a wrong or missing token or signature,
+/// 410 Gone when no execution is at this address any more (our task ended: the sender may
+/// stop pushing), 400 for a body that is no A2A task update, 413 past the body limit.
 async fn handle(
     State(app): State<Arc<App>>,
     Path((task_id, owner)): Path<(String, String)>,
@@ -57,7 +57,10 @@ async fn handle(
     }
     .await;
     match outcome {
-        Ok(()) => json_text_response(StatusCode::OK, "{}".into()),
+        Ok(true) => json_text_response(StatusCode::OK, "{}".into()),
+        // Not an A2A error: a webhook's way of saying "stop" (a2a-lambda agents delete the
+        // push config on it).
+        Ok(false) => json_text_response(StatusCode::GONE, "{}".into()),
         Err(err) => err.rest_response(),
     }
 }
