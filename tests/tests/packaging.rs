@@ -114,7 +114,10 @@ fn published_crates_read_nothing_from_outside_their_package() {
             }
         }
     }
-    assert!(outside.is_empty(), "compile-time reads from outside a package: {outside:#?}");
+    assert!(
+        outside.is_empty(),
+        "compile-time reads from outside a package: {outside:#?}"
+    );
 }
 
 #[test]
