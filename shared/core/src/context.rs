@@ -25,6 +25,9 @@ pub struct CallContext {
     /// The older protocol generation the request speaks (`None`: 1.0). Push configs it sets
     /// remember it, so that their pushes carry the body that generation reads.
     pub generation: Option<a2a_protocol::compat::Generation>,
+    /// The W3C `traceparent` the request came with (checked for its form), passed on to what
+    /// the work calls: other agents, pushes, the worker.
+    pub traceparent: Option<String>,
 }
 
 impl CallContext {
@@ -43,6 +46,7 @@ impl CallContext {
             permissions: principal.permissions,
             requested_task_id: None,
             generation: None,
+            traceparent: None,
         }
     }
 

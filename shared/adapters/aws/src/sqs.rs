@@ -403,12 +403,14 @@ impl SqsQueue {
             .map(String::as_str)
     }
 
-    /// Sends one message.
+    /// Sends one message, invisible to consumers for `delay` seconds (at most 900: SQS's
+    /// limit; a standard queue only).
     async fn send(
         &self,
         body: String,
         group: Option<String>,
         dedup: Option<String>,
+        delay: Option<i32>,
     ) -> Result<(), StoreError> {
         self.client
             .send_message()
@@ -416,6 +418,7 @@ impl SqsQueue {
             .message_body(body)
             .set_message_group_id(group)
             .set_message_deduplication_id(dedup)
+            .set_delay_seconds(delay)
             .send()
             .await
             .map_err(|e| backend("SendMessage", &e))?;
@@ -529,7 +532,16 @@ impl SqsWorkQueue {
 #[async_trait]
 impl WorkQueue for SqsWorkQueue {
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
-        self.queue.send(to_json(job)?, None, None).await
+        self.queue.send(to_json(job)?, None, None, None).await
+    }
+
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError> {
+        // Whole seconds, rounded up (a job never comes early), within SQS's 15 minutes.
+        let seconds = delay.as_millis().div_ceil(1000).min(900);
+        let delay = i32::try_from(seconds).unwrap_or(900);
+        self.queue
+            .send(to_json(job)?, None, None, (delay > 0).then_some(delay))
+            .await
     }
 }
 
