@@ -131,7 +131,7 @@ fn image_json(image: &HashMap<String, AttributeValue>) -> Map<String, Value> {
 }
 
 /// A record of the Streams API as Lambda's DynamoDB event delivers it.
-fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
+pub(crate) fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let mut dynamodb = Map::new();
     if let Some(change) = record.dynamodb() {
         if let Some(keys) = change.keys() {

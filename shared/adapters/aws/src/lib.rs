@@ -6,6 +6,9 @@
 //!   [`PushQueue`](a2a_core::PushQueue); [`SqsQueue`] is the consumer side (receive, delete,
 //!   change visibility, dead-letter) for processes that poll the queues themselves, such as the
 //!   local server.
+//! - [`fanout`] reads the table's stream into push jobs where no Lambda event source mapping
+//!   does (the local server), and [`replay`] reads again a stream batch the fan-out function's
+//!   mapping gave up on.
 //! - [`resources`] defines the table and the queues in one place and creates them (tests, local
 //!   emulators); the deployment template mirrors it.
 //! - [`Meter`] counts requests and capacity units per call, for the cost figures in `docs/cost.md`.
@@ -18,6 +21,7 @@ mod dynamo;
 pub mod fanout;
 mod items;
 mod meter;
+pub mod replay;
 pub mod resources;
 mod sqs;
 

@@ -12,6 +12,7 @@
 //! | `TasksFinished` | Count | `FunctionName`, `State` |
 //! | `PushAttempts`, `PushDeliveries`, `PushRetries`, `PushDeadLetters` | Count | `FunctionName` |
 //! | `JobAttempts`, `JobRetries` | Count | `FunctionName` |
+//! | `FanoutFailures` | Count | `FunctionName` |
 //!
 //! `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
 //! request (4xx). Lines carry `traceId` (the X-Ray trace of the invocation) and the error or push
@@ -30,6 +31,10 @@ use serde_json::{json, Map, Value};
 pub const ENV_METRICS_NAMESPACE: &str = "A2A_METRICS_NAMESPACE";
 /// The namespace when none is configured.
 pub const DEFAULT_NAMESPACE: &str = "a2a-lambda";
+/// The fan-out function's count of batches whose push jobs it could not enqueue (the template
+/// alarms on it: a partial batch response is a successful invocation to Lambda, so such a
+/// failure is not in `AWS/Lambda` `Errors`).
+pub const FANOUT_FAILURES: &str = "FanoutFailures";
 
 /// An EMF metric unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +163,18 @@ impl EmfObserver {
             &properties,
         );
         (self.sink)(&line);
+    }
+}
+
+impl EmfObserver {
+    /// A batch of `records` stream records whose push jobs could not be enqueued: it is
+    /// retried, and after the mapping's last retry recorded in its on-failure destination.
+    pub fn fanout_failure(&self, records: usize, error: &str) {
+        self.emit(
+            None,
+            &[(FANOUT_FAILURES, Unit::Count, 1.0)],
+            vec![("records", json!(records)), ("error", json!(error))],
+        );
     }
 }
 

@@ -266,6 +266,11 @@ impl Settings {
         ]
     }
 
+    /// The function's metrics: EMF lines on stdout, in the configured namespace.
+    pub fn metrics(&self) -> crate::EmfObserver {
+        crate::EmfObserver::stdout(&self.metrics_namespace, &self.function_name)
+    }
+
     /// The service configuration of a Lambda function: no background work after a response
     /// (a frozen instance would stall it), the cloud's strict push policy unless the local env
     /// file relaxes it, and a lease that never outlasts the work job's visibility.
@@ -291,10 +296,7 @@ impl Settings {
             lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
             generations: self.generations,
-            observer: Arc::new(crate::EmfObserver::stdout(
-                &self.metrics_namespace,
-                &self.function_name,
-            )),
+            observer: Arc::new(self.metrics()),
             ..ServiceConfig::default()
         }
     }
@@ -304,6 +306,8 @@ impl Settings {
 pub struct Init {
     /// The settings read.
     pub settings: Settings,
+    /// The SDK configuration every client of the instance is built from.
+    pub sdk: aws_config::SdkConfig,
     /// The SDK clients (pooled connections, cached credentials).
     pub clients: AwsClients,
     /// The adapters on those clients.
@@ -370,6 +374,7 @@ impl Init {
         };
         Ok(Self {
             settings,
+            sdk,
             clients,
             adapters,
             keys,

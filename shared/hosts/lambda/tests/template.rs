@@ -11,6 +11,8 @@ use a2a_aws::resources::{QueueDefinition, Resources};
 use a2a_lambda_glue::{Function, HttpFunction, ENV_FUNCTION};
 use serde_norway::Value;
 
+mod sam;
+
 /// The stack name stands in for the resource prefix: the template names everything
 /// `${AWS::StackName}-…`, the code `<prefix>-…`.
 const PREFIX: &str = "STACK";
@@ -472,7 +474,9 @@ fn table_and_queues_match_the_resource_definitions() {
     );
     assert_eq!(str_of(&p["TimeToLiveSpecification"]["Enabled"]), "true");
 
-    assert_eq!(resources_of_type(&t, "AWS::SQS::Queue").len(), 4);
+    // The four the code uses, and the fan-out's on-failure destination (template only:
+    // a_fan_out_that_keeps_failing_is_bounded_recorded_and_alarmed).
+    assert_eq!(resources_of_type(&t, "AWS::SQS::Queue").len(), 5);
     check_queue(&t, "WorkQueue", &resources.work_queue);
     check_queue(&t, "WorkDeadLetterQueue", &resources.work_dead_letter_queue);
     check_queue(&t, "PushQueue", &resources.push_queue);
@@ -822,9 +826,13 @@ fn dead_letters_errors_and_throttles_raise_alarms() {
             })
             .collect()
     };
-    let dlqs: BTreeSet<String> = ["PushDeadLetterQueue", "WorkDeadLetterQueue"]
-        .map(String::from)
-        .into();
+    let dlqs: BTreeSet<String> = [
+        "FanoutFailureQueue",
+        "PushDeadLetterQueue",
+        "WorkDeadLetterQueue",
+    ]
+    .map(String::from)
+    .into();
     assert_eq!(
         watched("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
         dlqs
@@ -1353,4 +1361,98 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
             "{name} has a default"
         );
     }
+}
+
+/// A fan-out batch that keeps failing holds its shard back, and after 24 hours the stream drops
+/// its records: the mapping bounds the retries (count and age, leaving most of the stream's
+/// 24 hours to replay the batch), records a batch it gave up on in an on-failure queue the
+/// function's role may send to, and three alarms see it: the queue, the records' age, and the
+/// function's own count of failed batches (Lambda counts a partial batch response as a
+/// success, so `Errors` never would). Read from SAM's translation.
+#[test]
+fn a_fan_out_that_keeps_failing_is_bounded_recorded_and_alarmed() {
+    let Some(stack) = sam::created(&[]) else {
+        return;
+    };
+    let mappings: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::Lambda::EventSourceMapping")
+        .into_iter()
+        .map(|(_, m)| &m["Properties"])
+        .filter(|p| sam::target(&p["FunctionName"]).as_deref() == Some("FanoutFunction"))
+        .collect();
+    assert_eq!(mappings.len(), 1);
+    let m = mappings[0];
+    let retries = m["MaximumRetryAttempts"]
+        .as_i64()
+        .expect("MaximumRetryAttempts");
+    assert!(
+        (0..=10_000).contains(&retries),
+        "bounded retries: {retries}"
+    );
+    let age = m["MaximumRecordAgeInSeconds"]
+        .as_i64()
+        .expect("MaximumRecordAgeInSeconds");
+    assert!(
+        (60..=6 * 3600).contains(&age),
+        "a failed batch leaves the stream's 24 hours to be replayed: at least 18 of them ({age} s)"
+    );
+    assert_eq!(m["BisectBatchOnFunctionError"], true);
+    assert_eq!(
+        m["FunctionResponseTypes"],
+        serde_json::json!(["ReportBatchItemFailures"])
+    );
+    let destination = &m["DestinationConfig"]["OnFailure"]["Destination"];
+    assert_eq!(
+        sam::target(destination).as_deref(),
+        Some("FanoutFailureQueue.Arn")
+    );
+    let queue = &stack["Resources"]["FanoutFailureQueue"];
+    assert_eq!(queue["Type"], "AWS::SQS::Queue");
+    assert!(
+        queue["Properties"].get("FifoQueue").is_none(),
+        "Lambda's on-failure destination must be a standard queue"
+    );
+
+    // The mapping sends to the destination with the function's role.
+    let role = &stack["Resources"]["FanoutFunctionRole"]["Properties"];
+    let sends: Vec<&serde_json::Value> = role["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+        .filter(|s| s["Action"] == serde_json::json!(["sqs:SendMessage"]))
+        .map(|s| &s["Resource"])
+        .collect();
+    assert!(
+        sends
+            .iter()
+            .any(|r| sam::target(r).as_deref() == Some("FanoutFailureQueue.Arn")),
+        "{sends:?}"
+    );
+
+    let alarms: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
+        .into_iter()
+        .map(|(_, a)| &a["Properties"])
+        .collect();
+    let alarmed = |namespace: serde_json::Value, metric: &str, dimension: &str| {
+        alarms.iter().any(|p| {
+            p["Namespace"] == namespace
+                && p["MetricName"] == metric
+                && sam::target(&p["Dimensions"][0]["Value"]).as_deref() == Some(dimension)
+        })
+    };
+    assert!(alarmed(
+        "AWS/SQS".into(),
+        "ApproximateNumberOfMessagesVisible",
+        "FanoutFailureQueue.QueueName"
+    ));
+    assert!(alarmed(
+        "AWS/Lambda".into(),
+        "IteratorAge",
+        "FanoutFunction"
+    ));
+    assert!(alarmed(
+        serde_json::json!({"Ref": "MetricsNamespace"}),
+        a2a_lambda_glue::metrics::FANOUT_FAILURES,
+        "FanoutFunction"
+    ));
 }
