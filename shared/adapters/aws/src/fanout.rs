@@ -232,7 +232,7 @@ impl StreamPoller {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
-        Self::new(&sdk, table, checkpoints).await
+        Self::new(&crate::with_call_limits(&sdk), table, checkpoints).await
     }
 
     /// A poller of `table`'s stream with the clients of `sdk`. Fails if the table has no

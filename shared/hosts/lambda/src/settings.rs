@@ -351,10 +351,14 @@ impl Init {
         crate::init_logging();
         crate::warm_up();
         let settings = Settings::from_env()?;
-        // One SDK configuration (credentials, region, endpoint) for every client of the instance.
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .load()
-            .await;
+        // One SDK configuration (credentials, region, endpoint, and the bounds of every call:
+        // a connection gone stale while the instance was frozen costs one attempt, not the
+        // function's timeout) for every client of the instance.
+        let sdk = a2a_aws::with_call_limits(
+            &aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .load()
+                .await,
+        );
         let clients = AwsClients::from_sdk_config(&sdk);
         let adapters = AwsAdapters::new(&clients, &settings.aws);
         let keys = key_source(&settings, &sdk, key_use)

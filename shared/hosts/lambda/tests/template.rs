@@ -666,6 +666,27 @@ fn the_front_door_has_one_throttled_stage_and_blocking_sends_fit_in_it() {
     assert!(num(&blocking["Default"]) <= num(&blocking["MaxValue"]));
 }
 
+/// Every AWS call is bounded (`a2a_aws::timeouts`): after the longest blocking wait, one more
+/// call that meets a stale connection and gives up still ends inside a buffered function's
+/// timeout, rather than the function timing out in the middle of it.
+#[test]
+fn one_bounded_aws_call_after_the_longest_blocking_wait_fits_in_a_buffered_function() {
+    let t = template();
+    let longest_wait = num(&t["Parameters"]["BlockingTimeoutSeconds"]["MaxValue"]);
+    let call = a2a_aws::CALL_LIMITS.operation;
+    for (role, f) in functions(&t) {
+        let timeout = f["Properties"]
+            .get("Timeout")
+            .map(num)
+            .unwrap_or_else(|| num(&t["Globals"]["Function"]["Timeout"]));
+        assert!(
+            std::time::Duration::from_secs(longest_wait) + call
+                <= std::time::Duration::from_secs(timeout),
+            "{role}: {longest_wait} s of wait and a {call:?} call in {timeout} s"
+        );
+    }
+}
+
 #[test]
 fn a_public_base_url_wins_over_the_request_url_everywhere() {
     let t = template();
