@@ -17,6 +17,12 @@
 //! `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
 //! request (4xx). Lines carry `traceId` (the X-Ray trace of the invocation) and the error or push
 //! result as plain properties, searchable in Logs Insights but not metric dimensions.
+//!
+//! Lambda filters a function's JSON log lines by their `level` (`ApplicationLogLevel`, the
+//! template's `LogLevel`), and takes a line without a valid `level` and RFC 3339 `timestamp`
+//! as INFO: at `LogLevel` warn or error it would drop every metric line before CloudWatch saw
+//! it. So each line carries a `timestamp` and the least severe `level` the filter keeps
+//! ([`metric_level`]): INFO, or the filter's own level when that is above INFO.
 
 use std::fmt;
 use std::io::Write as _;
@@ -35,6 +41,21 @@ pub const DEFAULT_NAMESPACE: &str = "a2a-lambda";
 /// alarms on it: a partial batch response is a successful invocation to Lambda, so such a
 /// failure is not in `AWS/Lambda` `Errors`).
 pub const FANOUT_FAILURES: &str = "FanoutFailures";
+
+/// Lambda's application log levels, least severe first (`AWS_LAMBDA_LOG_LEVEL`).
+const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+
+/// The `level` of metric lines under Lambda's log filter `threshold` (`AWS_LAMBDA_LOG_LEVEL`,
+/// any case; `None` or unknown: no filter above INFO): INFO, or the threshold when it is more
+/// severe, so that Lambda keeps them.
+pub fn metric_level(threshold: Option<&str>) -> &'static str {
+    let rank = |level: &str| LEVELS.iter().position(|l| l.eq_ignore_ascii_case(level));
+    let info = rank("INFO").unwrap_or(2);
+    match threshold.and_then(rank) {
+        Some(r) if r > info => LEVELS[r],
+        _ => LEVELS[info],
+    }
+}
 
 /// An EMF metric unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +89,14 @@ pub fn emf_line(
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default();
     let mut line = Map::new();
+    // What Lambda's JSON log filter reads (properties may set `level`).
+    line.insert(
+        "timestamp".into(),
+        json!(
+            a2a_protocol::Timestamp::from_millis(i64::try_from(millis).unwrap_or(i64::MAX))
+                .to_string()
+        ),
+    );
     // Properties first, so a metric or dimension of the same name wins.
     for (name, value) in properties {
         line.insert((*name).to_owned(), value.clone());
@@ -98,11 +127,21 @@ pub fn emf_line(
 /// Where the lines go: stdout on Lambda, a buffer in tests.
 pub type Sink = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Lines to stdout, one `write` per line, so lines of concurrent requests never interleave.
+pub fn stdout_sink() -> Sink {
+    Arc::new(|line: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(format!("{line}\n").as_bytes());
+        let _ = out.flush();
+    })
+}
+
 /// The core's events as EMF lines.
 #[derive(Clone)]
 pub struct EmfObserver {
     namespace: String,
     function: String,
+    level: &'static str,
     sink: Sink,
 }
 
@@ -119,15 +158,7 @@ impl EmfObserver {
     /// Lines for `function` in `namespace`, written to stdout (one `write` per line, so lines of
     /// concurrent requests never interleave).
     pub fn stdout(namespace: impl Into<String>, function: impl Into<String>) -> Self {
-        Self::with_sink(
-            namespace,
-            function,
-            Arc::new(|line: &str| {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(format!("{line}\n").as_bytes());
-                let _ = out.flush();
-            }),
-        )
+        Self::with_sink(namespace, function, stdout_sink())
     }
 
     /// Lines for `function` in `namespace`, handed to `sink`.
@@ -139,7 +170,17 @@ impl EmfObserver {
         Self {
             namespace: namespace.into(),
             function: function.into(),
+            level: metric_level(None),
             sink,
+        }
+    }
+
+    /// Lines that Lambda's log filter at `threshold` (`AWS_LAMBDA_LOG_LEVEL`) keeps: see
+    /// [`metric_level`].
+    pub fn for_log_level(self, threshold: Option<&str>) -> Self {
+        Self {
+            level: metric_level(threshold),
+            ..self
         }
     }
 
@@ -151,6 +192,7 @@ impl EmfObserver {
     ) {
         let mut dimensions = vec![("FunctionName", self.function.as_str())];
         dimensions.extend(extra);
+        properties.push(("level", json!(self.level)));
         // Set by lambda_runtime for each invocation: ties the line to its trace.
         if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
             properties.push(("traceId", json!(trace)));

@@ -102,6 +102,9 @@ pub struct Settings {
     pub metrics_namespace: String,
     /// The function's name, the `FunctionName` of its metrics (`AWS_LAMBDA_FUNCTION_NAME`).
     pub function_name: String,
+    /// Lambda's filter of the function's log lines (`AWS_LAMBDA_LOG_LEVEL`, set from the
+    /// template's `LogLevel`), which the metric lines must pass.
+    pub log_level: Option<String>,
     /// Webhook allow-list (local runs).
     pub push_allow_hosts: Vec<String>,
     /// Allow `http` webhooks (local runs).
@@ -202,6 +205,7 @@ impl Settings {
             metrics_namespace: get(ENV_METRICS_NAMESPACE)
                 .unwrap_or_else(|| crate::metrics::DEFAULT_NAMESPACE.into()),
             function_name: get("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into()),
+            log_level: get("AWS_LAMBDA_LOG_LEVEL"),
             push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
                 .map(|v| {
                     v.split(',')
@@ -266,9 +270,16 @@ impl Settings {
         ]
     }
 
-    /// The function's metrics: EMF lines on stdout, in the configured namespace.
+    /// The function's metrics: EMF lines on stdout, in the configured namespace, at a level
+    /// Lambda's log filter keeps.
     pub fn metrics(&self) -> crate::EmfObserver {
-        crate::EmfObserver::stdout(&self.metrics_namespace, &self.function_name)
+        self.metrics_to(crate::metrics::stdout_sink())
+    }
+
+    /// The function's metrics, written to `sink` (tests).
+    pub fn metrics_to(&self, sink: crate::metrics::Sink) -> crate::EmfObserver {
+        crate::EmfObserver::with_sink(&self.metrics_namespace, &self.function_name, sink)
+            .for_log_level(self.log_level.as_deref())
     }
 
     /// The service configuration of a Lambda function: no background work after a response

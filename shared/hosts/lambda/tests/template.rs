@@ -1477,3 +1477,68 @@ fn a_fan_out_that_keeps_failing_is_bounded_recorded_and_alarmed() {
         "FanoutFunction"
     ));
 }
+
+/// What Lambda's JSON log filter does with an application log line under `ApplicationLogLevel`
+/// `threshold` (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html):
+/// it reads the line's `level`; a missing or invalid `level`, or a missing or invalid RFC 3339
+/// `timestamp`, makes the line INFO; it keeps lines of the threshold's level and more severe.
+fn lambda_keeps(line: &serde_json::Value, threshold: &str) -> bool {
+    const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+    let rank = |l: &str| LEVELS.iter().position(|x| x.eq_ignore_ascii_case(l));
+    let timestamp_valid = line["timestamp"]
+        .as_str()
+        .is_some_and(|t| a2a_protocol::Timestamp::parse(t).is_ok());
+    let level = line["level"]
+        .as_str()
+        .and_then(rank)
+        .filter(|_| timestamp_valid)
+        .unwrap_or(2);
+    level >= rank(threshold).expect("a Lambda log level")
+}
+
+/// Lambda drops log lines below `ApplicationLogLevel`, and EMF metric lines are log lines: at
+/// every `LogLevel` the template allows, the metric lines a function writes (its settings read
+/// `AWS_LAMBDA_LOG_LEVEL`, which Lambda sets from `ApplicationLogLevel`) pass the filter.
+#[test]
+fn metric_lines_pass_lambdas_log_filter_at_every_log_level() {
+    let t = template();
+    let allowed = t["Parameters"]["LogLevel"]["AllowedValues"]
+        .as_sequence()
+        .unwrap();
+    assert!(allowed.len() >= 5);
+    let global = &t["Globals"]["Function"]["LoggingConfig"];
+    assert_eq!(
+        tag_of(&global["ApplicationLogLevel"]).as_deref(),
+        Some("FindInMap")
+    );
+    for value in allowed {
+        let log_level = str_of(value);
+        let lambda_level = str_of(&t["Mappings"]["LambdaLogLevel"][log_level.as_str()]["Level"]);
+        let settings = a2a_lambda_glue::Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "AWS_LAMBDA_LOG_LEVEL" => Some(lambda_level.clone()),
+            _ => None,
+        })
+        .unwrap();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let metrics = settings.metrics_to(std::sync::Arc::new(move |line: &str| {
+            sink.lock().unwrap().push(line.to_owned());
+        }));
+        use a2a_core::Observer as _;
+        metrics.operation(a2a_core::Operation::GetTask, Default::default(), None);
+        metrics.task_finished(a2a_protocol::TaskState::Completed);
+        metrics.fanout_failure(3, "queue gone");
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 3);
+        for line in lines.iter() {
+            let parsed: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                lambda_keeps(&parsed, &lambda_level),
+                "LogLevel {log_level} (ApplicationLogLevel {lambda_level}) drops {line}"
+            );
+            assert!(parsed["_aws"]["CloudWatchMetrics"].is_array());
+        }
+    }
+}
