@@ -1206,10 +1206,30 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     let f = &fns["front"]["Properties"];
     let url = &f["FunctionUrlConfig"];
     assert_eq!(url["InvokeMode"].as_str(), Some("RESPONSE_STREAM"));
+    // FunctionUrlAuthType, said through PublicFunctionUrl (which `sam deploy --guided` reads:
+    // infra/check-template.sh): NONE exactly when the parameter is NONE.
+    assert_eq!(tag_of(&url["AuthType"]).as_deref(), Some("If"));
+    let branches = untag(&url["AuthType"]).as_sequence().unwrap();
+    assert_eq!(str_of(&branches[0]), "PublicFunctionUrl");
     assert_eq!(
-        untag(&url["AuthType"]).as_str(),
-        Some("FunctionUrlAuthType")
+        (str_of(&branches[1]), str_of(&branches[2])),
+        ("NONE".into(), "AWS_IAM".into())
     );
+    let allowed: Vec<String> = t["Parameters"]["FunctionUrlAuthType"]["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(str_of)
+        .collect();
+    assert_eq!(allowed, ["NONE", "AWS_IAM"]);
+    for value in ["NONE", "AWS_IAM"] {
+        let overrides =
+            BTreeMap::from([("FrontDoor", "FunctionUrl"), ("FunctionUrlAuthType", value)]);
+        assert_eq!(
+            condition(&t, "PublicFunctionUrl", &overrides),
+            value == "NONE"
+        );
+    }
     assert_eq!(
         t["Parameters"]["FunctionUrlAuthType"]["Default"].as_str(),
         Some("NONE")
