@@ -1629,3 +1629,48 @@ fn no_role_carries_a_managed_policy_beyond_logs_and_traces() {
         }
     }
 }
+
+/// `ExistingTableName` without the stream's ARN would fail mid-deploy (the fan-out's event
+/// source mapping has no stream) and roll the stack back: the template's `Rules` refuse it
+/// before anything is created, and a stream ARN without the table it belongs to.
+#[test]
+fn an_existing_table_without_its_stream_is_refused_before_anything_is_created() {
+    let stream =
+        "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000";
+    let cases: [(&[(&str, &str)], Option<&str>); 4] = [
+        (&[], None),
+        (
+            &[
+                ("ExistingTableName", "a2a-restored"),
+                ("ExistingTableStreamArn", stream),
+            ],
+            None,
+        ),
+        (
+            &[("ExistingTableName", "a2a-restored")],
+            Some("ExistingTableName needs ExistingTableStreamArn"),
+        ),
+        (
+            &[("ExistingTableStreamArn", stream)],
+            Some("ExistingTableStreamArn is the stream of the table ExistingTableName names"),
+        ),
+    ];
+    for (overrides, refused) in cases {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let failed: Vec<&str> = stack["FailedRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        match refused {
+            None => assert!(failed.is_empty(), "{overrides:?}: {failed:?}"),
+            Some(why) => assert!(
+                failed.len() == 1 && failed[0].starts_with(why),
+                "{overrides:?}: {failed:?}"
+            ),
+        }
+    }
+}
