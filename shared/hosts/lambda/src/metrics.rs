@@ -8,6 +8,7 @@
 //! | Metric | Unit | Dimensions |
 //! |---|---|---|
 //! | `Requests`, `Errors`, `ClientErrors` | Count | `FunctionName`, `Operation` |
+//! | `Errors` | Count | `FunctionName` (the same count, for the alarm) |
 //! | `Latency` | Milliseconds | `FunctionName`, `Operation` |
 //! | `TasksFinished` | Count | `FunctionName`, `State` |
 //! | `PushAttempts`, `PushDeliveries`, `PushRetries`, `PushDeadLetters` | Count | `FunctionName` |
@@ -111,17 +112,43 @@ pub fn emf_line(
         "_aws".into(),
         json!({
             "Timestamp": millis,
-            "CloudWatchMetrics": [{
-                "Namespace": namespace,
-                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
-                "Metrics": metrics
-                    .iter()
-                    .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
-                    .collect::<Vec<_>>(),
-            }],
+            "CloudWatchMetrics": [directive(namespace, dimensions, metrics)],
         }),
     );
     Value::Object(line).to_string()
+}
+
+/// One EMF directive: `metrics` by the dimension set of `dimensions`' names.
+fn directive(namespace: &str, dimensions: &[(&str, &str)], metrics: &[(&str, Unit, f64)]) -> Value {
+    json!({
+        "Namespace": namespace,
+        "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
+        "Metrics": metrics
+            .iter()
+            .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// `line` (of [`emf_line`]) also publishing `metrics` by `FunctionName` alone: one metric per
+/// function that an alarm can watch, where the line's own set splits it by operation.
+fn with_function_rollup(
+    line: String,
+    namespace: &str,
+    function: &str,
+    metrics: &[(&str, Unit, f64)],
+) -> String {
+    let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&line) else {
+        return line;
+    };
+    if let Some(directives) = object
+        .get_mut("_aws")
+        .and_then(|aws| aws.get_mut("CloudWatchMetrics"))
+        .and_then(Value::as_array_mut)
+    {
+        directives.push(directive(namespace, &[("FunctionName", function)], metrics));
+    }
+    Value::Object(object).to_string()
 }
 
 /// Where the lines go: stdout on Lambda, a buffer in tests.
@@ -188,8 +215,18 @@ impl EmfObserver {
         &self,
         extra: Option<(&str, &str)>,
         metrics: &[(&str, Unit, f64)],
-        mut properties: Vec<(&str, Value)>,
+        properties: Vec<(&str, Value)>,
     ) {
+        let line = self.line(extra, metrics, properties);
+        (self.sink)(&line);
+    }
+
+    fn line(
+        &self,
+        extra: Option<(&str, &str)>,
+        metrics: &[(&str, Unit, f64)],
+        mut properties: Vec<(&str, Value)>,
+    ) -> String {
         let mut dimensions = vec![("FunctionName", self.function.as_str())];
         dimensions.extend(extra);
         properties.push(("level", json!(self.level)));
@@ -197,14 +234,13 @@ impl EmfObserver {
         if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
             properties.push(("traceId", json!(trace)));
         }
-        let line = emf_line(
+        emf_line(
             &self.namespace,
             SystemTime::now(),
             &dimensions,
             metrics,
             &properties,
-        );
-        (self.sink)(&line);
+        )
     }
 }
 
@@ -235,7 +271,12 @@ impl Observer for EmfObserver {
         if let Some(error) = error {
             properties.push(("error", json!(error.reason())));
         }
-        self.emit(
+        let errors = (
+            "Errors",
+            Unit::Count,
+            count(status.is_some_and(|s| s >= 500)),
+        );
+        let line = self.line(
             Some(("Operation", operation.name())),
             &[
                 ("Requests", Unit::Count, 1.0),
@@ -244,11 +285,7 @@ impl Observer for EmfObserver {
                     Unit::Milliseconds,
                     elapsed.as_secs_f64() * 1000.0,
                 ),
-                (
-                    "Errors",
-                    Unit::Count,
-                    count(status.is_some_and(|s| s >= 500)),
-                ),
+                errors,
                 (
                     "ClientErrors",
                     Unit::Count,
@@ -257,6 +294,14 @@ impl Observer for EmfObserver {
             ],
             properties,
         );
+        // Our failures by function too: what the template's ServerErrors alarms watch (a
+        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it).
+        (self.sink)(&with_function_rollup(
+            line,
+            &self.namespace,
+            &self.function,
+            &[errors],
+        ));
     }
 
     fn task_finished(&self, state: TaskState) {
@@ -388,6 +433,13 @@ mod tests {
         assert_eq!(lines[0]["error"], "TASK_NOT_FOUND");
         assert_eq!(lines[1]["Errors"], 1.0);
         assert_eq!(lines[1]["Operation"], "GetTask");
+        // Errors also by function alone, the one metric per function the alarms watch.
+        assert_eq!(
+            lines[1]["_aws"]["CloudWatchMetrics"][1],
+            json!({"Namespace": "ns", "Dimensions": [["FunctionName"]],
+                   "Metrics": [{"Name": "Errors", "Unit": "Count"}]})
+        );
+        assert_eq!(lines[1]["FunctionName"], "fn");
     }
 
     /// An agent that completes every task at once.

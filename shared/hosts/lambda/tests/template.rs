@@ -1186,10 +1186,11 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
             format!("{class}LogGroup"),
             format!("{class}ErrorsAlarm"),
             format!("{class}ThrottlesAlarm"),
+            format!("{class}ServerErrorsAlarm"),
         ]
     };
     let mut expected: BTreeSet<String> = http.iter().flat_map(|f| per_function(f)).collect();
-    expected.insert("A2aApi".into());
+    expected.extend(["A2aApi", "ApiServerErrorsAlarm"].map(String::from));
     assert_eq!(only_api, expected);
     // With the default AuthType NONE, the permissions a public Function URL needs.
     let mut expected: BTreeSet<String> = per_function(&front).into();
@@ -1197,6 +1198,7 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
         [
             "FrontFunctionUrlPublicAccess",
             "FrontFunctionUrlPublicInvoke",
+            "FrontUrlServerErrorsAlarm",
         ]
         .map(String::from),
     );
@@ -1671,6 +1673,75 @@ fn an_existing_table_without_its_stream_is_refused_before_anything_is_created() 
                 failed.len() == 1 && failed[0].starts_with(why),
                 "{overrides:?}: {failed:?}"
             ),
+        }
+    }
+}
+
+/// Failures of ours that callers see are alarmed, not only a function's own `Errors` (an
+/// invocation that failed): API Gateway's 5xx on the stage, or the Function URL's; and, per
+/// HTTP function, the operations that failed on our side (the EMF metric `Errors` by
+/// `FunctionName`, which `EmfObserver` publishes), which include JSON-RPC errors answered with
+/// HTTP 200. Read from SAM's translation, behind each front door.
+#[test]
+fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door)]) else {
+            return;
+        };
+        let alarms: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
+            .into_iter()
+            .map(|(_, a)| &a["Properties"])
+            .collect();
+        let dimension = |p: &serde_json::Value, name: &str| -> Option<serde_json::Value> {
+            p["Dimensions"]
+                .as_array()?
+                .iter()
+                .find(|d| d["Name"] == name)
+                .map(|d| d["Value"].clone())
+        };
+        let watches = |namespace: serde_json::Value, metric: &str, function: &str| {
+            alarms.iter().any(|p| {
+                p["Namespace"] == namespace
+                    && p["MetricName"] == metric
+                    && p["Threshold"] == 0
+                    && p["ComparisonOperator"] == "GreaterThanThreshold"
+                    && dimension(p, "FunctionName")
+                        .is_some_and(|v| sam::target(&v).as_deref() == Some(function))
+            })
+        };
+        let http: Vec<String> = sam::of_type(&stack, "AWS::Lambda::Function")
+            .into_iter()
+            .filter(|(_, f)| {
+                let role = f["Properties"]["Environment"]["Variables"][ENV_FUNCTION]
+                    .as_str()
+                    .unwrap();
+                role == "front" || HttpFunction::ALL.iter().any(|h| h.name() == role)
+            })
+            .map(|(logical, _)| logical.to_owned())
+            .collect();
+        assert!(!http.is_empty());
+        for function in &http {
+            assert!(
+                watches(
+                    serde_json::json!({"Ref": "MetricsNamespace"}),
+                    "Errors",
+                    function
+                ),
+                "{front_door}: {function}'s failed operations are not alarmed"
+            );
+        }
+        if front_door == "ApiGateway" {
+            let title = &stack["Resources"]["A2aApi"]["Properties"]["Body"]["info"]["title"];
+            let stage = &stack["Resources"]["A2aApiStage"]["Properties"]["StageName"];
+            assert!(
+                alarms.iter().any(|p| p["Namespace"] == "AWS/ApiGateway"
+                    && p["MetricName"] == "5XXError"
+                    && dimension(p, "ApiName").as_ref() == Some(title)
+                    && dimension(p, "Stage").as_ref() == Some(stage)),
+                "API Gateway's 5xx on the stage"
+            );
+        } else {
+            assert!(watches("AWS/Lambda".into(), "Url5xxCount", "FrontFunction"));
         }
     }
 }
