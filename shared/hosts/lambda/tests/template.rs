@@ -1639,7 +1639,9 @@ fn no_role_carries_a_managed_policy_beyond_logs_and_traces() {
 fn an_existing_table_without_its_stream_is_refused_before_anything_is_created() {
     let stream =
         "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000";
-    let cases: [(&[(&str, &str)], Option<&str>); 4] = [
+    // (parameters, the rule that refuses them).
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+    let cases: [Case<'_>; 4] = [
         (&[], None),
         (
             &[
