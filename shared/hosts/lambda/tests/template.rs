@@ -640,6 +640,8 @@ fn reserved_concurrency_is_a_parameter_per_function_class_and_off_by_default() {
                     .is_none());
                 continue;
             }
+            // a_function_url_front_door_is_capped_by_default.
+            "front" => continue,
             _ => "Http",
         };
         let reserved = &f["Properties"]["ReservedConcurrentExecutions"];
@@ -1745,5 +1747,47 @@ fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
         } else {
             assert!(watches("AWS/Lambda".into(), "Url5xxCount", "FrontFunction"));
         }
+    }
+}
+
+/// A Function URL has no throttle of its own: behind it, a flood would take the account's
+/// concurrency from the worker, push and fan-out functions. The front function is capped by
+/// default (its reserved concurrency, `FunctionUrlMaxConcurrency`, 100), and -1 lifts the cap
+/// (an account whose quota cannot spare the reservation). Read from SAM's translation.
+#[test]
+fn a_function_url_front_door_is_capped_by_default() {
+    let t = template();
+    let parameter = &t["Parameters"]["FunctionUrlMaxConcurrency"];
+    assert_eq!(parameter["Default"].as_i64(), Some(100));
+    for (overrides, expected) in [
+        (&[("FrontDoor", "FunctionUrl")][..], Some(100)),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("FunctionUrlMaxConcurrency", "-1"),
+            ][..],
+            None,
+        ),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("FunctionUrlMaxConcurrency", "40"),
+            ][..],
+            Some(40),
+        ),
+    ] {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let reserved =
+            &stack["Resources"]["FrontFunction"]["Properties"]["ReservedConcurrentExecutions"];
+        let value = reserved.get("Ref").map(|r| {
+            assert_eq!(r, "FunctionUrlMaxConcurrency");
+            overrides
+                .iter()
+                .find(|(k, _)| *k == "FunctionUrlMaxConcurrency")
+                .map_or(100, |(_, v)| v.parse().unwrap())
+        });
+        assert_eq!(value, expected, "{overrides:?}: {reserved}");
     }
 }
