@@ -137,6 +137,42 @@ a, b = (transform(t, {}, NoManagedPolicies())["Resources"] for t in (template, w
 strip = lambda r: {k: v for k, v in r.items() if not k.startswith("A2aApiDeployment") and k != "A2aApiStage"}
 assert strip(a) == strip(b), "the API's Auth section changes what SAM generates"
 PY
+echo "check-template: parameter patterns accept what AWS names and refuse the rest" >&2
+# CloudFormation refuses a parameter value its AllowedPattern does not match, before anything is
+# created: a wrong ARN is caught there rather than half-way through the stack.
+"$VENV/bin/python" - <<'PY'
+import re
+from samtranslator.yaml_helper import yaml_parse
+params = yaml_parse(open("template.yaml").read())["Parameters"]
+cases = {
+    "ExistingTableStreamArn": (
+        ["", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000"],
+        ["a2a-restored", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored"]),
+    "PushSigningKeySecretArn": (
+        ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:a2a/push-keys-AbCdEf"],
+        ["a2a/push-keys", "arn:aws:kms:us-east-1:123456789012:key/1234abcd"]),
+    "ApiKeySecretArn": (
+        ["", "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:keys-AbCdEf"],
+        ["keys", "arn:aws:secretsmanager:us-east-1:1234:secret:keys"]),
+    "SecretsKmsKeyArn": (
+        ["", "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"],
+        ["alias/aws/secretsmanager", "arn:aws:kms:eu-west-1:123456789012:alias/mine"]),
+    "AlarmTopicArn": (["", "arn:aws:sns:us-east-1:123456789012:alerts"], ["alerts"]),
+    "MetricsNamespace": (["a2a-lambda", "Team/A2A"], ["", "two words"]),
+    "StageName": (["a2a", "prod_v2"], ["", "a/b"]),
+    "ApiKeyName": (["X-API-Key", "api_key"], ["", "X API Key"]),
+    "ExistingTableName": (["", "a2a-restored"], ["a b", "ab"]),
+}
+for name, (good, bad) in cases.items():
+    pattern = params[name]["AllowedPattern"]
+    longest = params[name].get("MaxLength")
+    for v in good:
+        assert re.fullmatch(pattern, v), (name, v, pattern)
+        assert longest is None or len(v) <= longest, (name, v)
+    for v in bad:
+        assert not re.fullmatch(pattern, v), (name, v, pattern)
+print(f"check-template: {len(cases)} parameter patterns")
+PY
 # Other settings of parameters that change what the stack creates, each checked on a copy of
 # the template with that parameter's default changed.
 variants=$(mktemp -d)

@@ -1791,3 +1791,184 @@ fn a_function_url_front_door_is_capped_by_default() {
         assert_eq!(value, expected, "{overrides:?}: {reserved}");
     }
 }
+
+/// Lambda refuses a function whose environment (names and values) passes 4 KB: the deploy
+/// fails then, mid-stack. Every value a parameter or resource puts there is bounded (a
+/// parameter by `MaxLength`, its allowed values or its `MaxValue`; a resource by what AWS
+/// names it), and at every bound at once each function's environment still fits.
+#[test]
+fn every_function_s_environment_fits_in_4_kb_at_every_parameter_s_bound() {
+    let t = template();
+    // Upper bounds of what the resources and pseudo parameters put in the environment.
+    let region = "ap-southeast-2".len() + 2;
+    let url_suffix = "amazonaws.com.cn".len();
+    // https://sqs.<region>.amazonaws.com/<account>/<name of at most 80>
+    let queue_url =
+        "https://sqs.".len() + region + ".".len() + url_suffix + "/".len() + 12 + 1 + 80;
+    // arn:<partition>:secretsmanager:<region>:<account>:secret:<stack name, 128, and a
+    // suffix of ours>-<6 random>
+    let secret_arn = "arn:aws-us-gov:secretsmanager:".len()
+        + region
+        + 1
+        + 12
+        + ":secret:".len()
+        + 128
+        + "-push-signing-keys".len()
+        + 7;
+    let bound = |v: &Value| -> usize { max_len(&t, v, region, url_suffix, queue_url, secret_arn) };
+    let globals = t["Globals"]["Function"]["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap();
+    for (role, f) in functions(&t) {
+        let mut env: BTreeMap<String, usize> = BTreeMap::new();
+        let own = f["Properties"]["Environment"]["Variables"]
+            .as_mapping()
+            .unwrap();
+        for (name, value) in globals.iter().chain(own.iter()) {
+            env.insert(name.as_str().unwrap().to_owned(), bound(value));
+        }
+        let total: usize = env.iter().map(|(name, len)| name.len() + len).sum();
+        assert!(
+            total <= 4096,
+            "{role}: up to {total} bytes of environment: {env:?}"
+        );
+    }
+}
+
+/// The most bytes `v`, a value of the template, can take.
+fn max_len(
+    t: &Value,
+    v: &Value,
+    region: usize,
+    url_suffix: usize,
+    queue_url: usize,
+    secret_arn: usize,
+) -> usize {
+    let again = |v: &Value| max_len(t, v, region, url_suffix, queue_url, secret_arn);
+    let named = |name: &str| -> usize {
+        let (name, attribute) = name.split_once('.').unwrap_or((name, ""));
+        if let Some(p) = t["Parameters"].get(name) {
+            if let Some(max) = p.get("MaxLength") {
+                return usize::try_from(num(max)).unwrap();
+            }
+            if let Some(values) = p.get("AllowedValues").and_then(Value::as_sequence) {
+                return values.iter().map(|v| str_of(v).len()).max().unwrap();
+            }
+            if let Some(max) = p.get("MaxValue") {
+                return str_of(max).len().max(str_of(&p["MinValue"]).len());
+            }
+            panic!("parameter {name} has no bound (MaxLength, AllowedValues or MaxValue)");
+        }
+        match name {
+            "AWS::Region" => return region,
+            "AWS::URLSuffix" => return url_suffix,
+            "AWS::NoValue" => return 0,
+            _ => {}
+        }
+        let resource = &t["Resources"][name];
+        match (resource["Type"].as_str(), attribute) {
+            (Some("AWS::SQS::Queue"), "") => queue_url,
+            (Some("AWS::DynamoDB::Table"), "") => 255,
+            (Some("AWS::SecretsManager::Secret"), "") => secret_arn,
+            // A REST API's id.
+            (Some("AWS::Serverless::Api"), "") => 10,
+            // https://<32>.lambda-url.<region>.on.aws/
+            (Some("AWS::Serverless::Function"), "") => 64,
+            (None, "FunctionUrl") => {
+                "https://".len() + 32 + ".lambda-url.".len() + region + ".on.aws/".len()
+            }
+            other => panic!("no bound for {name} ({other:?})"),
+        }
+    };
+    match v {
+        Value::Tagged(tagged) => match tagged.tag.to_string().as_str() {
+            "!Ref" | "!GetAtt" => named(tagged.value.as_str().unwrap()),
+            "!If" => {
+                let branches = tagged.value.as_sequence().unwrap();
+                again(&branches[1]).max(again(&branches[2]))
+            }
+            "!Sub" => {
+                let text = tagged.value.as_str().expect("a !Sub string");
+                let mut total = 0;
+                let mut rest = text;
+                while let Some(start) = rest.find("${") {
+                    total += start;
+                    let end = rest[start..].find('}').unwrap() + start;
+                    total += named(&rest[start + 2..end]);
+                    rest = &rest[end + 1..];
+                }
+                total + rest.len()
+            }
+            other => panic!("no bound for {other}"),
+        },
+        Value::String(s) => s.len(),
+        Value::Number(n) => n.to_string().len(),
+        Value::Bool(b) => b.to_string().len(),
+        other => panic!("no bound for {other:?}"),
+    }
+}
+
+/// Your own secrets (`PushSigningKeySecretArn`, `ApiKeySecretArn`) encrypted with your own KMS
+/// key: Secrets Manager decrypts them with the caller's permission, so every function that
+/// reads a secret may decrypt with the key `SecretsKmsKeyArn` names, through Secrets Manager
+/// only; a function that reads no secret may not, and without the parameter nobody may.
+#[test]
+fn functions_that_read_secrets_may_decrypt_them_with_your_kms_key() {
+    let key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
+    let with_key: [&[(&str, &str)]; 3] = [
+        &[("SecretsKmsKeyArn", key)],
+        &[("SecretsKmsKeyArn", key), ("FrontDoor", "FunctionUrl")],
+        &[
+            ("SecretsKmsKeyArn", key),
+            ("AuthMode", "jwt"),
+            ("JwtIssuer", "https://issuer.example"),
+            ("JwtAudience", "a2a"),
+        ],
+    ];
+    let cases = with_key
+        .iter()
+        .map(|o| (*o, true))
+        .chain([(&[][..], false)]);
+    for (overrides, keyed) in cases {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let mut readers = 0;
+        for (name, role) in sam::of_type(&stack, "AWS::IAM::Role") {
+            let statements: Vec<&serde_json::Value> = role["Properties"]["Policies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+                .collect();
+            let has = |action: &str| {
+                statements.iter().any(|s| {
+                    s["Action"] == action
+                        || s["Action"]
+                            .as_array()
+                            .is_some_and(|a| a.iter().any(|x| x == action))
+                })
+            };
+            let reads = has("secretsmanager:GetSecretValue");
+            let decrypts: Vec<&&serde_json::Value> = statements
+                .iter()
+                .filter(|s| s["Action"] == serde_json::json!(["kms:Decrypt"]))
+                .collect();
+            if reads && keyed {
+                readers += 1;
+                assert_eq!(decrypts.len(), 1, "{overrides:?}: {name}");
+                assert_eq!(
+                    decrypts[0]["Resource"],
+                    serde_json::json!({"Ref": "SecretsKmsKeyArn"})
+                );
+                assert_eq!(
+                    decrypts[0]["Condition"]["StringEquals"]["kms:ViaService"],
+                    serde_json::json!({"Fn::Sub": "secretsmanager.${AWS::Region}.amazonaws.com"})
+                );
+            } else {
+                assert!(decrypts.is_empty(), "{overrides:?}: {name} may decrypt");
+            }
+        }
+        assert!(!keyed || readers >= 2, "{overrides:?}: {readers} readers");
+    }
+}
