@@ -758,19 +758,25 @@ fn sam_build_runs_without_a_prompt() {
     // rust-cargolambda is a beta feature: without this `sam build` asks before building.
     let mut section = "";
     let mut beta = false;
+    let mut cached = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             section = line;
-        } else if section == "[default.build.parameters]"
-            && line.replace(' ', "") == "beta_features=true"
-        {
-            beta = true;
+        } else if section == "[default.build.parameters]" {
+            beta |= line.replace(' ', "") == "beta_features=true";
+            cached |= line.replace(' ', "") == "cached=true";
         }
     }
     assert!(
         beta,
         "samconfig.toml: [default.build.parameters] beta_features = true"
     );
+    // SAM's build cache keys on a checksum of CodeUri: every function's is the repository
+    // root, target/ included, which each build changes, so it never hits and hashes the whole
+    // target directory on every build.
+    let code_uri = str_of(&template()["Globals"]["Function"]["CodeUri"]);
+    assert_eq!(code_uri, ".");
+    assert!(!cached, "samconfig.toml: cached = true with CodeUri {code_uri}");
 }
 
 /// The logical id of a function resource, by role (`push-config` → `PushConfigFunction`).
