@@ -624,6 +624,18 @@ fn the_table_survives_deletes_and_replacements_and_can_be_restored() {
         "true"
     );
     assert_eq!(str_of(&p["DeletionProtectionEnabled"]), "true");
+    // The secrets survive with it: the keys callers hold and the keys receivers trust.
+    for secret in ["PushSigningKeysSecret", "ApiKeysSecret"] {
+        let r = &t["Resources"][secret];
+        assert_eq!(r["Type"].as_str(), Some("AWS::SecretsManager::Secret"));
+        assert_eq!(r["DeletionPolicy"].as_str(), Some("Retain"), "{secret}");
+        assert_eq!(r["UpdateReplacePolicy"].as_str(), Some("Retain"), "{secret}");
+    }
+    assert_eq!(
+        resources_of_type(&t, "AWS::SecretsManager::Secret").len(),
+        2,
+        "every secret is kept"
+    );
 }
 
 #[test]
