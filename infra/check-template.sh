@@ -195,4 +195,6 @@ PY
 check_variant ExistingTableName '""' a2a-restored "an existing table"
 # Provisioned capacity: the table, its index and their auto scaling.
 check_variant TableCapacity OnDemand Provisioned "auto-scaled capacity"
+# The stage's access logs and their log group.
+check_variant ApiAccessLogs '"off"' '"on"' "access logs"
 echo "check-template: ok" >&2

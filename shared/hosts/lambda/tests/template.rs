@@ -629,7 +629,11 @@ fn the_table_survives_deletes_and_replacements_and_can_be_restored() {
         let r = &t["Resources"][secret];
         assert_eq!(r["Type"].as_str(), Some("AWS::SecretsManager::Secret"));
         assert_eq!(r["DeletionPolicy"].as_str(), Some("Retain"), "{secret}");
-        assert_eq!(r["UpdateReplacePolicy"].as_str(), Some("Retain"), "{secret}");
+        assert_eq!(
+            r["UpdateReplacePolicy"].as_str(),
+            Some("Retain"),
+            "{secret}"
+        );
     }
     assert_eq!(
         resources_of_type(&t, "AWS::SecretsManager::Secret").len(),
@@ -788,7 +792,10 @@ fn sam_build_runs_without_a_prompt() {
     // target directory on every build.
     let code_uri = str_of(&template()["Globals"]["Function"]["CodeUri"]);
     assert_eq!(code_uri, ".");
-    assert!(!cached, "samconfig.toml: cached = true with CodeUri {code_uri}");
+    assert!(
+        !cached,
+        "samconfig.toml: cached = true with CodeUri {code_uri}"
+    );
 }
 
 /// The logical id of a function resource, by role (`push-config` → `PushConfigFunction`).
@@ -1989,4 +1996,82 @@ fn functions_that_read_secrets_may_decrypt_them_with_your_kms_key() {
         }
         assert!(!keyed || readers >= 2, "{overrides:?}: {readers} readers");
     }
+}
+
+/// API Gateway throttles each method on its own (`MethodSettings` `/*` `*` is every method):
+/// the parameters say so, and the number of methods they multiply. The stage traces every
+/// request into X-Ray (docs/operations.md promises a trace per request from the front door
+/// on), and writes access logs when `ApiAccessLogs` is on: JSON with the request and trace ids,
+/// never the query string (an API key may be in it). Read from SAM's translation.
+#[test]
+fn the_stage_throttles_each_method_traces_and_can_log_access() {
+    let Some(stack) = sam::created(&[]) else {
+        return;
+    };
+    let stage = &stack["Resources"]["A2aApiStage"]["Properties"];
+    assert_eq!(stage["TracingEnabled"], true);
+    assert!(
+        stage.get("AccessLogSetting").is_none(),
+        "access logs are off by default"
+    );
+    assert_eq!(stage["MethodSettings"].as_array().unwrap().len(), 1);
+    assert_eq!(stage["MethodSettings"][0]["ResourcePath"], "/*");
+    assert_eq!(stage["MethodSettings"][0]["HttpMethod"], "*");
+    let methods: usize = stack["Resources"]["A2aApi"]["Properties"]["Body"]["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|ops| ops.as_object().unwrap().len())
+        .sum();
+    let t = template();
+    let description = str_of(&t["Parameters"]["ApiThrottlingRateLimit"]["Description"]);
+    assert!(
+        description.contains("each method")
+            && description.contains(&format!("({methods} of them)")),
+        "{description}"
+    );
+
+    let Some(logged) = sam::created(&[("ApiAccessLogs", "on")]) else {
+        return;
+    };
+    let setting = &logged["Resources"]["A2aApiStage"]["Properties"]["AccessLogSetting"];
+    assert_eq!(
+        sam::target(&setting["DestinationArn"]).as_deref(),
+        Some("ApiAccessLogGroup.Arn")
+    );
+    let group = &logged["Resources"]["ApiAccessLogGroup"];
+    assert_eq!(group["Type"], "AWS::Logs::LogGroup");
+    assert_eq!(
+        group["Properties"]["RetentionInDays"],
+        serde_json::json!({"Ref": "LogRetentionDays"})
+    );
+    let format = setting["Format"].as_str().unwrap();
+    for needed in [
+        "$context.requestId",
+        "$context.xrayTraceId",
+        "$context.status",
+    ] {
+        assert!(format.contains(needed), "{format}");
+    }
+    for never in ["querystring", "$input", "header", "$context.authorizer"] {
+        assert!(
+            !format.to_lowercase().contains(&never.to_lowercase()),
+            "{format}"
+        );
+    }
+    // A line of it is JSON: each variable as API Gateway fills it in (messageString comes
+    // quoted).
+    let mut line = format.replace(
+        "$context.error.messageString",
+        "\"Missing Authentication Token\"",
+    );
+    while let Some(start) = line.find("$context.") {
+        let end = line[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '$'))
+            .map_or(line.len(), |e| start + e);
+        line.replace_range(start..end, "x");
+    }
+    let parsed: serde_json::Value =
+        serde_json::from_str(&line).expect("an access log line is JSON");
+    assert_eq!(parsed["requestId"], "x");
 }
