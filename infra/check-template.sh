@@ -121,6 +121,7 @@ for overrides, allowed in [("", 0), ("FrontDoor=FunctionUrl", 1)]:
         assert found >= 0, f"README.md does not show the guided question {q!r} (in order)"
         position = found
     assert f"({parameters} in all" in readme, f"README.md's Deploy does not say ({parameters} in all"
+    assert all(f"`{name}`" in readme for name in ("FrontDoor", "AuthMode", "ExistingTableStreamStart")), "README.md's parameters"
     print(f"check-template: guided deploy ({overrides or 'defaults'}): {parameters} parameters, "
           f"then {questions}; {len(auth)} about auth")
 

@@ -1318,7 +1318,8 @@ fn the_fanout_reads_the_table_stream_filtered_to_tasks_with_push_configs() {
     let event = &fanout["Events"]["Heads"];
     assert_eq!(event["Type"].as_str(), Some("DynamoDB"));
     let p = &event["Properties"];
-    assert_eq!(p["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
+    // (a_stream_is_read_from_its_start_only_when_its_records_are_all_new)
+    assert_eq!(tag_of(&p["StartingPosition"]).as_deref(), Some("If"));
     let reports = serde_norway::to_string(&p["FunctionResponseTypes"]).unwrap();
     assert!(reports.contains("ReportBatchItemFailures"), "{reports}");
     let pattern = p["FilterCriteria"]["Filters"][0]["Pattern"]
@@ -2074,4 +2075,49 @@ fn the_stage_throttles_each_method_traces_and_can_log_access() {
     let parsed: serde_json::Value =
         serde_json::from_str(&line).expect("an access log line is JSON");
     assert_eq!(parsed["requestId"], "x");
+}
+
+/// The fan-out's mapping reads the stack's own new table's stream from its oldest record (a
+/// write made before the mapping existed still fans out), but an existing table's stream may
+/// hold up to 24 hours of records another deployment already fanned out, and reading it from
+/// its start pushes them again, older than any de-duplication window: from now on by default,
+/// from its start only when the deployer says its records are all new. Read from SAM's
+/// translation.
+#[test]
+fn a_stream_is_read_from_its_start_only_when_its_records_are_all_new() {
+    let stream =
+        "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000";
+    let existing = [
+        ("ExistingTableName", "a2a-restored"),
+        ("ExistingTableStreamArn", stream),
+    ];
+    let fresh = [
+        ("ExistingTableName", "a2a-restored"),
+        ("ExistingTableStreamArn", stream),
+        ("ExistingTableStreamStart", "TRIM_HORIZON"),
+    ];
+    for (overrides, start) in [
+        (&[][..], serde_json::json!("TRIM_HORIZON")),
+        (
+            &existing[..],
+            serde_json::json!({"Ref": "ExistingTableStreamStart"}),
+        ),
+        (
+            &fresh[..],
+            serde_json::json!({"Ref": "ExistingTableStreamStart"}),
+        ),
+    ] {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let mapping = sam::of_type(&stack, "AWS::Lambda::EventSourceMapping")
+            .into_iter()
+            .map(|(_, m)| &m["Properties"])
+            .find(|p| sam::target(&p["FunctionName"]).as_deref() == Some("FanoutFunction"))
+            .expect("the fan-out's mapping");
+        assert_eq!(mapping["StartingPosition"], start, "{overrides:?}");
+    }
+    let t = template();
+    let parameter = &t["Parameters"]["ExistingTableStreamStart"];
+    assert_eq!(parameter["Default"].as_str(), Some("LATEST"));
 }
