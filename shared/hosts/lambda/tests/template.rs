@@ -2121,3 +2121,35 @@ fn a_stream_is_read_from_its_start_only_when_its_records_are_all_new() {
     let parameter = &t["Parameters"]["ExistingTableStreamStart"];
     assert_eq!(parameter["Default"].as_str(), Some("LATEST"));
 }
+
+/// What docs/lambda.md says of the signing keys and of IAM callers of a Function URL matches
+/// the code and the template: only the push function generates the first key (the card and
+/// front functions only publish), and an `AWS_IAM` caller needs both invoke permissions (the
+/// ones the template grants everybody for a public URL).
+#[test]
+fn the_docs_say_who_makes_the_first_key_and_what_iam_callers_need() {
+    use a2a_lambda_glue::KeyUse;
+    let docs = std::fs::read_to_string(root().join("docs/lambda.md")).unwrap();
+    for f in HttpFunction::ALL.into_iter().chain([HttpFunction::Front]) {
+        assert_ne!(f.key_use(), KeyUse::Sign, "{}", f.name());
+    }
+    assert!(
+        !docs.contains("first `card` or `push` function"),
+        "docs/lambda.md says the card function generates the first key"
+    );
+    assert!(
+        docs.contains("the `push` function generates an ES256 key into it on its first delivery")
+    );
+    let t = template();
+    let mut granted = BTreeSet::new();
+    for (_, permission) in resources_of_type(&t, "AWS::Lambda::Permission") {
+        granted.insert(str_of(&permission["Properties"]["Action"]));
+    }
+    for action in ["lambda:InvokeFunctionUrl", "lambda:InvokeFunction"] {
+        assert!(granted.contains(action), "a public URL needs {action}");
+        assert!(
+            docs.contains(&format!("`{action}`")),
+            "docs/lambda.md does not tell AWS_IAM callers they need {action}"
+        );
+    }
+}
