@@ -58,6 +58,36 @@ pub fn metric_level(threshold: Option<&str>) -> &'static str {
     }
 }
 
+/// The dimensions the metrics are broken down by (template parameter `MetricsDetail`): each
+/// distinct metric and dimension value is one CloudWatch custom metric, billed by the month.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsDetail {
+    /// `FunctionName` and the operation (or final state): a metric per operation each function
+    /// serves (about 100 behind API Gateway once every operation is used).
+    #[default]
+    Operation,
+    /// `FunctionName` alone: four operation metrics per function, the operation and final state
+    /// still on each line, for Logs Insights, but not metrics of their own.
+    Function,
+}
+
+/// The variable `MetricsDetail` sets: `operation` (the default) or `function`.
+pub const ENV_METRICS_DETAIL: &str = "A2A_METRICS_DETAIL";
+
+impl std::str::FromStr for MetricsDetail {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "operation" => Ok(Self::Operation),
+            "function" => Ok(Self::Function),
+            other => Err(format!(
+                "{ENV_METRICS_DETAIL} must be operation or function, not {other:?}"
+            )),
+        }
+    }
+}
+
 /// An EMF metric unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
@@ -169,6 +199,7 @@ pub struct EmfObserver {
     namespace: String,
     function: String,
     level: &'static str,
+    detail: MetricsDetail,
     sink: Sink,
 }
 
@@ -198,8 +229,14 @@ impl EmfObserver {
             namespace: namespace.into(),
             function: function.into(),
             level: metric_level(None),
+            detail: MetricsDetail::default(),
             sink,
         }
+    }
+
+    /// Metrics broken down as `detail` says.
+    pub fn with_detail(self, detail: MetricsDetail) -> Self {
+        Self { detail, ..self }
     }
 
     /// Lines that Lambda's log filter at `threshold` (`AWS_LAMBDA_LOG_LEVEL`) keeps: see
@@ -221,14 +258,19 @@ impl EmfObserver {
         (self.sink)(&line);
     }
 
-    fn line(
+    fn line<'a>(
         &self,
-        extra: Option<(&str, &str)>,
+        extra: Option<(&'a str, &str)>,
         metrics: &[(&str, Unit, f64)],
-        mut properties: Vec<(&str, Value)>,
+        mut properties: Vec<(&'a str, Value)>,
     ) -> String {
         let mut dimensions = vec![("FunctionName", self.function.as_str())];
-        dimensions.extend(extra);
+        match (self.detail, extra) {
+            (MetricsDetail::Operation, Some(extra)) => dimensions.push(extra),
+            // On the line, searchable, but no metric of its own.
+            (MetricsDetail::Function, Some((name, value))) => properties.push((name, json!(value))),
+            (_, None) => {}
+        }
         properties.push(("level", json!(self.level)));
         // Set by lambda_runtime for each invocation: ties the line to its trace.
         if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
@@ -295,13 +337,15 @@ impl Observer for EmfObserver {
             properties,
         );
         // Our failures by function too: what the template's ServerErrors alarms watch (a
-        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it).
-        (self.sink)(&with_function_rollup(
-            line,
-            &self.namespace,
-            &self.function,
-            &[errors],
-        ));
+        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it). Broken down by
+        // function alone, the line's own metrics are that already.
+        let line = match self.detail {
+            MetricsDetail::Operation => {
+                with_function_rollup(line, &self.namespace, &self.function, &[errors])
+            }
+            MetricsDetail::Function => line,
+        };
+        (self.sink)(&line);
     }
 
     fn task_finished(&self, state: TaskState) {
@@ -496,6 +540,32 @@ mod tests {
         assert_eq!(requests.len(), 1, "{lines:?}");
         assert_eq!(requests[0]["Operation"], "SendMessage");
         assert_eq!(requests[0]["Errors"], 0.0);
+    }
+
+    #[test]
+    fn by_function_alone_the_operation_is_a_property_not_a_dimension() {
+        let (observer, lines) = captured();
+        let observer = observer.with_detail(MetricsDetail::Function);
+        observer.operation(
+            Operation::GetTask,
+            Duration::from_millis(3),
+            Some(&A2AError::Internal("store".into())),
+        );
+        observer.task_finished(TaskState::Completed);
+        let lines = lines.lock().unwrap();
+        for line in lines.iter() {
+            let directives = line["_aws"]["CloudWatchMetrics"].as_array().unwrap();
+            assert_eq!(directives.len(), 1, "{line}");
+            assert_eq!(directives[0]["Dimensions"], json!([["FunctionName"]]));
+        }
+        assert_eq!(lines[0]["Operation"], "GetTask");
+        assert_eq!(lines[0]["Errors"], 1.0);
+        assert_eq!(lines[1]["State"], "TASK_STATE_COMPLETED");
+        assert_eq!(
+            "function".parse::<MetricsDetail>(),
+            Ok(MetricsDetail::Function)
+        );
+        assert!("all".parse::<MetricsDetail>().is_err());
     }
 
     #[test]

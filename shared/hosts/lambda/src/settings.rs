@@ -100,6 +100,8 @@ pub struct Settings {
     pub push_keys_refresh: Duration,
     /// The CloudWatch namespace of the metrics.
     pub metrics_namespace: String,
+    /// What the metrics are broken down by (`A2A_METRICS_DETAIL`).
+    pub metrics_detail: crate::metrics::MetricsDetail,
     /// The function's name, the `FunctionName` of its metrics (`AWS_LAMBDA_FUNCTION_NAME`).
     pub function_name: String,
     /// Lambda's filter of the function's log lines (`AWS_LAMBDA_LOG_LEVEL`, set from the
@@ -204,6 +206,10 @@ impl Settings {
             push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
             metrics_namespace: get(ENV_METRICS_NAMESPACE)
                 .unwrap_or_else(|| crate::metrics::DEFAULT_NAMESPACE.into()),
+            metrics_detail: get(crate::metrics::ENV_METRICS_DETAIL)
+                .map(|v| v.parse())
+                .transpose()?
+                .unwrap_or_default(),
             function_name: get("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into()),
             log_level: get("AWS_LAMBDA_LOG_LEVEL"),
             push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
@@ -280,6 +286,7 @@ impl Settings {
     pub fn metrics_to(&self, sink: crate::metrics::Sink) -> crate::EmfObserver {
         crate::EmfObserver::with_sink(&self.metrics_namespace, &self.function_name, sink)
             .for_log_level(self.log_level.as_deref())
+            .with_detail(self.metrics_detail)
     }
 
     /// The service configuration of a Lambda function: no background work after a response

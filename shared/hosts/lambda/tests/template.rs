@@ -829,9 +829,15 @@ fn every_function_logs_json_with_retention_and_traces() {
     let app_level = serde_norway::to_string(&logging["ApplicationLogLevel"]).unwrap();
     assert!(app_level.contains("LogLevel"), "{app_level}");
     assert_eq!(str_of(&logging["SystemLogLevel"]), "SystemLogLevel");
-    assert_eq!(globals["Tracing"].as_str(), Some("Active"));
+    // Active unless the Tracing parameter says PassThrough (docs/cost.md).
+    assert_eq!(str_of(&globals["Tracing"]), "Tracing");
+    assert_eq!(
+        t["Parameters"]["Tracing"]["Default"].as_str(),
+        Some("Active")
+    );
     let env = &globals["Environment"]["Variables"];
     assert_eq!(str_of(&env["A2A_METRICS_NAMESPACE"]), "MetricsNamespace");
+    assert_eq!(str_of(&env["A2A_METRICS_DETAIL"]), "MetricsDetail");
     assert_eq!(
         str_of(&env["A2A_PUSH_KEYS_REFRESH_SECS"]),
         "PushKeysRefreshSeconds"
@@ -849,8 +855,10 @@ fn every_function_logs_json_with_retention_and_traces() {
         );
     }
 
+    // (The API's access log group, ApiAccessLogs, is named by CloudFormation.)
     let groups: BTreeMap<String, &Value> = resources_of_type(&t, "AWS::Logs::LogGroup")
         .into_values()
+        .filter(|g| g["Properties"].get("LogGroupName").is_some())
         .map(|g| (str_of(&g["Properties"]["LogGroupName"]), g))
         .collect();
     for (role, logical) in logical_ids(&t) {
@@ -2150,6 +2158,54 @@ fn the_docs_say_who_makes_the_first_key_and_what_iam_callers_need() {
         assert!(
             docs.contains(&format!("`{action}`")),
             "docs/lambda.md does not tell AWS_IAM callers they need {action}"
+        );
+    }
+}
+
+/// The bill's optional parts can be turned down (docs/cost.md, "The monthly bill"): X-Ray
+/// tracing (`Tracing` PassThrough: no function and no stage samples on its own) and the
+/// metrics' breakdown (`MetricsDetail`, which every function reads). Read from SAM's
+/// translation.
+#[test]
+fn tracing_and_the_metrics_breakdown_can_be_turned_down() {
+    for (tracing, stage_traces) in [("Active", true), ("PassThrough", false)] {
+        let Some(stack) = sam::created(&[("Tracing", tracing), ("MetricsDetail", "function")])
+        else {
+            return;
+        };
+        for (name, f) in sam::of_type(&stack, "AWS::Lambda::Function") {
+            assert_eq!(
+                f["Properties"]["TracingConfig"]["Mode"],
+                serde_json::json!({"Ref": "Tracing"}),
+                "{name}"
+            );
+            assert_eq!(
+                f["Properties"]["Environment"]["Variables"]["A2A_METRICS_DETAIL"],
+                serde_json::json!({"Ref": "MetricsDetail"}),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            stack["Resources"]["A2aApiStage"]["Properties"]["TracingEnabled"], stage_traces,
+            "{tracing}"
+        );
+    }
+    let t = template();
+    let allowed = |name: &str| -> Vec<String> {
+        t["Parameters"][name]["AllowedValues"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect()
+    };
+    assert_eq!(allowed("Tracing"), ["Active", "PassThrough"]);
+    for value in allowed("MetricsDetail") {
+        assert!(
+            value
+                .parse::<a2a_lambda_glue::metrics::MetricsDetail>()
+                .is_ok(),
+            "{value}"
         );
     }
 }
