@@ -266,6 +266,7 @@ async fn cost_per_operation() {
         "the echo's write invokes no fan-out"
     );
     prices::print_and_write(&s);
+    prices::bill::print_and_write(&s);
     // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
     // not compress, so the compression of the stored body cannot hide it).
     let hundred = noise(100);

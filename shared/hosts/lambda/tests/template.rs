@@ -2209,3 +2209,116 @@ fn tracing_and_the_metrics_breakdown_can_be_turned_down() {
         );
     }
 }
+
+/// A constant of the cost test's bill (`shared/adapters/aws/tests/prices/bill.rs`), by name.
+fn bill_constant(name: &str) -> String {
+    let text = std::fs::read_to_string(root().join("shared/adapters/aws/tests/prices/bill.rs"))
+        .expect("prices/bill.rs");
+    let start = text
+        .find(&format!("pub const {name}"))
+        .unwrap_or_else(|| panic!("no {name} in prices/bill.rs"));
+    let rest = &text[start..];
+    let value = &rest[rest.find(" = ").unwrap() + 3..];
+    value[..value.find(';').unwrap()].trim().to_owned()
+}
+
+/// The custom metrics the bill counts (docs/cost.md, "The monthly bill") are what the
+/// functions publish once every operation is used: per HTTP function, `Requests`, `Latency`,
+/// `Errors` and `ClientErrors` per operation it serves, `Errors` by function, and
+/// `TasksFinished` per final state it can reach; the worker's two job metrics and its final
+/// states; the push function's four; the fan-out's one. By function alone, one of each.
+#[test]
+fn the_metric_count_the_bill_assumes() {
+    use a2a_core::Operation as O;
+    let count = |http: &[HttpFunction], detail: &str| -> usize {
+        let mut n = 0;
+        for f in http {
+            let ops = f.surface().operations;
+            let runs = ops.contains(&O::SendMessage) || ops.contains(&O::SendStreamingMessage);
+            // A function that only cancels ends tasks CANCELED; one that runs agents, in any
+            // of the four final states.
+            let states = if runs {
+                4
+            } else if ops.contains(&O::CancelTask) {
+                1
+            } else {
+                0
+            };
+            n += match detail {
+                "operation" => 4 * ops.len() + 1 + states,
+                _ => 4 + usize::from(states > 0),
+            };
+        }
+        // worker: JobAttempts, JobRetries and the final states; push: four; fan-out: one.
+        n + match detail {
+            "operation" => 2 + 4,
+            _ => 2 + 1,
+        } + 4
+            + 1
+    };
+    let counted = [
+        (
+            "ApiGateway",
+            "operation",
+            count(&HttpFunction::ALL, "operation"),
+        ),
+        (
+            "ApiGateway",
+            "function",
+            count(&HttpFunction::ALL, "function"),
+        ),
+        (
+            "FunctionUrl",
+            "operation",
+            count(&[HttpFunction::Front], "operation"),
+        ),
+        (
+            "FunctionUrl",
+            "function",
+            count(&[HttpFunction::Front], "function"),
+        ),
+    ];
+    let assumed = bill_constant("CUSTOM_METRICS: [(FrontDoor, &str, usize); 4]");
+    for (door, detail, n) in counted {
+        let row = format!("(FrontDoor::{door}, \"{detail}\", {n})");
+        assert!(
+            assumed.contains(&row),
+            "prices/bill.rs should say {row}: {assumed}"
+        );
+    }
+}
+
+/// The EMF lines the bill counts per blocking echo are no longer than it says, at a function
+/// name of Lambda's longest (64) and with an X-Ray trace id on the line.
+#[test]
+fn the_metric_lines_the_bill_assumes() {
+    use a2a_core::Observer as _;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let observer = a2a_lambda_glue::EmfObserver::with_sink(
+        "a2a-lambda",
+        "x".repeat(64),
+        std::sync::Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_owned())),
+    );
+    observer.operation(
+        a2a_core::Operation::ListTaskPushNotificationConfigs,
+        std::time::Duration::from_millis(12),
+        Some(&a2a_protocol::A2AError::task_not_found("t")),
+    );
+    observer.task_finished(a2a_protocol::TaskState::Completed);
+    let trace = r#","traceId":"Root=1-6561abcd-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1""#;
+    let lines = lines.lock().unwrap();
+    for (line, constant) in lines
+        .iter()
+        .zip(["EMF_OPERATION_LINE_BYTES", "EMF_TASK_LINE_BYTES"])
+    {
+        let assumed: usize = bill_constant(&format!("{constant}: usize"))
+            .parse()
+            .unwrap();
+        assert!(
+            line.len() + trace.len() <= assumed,
+            "{constant} = {assumed}, but a line takes {}: {line}",
+            line.len() + trace.len()
+        );
+    }
+}
