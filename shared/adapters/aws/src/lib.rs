@@ -18,6 +18,7 @@
 //! from [`with_call_limits`] of the SDK configuration. `AWS_ENDPOINT_URL` points them at an emulator (moto)
 //! without any code branch.
 
+mod body;
 mod dynamo;
 pub mod fanout;
 mod items;
