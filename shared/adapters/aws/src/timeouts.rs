@@ -11,8 +11,8 @@
 //! the buffered functions (the template test checks it).
 //!
 //! A long poll (SQS `ReceiveMessage` with a wait, which only hosts that poll their own queues
-//! make) is answered only after its wait: its attempt gets the wait on top
-//! ([`long_poll_timeouts`]).
+//! make: never a Lambda function) is answered only after its wait: its attempt gets the wait
+//! and [`LONG_POLL_MARGIN`] on top ([`long_poll_timeouts`]).
 
 use std::time::Duration;
 
@@ -80,15 +80,21 @@ pub fn with_call_limits(sdk: &SdkConfig) -> SdkConfig {
     CALL_LIMITS.apply(sdk)
 }
 
+/// What a long poll's attempt may take beyond its wait. More than a call's: the receivers of
+/// one queue may answer one after the other (moto, the tests' emulator, takes a FIFO queue's
+/// receives in turns), and a long poll is made by a host with time to spare, never by a
+/// function racing its deadline. Still a bound: a stale connection costs this, not forever.
+pub const LONG_POLL_MARGIN: Duration = Duration::from_secs(30);
+
 /// The timeouts of a long poll that waits up to `wait` for a message: the answer comes after
-/// the wait, so the read and attempt timeouts get it on top of [`CALL_LIMITS`].
+/// the wait, so the read and attempt timeouts get it, and [`LONG_POLL_MARGIN`], on top.
 pub fn long_poll_timeouts(wait: Duration) -> TimeoutConfig {
-    let limits = CALL_LIMITS;
+    let attempt = wait + LONG_POLL_MARGIN;
     TimeoutConfig::builder()
-        .connect_timeout(limits.connect)
-        .read_timeout(wait + limits.read)
-        .operation_attempt_timeout(wait + limits.attempt)
-        .operation_timeout(wait + limits.operation)
+        .connect_timeout(CALL_LIMITS.connect)
+        .read_timeout(attempt)
+        .operation_attempt_timeout(attempt)
+        .operation_timeout(attempt * CALL_LIMITS.max_attempts)
         .build()
 }
 
@@ -134,7 +140,7 @@ mod tests {
         );
         // A long poll of 20 s is not cut off by the read timeout.
         let poll = long_poll_timeouts(Duration::from_secs(20));
-        assert_eq!(poll.read_timeout(), Some(Duration::from_secs(23)));
+        assert_eq!(poll.read_timeout(), Some(Duration::from_secs(50)));
         assert!(poll.operation_attempt_timeout() > Some(Duration::from_secs(20)));
     }
 }
