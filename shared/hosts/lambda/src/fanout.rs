@@ -73,7 +73,9 @@ impl FanoutBatch {
     /// error, so whoever started it sees why.
     pub async fn handle_invocation(&self, payload: &Value) -> Result<Value, Error> {
         match StreamRange::from_failure_record(payload) {
-            Some(range) => self.replay(&range).await,
+            // Boxed: the Streams API's futures nested in this one pass the compiler's query
+            // depth when it lays out the function's whole `main`.
+            Some(range) => Box::pin(self.replay(&range)).await,
             None => Ok(self.handle(payload).await),
         }
     }
