@@ -95,6 +95,10 @@ export A2A_REQUIRE_EMULATOR=1
 # interop venv: create it first, and fail those tests rather than skip them without it.
 "$root/tests/interop/run.sh" --setup
 export A2A_REQUIRE_INTEROP=1
+# The template and IAM tests read SAM's own translation of template.yaml (the SAM CLI venv, a
+# no-op once installed): fail them rather than skip them without it.
+"$root/infra/check-template.sh" --setup
+export A2A_REQUIRE_SAM=1
 
 # nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
 run_tests() {
