@@ -65,6 +65,15 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo package: the kit's library crates package on their own (manifests; tests/tests/packaging.rs checks their sources)"
+# Every member without `publish = false`; --no-verify: the sources are checked by a test, and a
+# verifying build of every crate would compile the whole tree again.
+publishable=$(cargo metadata --no-deps --format-version 1 --locked | python3 -c 'import json, sys
+print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") != []))')
+cargo package --no-verify --locked --allow-dirty $publishable >"$progress.package" 2>&1 ||
+  { cat "$progress.package"; exit 1; }
+rm -f "$progress.package"
+
 step "build (the end-to-end tests start the a2a-local binary)"
 cargo build --workspace --all-targets --locked
 
@@ -86,6 +95,10 @@ export A2A_REQUIRE_EMULATOR=1
 # interop venv: create it first, and fail those tests rather than skip them without it.
 "$root/tests/interop/run.sh" --setup
 export A2A_REQUIRE_INTEROP=1
+# The template and IAM tests read SAM's own translation of template.yaml (the SAM CLI venv, a
+# no-op once installed): fail them rather than skip them without it.
+"$root/infra/check-template.sh" --setup
+export A2A_REQUIRE_SAM=1
 
 # nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
 run_tests() {

@@ -234,6 +234,12 @@ impl SqsQueue {
             .set_visibility_timeout(visibility.map(|v| whole_secs(v, MAX_VISIBILITY)))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .customize()
+            // SQS answers a long poll after its wait: the usual read timeout would cut it off.
+            .config_override(
+                aws_sdk_sqs::config::Builder::default()
+                    .timeout_config(crate::timeouts::long_poll_timeouts(wait.min(MAX_WAIT))),
+            )
             .send()
             .await
             .map_err(|e| backend("ReceiveMessage", &e))?;

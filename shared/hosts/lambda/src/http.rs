@@ -16,7 +16,6 @@ use a2a_protocol::Operation;
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
-use tower::ServiceExt;
 
 use crate::settings::Settings;
 use crate::{Error, Init, KeyUse};
@@ -362,13 +361,18 @@ impl tower::Service<Request> for LazyRouter {
     fn call(&mut self, request: Request) -> Self::Future {
         let router = self.router_for(&request);
         let request = request.map(axum::body::Body::new);
-        Box::pin(async move { router.oneshot(request).await })
+        Box::pin(crate::buffered::serve(
+            router,
+            request,
+            self.function.streaming(),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
 
     /// What API Gateway (REST, Lambda proxy) sends for `method path` matched to `resource`.
     fn rest_event(method: &str, resource: &str, path: &str) -> Request {

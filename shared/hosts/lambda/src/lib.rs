@@ -16,6 +16,7 @@
 //! The routes of the front door and which functions stream live in `shared/hosts/lambda/routes.json`, shared
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
+mod buffered;
 mod channel;
 mod fanout;
 mod function;
