@@ -424,7 +424,9 @@ mod tests {
                 .replace("{tenant}", "acme")
                 .replace("{id}", "t1:subscribe")
                 .replace("{configId}", "c1")
-                .replace("{txnId}", "txn1");
+                .replace("{txnId}", "txn1")
+                .replace("{taskId}", "t1")
+                .replace("{owner}", "b3duZXI");
             let request = rest_event(method, resource, &path);
             assert_eq!(request.uri().path(), path, "{method} {resource}");
             assert_eq!(request.method().as_str(), method);
@@ -560,11 +562,12 @@ mod tests {
             );
             preflights += 1;
         }
-        // The A2A-Lite paths are for chat servers and our own pushes: browsers never call them.
+        // The A2A-Lite paths are for chat servers and our own pushes, the relay route for the
+        // agents our tasks call: browsers never call them.
         let paths: std::collections::BTreeSet<&str> = route_table()
             .iter()
             .map(|r| r.path.as_str())
-            .filter(|p| !p.starts_with("/a2a-lite/"))
+            .filter(|p| !p.starts_with("/a2a-lite/") && !p.starts_with("/a2a-relay/"))
             .collect();
         assert_eq!(
             preflights,
