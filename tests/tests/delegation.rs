@@ -17,12 +17,14 @@ const WITHIN: Duration = Duration::from_secs(120);
 const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 /// The delegating server: polls remote tasks every second (ten with pushes), sweeps every
-/// second, and gives up on a remote after `timeout_secs`.
+/// second, holds a task's lease for 3 s, and gives up on a remote after `timeout_secs`.
 async fn delegating(timeout_secs: u64) -> Server {
     let timeout = timeout_secs.to_string();
     Server::start_with_env(&[
         ("A2A_REMOTE_POLL_SECS", "1"),
         ("A2A_SWEEP_INTERVAL_SECS", "1"),
+        // A killed server's lease on its task runs out soon (the restart test).
+        ("A2A_EXECUTION_LEASE_SECS", "3"),
         ("A2A_DELEGATE_TIMEOUT_SECS", &timeout),
     ])
     .await
@@ -266,6 +268,13 @@ async fn a_delegating_server_killed_mid_wait_finishes_the_task_after_a_restart()
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    // Killed while it waits (parked), not while it still sends: that one is the ordinary
+    // crash of a running execution, which the expired-lease sweep ends FAILED.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while !ours.logs().contains("parked on a durable wait") {
+        assert!(tokio::time::Instant::now() < deadline, "ours never parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     ours.kill_abruptly();
     // The remote finishes meanwhile; its pushes to us fail.
     let theirs = remote.await_terminal(&id_of(&theirs), WITHIN).await;
@@ -367,4 +376,106 @@ async fn agents_off_the_allow_list_are_refused() {
     assert_eq!(state(task), "TASK_STATE_FAILED", "{task}");
     let reason = message_text(&task["status"]["message"]);
     assert!(reason.contains("non-public address"), "{reason}");
+}
+
+/// The official Python SDK's server (a2a-sdk, `tests/interop/sdk_server.py`) as the other
+/// agent: its pushes are unsigned (the token alone is checked), its task ids and events are
+/// the SDK's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_server_as_the_other_agent() {
+    if !store_ready() {
+        return;
+    }
+    let Some(sdk) = SdkServer::start().await else {
+        return;
+    };
+    let ours = delegating(60).await;
+
+    // Blocking: its echo becomes ours.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hello sdk", sdk.base)),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(artifact_texts(task), ["hello sdk"]);
+
+    // Streaming: its chunks reach our stream and add up to its artifact.
+    let mut stream = ours
+        .stream(
+            Binding::Rest,
+            send_request(&format!("delegate {} slow 3 300", sdk.base)),
+        )
+        .await
+        .expect("stream");
+    let mut text = String::new();
+    let mut last_state = None;
+    while let Some(event) = stream.next_event().await {
+        let payload = event.payload();
+        if let Some(update) = payload.get("artifactUpdate") {
+            if update["append"].as_bool() != Some(true) {
+                text.clear();
+            }
+            text.push_str(&artifact_text(&update["artifact"]));
+        }
+        if let Some(s) = event_state(&payload) {
+            last_state = Some(s.to_owned());
+        }
+    }
+    assert_eq!(last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    assert_eq!(text, "chunk-1 chunk-2 chunk-3 ");
+
+    // Input required, relayed both ways: the follow-up reaches the SDK's task.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", sdk.base)),
+        )
+        .await);
+    let held = task_of(&answer);
+    assert_eq!(state(held), "TASK_STATE_INPUT_REQUIRED", "{held}");
+    assert!(message_text(&held["status"]["message"]).contains("on hold"));
+    let answer = ok(ours
+        .send(Binding::Rest, follow_up(&id_of(held), "the answer"))
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(message_text(&task["status"]["message"]), "the answer");
+
+    // Failure, with its reason.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} fail", sdk.base)),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_FAILED", "{task}");
+    let reason = message_text(&task["status"]["message"]);
+    assert!(reason.contains("The fail skill always fails"), "{reason}");
+
+    // Cancel: ours, then theirs, read from the SDK server.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", sdk.base)),
+        )
+        .await);
+    let held = task_of(&answer);
+    assert_eq!(state(held), "TASK_STATE_INPUT_REQUIRED", "{held}");
+    ok(ours.cancel(Binding::JsonRpc, &id_of(held)).await);
+    let sdk_client = a2a_client::Client::connect(&sdk.base)
+        .await
+        .expect("the SDK server's card");
+    let listed = sdk_client
+        .list_tasks(a2a_client::ListTasksRequest::default())
+        .await
+        .expect("the SDK server lists its tasks");
+    let states: Vec<_> = listed.tasks.iter().map(|t| t.status.state).collect();
+    assert!(
+        states.contains(&a2a_client::TaskState::Canceled),
+        "the SDK's held task was canceled: {states:?}"
+    );
 }

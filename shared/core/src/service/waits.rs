@@ -41,8 +41,8 @@ impl A2aService {
     /// push that does not carry the wait's token, or whose signature does not verify against
     /// the remote agent's keys (`RemoteAgents::verify_push`), is refused as TaskNotFound, and
     /// nothing changes. A push for a remote task our task worked with but no longer waits for
-    /// (its token is that of a remote in the record) is taken and its progress relayed while
-    /// our task is active. Returns `false` when there is no execution at this address any
+    /// (its token is that of a remote in the record) is late (the call has the remote's task
+    /// as it stopped): it is taken (200) and dropped. Returns `false` when there is no execution at this address any
     /// more (our task ended): the push's sender may stop pushing (the route answers 410 Gone).
     pub async fn relay_push(
         &self,
@@ -107,24 +107,9 @@ impl A2aService {
         }
         let update = parse_push(body)?;
         if !current {
-            let relayed = match &update {
-                StreamResponse::Task(task) => RemoteUpdate::Task(task),
-                StreamResponse::StatusUpdate(u) => RemoteUpdate::Status(u),
-                StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
-                StreamResponse::Message(_) => return Ok(true),
-            };
-            let ours_active = self
-                .core
-                .store
-                .load_task(&owner, task_id)
-                .await
-                .map_err(store_error)?
-                .is_some_and(|h| crate::emitter::is_active(h.task.status.state));
-            if ours_active {
-                if let Err(err) = relay(&self.core.log, &owner, task_id, &relayed).await {
-                    tracing::debug!(task_id, error = ?err, "a late remote push was not relayed");
-                }
-            }
+            // The call it answered has returned with the remote's task as it stopped (a
+            // snapshot that holds everything before it): a push that comes later is from before
+            // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
         let (remote_task, state_task) = match &update {
