@@ -164,7 +164,17 @@ pub(crate) async fn sweep_expired(
     let mut ended = 0;
     for lease in expired {
         let head = store.load_task(&lease.owner, &lease.task_id).await?;
-        if let Some(head) = head.filter(|h| is_active(h.task.status.state)) {
+        // A durable execution that parked (its process died after it saved its wait, before it
+        // let go of the lease) is no orphan: its wait has a deadline, and the sweep of due
+        // executions resumes it.
+        let parked = match &head {
+            Some(h) if is_active(h.task.status.state) => store
+                .load_execution(&lease.owner, &lease.task_id)
+                .await?
+                .is_some_and(|r| r.wait.is_some()),
+            _ => false,
+        };
+        if let Some(head) = head.filter(|h| !parked && is_active(h.task.status.state)) {
             // A conditional append like any other: if the execution is alive after all and
             // writes its own final state first, this one finds the task terminal and stops.
             match log.finish_failed(&lease.owner, head, ORPHANED_REASON).await {
