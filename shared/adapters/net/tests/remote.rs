@@ -90,6 +90,8 @@ async fn the_card_picks_the_binding_and_is_fetched_once_while_fresh() {
                     agent: only_rest.base.clone(),
                     task_id: task.id.clone(),
                     context_id: task.context_id.clone(),
+                    stopped_at: None,
+                    push_token: None,
                 },
                 None,
             )
@@ -119,6 +121,8 @@ async fn the_card_picks_the_binding_and_is_fetched_once_while_fresh() {
         agent: both.base.clone(),
         task_id: task.id.clone(),
         context_id: task.context_id.clone(),
+        stopped_at: None,
+        push_token: None,
     };
     remote.cancel_task(&held, None).await.unwrap();
     let canceled = remote.get_task(&held, None).await.unwrap();
