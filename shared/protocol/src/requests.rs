@@ -405,6 +405,7 @@ mod tests {
                 credentials: "cred".into(),
             }),
             generation: None,
+            traceparent: None,
         }
     }
 
