@@ -141,15 +141,7 @@ impl Emitter {
             Some(None) => Err(self.park(run).await),
             None => {
                 let until = after(duration);
-                run.record_mut().wait = Some(Wait {
-                    step: index,
-                    name: name.to_owned(),
-                    what: WaitFor::Timer,
-                    due_at: until,
-                    deadline: until,
-                    outcome: None,
-                });
-                Err(self.park(run).await)
+                Err(self.park_on(run, index, name, WaitFor::Timer, until).await)
             }
         }
     }
@@ -184,15 +176,9 @@ impl Emitter {
             Some(None) => Err(self.park(run).await),
             None => {
                 let deadline = after(timeout);
-                run.record_mut().wait = Some(Wait {
-                    step: index,
-                    name: name.to_owned(),
-                    what: WaitFor::Signal,
-                    due_at: deadline,
-                    deadline,
-                    outcome: None,
-                });
-                Err(self.park(run).await)
+                Err(self
+                    .park_on(run, index, name, WaitFor::Signal, deadline)
+                    .await)
             }
         }
     }
@@ -430,6 +416,27 @@ impl Emitter {
 
     /// Parks the run: what it emitted is written, its record (with its wait) is saved, and a
     /// resume job is queued for when the wait is due. Returns the error the agent propagates.
+    /// Parks `run` on a new wait of step `index` (`name`) for `what`, due and ending at
+    /// `deadline`.
+    async fn park_on(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        index: usize,
+        name: &str,
+        what: WaitFor,
+        deadline: Timestamp,
+    ) -> AgentError {
+        run.record_mut().wait = Some(Wait {
+            step: index,
+            name: name.to_owned(),
+            what,
+            due_at: deadline,
+            deadline,
+            outcome: None,
+        });
+        self.park(run).await
+    }
+
     async fn park(&self, mut run: MutexGuard<'_, DurableRun>) -> AgentError {
         if let Err(err) = self.written().await {
             return err;
@@ -512,13 +519,7 @@ impl Emitter {
         if !has_record {
             return;
         }
-        let ended = self
-            .state
-            .lock()
-            .await
-            .head
-            .as_ref()
-            .is_some_and(|h| h.task.status.state.is_terminal());
+        let ended = self.state.lock().await.task_ended();
         if ended {
             if let Err(err) = self
                 .env

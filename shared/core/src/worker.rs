@@ -166,13 +166,7 @@ pub(crate) async fn run_work_job(
     // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
     // its client (input required), or whose execution parked, gets it back, so that the next
     // message or the resumption can run at once.
-    let ended = emitter
-        .state
-        .lock()
-        .await
-        .head
-        .as_ref()
-        .is_some_and(|h| h.task.status.state.is_terminal());
+    let ended = emitter.state.lock().await.task_ended();
     if !ended {
         release(core, job).await;
     }

@@ -35,7 +35,9 @@ use aws_config::BehaviorVersion;
 pub use dynamo::DynamoTaskStore;
 pub use items::MAX_ITEM_BYTES;
 pub use meter::{Call, Meter, Service, Summary};
-pub use sqs::{ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsWorkQueue};
+pub use sqs::{
+    Push, ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsRoleQueue, SqsWorkQueue, Work,
+};
 pub use timeouts::{with_call_limits, CALL_LIMITS};
 
 /// Environment variable naming the DynamoDB table.
