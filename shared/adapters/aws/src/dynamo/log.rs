@@ -15,9 +15,7 @@ use a2a_protocol::TaskPushNotificationConfig;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::table::{
-    backend, capacity, condition_failed, names, read_units, values, write_units, Next, ReadCost,
-};
+use super::table::{backend, capacity, names, read_units, values, write_units, Next, ReadCost};
 use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
 use crate::body::{self, BodyRef};
 use crate::items::{self, attr, n, s, Item};
@@ -312,20 +310,16 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        let out = match result {
-            Ok(out) => out,
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                return Ok(());
-            }
-            Err(err) => return Err(backend("UpdateItem", &err)),
-        };
-        self.record(
+        let Some(out) = self.conditional(
             "UpdateItem",
-            capacity(out.consumed_capacity()),
+            result,
+            |out| out.consumed_capacity(),
+            |_| write_units(size),
             write_units(size),
-            0.0,
-        );
+        )?
+        else {
+            return Ok(());
+        };
         let left = out
             .attributes()
             .is_some_and(|a| a.contains_key(attr::CONFIG_IDS));
@@ -345,22 +339,14 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size),
-                    0.0,
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                Ok(())
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
-        }
+        self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| write_units(size),
+            write_units(size),
+        )?;
+        Ok(())
     }
 }
 
@@ -536,38 +522,32 @@ impl TaskLogStore for DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    wru + index_wru,
-                    0.0,
-                );
-                self.heads.put(
-                    task_id,
-                    HeadSummary {
-                        version: head.version,
-                        owner: head.owner.as_str().to_owned(),
-                        state: state.to_owned(),
-                        status_ts: ts,
-                        expires: exp,
-                        size: new_size,
-                        carried: Arc::new(carried),
-                        legacy: false,
-                        body: body::body_ref(&item)?,
-                    },
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => {
-                // A failed condition is billed too.
-                self.record("UpdateItem", 0.0, wru, 0.0);
-                self.heads.forget(task_id);
-                Err(StoreError::Conflict)
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
+        let written = self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| wru + index_wru,
+            wru,
+        )?;
+        if written.is_none() {
+            self.heads.forget(task_id);
+            return Err(StoreError::Conflict);
         }
+        self.heads.put(
+            task_id,
+            HeadSummary {
+                version: head.version,
+                owner: head.owner.as_str().to_owned(),
+                state: state.to_owned(),
+                status_ts: ts,
+                expires: exp,
+                size: new_size,
+                carried: Arc::new(carried),
+                legacy: false,
+                body: body::body_ref(&item)?,
+            },
+        );
+        Ok(())
     }
 
     /// [`TaskLogStore::load_task`].

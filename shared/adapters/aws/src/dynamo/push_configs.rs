@@ -323,29 +323,21 @@ impl PushConfigStore for DynamoTaskStore {
                 .set_return_consumed_capacity(self.return_capacity())
                 .send()
                 .await;
-            match result {
-                Ok(out) => {
-                    let size = out.attributes().map_or(0, items::item_size);
-                    self.record(
-                        "UpdateItem",
-                        capacity(out.consumed_capacity()),
-                        write_units(size),
-                        0.0,
-                    );
-                    return Ok(());
-                }
-                Err(err) if condition_failed(&err) => {
-                    self.record("UpdateItem", 0.0, 1.0, 0.0);
-                    if self
-                        .put_fresh_delivery(owner, task_id, config_id, attempt, exp, now_ms())
-                        .await?
-                    {
-                        return Ok(());
-                    }
-                    // A live record appeared between the two writes: update it.
-                }
-                Err(err) => return Err(backend("UpdateItem", &err)),
+            let updated = self.conditional(
+                "UpdateItem",
+                result,
+                |out| out.consumed_capacity(),
+                |out| write_units(out.attributes().map_or(0, items::item_size)),
+                1.0,
+            )?;
+            if updated.is_some()
+                || self
+                    .put_fresh_delivery(owner, task_id, config_id, attempt, exp, now_ms())
+                    .await?
+            {
+                return Ok(());
             }
+            // A live record appeared between the two writes: update it.
         }
         // Still failing: the record belongs to another owner's live task of the same id.
         Err(StoreError::Conflict)
