@@ -351,6 +351,8 @@ impl Emitter {
         if run.parked {
             return Err(AgentError::Parked);
         }
+        // What an earlier execution of this task passes on to a new record.
+        let mut remotes = BTreeMap::new();
         if !run.loaded {
             run.loaded = true;
             let found = self
@@ -360,37 +362,24 @@ impl Emitter {
                 .await
                 .map_err(store_failure)?;
             run.stored = found.as_ref().map(|r| r.version);
-            let record = match found {
-                Some(record) if record.trigger_seq == run.trigger_seq => record,
-                earlier => DurableExecution {
-                    owner: self.owner.clone(),
-                    task_id: self.task_id().to_owned(),
-                    trigger_seq: run.trigger_seq,
-                    steps: Vec::new(),
-                    emitted: 0,
-                    wait: None,
-                    remotes: earlier.map(|r| r.remotes).unwrap_or_default(),
-                    traceparent: run.traceparent.clone(),
-                    version: 0,
-                    expires_at: self.env.expiry(),
-                },
-            };
-            run.record = Some(record);
+            match found {
+                Some(record) if record.trigger_seq == run.trigger_seq => run.record = Some(record),
+                earlier => remotes = earlier.map(|r| r.remotes).unwrap_or_default(),
+            }
         }
         if run.record.is_none() {
-            let record = DurableExecution {
+            run.record = Some(DurableExecution {
                 owner: self.owner.clone(),
                 task_id: self.task_id().to_owned(),
                 trigger_seq: run.trigger_seq,
                 steps: Vec::new(),
                 emitted: 0,
                 wait: None,
-                remotes: BTreeMap::new(),
+                remotes,
                 traceparent: run.traceparent.clone(),
                 version: 0,
                 expires_at: self.env.expiry(),
-            };
-            run.record = Some(record);
+            });
         }
         Ok(run)
     }

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::table::{backend, capacity, names, read_units, values, write_units, Next, ReadCost};
-use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
+use super::{DynamoTaskStore, FIRST_POLL, MAX_POLL};
 use crate::body::{self, BodyRef};
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
@@ -137,15 +137,7 @@ impl DynamoTaskStore {
         items::check_size(&item, || format!("task {}", head.task.id))?;
         let index_wru = write_units(index_entry_size(&item));
         let summary = HeadSummary::of_item(&item)?;
-        let created = self
-            .put_if_indexed(
-                item,
-                ABSENT_OR_EXPIRED,
-                names(&["pk", "exp"]),
-                values([(":now", n(now_ms()))]),
-                index_wru,
-            )
-            .await?;
+        let created = self.put_new_indexed(item, index_wru).await?;
         if !created {
             return Err(StoreError::Conflict);
         }
@@ -233,13 +225,7 @@ impl DynamoTaskStore {
         let (item, size) = body::body_item(head, &sk)?;
         items::check_size(&item, || format!("task {}", head.task.id))?;
         // Its key is new (a nonce): the condition only keeps a mistake from overwriting.
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await?;
+        self.put_new(item).await?;
         if !old.carried.is_empty() {
             self.archive(head, &old.carried).await?;
         }
@@ -258,13 +244,7 @@ impl DynamoTaskStore {
     async fn archive(&self, head: &StoredTask, events: &[LoggedEvent]) -> Result<(), StoreError> {
         let item = items::archive_item(&head.owner, &head.task.id, head.expires_at, events)?;
         items::check_size(&item, || format!("events of task {}", head.task.id))?;
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await?;
+        self.put_new(item).await?;
         Ok(())
     }
 
@@ -604,13 +584,7 @@ impl TaskLogStore for DynamoTaskStore {
         items::check_size(&item, || {
             format!("the reply to a message of task {task_id}")
         })?;
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await
+        self.put_new(item).await
     }
 
     /// [`TaskLogStore::read_events`]: one query of the log's range, `E#<after+1>`

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use super::table::{
     backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
 };
-use super::{DynamoTaskStore, ABSENT_OR_EXPIRED};
+use super::DynamoTaskStore;
 use crate::items::{self, attr, n, s};
 use crate::now_ms;
 
@@ -50,7 +50,6 @@ impl DynamoTaskStore {
         config_id: &str,
         attempt: &PushAttempt,
         exp: i64,
-        now: i64,
     ) -> Result<bool, StoreError> {
         let mut state = PushDeliveryState::default();
         state.record(attempt);
@@ -91,13 +90,7 @@ impl DynamoTaskStore {
                 item.insert(name.to_owned(), value);
             }
         }
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now))]),
-        )
-        .await
+        self.put_new(item).await
     }
 }
 
@@ -332,7 +325,7 @@ impl PushConfigStore for DynamoTaskStore {
             )?;
             if updated.is_some()
                 || self
-                    .put_fresh_delivery(owner, task_id, config_id, attempt, exp, now_ms())
+                    .put_fresh_delivery(owner, task_id, config_id, attempt, exp)
                     .await?
             {
                 return Ok(());

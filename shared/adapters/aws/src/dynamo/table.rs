@@ -234,6 +234,28 @@ impl DynamoTaskStore {
             .await
     }
 
+    /// A `PutItem` of an item whose key is free: nobody's, or an expired item's (which TTL
+    /// has not removed yet). `false` when a live item holds the key.
+    pub(super) async fn put_new(&self, item: Item) -> Result<bool, StoreError> {
+        self.put_new_indexed(item, 0.0).await
+    }
+
+    /// [`Self::put_new`] of an item that also writes an index entry costing `index_wru`.
+    pub(super) async fn put_new_indexed(
+        &self,
+        item: Item,
+        index_wru: f64,
+    ) -> Result<bool, StoreError> {
+        self.put_if_indexed(
+            item,
+            super::ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", items::n(now_ms()))]),
+            index_wru,
+        )
+        .await
+    }
+
     /// A conditional write's `result`, metered: `Some(output)` when it wrote (billed
     /// `units(&output)`), `None` when its condition failed (billed `refused`: DynamoDB charges
     /// a refused write too); any other failure is a backend error.
