@@ -9,6 +9,7 @@
 mod agent;
 mod auth;
 mod config;
+mod config_error;
 mod context;
 mod durable;
 mod emitter;
@@ -45,6 +46,7 @@ pub use auth::{
     ENV_JWT_SCOPE_CANCEL, ENV_JWT_SCOPE_PUSH, ENV_JWT_SCOPE_READ, ENV_JWT_SCOPE_SEND,
 };
 pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
+pub use config_error::ConfigError;
 pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;
 pub use emitter::Emitter;
