@@ -186,6 +186,7 @@ mod tests {
     fn status(state: TaskState, text: Option<&str>) -> TaskEvent {
         TaskEvent::Status {
             update: TaskStatusUpdateEvent {
+                generation: 0,
                 task_id: "t".into(),
                 context_id: "c".into(),
                 status: TaskStatus {

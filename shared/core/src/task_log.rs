@@ -114,6 +114,7 @@ pub(crate) fn ended_status(
 ) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {
@@ -304,6 +305,7 @@ impl TaskLog {
             .collect();
         let now = Timestamp::now();
         let created = Task {
+            generation: 0,
             id: request.task_id.clone(),
             context_id: request.context_id.clone(),
             status: TaskStatus {

@@ -236,6 +236,56 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// An `int64` in ProtoJSON: written as a decimal string, read from a string or a number (a
+/// `null` or an absent member is 0).
+pub mod int64 {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    /// Writes `n` as a decimal string.
+    pub fn serialize<S: Serializer>(n: &i64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(n)
+    }
+
+    /// Reads a string or a number.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        Ok(optional::deserialize(d)?.unwrap_or_default())
+    }
+
+    /// An `optional int64`: `None` when absent or `null`.
+    pub mod optional {
+        use super::*;
+
+        /// Writes the value as a decimal string (`None` is skipped by the field's attributes).
+        pub fn serialize<S: Serializer>(n: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+            match n {
+                Some(n) => s.collect_str(n),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads a string, a number or `null`.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+            #[derive(Deserialize)]
+            #[serde(untagged)]
+            enum Int64 {
+                Number(i64),
+                Text(String),
+            }
+            match Option::<Int64>::deserialize(d)? {
+                None => Ok(None),
+                Some(Int64::Number(n)) => Ok(Some(n)),
+                Some(Int64::Text(text)) => text.trim().parse().map(Some).map_err(|_| {
+                    de::Error::custom(format!("{text:?} is not an int64 (a whole number)"))
+                }),
+            }
+        }
+    }
+}
+
 /// One piece of content: exactly one of `text`, `raw`, `url` or `data`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -524,6 +574,10 @@ pub struct Task {
     /// Metadata of the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation, 1 on creation and one more per change (our log's
+    /// sequence number). 0 (not sent) for 1.0 clients and for tasks read before it was kept.
+    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 impl Task {
@@ -557,6 +611,9 @@ pub struct TaskStatusUpdateEvent {
     /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
+    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 /// A new artifact, a replacement, or a chunk appended to one.
@@ -592,6 +649,9 @@ pub struct TaskArtifactUpdateEvent {
     /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
+    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 /// One item of a stream, and the body of a push notification.
@@ -752,8 +812,36 @@ mod tests {
         assert_eq!(&back, value, "round trip of {json}");
     }
 
+    #[test]
+    fn generations_are_protojson_int64() {
+        // Written as strings, read from strings or numbers, absent when 0 (1.0 clients).
+        let mut task = Task {
+            id: "t".into(),
+            ..Task::default()
+        };
+        assert!(serde_json::to_value(&task)
+            .unwrap()
+            .get("generation")
+            .is_none());
+        task.generation = 7;
+        let json = serde_json::to_value(&task).unwrap();
+        assert_eq!(json["generation"], "7");
+        round_trip(&task);
+        let read: Task = serde_json::from_value(json!({"id": "t", "generation": 7})).unwrap();
+        assert_eq!(read.generation, 7);
+        let bad = serde_json::from_value::<Task>(json!({"id": "t", "generation": "seven"}));
+        assert!(bad.unwrap_err().to_string().contains("int64"));
+        let get: crate::GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "currentGeneration": "3"})).unwrap();
+        assert_eq!(get.current_generation, Some(3));
+        let get: crate::GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "currentGeneration": null})).unwrap();
+        assert_eq!(get.current_generation, None);
+    }
+
     fn sample_task() -> Task {
         Task {
+            generation: 0,
             id: "t1".into(),
             context_id: "c1".into(),
             status: TaskStatus {
@@ -801,12 +889,14 @@ mod tests {
         round_trip(&StreamResponse::Task(task.clone()));
         round_trip(&StreamResponse::Message(task.history[0].clone()));
         round_trip(&StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            generation: 0,
             task_id: "t1".into(),
             context_id: "c1".into(),
             status: task.status.clone(),
             metadata: None,
         }));
         round_trip(&StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            generation: 0,
             task_id: "t1".into(),
             context_id: "c1".into(),
             artifact: task.artifacts[0].clone(),

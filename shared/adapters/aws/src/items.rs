@@ -691,6 +691,7 @@ mod tests {
                 at: now,
                 event: a2a_core::TaskEvent::Status {
                     update: a2a_protocol::TaskStatusUpdateEvent {
+                        generation: 0,
                         task_id: done.id.clone(),
                         context_id: done.context_id.clone(),
                         status: done.status.clone(),

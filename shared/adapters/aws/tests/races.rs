@@ -25,6 +25,7 @@ const CHUNKS: usize = 6;
 fn status(task: &Task, state: TaskState) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {

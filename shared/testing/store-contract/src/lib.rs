@@ -111,6 +111,7 @@ async fn create<S: TaskStore + ?Sized>(store: &S, owner: &Owner) -> StoredTask {
 fn status_event(task: &Task, state: TaskState, at: Timestamp) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {
