@@ -152,6 +152,17 @@ impl TaskEvent {
     }
 }
 
+/// Sets the generation a stream item or push body carries (0: none): the
+/// A2A 1.1 generation of a task is its log's sequence number.
+pub(crate) fn set_generation(response: &mut StreamResponse, generation: i64) {
+    match response {
+        StreamResponse::Task(task) => task.generation = generation,
+        StreamResponse::StatusUpdate(update) => update.generation = generation,
+        StreamResponse::ArtifactUpdate(update) => update.generation = generation,
+        StreamResponse::Message(_) => {}
+    }
+}
+
 fn terminal_error(task: &Task) -> A2AError {
     A2AError::unsupported(format!(
         "Task {} is in terminal state {} and cannot be changed",

@@ -10,6 +10,7 @@
 pub mod card;
 pub mod compat;
 pub mod error;
+pub mod int64;
 pub mod jcs;
 pub mod jsonrpc;
 pub mod operation;

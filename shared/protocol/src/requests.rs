@@ -34,7 +34,7 @@ pub struct SendMessageConfiguration {
     /// new task, and for 1.0 clients.
     #[serde(
         default,
-        with = "crate::types::int64::optional",
+        with = "crate::int64::optional",
         skip_serializing_if = "Option::is_none"
     )]
     #[serde(alias = "if_generation_match")]
@@ -121,7 +121,7 @@ pub struct GetTaskRequest {
     /// at the server's bound on waiting). Ignored for 1.0 clients.
     #[serde(
         default,
-        with = "crate::types::int64::optional",
+        with = "crate::int64::optional",
         skip_serializing_if = "Option::is_none"
     )]
     #[serde(alias = "current_generation")]
@@ -414,6 +414,7 @@ mod tests {
 
     fn push_config() -> TaskPushNotificationConfig {
         TaskPushNotificationConfig {
+            v1_1: false,
             tenant: "tn".into(),
             id: "p".into(),
             task_id: "t".into(),

@@ -240,52 +240,6 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
-/// An `int64` in ProtoJSON: written as a decimal string, read from a string or a number (a
-/// `null` or an absent member is 0).
-pub mod int64 {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    /// Writes `n` as a decimal string.
-    pub fn serialize<S: Serializer>(n: &i64, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(n)
-    }
-
-    /// Reads a string or a number.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-        Ok(optional::deserialize(d)?.unwrap_or_default())
-    }
-
-    /// An `optional int64`: `None` when absent or `null`.
-    pub mod optional {
-        use super::*;
-
-        /// Writes the value as a decimal string (`None` is skipped by the field's attributes).
-        pub fn serialize<S: Serializer>(n: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
-            match n {
-                Some(n) => s.collect_str(n),
-                None => s.serialize_none(),
-            }
-        }
-
-        /// Reads a string, a number or `null`.
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-            #[derive(Deserialize)]
-            #[serde(untagged)]
-            enum Int64 {
-                Number(i64),
-                Text(String),
-            }
-            match Option::<Int64>::deserialize(d)? {
-                None => Ok(None),
-                Some(Int64::Number(n)) => Ok(Some(n)),
-                Some(Int64::Text(text)) => text.trim().parse().map(Some).map_err(|_| {
-                    de::Error::custom(format!("{text:?} is not an int64 (a whole number)"))
-                }),
-            }
-        }
-    }
-}
-
 /// One piece of content: exactly one of `text`, `raw`, `url` or `data`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -576,7 +530,7 @@ pub struct Task {
     pub metadata: Option<Metadata>,
     /// A2A 1.1 (draft): the task's generation, 1 on creation and one more per change (our log's
     /// sequence number). 0 (not sent) for 1.0 clients and for tasks read before it was kept.
-    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
     pub generation: i64,
 }
 
@@ -612,7 +566,7 @@ pub struct TaskStatusUpdateEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
     /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
-    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
     pub generation: i64,
 }
 
@@ -650,7 +604,7 @@ pub struct TaskArtifactUpdateEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
     /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
-    #[serde(default, with = "int64", skip_serializing_if = "is_zero")]
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
     pub generation: i64,
 }
 
@@ -753,6 +707,10 @@ pub struct TaskPushNotificationConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub generation: Option<crate::compat::Generation>,
+    /// Not an A2A field either: set when an A2A 1.1 client set this config, so that its pushes
+    /// carry the task's generation. Cleared from every answer like `generation`.
+    #[serde(default, rename = "x-a2a-lambda-1.1", skip_serializing_if = "is_false")]
+    pub v1_1: bool,
 }
 
 impl fmt::Debug for TaskPushNotificationConfig {
@@ -906,6 +864,7 @@ mod tests {
         }));
         round_trip(&SendMessageResponse::Task(task));
         round_trip(&TaskPushNotificationConfig {
+            v1_1: false,
             tenant: String::new(),
             id: "p1".into(),
             task_id: "t1".into(),

@@ -241,6 +241,7 @@ impl A2aService {
             return Ok(None);
         };
         cfg.generation = ctx.generation;
+        cfg.v1_1 = ctx.v1_1;
         ctx.require(Permission::Push)?;
         self.require_push_capability()?;
         self.core
@@ -334,6 +335,7 @@ impl A2aService {
                     head.task.id, head.task.status.state
                 )));
             }
+            super::generation::check_match(ctx, &configuration, &head)?;
             if !message.context_id.is_empty() && message.context_id != head.task.context_id {
                 return Err(A2AError::invalid_params(format!(
                     "message.contextId {} does not match the task's contextId {}",
@@ -382,13 +384,16 @@ impl A2aService {
                 .await?;
         }
 
+        // A 1.1 `ifGenerationMatch` (checked above) holds until the message is recorded.
+        let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
         match (placement, existing) {
             (Placement::Queued, existing) => {
-                self.start_queued(ctx, &sent, agent_request, existing, inline_push, retry)
+                let follow_up = (existing, exact);
+                self.start_queued(ctx, &sent, agent_request, follow_up, inline_push, retry)
                     .await
             }
             (Placement::Inline, Some(head)) => {
-                self.start_inline_follow_up(ctx, &sent, agent_request, head)
+                self.start_inline_follow_up(ctx, &sent, agent_request, head, exact)
                     .await
             }
             (Placement::Inline, None) => {
@@ -405,7 +410,7 @@ impl A2aService {
         ctx: &CallContext,
         sent: &Message,
         agent_request: AgentRequest,
-        existing: Option<StoredTask>,
+        (existing, exact): (Option<StoredTask>, bool),
         inline_push: Option<TaskPushNotificationConfig>,
         retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
@@ -427,7 +432,7 @@ impl A2aService {
             Some(head) => match self
                 .core
                 .log
-                .append_user_message(&ctx.owner, head, agent_request.message.clone())
+                .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
                 .await
             {
                 Ok(head) => head,
@@ -464,6 +469,7 @@ impl A2aService {
         sent: &Message,
         agent_request: AgentRequest,
         head: StoredTask,
+        exact: bool,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
         // The message makes the task active again: lease first (see the emitter). A
@@ -476,7 +482,7 @@ impl A2aService {
         let head = match self
             .core
             .log
-            .append_user_message(&ctx.owner, head, agent_request.message.clone())
+            .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
             .await
         {
             Ok(head) => head,

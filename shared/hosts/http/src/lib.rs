@@ -133,31 +133,11 @@ pub fn router_for(
 /// A router serving exactly `surface`.
 pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface) -> Router {
     let generations = service.config().generations;
-    let card_json = serde_json::to_value(service.agent_card()).unwrap_or_default();
-    let card = surface.card.then(|| {
-        if generations.v0_3 {
-            let card = a2a_protocol::compat::v03_card(card_json.clone());
-            card::CardDocument::from_json(&card, options.card_max_age)
-        } else {
-            card::CardDocument::new(service.agent_card(), options.card_max_age)
-        }
-    });
-    // With 0.3 on, the card a 1.0 client asks for (with `A2A-Version: 1.0`) is the plain one.
-    let card_v1 = (surface.card && generations.v0_3)
-        .then(|| card::CardDocument::new(service.agent_card(), options.card_max_age));
-    let early_card = (surface.card && generations.early).then(|| {
-        let jsonrpc_url = service
-            .agent_card()
-            .supported_interfaces
-            .iter()
-            .find(|i| i.protocol_binding == a2a_protocol::BINDING_JSONRPC)
-            .map(|i| i.url.clone())
-            .unwrap_or_default();
-        let card = a2a_protocol::compat::early_card(card_json.clone(), &jsonrpc_url);
-        card::CardDocument::from_json(&card, options.card_max_age)
-    });
+    let cards = surface
+        .card
+        .then(|| card::Cards::new(generations, options.card_max_age));
     // The JWKS is served wherever the card is: receivers find it next to the agent.
-    let jwks = match (&card, &service.config().push_signer) {
+    let jwks = match (&cards, &service.config().push_signer) {
         (Some(_), Some(signer)) => Some(card::Jwks::new(signer.clone(), options.card_max_age)),
         _ => None,
     };
@@ -171,9 +151,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         operations: OperationSet::new(&surface.operations),
         service,
         options,
-        card,
-        card_v1,
-        early_card,
+        cards,
         jwks,
     });
 
@@ -199,8 +177,8 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
             router = rest::mount_v03(router, &app.operations);
         }
     }
-    if app.card.is_some() {
-        router = card::mount(router, app.jwks.is_some(), app.early_card.is_some());
+    if app.cards.is_some() {
+        router = card::mount(router, app.jwks.is_some(), generations.early);
     }
     let router = router
         .fallback(errors::not_found)
@@ -255,13 +233,9 @@ pub(crate) struct App {
     pub(crate) service: A2aService,
     pub(crate) options: HttpOptions,
     pub(crate) operations: OperationSet,
-    /// The public card, when this router serves it.
-    pub(crate) card: Option<card::CardDocument>,
-    /// The plain 1.0 card, for requests that say `A2A-Version: 1.x`, while 0.3 is on (`card`
-    /// then carries the 0.3 fields too).
-    pub(crate) card_v1: Option<card::CardDocument>,
-    /// The early protocol's card (`/.well-known/agent.json`), when it is on and the card served.
-    pub(crate) early_card: Option<card::CardDocument>,
+    /// The public card's documents (signed, for every generation served), when this router
+    /// serves the card.
+    pub(crate) cards: Option<card::Cards>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.
     pub(crate) jwks: Option<card::Jwks>,
 }
