@@ -64,6 +64,12 @@ pub struct HttpOptions {
     /// Which browser origins may call (CORS). Off by default: no `Access-Control-*` headers,
     /// and `OPTIONS` is not answered.
     pub cors_origins: CorsOrigins,
+    /// The path prefix the whole surface is served under (`/a2a`: `POST /a2a/message:send`,
+    /// `/a2a/.well-known/agent-card.json`, …), or empty for the root. The card's interface URLs
+    /// must include it (the host's base URL does). A routing convenience, never a security
+    /// boundary (spec `dev-1.1` §11.3.5): every request is authenticated the same way.
+    /// Normalise it with [`base_path`].
+    pub base_path: String,
 }
 
 impl Default for HttpOptions {
@@ -74,6 +80,7 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             card_max_age: Duration::from_secs(300),
             cors_origins: CorsOrigins::Off,
+            base_path: String::new(),
         }
     }
 }
@@ -132,6 +139,7 @@ pub fn router_for(
 
 /// A router serving exactly `surface`.
 pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface) -> Router {
+    let base = options.base_path.clone();
     let generations = service.config().generations;
     let cards = surface
         .card
@@ -190,7 +198,39 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         Some(cors) => router.layer(middleware::from_fn_with_state(Arc::new(cors), cors::apply)),
         None => router,
     };
-    router.layer(middleware::from_fn(log_request))
+    let router = router.layer(middleware::from_fn(log_request));
+    match base_path(&base).ok().filter(|p| !p.is_empty()) {
+        // Outside the prefix nothing is served: the same 404 as an unknown route inside it.
+        Some(prefix) => Router::new()
+            .nest(&prefix, router)
+            .fallback(errors::not_found),
+        None => router,
+    }
+}
+
+/// A base path as served: `""` for none (also for `/`), else `/seg/…` without a trailing
+/// slash. `Err` says what is wrong with one that is not a plain path (a query, a fragment, an
+/// empty or dot segment, a character a URL path cannot hold as it is).
+pub fn base_path(path: &str) -> Result<String, String> {
+    let trimmed = path.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let Some(rest) = trimmed.strip_prefix('/') else {
+        return Err(format!("the base path {path:?} must start with /"));
+    };
+    for segment in rest.split('/') {
+        let plain = segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
+        if segment.is_empty() || segment == "." || segment == ".." || !plain {
+            return Err(format!(
+                "the base path {path:?} must be /-separated segments of letters, digits, \
+                 '-', '.', '_' or '~'"
+            ));
+        }
+    }
+    Ok(trimmed.to_string())
 }
 
 /// The early protocol's JSON-RPC paths, served beside the JSON-RPC endpoint while the early
