@@ -53,6 +53,7 @@ impl LoggedEvent {
         let mut task = Task::default();
         for logged in events {
             logged.event.apply(&mut task)?;
+            task.generation = logged.seq as i64;
         }
         Ok(task)
     }

@@ -434,8 +434,17 @@ pub(crate) fn head_from_item(item: &Item) -> Result<StoredTask, StoreError> {
     })
 }
 
-/// The task of a head item, in whichever form it holds it.
+/// The task of a head item, in whichever form it holds it, with its generation (A2A 1.1: the
+/// head's version; a body written before the generation was kept has none of its own).
 pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
+    let mut task = stored_task(item)?;
+    if let Ok(version) = get_n::<i64>(item, attr::VERSION) {
+        task.generation = version;
+    }
+    Ok(task)
+}
+
+fn stored_task(item: &Item) -> Result<Task, StoreError> {
     if item.contains_key(attr::TASK_BODY) {
         return unpacked(item, attr::TASK_BODY, "task");
     }
