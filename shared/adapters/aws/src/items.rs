@@ -434,17 +434,8 @@ pub(crate) fn head_from_item(item: &Item) -> Result<StoredTask, StoreError> {
     })
 }
 
-/// The task of a head item, in whichever form it holds it, with its generation (A2A 1.1: the
-/// head's version; a body written before the generation was kept has none of its own).
+/// The task of a head item, in whichever form it holds it.
 pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
-    let mut task = stored_task(item)?;
-    if let Ok(version) = get_n::<i64>(item, attr::VERSION) {
-        task.generation = version;
-    }
-    Ok(task)
-}
-
-fn stored_task(item: &Item) -> Result<Task, StoreError> {
     if item.contains_key(attr::TASK_BODY) {
         return unpacked(item, attr::TASK_BODY, "task");
     }
@@ -461,6 +452,8 @@ fn stored_task(item: &Item) -> Result<Task, StoreError> {
                 .event
                 .apply(&mut task)
                 .map_err(|e| StoreError::Backend(format!("stored events: {}", e.message())))?;
+            // As the log keeps it on the head it writes (A2A 1.1: its version).
+            task.generation = logged.seq as i64;
         }
         return Ok(task);
     }
@@ -711,7 +704,11 @@ mod tests {
         ];
         let head = StoredTask {
             owner,
-            task: done,
+            // As the log writes a head: its generation (A2A 1.1) is its version.
+            task: Task {
+                generation: 2,
+                ..done
+            },
             version: 2,
             expires_at: Timestamp::from_millis(1_800_000_000_000),
         };

@@ -96,7 +96,11 @@ impl CardDocument {
         let if_none_match: Vec<&HeaderValue> =
             headers.get_all(header::IF_NONE_MATCH).iter().collect();
         if !if_none_match.is_empty() {
-            let ours = self.etag.to_str().unwrap_or_default().trim_start_matches("W/");
+            let ours = self
+                .etag
+                .to_str()
+                .unwrap_or_default()
+                .trim_start_matches("W/");
             return if_none_match
                 .iter()
                 .filter_map(|v| v.to_str().ok())

@@ -77,9 +77,13 @@ pub fn new_task(
         history: vec![Message::user_text(unique("msg"), "hello")],
         ..Default::default()
     };
+    // The head as the log writes it: its generation (A2A 1.1) is its version.
     let head = StoredTask {
         owner: owner.clone(),
-        task: task.clone(),
+        task: Task {
+            generation: 1,
+            ..task.clone()
+        },
         version: 1,
         expires_at,
     };
@@ -155,6 +159,7 @@ fn advance(head: &StoredTask, changes: Vec<TaskEvent>) -> (StoredTask, Vec<Logge
             event,
         });
     }
+    next.task.generation = next.version as i64;
     (next, logged)
 }
 
