@@ -648,7 +648,12 @@ async fn the_card_declares_the_03_interfaces_and_fields() {
         .iter()
         .map(|i| i["protocolVersion"].as_str().unwrap())
         .collect();
-    assert_eq!(versions, ["1.0", "1.0", "0.3", "0.3"], "{card}");
+    // 1.0, the A2A 1.1 draft on the same URLs, then 0.3.
+    assert_eq!(
+        versions,
+        ["1.0", "1.0", "1.1", "1.1", "0.3", "0.3"],
+        "{card}"
+    );
     assert_eq!(card["url"], json!(server.jsonrpc_url()), "{card}");
     assert_eq!(card["preferredTransport"], "JSONRPC");
     assert_eq!(card["protocolVersion"], "0.3.0");
@@ -694,7 +699,7 @@ async fn with_03_off_its_requests_get_what_a_1_0_server_answers() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|i| i["protocolVersion"] == "1.0"),
+            .all(|i| i["protocolVersion"] == "1.0" || i["protocolVersion"] == "1.1"),
         "{card}"
     );
     assert!(
