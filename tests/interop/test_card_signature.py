@@ -21,7 +21,7 @@ import pytest
 from jwt import PyJWK
 
 from a2a.client import A2ACardResolver
-from a2a.types import AgentCard
+from a2a.types import AgentCard, GetExtendedAgentCardRequest
 from a2a.utils.signing import (
     InvalidSignaturesError,
     NoSignatureError,
@@ -94,7 +94,11 @@ async def test_the_extended_card_is_signed_too(base_url, make_client) -> None:
     if not bearer_token():
         pytest.skip('the extended card needs an authenticated run (A2A_BEARER_TOKEN)')
     client = await make_client()
-    card = await client.get_extended_agent_card()
+    card = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
     verifier = create_signature_verifier(_key_provider(base_url), ['ES256', 'RS256'])
     verifier(card)
+    assert card.signatures, 'the extended card is signed on its own'
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
+        public = await A2ACardResolver(http, base_url).get_agent_card()
+    assert len(card.skills) > len(public.skills)
     assert auth_headers()
