@@ -68,6 +68,112 @@ stages = [r["Properties"].get("StageName") for r in out["Resources"].values()
           if r["Type"] == "AWS::ApiGateway::Stage"]
 assert len(stages) == 1 and stages[0] != "Stage", stages
 PY
+echo "check-template: sam deploy --guided, as SAM CLI asks it (auth questions)" >&2
+# SAM CLI's own guided deploy, answered with Enter (each default) up to its first AWS call
+# (the managed S3 bucket, stopped here; y to an auth question): it must get there, asking at most one
+# "has no authentication. Is this okay? [y/N]" (whose default, No, aborts the deploy): none
+# behind API Gateway, one for a public Function URL. Every question it asks besides the
+# parameters' is in README.md's "Deploy", in order.
+"$VENV/bin/python" - <<'PY'
+import copy, json, re
+from unittest import mock
+from click.testing import CliRunner
+import samcli.commands.deploy.guided_context as guided
+from samcli.cli.main import cli
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+class ReachedAws(Exception):
+    pass
+
+def reached_aws(*args, **kwargs):
+    raise ReachedAws()
+
+def run(overrides):
+    asked = []
+    def confirm(text, default=False, **kwargs):
+        asked.append(re.sub(r"\x1b\[[0-9;]*m|\t", "", text))
+        # y, as README.md says; counted below.
+        return True if "has no authentication" in text else default
+    def prompt(text, default=None, **kwargs):
+        asked.append(re.sub(r"\x1b\[[0-9;]*m|\t", "", text))
+        return default
+    args = ["deploy", "--guided", "--template-file", "template.yaml"]
+    if overrides:
+        args += ["--parameter-overrides", overrides]
+    with mock.patch.object(guided, "manage_stack", reached_aws), \
+         mock.patch.object(guided, "confirm", confirm), mock.patch.object(guided, "prompt", prompt):
+        result = CliRunner().invoke(cli, args)
+    assert isinstance(result.exception, ReachedAws) or "ReachedAws" in result.output, \
+        f"guided deploy stopped before its first AWS call ({overrides or 'defaults'}):\n{result.output[-2000:]}"
+    return asked
+
+readme = open("README.md").read()
+for overrides, allowed in [("", 0), ("FrontDoor=FunctionUrl", 1)]:
+    asked = run(overrides)
+    auth = [q for q in asked if "has no authentication" in q]
+    assert len(auth) == allowed, (overrides, auth)
+    questions = [q for q in asked if not q.startswith("Parameter ")]
+    parameters = len(asked) - len(questions)
+    position = readme.index("## Deploy")
+    for q in questions:
+        found = readme.find(q, position)
+        assert found >= 0, f"README.md does not show the guided question {q!r} (in order)"
+        position = found
+    assert f"({parameters} in all" in readme, f"README.md's Deploy does not say ({parameters} in all"
+    assert all(f"`{name}`" in readme for name in ("FrontDoor", "AuthMode", "ExistingTableStreamStart")), "README.md's parameters"
+    print(f"check-template: guided deploy ({overrides or 'defaults'}): {parameters} parameters, "
+          f"then {questions}; {len(auth)} about auth")
+
+# The Auth section that tells SAM CLI the API is authenticated elsewhere changes nothing SAM
+# generates but the deployment's id (a hash of the API's properties).
+template = yaml_parse(open("template.yaml").read())
+template["Globals"]["Function"]["CodeUri"] = "s3://bucket/key"
+class NoManagedPolicies:
+    def load(self):
+        return {}
+without = copy.deepcopy(template)
+assert without["Resources"]["A2aApi"]["Properties"].pop("Auth") == {"ApiKeyRequired": False}
+a, b = (transform(t, {}, NoManagedPolicies())["Resources"] for t in (template, without))
+strip = lambda r: {k: v for k, v in r.items() if not k.startswith("A2aApiDeployment") and k != "A2aApiStage"}
+assert strip(a) == strip(b), "the API's Auth section changes what SAM generates"
+PY
+echo "check-template: parameter patterns accept what AWS names and refuse the rest" >&2
+# CloudFormation refuses a parameter value its AllowedPattern does not match, before anything is
+# created: a wrong ARN is caught there rather than half-way through the stack.
+"$VENV/bin/python" - <<'PY'
+import re
+from samtranslator.yaml_helper import yaml_parse
+params = yaml_parse(open("template.yaml").read())["Parameters"]
+cases = {
+    "ExistingTableStreamArn": (
+        ["", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000"],
+        ["a2a-restored", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored"]),
+    "PushSigningKeySecretArn": (
+        ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:a2a/push-keys-AbCdEf"],
+        ["a2a/push-keys", "arn:aws:kms:us-east-1:123456789012:key/1234abcd"]),
+    "ApiKeySecretArn": (
+        ["", "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:keys-AbCdEf"],
+        ["keys", "arn:aws:secretsmanager:us-east-1:1234:secret:keys"]),
+    "SecretsKmsKeyArn": (
+        ["", "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"],
+        ["alias/aws/secretsmanager", "arn:aws:kms:eu-west-1:123456789012:alias/mine"]),
+    "AlarmTopicArn": (["", "arn:aws:sns:us-east-1:123456789012:alerts"], ["alerts"]),
+    "MetricsNamespace": (["a2a-lambda", "Team/A2A"], ["", "two words"]),
+    "StageName": (["a2a", "prod_v2"], ["", "a/b"]),
+    "ApiKeyName": (["X-API-Key", "api_key"], ["", "X API Key"]),
+    "ExistingTableName": (["", "a2a-restored"], ["a b", "ab"]),
+}
+for name, (good, bad) in cases.items():
+    pattern = params[name]["AllowedPattern"]
+    longest = params[name].get("MaxLength")
+    for v in good:
+        assert re.fullmatch(pattern, v), (name, v, pattern)
+        assert longest is None or len(v) <= longest, (name, v)
+    for v in bad:
+        assert not re.fullmatch(pattern, v), (name, v, pattern)
+print(f"check-template: {len(cases)} parameter patterns")
+PY
 # Other settings of parameters that change what the stack creates, each checked on a copy of
 # the template with that parameter's default changed.
 variants=$(mktemp -d)
@@ -90,4 +196,8 @@ PY
 check_variant ExistingTableName '""' a2a-restored "an existing table"
 # Provisioned capacity: the table, its index and their auto scaling.
 check_variant TableCapacity OnDemand Provisioned "auto-scaled capacity"
+# The A2A-Lite channels: the channel function, its secret and its routes.
+check_variant LiteChannels '"off"' '"on"' "the A2A-Lite channel function and secret"
+# The stage's access logs and their log group.
+check_variant ApiAccessLogs '"off"' '"on"' "access logs"
 echo "check-template: ok" >&2

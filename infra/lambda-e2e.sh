@@ -13,7 +13,8 @@
 # BasePath (infra/lambda-e2e.py's checks under the prefix, and the Python interop suite).
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
 # interop suites with a bearer token behind API Gateway, infra/lambda-e2e-auth.py behind the
-# Function URL; no token may reach a log.
+# Function URL, and the A2A-Lite webhook channel behind both (infra/lambda-e2e-lite.py, about
+# 30 s each); no token may reach a log.
 # About 8 min after a workspace build (first run: +1 min of pip installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,19 +81,38 @@ value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
 cors_origin=https://inspector.example
 printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIGINS=%s\n' \
   "$(value issuer)" "$cors_origin" >"$state/auth.env"
+# The A2A-Lite webhook channel too (infra/lambda-e2e-lite.py is the chat, listening on
+# lite_port), acting as the principal of the test token's subject (`interop`), so that token
+# reads the rooms' tasks.
+lite_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+lite_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
+issuer_url=$(value issuer)
+printf 'A2A_LITE_WEBHOOK_TOKEN=%s\nA2A_LITE_WEBHOOK_REPLY_URL=http://127.0.0.1:%s/hook\nA2A_LITE_PRINCIPAL=jwt:%s:%sinterop\n' \
+  "$lite_token" "$lite_port" "${#issuer_url}" "$issuer_url" >>"$state/auth.env"
+lite_check() {
+  A2A_LITE_LISTEN_PORT=$lite_port A2A_LITE_TOKEN=$lite_token A2A_TOKEN=$(value token) \
+    A2A_OTHER_TOKEN=$(value other_token) python3 infra/lambda-e2e-lite.py
+}
 say "the same functions with authentication on (AuthMode jwt)"
 infra/lambda-local.sh restart-watch "$state/auth.env"
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
 A2A_BEARER_TOKEN=$(value token) tests/interop/run.sh -q
 A2A_BEARER_TOKEN=$(value token) tests/interop-js/run.sh
+say "the A2A-Lite webhook channel (the channel function, pushes back through the push function)"
+lite_check
 say "authentication on, front door FunctionUrl"
 infra/lambda-local.sh front-door FunctionUrl
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
+say "the A2A-Lite webhook channel behind the Function URL (the front function)"
+lite_check
 for name in token other_token read_token; do
   if grep -qF "$(value "$name")" "$state"/*.log; then
     echo "a log of the functions, router or pollers holds a bearer token" >&2; exit 1
   fi
 done
+if grep -qF "$lite_token" "$state"/*.log; then
+  echo "a log of the functions, router or pollers holds the A2A-Lite webhook token" >&2; exit 1
+fi
 echo "lambda-e2e: no bearer token in the logs"

@@ -8,7 +8,8 @@
 #      the official JS SDK client (@a2a-js/sdk, pinned, npm ci into tests/interop-js) drive
 #      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens; then the older
 #      generations on the same server: the official A2A 0.3 clients (a2a-sdk 0.3, @a2a-js/sdk
-#      0.3, each pinned in its own venv or lock) and an early-protocol client (python-a2a)
+#      0.3, each pinned in its own venv or lock) and an early-protocol client (python-a2a);
+#      A2A-Lite over Matrix (a real Synapse and a matrix-nio client, pinned, in a local venv)
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
 #      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
@@ -64,6 +65,15 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo package: the kit's library crates package on their own (manifests; tests/tests/packaging.rs checks their sources)"
+# Every member without `publish = false`; --no-verify: the sources are checked by a test, and a
+# verifying build of every crate would compile the whole tree again.
+publishable=$(cargo metadata --no-deps --format-version 1 --locked | python3 -c 'import json, sys
+print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") != []))')
+cargo package --no-verify --locked --allow-dirty $publishable >"$progress.package" 2>&1 ||
+  { cat "$progress.package"; exit 1; }
+rm -f "$progress.package"
+
 step "build (the end-to-end tests start the a2a-local binary)"
 cargo build --workspace --all-targets --locked
 
@@ -85,6 +95,10 @@ export A2A_REQUIRE_EMULATOR=1
 # interop venv: create it first, and fail those tests rather than skip them without it.
 "$root/tests/interop/run.sh" --setup
 export A2A_REQUIRE_INTEROP=1
+# The template and IAM tests read SAM's own translation of template.yaml (the SAM CLI venv, a
+# no-op once installed): fail them rather than skip them without it.
+"$root/infra/check-template.sh" --setup
+export A2A_REQUIRE_SAM=1
 
 # nextest runs test binaries in parallel processes; plain cargo test works too, only slower.
 run_tests() {
@@ -161,6 +175,10 @@ A2A_BASE_URL="$base" "$root/tests/interop-js-v03/run.sh"
 
 step "Early-protocol interoperability (python-a2a client against the same a2a-local)"
 A2A_BASE_URL="$base" "$root/tests/interop-early/run.sh" -q
+
+step "A2A-Lite over Matrix: a real Synapse, a2a-local as its application service, matrix-nio"
+# Its own a2a-local and homeserver on free ports, in a temporary directory (docs/a2a-lite.md).
+A2A_LOCAL_BIN="$target_dir/debug/a2a-local" "$root/tests/lite-matrix/run.sh" -q
 
 step "Python SDK interoperability again, with bearer tokens (a2a-local --auth jwt, test issuer)"
 # A throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) prints its URL and a

@@ -274,9 +274,14 @@ mod tests {
         assert_eq!(f("GET", "/acme/.well-known/agent-card.json"), None);
         assert_eq!(f("POST", "/acme/jsonrpc"), None);
         // Every 1.0 operation route has its tenant form, to the same function; the older
-        // generations' routes (0.3 under /v1, the early JSON-RPC paths) have none.
+        // generations' routes (0.3 under /v1, the early JSON-RPC paths) and the chat channels'
+        // (a room is no tenant) have none.
         for r in &table.routes {
-            if r.path.starts_with("/.well-known/") || r.path == "/jsonrpc" || legacy(r) {
+            if r.path.starts_with("/.well-known/")
+                || r.path.starts_with("/a2a-lite/")
+                || r.path == "/jsonrpc"
+                || legacy(r)
+            {
                 continue;
             }
             let (plain, tenant) = match r.path.strip_prefix("/{tenant}") {

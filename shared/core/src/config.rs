@@ -9,6 +9,7 @@ use crate::auth::Auth;
 use crate::idempotency::MessageIdReuse;
 use crate::observe::{NoObserver, Observer};
 use crate::push_policy::PushPolicy;
+use crate::remote::{NoRemoteAgents, RemoteAgents};
 use crate::signing::PushSigner;
 use crate::webhook::{NoWebhookSender, WebhookSender};
 
@@ -66,6 +67,11 @@ pub struct ServiceConfig {
     /// Receives the countable events (operations, final task states, push and job attempts)
     /// for the host's metrics.
     pub observer: Arc<dyn Observer>,
+    /// Calls other A2A agents for the agent (`Emitter::call_agent`): the host's network
+    /// adapter. The default calls none.
+    pub remote_agents: Arc<dyn RemoteAgents>,
+    /// How often a remote task an execution waits for is polled, as a fallback for its pushes.
+    pub remote_poll: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -92,6 +98,8 @@ impl Default for ServiceConfig {
             push_timeout: Duration::from_secs(10),
             generations: Generations::default(),
             observer: Arc::new(NoObserver),
+            remote_agents: Arc::new(NoRemoteAgents),
+            remote_poll: Duration::from_secs(30),
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct CallContext {
     /// Whether the request speaks the A2A 1.1 draft (`A2A-Version: 1.1`): task generations
     /// in answers, long-polling GetTask, `ifGenerationMatch`. A 1.0 request sees none of it.
     pub v1_1: bool,
+    /// The W3C `traceparent` the request came with (checked for its form), passed on to what
+    /// the work calls: other agents, pushes, the worker.
+    pub traceparent: Option<String>,
 }
 
 impl CallContext {
@@ -47,6 +50,7 @@ impl CallContext {
             requested_task_id: None,
             generation: None,
             v1_1: false,
+            traceparent: None,
         }
     }
 

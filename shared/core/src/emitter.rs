@@ -140,6 +140,10 @@ pub struct Emitter {
     /// Set for inline executions: the emitter holds the task's lease while the task is active.
     /// Queued executions leave it `None`: their worker holds the lease.
     pub(crate) lease: Option<InlineLease>,
+    /// The durable side of this run: its recorded steps and what it replays.
+    pub(crate) durable: Arc<Mutex<crate::journal::DurableRun>>,
+    /// What durable steps need: the store, the work queue, other agents.
+    pub(crate) env: Arc<crate::journal::DurableEnv>,
 }
 
 impl Emitter {
@@ -319,6 +323,10 @@ impl Emitter {
     /// canceled, say) returns [`AgentError::TaskEnded`]; a failed write is reported to the
     /// next emit, and its events are not written.
     async fn emit(&self, event: TaskEvent) -> Result<(), AgentError> {
+        // A resumed run does not write again what the run it replays wrote.
+        if self.skips_emit().await {
+            return Ok(());
+        }
         let mut state = self.state.lock().await;
         if state.superseded {
             return Err(AgentError::TaskEnded(TaskState::Unspecified));

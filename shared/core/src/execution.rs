@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
+use crate::journal::{DurableEnv, DurableRun};
 use crate::ports::{Owner, StoreError, StoredTask, TaskStore};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{store_error, AppendError, TaskLog};
@@ -20,10 +21,12 @@ use crate::task_log::{store_error, AppendError, TaskLog};
 /// it (a task, or a direct message). `head` is the task as it stands, if it exists already.
 pub(crate) fn new_emitter(
     log: &Arc<TaskLog>,
+    env: &Arc<DurableEnv>,
     owner: &Owner,
     request: AgentRequest,
     head: Option<StoredTask>,
     inline_push: Option<TaskPushNotificationConfig>,
+    run: DurableRun,
 ) -> (Emitter, oneshot::Receiver<FirstOutcome>) {
     let (tx, rx) = oneshot::channel();
     let emitter = Emitter {
@@ -34,6 +37,8 @@ pub(crate) fn new_emitter(
         written: Arc::new(tokio::sync::Notify::new()),
         inline_push,
         lease: None,
+        durable: Arc::new(tokio::sync::Mutex::new(run)),
+        env: env.clone(),
     };
     (emitter, rx)
 }
@@ -206,6 +211,16 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
 
 /// What [`run_agent`] does once the agent returned `result`.
 async fn finish_run(result: Result<(), AgentError>, emitter: Emitter) {
+    // A parked run stops where it is: its task waits, and a resumed run goes on from there.
+    if emitter.durable.lock().await.is_parked() {
+        return;
+    }
+    finish_unparked(result, &emitter).await;
+    emitter.forget_if_ended().await;
+}
+
+/// [`finish_run`] of a run that did not park.
+async fn finish_unparked(result: Result<(), AgentError>, emitter: &Emitter) {
     // What the agent emitted last may still be being written: the task's state is known after.
     // A write that failed meanwhile is the agent's failure (unless it reported another).
     let result = match (result, emitter.written().await) {
@@ -224,7 +239,7 @@ async fn finish_run(result: Result<(), AgentError>, emitter: Emitter) {
         return;
     }
     let reason = match (result, state) {
-        (Err(AgentError::TaskEnded(_)), _) => return,
+        (Err(AgentError::TaskEnded(_) | AgentError::Parked), _) => return,
         (Err(AgentError::Failed(reason)), _) => reason,
         (Ok(()), None) => "The agent finished without reporting a result.".to_string(),
         (Ok(()), Some(s)) if s.is_terminal() || s.is_interrupted() => return,

@@ -9,6 +9,7 @@ use a2a_protocol::AgentCard;
 use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::execution::Executions;
+use crate::journal::DurableEnv;
 use crate::ports::{PushQueue, TaskStore, WorkQueue};
 use crate::task_log::TaskLog;
 
@@ -29,4 +30,6 @@ pub(crate) struct Core {
     pub(crate) signed_cards: crate::card_signing::CardSigner,
     /// Inline executions running in this process.
     pub(crate) executions: Executions,
+    /// What durable executions need.
+    pub(crate) durable: Arc<DurableEnv>,
 }

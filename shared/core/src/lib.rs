@@ -11,16 +11,22 @@ mod auth;
 mod card_signing;
 mod config;
 mod context;
+mod durable;
 mod emitter;
 mod event;
 mod execution;
 mod idempotency;
 mod jobs;
+mod journal;
 mod kernel;
+// The A2A-Lite bridge is a namespace of its own: its items are reached as `a2a_core::lite::…`.
+pub mod lite;
 mod observe;
 mod ports;
 mod push;
 mod push_policy;
+mod relay;
+mod remote;
 mod request;
 mod service;
 mod signing;
@@ -45,19 +51,23 @@ pub use config::{
     ENV_PROTOCOL_EARLY,
 };
 pub use context::CallContext;
+pub use durable::AgentCall;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use idempotency::MessageIdReuse;
 pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
+pub use journal::RELAY_PATH;
 pub use observe::{NoObserver, Observer};
 pub use ports::{
-    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, ExpiredLease, JobOutcome, LeaseStore,
-    Owner, PushAttempt, PushAttemptResult, PushConfigStore, PushDeliveryState, PushJob, PushQueue,
-    SendRecord, StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore,
-    WorkJob, WorkQueue, JOB_FORMAT_VERSION,
+    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,
+    ExecutionStore, ExpiredLease, JobOutcome, LeaseStore, Owner, PushAttempt, PushAttemptResult,
+    PushConfigStore, PushDeliveryState, PushJob, PushQueue, RemoteTaskRef, SendRecord, StepRecord,
+    StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore, Wait,
+    WaitFor, WaitOutcome, WorkJob, WorkQueue, JOB_FORMAT_VERSION,
 };
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
+pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
 pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
 pub use signing::{

@@ -37,4 +37,9 @@ pub enum AgentError {
     /// The agent failed: the task ends FAILED with this reason as its status message.
     #[error("{0}")]
     Failed(String),
+    /// The execution parked on a durable wait (`Emitter::sleep`, `wait_for_signal`,
+    /// `call_agent`): return it (with `?`) and nothing runs until the wait is over; then the
+    /// execution resumes. The task stays as it is meanwhile.
+    #[error("the execution parked on a durable wait")]
+    Parked,
 }

@@ -1,13 +1,18 @@
-//! The work-job handler: runs the agent for a queued message, once at a time per task.
+//! The work-job handler: runs the agent for a queued message, once at a time per task, and
+//! resumes durable executions whose wait is over.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_protocol::Timestamp;
+
 use crate::emitter::lease_until;
 use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
+use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
-use crate::ports::{JobOutcome, WorkJob};
+use crate::ports::{DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::relay::{relay, stopped, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 
@@ -29,6 +34,9 @@ pub(crate) async fn run_work_job(
         Err(err) => return (retry(format!("store: {err}")), 0),
     };
     if head.task.status.state.is_terminal() {
+        if job.resume {
+            forget(core, job).await;
+        }
         return (JobOutcome::Done, 0);
     }
     let attempt = match store
@@ -59,6 +67,41 @@ pub(crate) async fn run_work_job(
         release(core, job).await;
         return (outcome, attempt);
     }
+    // A resumption, or a job delivered again after an attempt that died (it may have recorded
+    // durable steps): the record of this execution, if any, is replayed.
+    let record = if job.resume || attempt > 1 {
+        match store.load_execution(&job.owner, &job.task_id).await {
+            Ok(record) => record.filter(|r| r.trigger_seq == job.trigger_seq),
+            Err(err) => {
+                release(core, job).await;
+                return (retry(format!("store: {err}")), attempt);
+            }
+        }
+    } else {
+        None
+    };
+    let record = match (job.resume, record) {
+        // Nothing to resume: another run resumed it already, or it ended.
+        (true, None) => {
+            release(core, job).await;
+            return (JobOutcome::Done, attempt);
+        }
+        (_, Some(record)) => match advance(core, record).await {
+            Ok(Advanced::Over(record)) => Some(*record),
+            Ok(Advanced::Waiting(due)) => {
+                // Woken early (a queue's delay is capped, or a push came for a wait not
+                // over): it waits on, and a job comes back when it is due.
+                release(core, job).await;
+                rearm(core, job, due).await;
+                return (JobOutcome::Done, attempt);
+            }
+            Err(err) => {
+                release(core, job).await;
+                return (retry(format!("store: {err}")), attempt);
+            }
+        },
+        (false, None) => None,
+    };
     let trigger = match store
         .read_events(
             &job.owner,
@@ -92,7 +135,19 @@ pub(crate) async fn run_work_job(
         streaming: false,
         metadata: None,
     };
-    let (emitter, _first) = new_emitter(&core.log, &job.owner, request, Some(head), None);
+    let run = match record {
+        Some(record) => DurableRun::replaying(record),
+        None => DurableRun::fresh(job.trigger_seq, job.traceparent.clone()),
+    };
+    let (emitter, _first) = new_emitter(
+        &core.log,
+        &core.durable,
+        &job.owner,
+        request,
+        Some(head),
+        None,
+        run,
+    );
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
     crate::jobs::while_running(
@@ -109,7 +164,8 @@ pub(crate) async fn run_work_job(
     // A task that ended needs its lease no more: nothing runs on a terminal task, and a
     // redelivered job finds it terminal before it asks for the lease. Left to expire, the
     // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
-    // its client (input required) gets it back, so that the next message can run at once.
+    // its client (input required), or whose execution parked, gets it back, so that the next
+    // message or the resumption can run at once.
     let ended = emitter
         .state
         .lock()
@@ -131,5 +187,132 @@ async fn release(core: &Core, job: &WorkJob) {
         .await
     {
         tracing::warn!(task_id = %job.task_id, error = %err, "lease release failed");
+    }
+}
+
+/// Removes the execution record of a task that ended.
+async fn forget(core: &Core, job: &WorkJob) {
+    if let Err(err) = core.store.delete_execution(&job.owner, &job.task_id).await {
+        tracing::warn!(task_id = %job.task_id, error = %err, "could not remove the execution record");
+    }
+}
+
+/// Queues `job` again for when its wait is due, when a queue can hold it that long (otherwise
+/// the sweep of due executions finds it).
+pub(crate) async fn rearm(core: &Core, job: &WorkJob, due: Timestamp) {
+    let wait =
+        Duration::from_millis(u64::try_from(due.millis() - Timestamp::now().millis()).unwrap_or(0));
+    if wait > MAX_QUEUE_DELAY {
+        return;
+    }
+    if let Err(err) = core.work.enqueue_work_after(job, wait).await {
+        tracing::warn!(task_id = %job.task_id, error = %err, "could not queue the resumption; the sweep will");
+    }
+}
+
+/// Where a parked execution stands after [`advance`].
+pub(crate) enum Advanced {
+    /// Its wait is over (or it has none): it resumes.
+    Over(Box<DurableExecution>),
+    /// It still waits, until at least this time.
+    Waiting(Timestamp),
+}
+
+/// Moves a parked execution's wait on as far as time allows: a deadline passed ends it
+/// ([`WaitOutcome::TimedOut`]), a timer's end ends it, a remote task due for a poll is polled
+/// (its progress relayed; its stop ends the wait). Each change is written conditionally, so any
+/// number of workers and sweeps may do this at once.
+pub(crate) async fn advance(
+    core: &Core,
+    mut record: DurableExecution,
+) -> Result<Advanced, StoreError> {
+    loop {
+        let Some(wait) = record.wait.clone() else {
+            return Ok(Advanced::Over(Box::new(record)));
+        };
+        if wait.outcome.is_some() {
+            return Ok(Advanced::Over(Box::new(record)));
+        }
+        let now = Timestamp::now();
+        let mut next = wait.clone();
+        if now >= wait.deadline {
+            next.outcome = Some(WaitOutcome::TimedOut);
+            next.due_at = now;
+        } else if now < wait.due_at {
+            return Ok(Advanced::Waiting(wait.due_at));
+        } else {
+            match &wait.what {
+                WaitFor::Timer => {
+                    next.outcome = Some(WaitOutcome::Done {
+                        value: serde_json::Value::Null,
+                    });
+                    next.due_at = now;
+                }
+                WaitFor::Signal => next.due_at = wait.deadline,
+                WaitFor::RemoteTask {
+                    remote,
+                    poll_every_ms,
+                    ..
+                } => {
+                    let poll_again = Timestamp::from_millis(
+                        now.millis()
+                            .saturating_add(i64::try_from(*poll_every_ms).unwrap_or(i64::MAX)),
+                    )
+                    .min(wait.deadline);
+                    next.due_at = poll_again;
+                    if !remote.task_id.is_empty() {
+                        let polled = core
+                            .durable
+                            .remote
+                            .get_task(remote, record.traceparent.as_deref())
+                            .await;
+                        match polled {
+                            Ok(task) => {
+                                let update = RemoteUpdate::Task(&task);
+                                if let Err(err) =
+                                    relay(&core.log, &record.owner, &record.task_id, &update).await
+                                {
+                                    tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
+                                }
+                                if stopped(task.status.state) {
+                                    next.outcome = Some(WaitOutcome::Done {
+                                        value: serde_json::to_value(&task)
+                                            .unwrap_or(serde_json::Value::Null),
+                                    });
+                                    next.due_at = now;
+                                }
+                            }
+                            Err(err) => {
+                                tracing::warn!(task_id = %record.task_id, error = %err, "polling the remote task failed; it is polled again later")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let expected = record.version;
+        let mut updated = record.clone();
+        updated.wait = Some(next);
+        updated.version = expected + 1;
+        match core.store.save_execution(&updated, Some(expected)).await {
+            Ok(()) => {
+                if updated.wait.as_ref().is_some_and(|w| w.outcome.is_some()) {
+                    return Ok(Advanced::Over(Box::new(updated)));
+                }
+                return Ok(Advanced::Waiting(updated.due_at().unwrap_or(now)));
+            }
+            Err(StoreError::Conflict) => {
+                match core
+                    .store
+                    .load_execution(&record.owner, &record.task_id)
+                    .await?
+                {
+                    Some(fresh) if fresh.trigger_seq == record.trigger_seq => record = fresh,
+                    // Gone, or another execution's now: nothing of this one to move on.
+                    _ => return Ok(Advanced::Waiting(Timestamp::from_millis(i64::MAX))),
+                }
+            }
+            Err(err) => return Err(err),
+        }
     }
 }

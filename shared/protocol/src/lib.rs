@@ -13,6 +13,7 @@ pub mod error;
 pub mod int64;
 pub mod jcs;
 pub mod jsonrpc;
+pub mod lite;
 pub mod operation;
 pub mod push;
 pub mod requests;

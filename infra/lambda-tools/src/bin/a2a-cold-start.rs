@@ -71,7 +71,7 @@ struct Options {
 const BINARY: &str = "a2a-function";
 
 /// Every role, as `a2a_lambda_glue::Function::ALL` names them.
-const ALL: [&str; 11] = [
+const ALL: [&str; 12] = [
     "send",
     "get",
     "list",
@@ -80,6 +80,7 @@ const ALL: [&str; 11] = [
     "card",
     "stream",
     "rpc",
+    "channel",
     "front",
     "worker",
     "push",
@@ -121,6 +122,8 @@ fn first_event(function: &str) -> Value {
             None,
         ),
         "card" => rest_event("GET", "/.well-known/jwks.json", None),
+        // No channel configured here: the init is what is measured; the answer is a 404.
+        "channel" => rest_event("POST", "/a2a-lite/webhook", None),
         "rpc" => rest_event(
             "POST",
             "/jsonrpc",

@@ -131,7 +131,7 @@ fn image_json(image: &HashMap<String, AttributeValue>) -> Map<String, Value> {
 }
 
 /// A record of the Streams API as Lambda's DynamoDB event delivers it.
-fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
+pub(crate) fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let mut dynamodb = Map::new();
     if let Some(change) = record.dynamodb() {
         if let Some(keys) = change.keys() {
@@ -160,7 +160,21 @@ pub enum Checkpoints {
     Memory,
     /// In the table itself, one item per shard under `pk = FANOUT#<name>`, so a restarted
     /// poller (a local server after a crash) goes on after the last batch it handed over.
+    /// Such a write is itself a record of the stream: a batch of nothing but position writes
+    /// is not written again (see [`StreamPoller::commit`]), or the poller would read its own
+    /// write, write again, and never go idle.
     Table(String),
+}
+
+/// The partition of the pollers' position items (`FANOUT#<name>`).
+const CHECKPOINT_PREFIX: &str = "FANOUT#";
+
+/// Whether a stream record is the write of a poller's position item (any poller's).
+pub fn is_checkpoint(record: &Value) -> bool {
+    record
+        .pointer(&format!("/dynamodb/Keys/{}/S", attr::PK))
+        .and_then(Value::as_str)
+        .is_some_and(|pk| pk.starts_with(CHECKPOINT_PREFIX))
 }
 
 /// One shard's reading position.
@@ -181,6 +195,9 @@ pub struct StreamBatch {
     /// The records.
     pub records: Vec<Value>,
     last: String,
+    /// Whether any record is more than a poller's own position write: only then is the
+    /// position after it worth a write of its own.
+    news: bool,
 }
 
 /// Reads a table's stream the way Lambda's event source mapping does, for hosts without one
@@ -215,7 +232,7 @@ impl StreamPoller {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
-        Self::new(&sdk, table, checkpoints).await
+        Self::new(&crate::with_call_limits(&sdk), table, checkpoints).await
     }
 
     /// A poller of `table`'s stream with the clients of `sdk`. Fails if the table has no
@@ -271,7 +288,10 @@ impl StreamPoller {
         match &self.checkpoints {
             Checkpoints::Memory => None,
             Checkpoints::Table(name) => Some(HashMap::from([
-                (attr::PK.to_owned(), A::S(format!("FANOUT#{name}"))),
+                (
+                    attr::PK.to_owned(),
+                    A::S(format!("{CHECKPOINT_PREFIX}{name}")),
+                ),
                 (attr::SK.to_owned(), A::S(shard.to_owned())),
             ])),
         }
@@ -401,10 +421,12 @@ impl StreamPoller {
                 .and_then(|d| d.sequence_number())
                 .map(str::to_owned);
             if let Some(last) = last {
+                let news = records.iter().any(|r| !is_checkpoint(r));
                 return Ok(Some(StreamBatch {
                     shard: shard.id.clone(),
                     records,
                     last,
+                    news,
                 }));
             }
         }
@@ -412,9 +434,12 @@ impl StreamPoller {
     }
 
     /// Records that `batch` was handed over: the poller (or the next one, with table
-    /// checkpoints) goes on after it.
+    /// checkpoints) goes on after it. With table checkpoints, a batch holding only position
+    /// writes moves the position in memory alone: writing it would add one more such record
+    /// for the next batch, without end (a restarted poller reads those few records again and
+    /// skips them).
     pub async fn commit(&mut self, batch: &StreamBatch) -> Result<(), StoreError> {
-        if let Some(mut key) = self.checkpoint_key(&batch.shard) {
+        if let Some(mut key) = self.checkpoint_key(&batch.shard).filter(|_| batch.news) {
             key.insert(
                 "seq".to_owned(),
                 aws_sdk_dynamodb::types::AttributeValue::S(batch.last.clone()),
@@ -443,6 +468,49 @@ impl StreamPoller {
     }
 }
 
+/// What one [`poll_once`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Polled {
+    /// A batch was read, handed over and committed: read on at once.
+    Handed,
+    /// No shard had a new record.
+    Idle,
+    /// Reading, handing over or committing failed: try again after a pause.
+    Failed,
+}
+
+/// One step of [`run_stream_fan_out`]: reads the next batch, hands the writes it holds to
+/// `fan_out`, and commits the batch once they are enqueued (a batch that fails is read again).
+pub async fn poll_once<F, Fut>(poller: &mut StreamPoller, fan_out: &F) -> Polled
+where
+    F: Fn(Vec<AppendedEvents>) -> Fut,
+    Fut: std::future::Future<Output = Result<(), StoreError>>,
+{
+    let batch = match poller.next_batch().await {
+        Ok(Some(batch)) => batch,
+        Ok(None) => return Polled::Idle,
+        Err(err) => {
+            tracing::warn!(error = %err, "stream fan-out: reading the stream failed");
+            return Polled::Failed;
+        }
+    };
+    let appended = appended_in_records(&batch.records);
+    if !appended.is_empty() {
+        if let Err(err) = fan_out(appended).await {
+            tracing::warn!(error = %err, "stream fan-out: enqueueing failed; retrying");
+            poller.rewind(&batch);
+            return Polled::Failed;
+        }
+    }
+    match poller.commit(&batch).await {
+        Ok(()) => Polled::Handed,
+        Err(err) => {
+            tracing::warn!(error = %err, "stream fan-out: committing failed");
+            Polled::Failed
+        }
+    }
+}
+
 /// Runs the fan-out of `table`'s stream into `fan_out` until `stop` turns true: what the
 /// fan-out function does on AWS, for a host without it (the local server on DynamoDB). A
 /// batch that fails is read again after a pause; a record is committed only once its jobs are
@@ -464,39 +532,17 @@ pub async fn run_stream_fan_out<F, Fut>(
         if *stop.borrow() {
             return;
         }
-        let pause = match poller.next_batch().await {
-            Ok(Some(batch)) => {
+        let pause = match poll_once(&mut poller, &fan_out).await {
+            Polled::Handed => {
                 idle = FIRST_IDLE;
-                let appended = appended_in_records(&batch.records);
-                let handed = if appended.is_empty() {
-                    Ok(())
-                } else {
-                    fan_out(appended).await
-                };
-                match handed {
-                    Ok(()) => match poller.commit(&batch).await {
-                        Ok(()) => continue,
-                        Err(err) => {
-                            tracing::warn!(error = %err, "stream fan-out: committing failed");
-                            FIRST_IDLE
-                        }
-                    },
-                    Err(err) => {
-                        tracing::warn!(error = %err, "stream fan-out: enqueueing failed; retrying");
-                        poller.rewind(&batch);
-                        Duration::from_secs(1)
-                    }
-                }
+                continue;
             }
-            Ok(None) => {
+            Polled::Idle => {
                 let pause = idle;
                 idle = (idle * 2).min(MAX_IDLE);
                 pause
             }
-            Err(err) => {
-                tracing::warn!(error = %err, "stream fan-out: reading the stream failed");
-                Duration::from_secs(1)
-            }
+            Polled::Failed => Duration::from_secs(1),
         };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}

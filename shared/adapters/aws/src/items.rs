@@ -5,7 +5,8 @@
 //!
 //! | item        | `sk`               | attributes                                            |
 //! |-------------|--------------------|-------------------------------------------------------|
-//! | head        | `H`                | `v nv own ctx st ts exp ttl gpk gsk evs` [`tb`] [`pcs pf`] |
+//! | head        | `H`                | `v nv own ctx st ts exp ttl gpk gsk evs` [`tb` \| `bsk bv bsz`] [`pcs pf`] |
+//! | body        | `B#<version, 20 digits>#<nonce>` | `own exp ttl tb` (a large task's body) |
 //! | archive     | `E#<last seq, 20 digits>` | `own exp ttl evs`                            |
 //! | push config | `P#<config id>`    | `own exp ttl cfg`                                     |
 //! | delivery    | `D#<config id>`    | `own exp ttl` + the counters of `PushDeliveryState`   |
@@ -78,6 +79,10 @@ pub(crate) mod attr {
     pub(crate) const HEAD_EVENTS: &str = "evs";
     /// Head: the version before its last write (the events after it are that write's).
     pub(crate) const PREV_VERSION: &str = "nv";
+    /// Split head: its body item's sort key, version and deflated size.
+    pub(crate) const BODY_KEY: &str = "bsk";
+    pub(crate) const BODY_VERSION: &str = "bv";
+    pub(crate) const BODY_SIZE: &str = "bsz";
     /// Head: the ids of the task's push configs (a string set; absent without any).
     pub(crate) const CONFIG_IDS: &str = "pcs";
     /// Head: `"1"` while the task has push configs: what the stream's filter matches.
@@ -174,7 +179,7 @@ pub(crate) fn item_size(item: &Item) -> usize {
     item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
 }
 
-fn value_size(value: &AttributeValue) -> usize {
+pub(crate) fn value_size(value: &AttributeValue) -> usize {
     match value {
         AttributeValue::S(text) => text.len(),
         AttributeValue::N(number) => number_size(number),
@@ -230,7 +235,7 @@ fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Sto
 
 /// `value` as deflated JSON: the text of a task repeats (the user's message, the status
 /// message, the artifact) and so do its ids, which deflate stores once.
-fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
+pub(crate) fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
     let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
     serde_json::to_writer(&mut encoder, value)
         .map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))?;
@@ -240,7 +245,7 @@ fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
     Ok(AttributeValue::B(Blob::new(bytes)))
 }
 
-fn unpacked<T: for<'a> Deserialize<'a>>(
+pub(crate) fn unpacked<T: for<'a> Deserialize<'a>>(
     item: &Item,
     name: &str,
     what: &str,
@@ -303,7 +308,7 @@ pub(crate) fn archive_item(
 }
 
 /// The attributes every head has: keys, version, owner, what the index and its filters need.
-fn head_keys(head: &StoredTask) -> Result<Item, StoreError> {
+pub(crate) fn head_keys(head: &StoredTask) -> Result<Item, StoreError> {
     let task = &head.task;
     if task.id.is_empty() {
         return Err(StoreError::Backend("a stored task needs an id".into()));
@@ -434,8 +439,14 @@ pub(crate) fn head_from_item(item: &Item) -> Result<StoredTask, StoreError> {
     })
 }
 
-/// The task of a head item, in whichever form it holds it.
+/// The task of a head item, in whichever form it holds it (a split head's is in its body
+/// item, which this head does not carry).
 pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
+    if item.contains_key(attr::BODY_KEY) {
+        return Err(StoreError::Backend(
+            "stored head keeps its task in a body item".into(),
+        ));
+    }
     if item.contains_key(attr::TASK_BODY) {
         return unpacked(item, attr::TASK_BODY, "task");
     }

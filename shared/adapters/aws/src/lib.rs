@@ -6,20 +6,27 @@
 //!   [`PushQueue`](a2a_core::PushQueue); [`SqsQueue`] is the consumer side (receive, delete,
 //!   change visibility, dead-letter) for processes that poll the queues themselves, such as the
 //!   local server.
+//! - [`fanout`] reads the table's stream into push jobs where no Lambda event source mapping
+//!   does (the local server), and [`replay`] reads again a stream batch the fan-out function's
+//!   mapping gave up on.
 //! - [`resources`] defines the table and the queues in one place and creates them (tests, local
 //!   emulators); the deployment template mirrors it.
 //! - [`Meter`] counts requests and capacity units per call, for the cost figures in `docs/cost.md`.
 //!
 //! Build the SDK clients once per process ([`AwsClients::from_env`]) and share them: they pool
-//! connections and cache credentials. `AWS_ENDPOINT_URL` points them at an emulator (moto)
+//! connections and cache credentials. Every call is bounded in time ([`timeouts`]): build them
+//! from [`with_call_limits`] of the SDK configuration. `AWS_ENDPOINT_URL` points them at an emulator (moto)
 //! without any code branch.
 
+mod body;
 mod dynamo;
 pub mod fanout;
 mod items;
 mod meter;
+pub mod replay;
 pub mod resources;
 mod sqs;
+pub mod timeouts;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -29,6 +36,7 @@ pub use dynamo::DynamoTaskStore;
 pub use items::MAX_ITEM_BYTES;
 pub use meter::{Call, Meter, Service, Summary};
 pub use sqs::{ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsWorkQueue};
+pub use timeouts::{with_call_limits, CALL_LIMITS};
 
 /// Environment variable naming the DynamoDB table.
 pub const ENV_TABLE: &str = "A2A_TABLE";
@@ -111,10 +119,11 @@ pub struct AwsClients {
 
 impl AwsClients {
     /// Loads the SDK configuration from the standard sources (environment, profile, instance
-    /// role) and builds both clients. `AWS_ENDPOINT_URL` redirects them to an emulator.
+    /// role) and builds both clients, every call bounded by [`CALL_LIMITS`].
+    /// `AWS_ENDPOINT_URL` redirects them to an emulator.
     pub async fn from_env() -> Self {
         let sdk = aws_config::defaults(BehaviorVersion::latest()).load().await;
-        Self::from_sdk_config(&sdk)
+        Self::from_sdk_config(&with_call_limits(&sdk))
     }
 
     /// Builds both clients from an SDK configuration loaded elsewhere.

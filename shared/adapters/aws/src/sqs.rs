@@ -234,6 +234,12 @@ impl SqsQueue {
             .set_visibility_timeout(visibility.map(|v| whole_secs(v, MAX_VISIBILITY)))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .customize()
+            // SQS answers a long poll after its wait: the usual read timeout would cut it off.
+            .config_override(
+                aws_sdk_sqs::config::Builder::default()
+                    .timeout_config(crate::timeouts::long_poll_timeouts(wait.min(MAX_WAIT))),
+            )
             .send()
             .await
             .map_err(|e| backend("ReceiveMessage", &e))?;
@@ -403,12 +409,14 @@ impl SqsQueue {
             .map(String::as_str)
     }
 
-    /// Sends one message.
+    /// Sends one message, invisible to consumers for `delay` seconds (at most 900: SQS's
+    /// limit; a standard queue only).
     async fn send(
         &self,
         body: String,
         group: Option<String>,
         dedup: Option<String>,
+        delay: Option<i32>,
     ) -> Result<(), StoreError> {
         self.client
             .send_message()
@@ -416,6 +424,7 @@ impl SqsQueue {
             .message_body(body)
             .set_message_group_id(group)
             .set_message_deduplication_id(dedup)
+            .set_delay_seconds(delay)
             .send()
             .await
             .map_err(|e| backend("SendMessage", &e))?;
@@ -529,7 +538,16 @@ impl SqsWorkQueue {
 #[async_trait]
 impl WorkQueue for SqsWorkQueue {
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
-        self.queue.send(to_json(job)?, None, None).await
+        self.queue.send(to_json(job)?, None, None, None).await
+    }
+
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError> {
+        // Whole seconds, rounded up (a job never comes early), within SQS's 15 minutes.
+        let seconds = delay.as_millis().div_ceil(1000).min(900);
+        let delay = i32::try_from(seconds).unwrap_or(900);
+        self.queue
+            .send(to_json(job)?, None, None, (delay > 0).then_some(delay))
+            .await
     }
 }
 

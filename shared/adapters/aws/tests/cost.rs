@@ -54,7 +54,29 @@ impl Agent for CostAgent {
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
         let text = request.text().to_owned();
-        if let Some(n) = text.strip_prefix("stream ") {
+        if let Some(args) = text.strip_prefix("grow ") {
+            // `grow KB N`: an artifact of KB kilobytes that does not compress, then N small
+            // chunks of another, each written before the next: a long stream into a large task.
+            let (kb, n) = args.split_once(' ').unwrap_or((args, "0"));
+            let (kb, n): (usize, usize) = (kb.parse().unwrap_or(1), n.parse().unwrap_or(0));
+            emitter.working(None).await?;
+            let big = Artifact {
+                artifact_id: "big".into(),
+                parts: vec![Part::text(noise(kb * 1024))],
+                ..Default::default()
+            };
+            emitter.artifact(big, false, true).await?;
+            emitter.flush().await?;
+            for i in 0..n {
+                let chunk = Artifact {
+                    artifact_id: "tail".into(),
+                    parts: vec![Part::text(format!("chunk {i} of a long stream, "))],
+                    ..Default::default()
+                };
+                emitter.artifact(chunk, i > 0, i + 1 == n).await?;
+                emitter.flush().await?;
+            }
+        } else if let Some(n) = text.strip_prefix("stream ") {
             // `stream N`: each chunk written before the next is made, as when a model's tokens
             // come slower than the store writes (the cost of one chunk); `stream N together`:
             // back to back, so the chunks made during a write share the next one.
@@ -89,6 +111,8 @@ impl Agent for CostAgent {
 
 struct Bench {
     env: Env,
+    /// The service's store (the same head cache): for a follower's poll.
+    store: a2a_aws::DynamoTaskStore,
     /// The table's stream, read as the fan-out function's event source mapping reads it.
     stream: StreamPoller,
     meter: Meter,
@@ -108,6 +132,7 @@ impl Bench {
             background_inline: false,
             ..ServiceConfig::default()
         };
+        let store = adapters.store.clone();
         let service = A2aService::new(
             config,
             Arc::new(CostAgent),
@@ -120,6 +145,7 @@ impl Bench {
             .expect("the table's stream");
         Some(Self {
             env,
+            store,
             stream,
             meter,
             service,
@@ -161,6 +187,33 @@ impl Bench {
             Ok(OperationResponse::Sent(SendMessageResponse::Task(task))) => task,
             other => panic!("send_message: {other:?}"),
         }
+    }
+
+    /// Streams `text`; the task's id and its last version (the stream's last event).
+    async fn stream_task(&self, text: &str) -> (String, u64) {
+        let request = SendMessageRequest {
+            message: Some(Message::user_text(a2a_core::new_id(), text)),
+            ..Default::default()
+        };
+        let Ok(OperationResponse::Stream(mut stream)) = self
+            .service
+            .call(&self.ctx, OperationRequest::SendStreamingMessage(request))
+            .await
+        else {
+            panic!("SendStreamingMessage did not answer with a stream");
+        };
+        let mut id = String::new();
+        while let Some(item) = stream.next().await {
+            if let a2a_protocol::StreamResponse::Task(task) = item.expect("stream item").response {
+                id = task.id;
+            }
+        }
+        let owner = a2a_core::Owner::anonymous("");
+        let head = a2a_core::TaskLogStore::load_task(&self.store, &owner, &id)
+            .await
+            .expect("load")
+            .expect("the task");
+        (id, head.version)
     }
 
     /// Streams `text` (`stream N`, `stream N together`); how many items the stream had.
@@ -266,6 +319,7 @@ async fn cost_per_operation() {
         "the echo's write invokes no fan-out"
     );
     prices::print_and_write(&s);
+    prices::bill::print_and_write(&s);
     // The same for a 100-character text, and each further KB of text ≤ 2 WRU (text that does
     // not compress, so the compression of the stored body cannot hide it).
     let hundred = noise(100);
@@ -433,6 +487,28 @@ async fn cost_per_operation() {
         "chunks back to back share writes: {together} against {fifteen}"
     );
 
+    // Large tasks: an append rewrites the whole head, and a follower's poll reads it whole
+    // (DynamoDB bills an item by its size, whatever the projection). Per append: the marginal
+    // cost of 10 more chunks into a task that holds KB kilobytes already.
+    let mut large = Vec::new();
+    for kb in [10, 100] {
+        bench.stream_task(&format!("grow {kb} 1")).await;
+        let one = bench
+            .row(&format!("SendStreamingMessage, a {kb} KB task, 1 chunk"))
+            .await;
+        let (id, version) = bench.stream_task(&format!("grow {kb} 11")).await;
+        let eleven = bench
+            .row(&format!("SendStreamingMessage, a {kb} KB task, 11 chunks"))
+            .await;
+        let per_append = (eleven.estimated_wru - one.estimated_wru) / 10.0;
+        a2a_core::TaskLogStore::wait_for_append(&bench.store, &id, version, Duration::ZERO).await;
+        let poll = bench
+            .row(&format!("a follower's poll of a {kb} KB task"))
+            .await;
+        assert_eq!(poll.dynamodb.get("GetItem"), Some(&1), "{poll}");
+        large.push((kb, per_append, poll.estimated_rru));
+    }
+
     // Queued work: the request enqueues, the worker runs the job from SQS.
     let queued = SendMessageConfiguration {
         return_immediately: true,
@@ -493,6 +569,13 @@ async fn cost_per_operation() {
          {per_event_wru:.1} est. WRU\n\
          Queued echo end to end (send + worker): {queued_wru:.1} est. WRU"
     );
+    for (kb, per_append, poll) in &large {
+        let _ = writeln!(
+            table,
+            "A {kb} KB task: {per_append:.1} est. WRU per streamed chunk, {poll:.1} est. RRU per \
+             follower poll"
+        );
+    }
     println!("\n{table}");
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cost-table.md");
     std::fs::write(&path, &table).expect("write the table");

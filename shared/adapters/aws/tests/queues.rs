@@ -13,12 +13,7 @@ use aws_sdk_sqs::types::MessageSystemAttributeName;
 use common::Env;
 
 fn work_job(task: &str) -> WorkJob {
-    WorkJob {
-        v: JOB_FORMAT_VERSION,
-        owner: Owner::anonymous(""),
-        task_id: task.into(),
-        trigger_seq: 1,
-    }
+    WorkJob::run(&Owner::anonymous(""), task, 1)
 }
 
 fn push_job(task: &str, seq: u64, config: &str) -> PushJob {

@@ -298,13 +298,18 @@ impl JobQueue for EmbeddedQueue {
 #[async_trait]
 impl WorkQueue for SqliteStore {
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
+        self.enqueue_work_after(job, Duration::ZERO).await
+    }
+
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError> {
         let body = serde_json::to_string(job).map_err(DbError::from)?;
+        let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
         self.write(move |tx| {
             let now = now_ms();
             tx.execute_cached(
                 "INSERT INTO jobs (queue, body, group_key, visible_at_ms, receive_count, created_ms)
-                 VALUES ('work', ?1, NULL, ?2, 0, ?2)",
-                params![body, now],
+                 VALUES ('work', ?1, NULL, ?2, 0, ?3)",
+                params![body, now.saturating_add(delay_ms), now],
             )?;
             Ok(())
         })

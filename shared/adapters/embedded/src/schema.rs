@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 /// Version 1 of the schema.
 ///
@@ -173,6 +173,23 @@ CREATE INDEX IF NOT EXISTS tasks_by_owner_state_ts
     ON tasks (owner, state, status_ts_ms, task_id);
 ";
 
+/// Version 6 adds `executions`: the durable execution of each task that has one (its recorded
+/// steps, how many events it emitted, what it waits for), as JSON, with its version for the
+/// conditional write and its wait's due time, indexed for the sweep of due waits (the partial
+/// index holds parked executions only).
+const SCHEMA_V6: &str = "
+CREATE TABLE IF NOT EXISTS executions (
+    task_id       TEXT    NOT NULL PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    version       INTEGER NOT NULL,
+    due_at_ms     INTEGER,
+    expires_at_ms INTEGER NOT NULL,
+    body          TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS executions_by_due ON executions (due_at_ms) WHERE due_at_ms IS NOT NULL;
+CREATE INDEX IF NOT EXISTS executions_by_expiry ON executions (expires_at_ms);
+";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -201,6 +218,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
     if version < 5 {
         add_columns(&tx, "tasks", &SCHEMA_V5_COLUMNS)?;
         tx.execute_batch(SCHEMA_V5_INDEXES)?;
+    }
+    if version < 6 {
+        tx.execute_batch(SCHEMA_V6)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

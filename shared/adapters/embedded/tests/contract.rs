@@ -61,6 +61,31 @@ contract_tests!(
     push_config_keeps_its_generation,
 );
 
+#[tokio::test]
+async fn execution_records() {
+    let (_dir, store) = open();
+    store_contract::durable::execution_records(&store).await;
+}
+
+/// The durable execution checks, each on its own file: they run the service on the store.
+macro_rules! durable_tests {
+    ($($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let (_dir, store) = open();
+                store_contract::durable::$check(Arc::new(store)).await;
+            }
+        )+
+    };
+}
+
+durable_tests!(
+    durable_steps_park_and_resume,
+    signals_resume_and_deadlines_end_waits,
+    a_handed_over_execution_finishes_on_the_worker,
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_are_gapless() {
     let (_dir, store) = open();
@@ -229,6 +254,37 @@ impl PushConfigStore for RoundRobin {
         self.pick()
             .get_push_delivery(owner, task_id, config_id)
             .await
+    }
+}
+
+#[async_trait]
+impl a2a_core::ExecutionStore for RoundRobin {
+    async fn load_execution(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<a2a_core::DurableExecution>, StoreError> {
+        self.pick().load_execution(owner, task_id).await
+    }
+
+    async fn save_execution(
+        &self,
+        execution: &a2a_core::DurableExecution,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.pick().save_execution(execution, expected).await
+    }
+
+    async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError> {
+        self.pick().delete_execution(owner, task_id).await
+    }
+
+    async fn list_due_executions(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<a2a_core::DueExecution>, StoreError> {
+        self.pick().list_due_executions(now, limit).await
     }
 }
 

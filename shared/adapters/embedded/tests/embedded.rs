@@ -92,12 +92,7 @@ async fn append(store: &SqliteStore, head: &StoredTask, artifact_id: &str) -> St
 }
 
 fn work_job(task_id: &str) -> WorkJob {
-    WorkJob {
-        v: JOB_FORMAT_VERSION,
-        owner: Owner::anonymous("t"),
-        task_id: task_id.into(),
-        trigger_seq: 1,
-    }
+    WorkJob::run(&Owner::anonymous("t"), task_id, 1)
 }
 
 fn push_job(task_id: &str, seq: u64) -> PushJob {

@@ -177,6 +177,37 @@ impl PushConfigStore for Counting {
 }
 
 #[async_trait]
+impl a2a_core::ExecutionStore for Counting {
+    async fn load_execution(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<a2a_core::DurableExecution>, StoreError> {
+        self.store.load_execution(owner, task_id).await
+    }
+
+    async fn save_execution(
+        &self,
+        execution: &a2a_core::DurableExecution,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.store.save_execution(execution, expected).await
+    }
+
+    async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError> {
+        self.store.delete_execution(owner, task_id).await
+    }
+
+    async fn list_due_executions(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<a2a_core::DueExecution>, StoreError> {
+        self.store.list_due_executions(now, limit).await
+    }
+}
+
+#[async_trait]
 impl LeaseStore for Counting {
     async fn acquire_lease(
         &self,

@@ -3,6 +3,8 @@
 //! - [`WebhookClient`]: the core's [`WebhookSender`](a2a_core::WebhookSender), which POSTs
 //!   push notifications through the SSRF guard (a resolver that refuses non-public addresses,
 //!   no redirects, no proxies);
+//! - [`guarded_client`]: the same guard for any other outbound request to a configured URL
+//!   (the chat channels of `a2a-channels`);
 //! - [`OpenIdJwks`]: the core's [`JwksSource`](a2a_core::JwksSource), which finds a token
 //!   issuer's keys through OpenID Connect Discovery (or a configured JWKS URL) and fetches them.
 //!
@@ -12,4 +14,4 @@ mod openid;
 mod webhook;
 
 pub use openid::OpenIdJwks;
-pub use webhook::WebhookClient;
+pub use webhook::{describe_error, guarded_client, WebhookClient};

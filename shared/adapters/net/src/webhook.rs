@@ -34,19 +34,37 @@ impl WebhookClient {
                 return Ok(client.clone());
             }
         }
-        let client = reqwest::Client::builder()
-            // A redirect could lead past the guard, and would carry the config's credentials.
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve the host and connect itself, out of the guard's sight.
-            .no_proxy()
-            .dns_resolver(GuardedResolver {
-                policy: Arc::new(policy.clone()),
-            })
-            .https_only(policy.require_https)
-            .build()
-            .map_err(|e| format!("the webhook HTTP client could not be built: {e}"))?;
+        let client = guarded_client(policy)?;
         *cached = Some((policy.clone(), client.clone()));
         Ok(client)
+    }
+}
+
+/// An HTTP client that connects only where `policy` allows: host names resolved by a resolver
+/// that refuses non-public addresses (unless allow-listed), no redirects, no proxies, `https`
+/// only if the policy requires it. IP-literal URLs must be checked by the caller
+/// ([`PushPolicy::check_url`]) before a request. For every outbound request of the kit that
+/// goes to a URL someone configured or sent: webhooks, chat channels.
+pub fn guarded_client(policy: &PushPolicy) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        // A redirect could lead past the guard, and would carry the request's credentials.
+        .redirect(reqwest::redirect::Policy::none())
+        // A proxy would resolve the host and connect itself, out of the guard's sight.
+        .no_proxy()
+        .dns_resolver(GuardedResolver {
+            policy: Arc::new(policy.clone()),
+        })
+        .https_only(policy.require_https)
+        .build()
+        .map_err(|e| format!("the guarded HTTP client could not be built: {e}"))
+}
+
+/// Why a request of a [`guarded_client`] failed, on one line: the guard's refusal, or the
+/// error and its causes, without the URL (its path and query may carry secrets).
+pub fn describe_error(err: &reqwest::Error) -> String {
+    match guard_refusal(err) {
+        Some(refusal) => format!("refused by the URL policy: {refusal}"),
+        None => error_chain(err),
     }
 }
 

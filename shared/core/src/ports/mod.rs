@@ -8,9 +8,10 @@ mod queues;
 mod store;
 
 pub use model::{
-    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, ExpiredLease, JobOutcome, Owner,
-    PushAttempt, PushAttemptResult, PushDeliveryState, PushJob, SendRecord, StoreError,
-    StoredReply, StoredTask, TaskPage, TaskQuery, WorkJob, JOB_FORMAT_VERSION,
+    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,
+    ExpiredLease, JobOutcome, Owner, PushAttempt, PushAttemptResult, PushDeliveryState, PushJob,
+    RemoteTaskRef, SendRecord, StepRecord, StoreError, StoredReply, StoredTask, TaskPage,
+    TaskQuery, Wait, WaitFor, WaitOutcome, WorkJob, JOB_FORMAT_VERSION,
 };
 pub use queues::{PushQueue, WorkQueue};
-pub use store::{LeaseStore, PushConfigStore, TaskLogStore, TaskStore};
+pub use store::{ExecutionStore, LeaseStore, PushConfigStore, TaskLogStore, TaskStore};

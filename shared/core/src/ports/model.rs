@@ -1,6 +1,7 @@
 //! What the stores and queues keep: task heads, reply records, leases, push delivery records,
 //! and the jobs on the queues. Plain data; the traits that keep them are beside it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use a2a_protocol::{Message, Task, TaskState, Timestamp};
@@ -142,6 +143,41 @@ pub struct WorkJob {
     pub task_id: String,
     /// Sequence number of the event that carries the triggering message.
     pub trigger_seq: u64,
+    /// Resume the task's durable execution (a wait it parked on is over, or it was handed over
+    /// from an invocation that had to end) instead of starting a new one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
+    /// The W3C `traceparent` of the request the work belongs to, passed on to what it calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+impl WorkJob {
+    /// Run the agent on the message at `trigger_seq` of a task.
+    pub fn run(owner: &Owner, task_id: &str, trigger_seq: u64) -> Self {
+        Self {
+            v: JOB_FORMAT_VERSION,
+            owner: owner.clone(),
+            task_id: task_id.to_owned(),
+            trigger_seq,
+            resume: false,
+            traceparent: None,
+        }
+    }
+
+    /// Resume the durable execution of the message at `trigger_seq` of a task.
+    pub fn resume(owner: &Owner, task_id: &str, trigger_seq: u64) -> Self {
+        Self {
+            resume: true,
+            ..Self::run(owner, task_id, trigger_seq)
+        }
+    }
+
+    /// This job, carrying `traceparent`.
+    pub fn traced(mut self, traceparent: Option<String>) -> Self {
+        self.traceparent = traceparent;
+        self
+    }
 }
 
 /// Deliver the event `seq` of a task to one push config. The body of a push-queue message.
@@ -348,4 +384,140 @@ impl PushDeliveryState {
             self.dead_lettered += 1;
         }
     }
+}
+
+/// The durable state of a task's execution: what it recorded so far, and what it waits for
+/// while parked. It lives in the store, so the execution survives its process: a resumed run
+/// replays the agent, which gets every recorded step's result at once and whose events up to
+/// `emitted` were written already (the replay does not write them again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DurableExecution {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task.
+    pub task_id: String,
+    /// The log position of the message this execution runs.
+    pub trigger_seq: u64,
+    /// The results of its durable steps so far, in the order the agent took them.
+    #[serde(default)]
+    pub steps: Vec<StepRecord>,
+    /// How many events (statuses and artifacts) it emitted so far.
+    #[serde(default)]
+    pub emitted: u64,
+    /// What it is parked on, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Wait>,
+    /// Tasks of other agents this task works with, by the name of the step that started them:
+    /// kept from one execution of the task to the next (a follow-up continues them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remotes: BTreeMap<String, RemoteTaskRef>,
+    /// The W3C `traceparent` of the request the execution belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// Bumped by every write: a write is conditional on the version it read.
+    #[serde(default)]
+    pub version: u64,
+    /// When the record expires (with its task).
+    pub expires_at: Timestamp,
+}
+
+impl DurableExecution {
+    /// When the store must look at this execution again: its wait's due time, if it waits.
+    pub fn due_at(&self) -> Option<Timestamp> {
+        self.wait.as_ref().map(|w| w.due_at)
+    }
+}
+
+/// One durable step's recorded result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRecord {
+    /// The name the agent gave the step (checked on replay: a different name means the agent
+    /// took another path than the run it replays).
+    pub name: String,
+    /// Its result, as JSON.
+    #[serde(default)]
+    pub value: serde_json::Value,
+}
+
+/// What a parked execution waits for, and until when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wait {
+    /// The index of the durable step that waits.
+    pub step: usize,
+    /// The step's name.
+    pub name: String,
+    /// What it waits for.
+    pub what: WaitFor,
+    /// When the store looks at it again: a timer's end, the next poll of a remote task, or the
+    /// deadline, whichever comes first; now, once it is over and the execution is to resume.
+    pub due_at: Timestamp,
+    /// When it gives up ([`WaitOutcome::TimedOut`]).
+    pub deadline: Timestamp,
+    /// How it ended, once it has: the execution resumes with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<WaitOutcome>,
+}
+
+/// What an execution can wait for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum WaitFor {
+    /// Time to pass: over at the wait's `deadline`.
+    Timer,
+    /// A signal sent to the task under the wait's name (`A2aService::signal`).
+    Signal,
+    /// Another agent's task to stop (terminal, or waiting for input).
+    #[serde(rename_all = "camelCase")]
+    RemoteTask {
+        /// The remote task.
+        remote: RemoteTaskRef,
+        /// The secret the remote's pushes carry back (the push config's token): proves a push
+        /// is for this wait.
+        token: String,
+        /// How long between two polls of the remote task (GetTask), the fallback when its
+        /// pushes do not come.
+        poll_every_ms: u64,
+    },
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum WaitOutcome {
+    /// What it waited for happened; with the value it brought (a signal's payload, the
+    /// remote's task).
+    Done {
+        /// The value.
+        #[serde(default)]
+        value: serde_json::Value,
+    },
+    /// Its deadline passed first.
+    TimedOut,
+}
+
+/// A task of another agent that one of ours works with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteTaskRef {
+    /// The agent's base URL (its card is at `/.well-known/agent-card.json` under it).
+    pub agent: String,
+    /// Its task's id.
+    pub task_id: String,
+    /// Its task's context id.
+    #[serde(default)]
+    pub context_id: String,
+}
+
+/// A parked execution whose wait is due, as the store lists them for the sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueExecution {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The task.
+    pub task_id: String,
+    /// When its wait became due.
+    pub due_at: Timestamp,
 }

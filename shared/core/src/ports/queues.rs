@@ -1,5 +1,7 @@
 //! The queue ports: where work jobs and push jobs go.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
 use super::model::{PushJob, StoreError, WorkJob};
@@ -9,6 +11,11 @@ use super::model::{PushJob, StoreError, WorkJob};
 pub trait WorkQueue: Send + Sync + 'static {
     /// Enqueues a job; once this returns `Ok` the job is durable.
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError>;
+
+    /// Enqueues a job that no worker receives before `delay` has passed (a durable timer's
+    /// resumption). A queue may cap the delay (SQS: 15 minutes); the store's due list covers
+    /// what comes later.
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError>;
 }
 
 /// The push queue (SQS FIFO grouped by task in the cloud).

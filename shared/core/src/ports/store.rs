@@ -8,12 +8,13 @@ use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
 
 use super::model::{
-    ExpiredLease, Owner, PushAttempt, PushDeliveryState, SendRecord, StoreError, StoredReply,
-    StoredTask, TaskPage, TaskQuery,
+    DueExecution, DurableExecution, ExpiredLease, Owner, PushAttempt, PushDeliveryState,
+    SendRecord, StoreError, StoredReply, StoredTask, TaskPage, TaskQuery,
 };
 use crate::event::LoggedEvent;
 
-/// A whole task store: its event log, its push configs and its leases.
+/// A whole task store: its event log, its push configs, its leases and its durable
+/// executions.
 ///
 /// **Push fan-out is the store's.** Every event a create or an append writes becomes one
 /// [`PushJob`](super::PushJob) per push config the task has at that moment
@@ -22,9 +23,9 @@ use crate::event::LoggedEvent;
 /// same transaction; DynamoDB lets the table's stream carry the write to
 /// `A2aService::fan_out`. Either way a process that dies right after the write loses no push,
 /// and a task without push configs costs nothing for push.
-pub trait TaskStore: TaskLogStore + PushConfigStore + LeaseStore {}
+pub trait TaskStore: TaskLogStore + PushConfigStore + LeaseStore + ExecutionStore {}
 
-impl<T: TaskLogStore + PushConfigStore + LeaseStore + ?Sized> TaskStore for T {}
+impl<T: TaskLogStore + PushConfigStore + LeaseStore + ExecutionStore + ?Sized> TaskStore for T {}
 
 /// Tasks and their event logs: heads, events, reply records and the by-owner listing.
 #[async_trait]
@@ -208,4 +209,36 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// Removes `lease` if it is still exactly this expired lease (same holder, same end):
     /// `false` if it was renewed, taken over or removed meanwhile.
     async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError>;
+}
+
+/// Durable executions: what a task's execution recorded, and what it waits for while parked
+/// (see [`DurableExecution`]). One record per task; a task without durable work has none.
+#[async_trait]
+pub trait ExecutionStore: Send + Sync + 'static {
+    /// The execution record of the owner's task, if it has one that has not expired.
+    async fn load_execution(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<DurableExecution>, StoreError>;
+
+    /// Writes `execution` if the stored record's version is `expected` (`None`: no record, or an
+    /// expired one); `Conflict` otherwise. `execution.version` is what the store keeps. The
+    /// record is due again at [`DurableExecution::due_at`], when it has a wait:
+    /// [`Self::list_due_executions`] lists it from then on.
+    async fn save_execution(
+        &self,
+        execution: &DurableExecution,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError>;
+
+    /// Removes the record of the owner's task (its execution ended), if there is one.
+    async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError>;
+
+    /// Up to `limit` records whose wait is due at or before `now`, soonest first.
+    async fn list_due_executions(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<DueExecution>, StoreError>;
 }

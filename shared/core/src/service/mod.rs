@@ -15,6 +15,7 @@ mod request;
 mod send;
 mod tasks;
 mod typed;
+mod waits;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use crate::config::ServiceConfig;
 use crate::context::CallContext;
 use crate::execution::Executions;
 use crate::idempotency::MessageIdReuse;
+use crate::journal::DurableEnv;
 use crate::kernel::Core;
 use crate::ports::{
     AppendedEvents, JobOutcome, Owner, PushJob, PushQueue, StoreError, StoredTask, TaskStore,
@@ -57,6 +59,14 @@ impl A2aService {
             config.observer.clone(),
             config.message_id_reuse == MessageIdReuse::Reject,
         ));
+        let durable = Arc::new(DurableEnv {
+            store: store.clone(),
+            work: work.clone(),
+            remote: config.remote_agents.clone(),
+            relay_base: rest_base(&config),
+            retention: config.retention,
+            remote_poll: config.remote_poll,
+        });
         Self {
             core: Arc::new(Core {
                 config,
@@ -72,6 +82,7 @@ impl A2aService {
                 card: cards.card,
                 offers_extended_card: cards.offers_extended_card,
                 executions: Executions::default(),
+                durable,
             }),
         }
     }
@@ -245,4 +256,14 @@ impl A2aService {
         }
         self.core.push.enqueue_push(&jobs).await
     }
+}
+
+/// The REST base URL this deployment serves (its 1.0 HTTP+JSON interface), where remote agents
+/// push back to; `None` when it serves no REST binding (remote tasks are then polled).
+fn rest_base(config: &ServiceConfig) -> Option<String> {
+    config
+        .interfaces
+        .iter()
+        .find(|i| i.protocol_binding == a2a_protocol::BINDING_HTTP_JSON)
+        .map(|i| i.url.trim_end_matches('/').to_owned())
 }

@@ -12,12 +12,14 @@ use super::A2aService;
 use crate::agent::Placement;
 use crate::auth::Permission;
 use crate::context::CallContext;
+use crate::emitter::is_active;
 use crate::emitter::{Emitter, FirstOutcome};
 use crate::event::find_sent;
 use crate::execution::{new_emitter, take_follow_up_lease};
 use crate::idempotency;
 use crate::idempotency::MessageIdReuse;
-use crate::ports::{SendRecord, StoreError, StoredTask, WorkJob, JOB_FORMAT_VERSION};
+use crate::journal::DurableRun;
+use crate::ports::{SendRecord, StoreError, StoredTask, WorkJob};
 use crate::request::AgentRequest;
 use crate::task_log::{internal, store_error, AppendError, EventStream, StreamItem};
 
@@ -143,13 +145,16 @@ impl A2aService {
 
     /// Runs an inline execution in the background of this process; the handle tells when it
     /// ended (see [`settle`]).
-    fn spawn_inline(&self, emitter: Emitter) -> tokio::task::JoinHandle<()> {
+    fn spawn_inline(&self, emitter: Emitter) -> InlineRun {
         let core = self.core.clone();
-        tokio::spawn(async move {
-            core.executions
-                .run_inline(core.agent.clone(), emitter)
-                .await
-        })
+        let run = emitter.clone();
+        let handle =
+            tokio::spawn(async move { core.executions.run_inline(core.agent.clone(), run).await });
+        InlineRun {
+            handle,
+            emitter,
+            hand_over: !self.core.config.background_inline,
+        }
     }
 
     /// The original result of a message of `ctx`'s owner sent before under `task_id` (its
@@ -439,12 +444,7 @@ impl A2aService {
                 Err(err) => return self.follow_up_failed(ctx, sent, &task_id, err).await,
             },
         };
-        let job = WorkJob {
-            v: JOB_FORMAT_VERSION,
-            owner: ctx.owner.clone(),
-            task_id: task_id.clone(),
-            trigger_seq: head.version,
-        };
+        let job = WorkJob::run(&ctx.owner, &task_id, head.version).traced(ctx.traceparent.clone());
         if let Err(err) = self.core.work.enqueue_work(&job).await {
             // The client gets an error, and the task must not stay SUBMITTED forever.
             let _ = self
@@ -499,8 +499,15 @@ impl A2aService {
         };
         let from_seq = head.version;
         let snapshot = Box::new(head.clone());
-        let (emitter, _first) =
-            new_emitter(&self.core.log, &ctx.owner, agent_request, Some(head), None);
+        let (emitter, _first) = new_emitter(
+            &self.core.log,
+            &self.core.durable,
+            &ctx.owner,
+            agent_request,
+            Some(head),
+            None,
+            DurableRun::fresh(from_seq, ctx.traceparent.clone()),
+        );
         let emitter = emitter.leased(&self.core.config, true);
         let execution = self.spawn_inline(emitter);
         Ok(Started::Task {
@@ -522,8 +529,15 @@ impl A2aService {
         retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
-        let (emitter, first) =
-            new_emitter(&self.core.log, &ctx.owner, agent_request, None, inline_push);
+        let (emitter, first) = new_emitter(
+            &self.core.log,
+            &self.core.durable,
+            &ctx.owner,
+            agent_request,
+            None,
+            inline_push,
+            DurableRun::fresh(1, ctx.traceparent.clone()),
+        );
         let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
         match first.await {
             Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
@@ -589,29 +603,60 @@ enum Started {
         /// message was recorded, or (a new task, `from_seq` 0) as its agent created it.
         head: Option<Box<StoredTask>>,
         /// The inline execution this request started, if any.
-        execution: Option<tokio::task::JoinHandle<()>>,
+        execution: Option<InlineRun>,
     },
+}
+
+/// An inline execution this request started: its task in this process, and its emitter.
+pub(super) struct InlineRun {
+    handle: tokio::task::JoinHandle<()>,
+    emitter: Emitter,
+    /// Whether, at the request's deadline, it is handed over to the worker (on Lambda) rather
+    /// than left running in this process.
+    hand_over: bool,
 }
 
 /// Waits, until `deadline`, for the inline execution a request started to end, so that its
 /// response is sent only once nothing of the request is left running: on Lambda the instance
 /// freezes as soon as the response is complete, and whatever still ran (the last events' push
 /// fan-out, the lease given back) would wait for the next request or be lost with the
-/// instance. An execution still running at the deadline (a task that went on) runs on.
-async fn settle(execution: Option<tokio::task::JoinHandle<()>>, deadline: Instant) {
-    if let Some(execution) = execution {
-        let _ = tokio::time::timeout_at(deadline, execution).await;
+/// instance. An execution still running at the deadline runs on in a long-lived process; on
+/// Lambda it is stopped and handed over to the worker, which replays it to its end
+/// (`Emitter::hand_over`): nothing of it is left in the frozen instance.
+async fn settle(run: Option<InlineRun>, deadline: Instant) {
+    let Some(InlineRun {
+        mut handle,
+        emitter,
+        hand_over,
+    }) = run
+    else {
+        return;
+    };
+    if tokio::time::timeout_at(deadline, &mut handle).await.is_ok() || !hand_over {
+        return;
     }
+    handle.abort();
+    let _ = handle.await;
+    let active = emitter
+        .state
+        .lock()
+        .await
+        .head
+        .as_ref()
+        .is_some_and(|h| is_active(h.task.status.state));
+    if active {
+        if let Err(err) = emitter.hand_over().await {
+            // Its lease runs out, and the sweep ends the task with the reason.
+            tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not hand the execution over");
+        }
+    }
+    emitter.finish_lease().await;
 }
 
 /// `events`, ended only once the request's inline execution ended too (see [`settle`]).
-fn then_settled(
-    events: EventStream,
-    execution: Option<tokio::task::JoinHandle<()>>,
-    deadline: Instant,
-) -> EventStream {
+fn then_settled(events: EventStream, run: Option<InlineRun>, deadline: Instant) -> EventStream {
     use futures::StreamExt;
-    let settled = futures::stream::once(settle(execution, deadline))
+    let settled = futures::stream::once(settle(run, deadline))
         .filter_map(|()| futures::future::ready(None::<Result<StreamItem, A2AError>>));
     Box::pin(events.chain(settled))
 }

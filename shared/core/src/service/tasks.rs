@@ -83,7 +83,11 @@ impl A2aService {
             request.metadata.clone(),
         );
         match self.core.log.append(&ctx.owner, head, vec![event]).await {
-            Ok(head) => Ok(head.task),
+            Ok(head) => {
+                // Work it waits for elsewhere (another agent's task) is canceled too.
+                self.end_durable_work(&ctx.owner, &head.task.id).await;
+                Ok(head.task)
+            }
             Err(AppendError::Terminal(task)) => Err(A2AError::TaskNotCancelable {
                 task_id: task.id.clone(),
                 state: task.status.state.to_string(),

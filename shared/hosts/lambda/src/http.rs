@@ -16,10 +16,10 @@ use a2a_protocol::Operation;
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
-use tower::ServiceExt;
 
 use crate::settings::Settings;
 use crate::{Error, Init, KeyUse};
+use a2a_channels::LiteSettings;
 
 /// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
 /// door's routes (`shared/hosts/lambda/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
@@ -44,6 +44,9 @@ pub enum HttpFunction {
     Stream,
     /// Every JSON-RPC method on one URL.
     Rpc,
+    /// The A2A-Lite chat channels (`/a2a-lite/…`: the chats' webhooks and transactions, and
+    /// the bridge's push receiver); no A2A operation of its own.
+    Channel,
     /// Everything the others serve, in one streaming function: the front door `FunctionUrl`
     /// (template parameter `FrontDoor`), a Lambda Function URL in `RESPONSE_STREAM` mode
     /// that has no routes of its own.
@@ -53,7 +56,7 @@ pub enum HttpFunction {
 impl HttpFunction {
     /// Every HTTP function behind API Gateway: the functions of `shared/hosts/lambda/routes.json`'s routes
     /// ([`Self::Front`] is the other front door, so not one of them).
-    pub const ALL: [HttpFunction; 8] = [
+    pub const ALL: [HttpFunction; 9] = [
         Self::Send,
         Self::Get,
         Self::List,
@@ -62,6 +65,7 @@ impl HttpFunction {
         Self::Card,
         Self::Stream,
         Self::Rpc,
+        Self::Channel,
     ];
 
     /// The function's name: its `A2A_FUNCTION` value and its name in `shared/hosts/lambda/routes.json`.
@@ -75,6 +79,7 @@ impl HttpFunction {
             Self::Card => "card",
             Self::Stream => "stream",
             Self::Rpc => "rpc",
+            Self::Channel => "channel",
             Self::Front => "front",
         }
     }
@@ -137,6 +142,12 @@ impl HttpFunction {
         surface
     }
 
+    /// Whether the function serves the A2A-Lite channels' routes (when a channel is
+    /// configured): the channel function, and the front function that serves everything.
+    pub fn serves_channels(self) -> bool {
+        matches!(self, Self::Channel | Self::Front)
+    }
+
     /// What the function does with the push signing keys: the functions serving the card
     /// publish them (read-only), the others do not read them.
     pub fn key_use(self) -> KeyUse {
@@ -190,7 +201,12 @@ fn path_shape(path: &str) -> String {
 /// until the runtime stops the instance.
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::for_callers(agent, function.key_use()).await?;
-    let handler = LazyRouter::new(init, function);
+    let lite = if function.serves_channels() {
+        crate::channel::lite_settings().await?
+    } else {
+        LiteSettings::default()
+    };
+    let handler = LazyRouter::new(init, function, lite);
     keep_serving(|| {
         let handler = handler.clone();
         async move {
@@ -254,15 +270,19 @@ where
 pub(crate) struct LazyRouter {
     init: Arc<Init>,
     function: HttpFunction,
+    /// The A2A-Lite channels the function serves (none unless it serves channels).
+    lite: Arc<LiteSettings>,
     router: Arc<OnceLock<Router>>,
 }
 
 impl LazyRouter {
-    /// A router for `function`; built now if the base URL is configured.
-    pub(crate) fn new(init: Init, function: HttpFunction) -> Self {
+    /// A router for `function` (with the A2A-Lite channels of `lite`); built now if the base
+    /// URL is configured.
+    pub(crate) fn new(init: Init, function: HttpFunction, lite: LiteSettings) -> Self {
         let this = Self {
             init: Arc::new(init),
             function,
+            lite: Arc::new(lite),
             router: Arc::new(OnceLock::new()),
         };
         if let Some(base) = this.init.settings.public_base_url.clone() {
@@ -272,11 +292,13 @@ impl LazyRouter {
     }
 
     fn build(&self, base: Option<&str>) -> Router {
-        router_with(
-            self.init.service(base),
+        let service = self.init.service(base);
+        let router = router_with(
+            service.clone(),
             http_options(&self.init.settings),
             &self.function.surface(),
-        )
+        );
+        crate::channel::with_channels(router, &self.lite, service, base)
     }
 
     fn router_for(&self, request: &Request) -> Router {
@@ -337,13 +359,18 @@ impl tower::Service<Request> for LazyRouter {
     fn call(&mut self, request: Request) -> Self::Future {
         let router = self.router_for(&request);
         let request = request.map(axum::body::Body::new);
-        Box::pin(async move { router.oneshot(request).await })
+        Box::pin(crate::buffered::serve(
+            router,
+            request,
+            self.function.streaming(),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
 
     /// What API Gateway (REST, Lambda proxy) sends for `method path` matched to `resource`.
     fn rest_event(method: &str, resource: &str, path: &str) -> Request {
@@ -394,7 +421,8 @@ mod tests {
             let path = resource
                 .replace("{tenant}", "acme")
                 .replace("{id}", "t1:subscribe")
-                .replace("{configId}", "c1");
+                .replace("{configId}", "c1")
+                .replace("{txnId}", "txn1");
             let request = rest_event(method, resource, &path);
             assert_eq!(request.uri().path(), path, "{method} {resource}");
             assert_eq!(request.method().as_str(), method);
@@ -530,8 +558,12 @@ mod tests {
             );
             preflights += 1;
         }
-        let paths: std::collections::BTreeSet<&str> =
-            route_table().iter().map(|r| r.path.as_str()).collect();
+        // The A2A-Lite paths are for chat servers and our own pushes: browsers never call them.
+        let paths: std::collections::BTreeSet<&str> = route_table()
+            .iter()
+            .map(|r| r.path.as_str())
+            .filter(|p| !p.starts_with("/a2a-lite/"))
+            .collect();
         assert_eq!(
             preflights,
             paths.len(),
@@ -634,7 +666,7 @@ mod tests {
             );
         }
         // Every function serving an SSE operation streams, and every function of the route
-        // table serves something.
+        // table serves something (the channel function: the channels' routes).
         for f in HttpFunction::ALL {
             let sse = f.surface().operations.iter().any(|op| {
                 matches!(
@@ -645,7 +677,7 @@ mod tests {
             assert_eq!(sse, f.streaming(), "{f:?}");
             let surface = f.surface();
             assert!(
-                surface.card || !surface.operations.is_empty(),
+                surface.card || !surface.operations.is_empty() || f.serves_channels(),
                 "{f:?} serves nothing"
             );
         }

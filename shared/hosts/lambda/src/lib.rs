@@ -16,6 +16,8 @@
 //! The routes of the front door and which functions stream live in `shared/hosts/lambda/routes.json`, shared
 //! by the template test and the local router; [`HttpFunction`] is the Rust side of it.
 
+mod buffered;
+mod channel;
 mod fanout;
 mod function;
 mod http;
@@ -23,6 +25,7 @@ pub mod metrics;
 mod settings;
 mod sqs;
 
+pub use channel::{lite_settings_from, ENV_LITE_SECRET_ARN};
 pub use fanout::{run_fanout, FanoutBatch};
 pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};

@@ -8,14 +8,22 @@
 //! | Metric | Unit | Dimensions |
 //! |---|---|---|
 //! | `Requests`, `Errors`, `ClientErrors` | Count | `FunctionName`, `Operation` |
+//! | `Errors` | Count | `FunctionName` (the same count, for the alarm) |
 //! | `Latency` | Milliseconds | `FunctionName`, `Operation` |
 //! | `TasksFinished` | Count | `FunctionName`, `State` |
 //! | `PushAttempts`, `PushDeliveries`, `PushRetries`, `PushDeadLetters` | Count | `FunctionName` |
 //! | `JobAttempts`, `JobRetries` | Count | `FunctionName` |
+//! | `FanoutFailures` | Count | `FunctionName` |
 //!
 //! `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
 //! request (4xx). Lines carry `traceId` (the X-Ray trace of the invocation) and the error or push
 //! result as plain properties, searchable in Logs Insights but not metric dimensions.
+//!
+//! Lambda filters a function's JSON log lines by their `level` (`ApplicationLogLevel`, the
+//! template's `LogLevel`), and takes a line without a valid `level` and RFC 3339 `timestamp`
+//! as INFO: at `LogLevel` warn or error it would drop every metric line before CloudWatch saw
+//! it. So each line carries a `timestamp` and the least severe `level` the filter keeps
+//! ([`metric_level`]): INFO, or the filter's own level when that is above INFO.
 
 use std::fmt;
 use std::io::Write as _;
@@ -31,6 +39,55 @@ use serde_json::{json, Map, Value};
 pub const ENV_METRICS_NAMESPACE: &str = "A2A_METRICS_NAMESPACE";
 /// The namespace when none is configured.
 pub const DEFAULT_NAMESPACE: &str = "a2a-lambda";
+/// The fan-out function's count of batches whose push jobs it could not enqueue (the template
+/// alarms on it: a partial batch response is a successful invocation to Lambda, so such a
+/// failure is not in `AWS/Lambda` `Errors`).
+pub const FANOUT_FAILURES: &str = "FanoutFailures";
+
+/// Lambda's application log levels, least severe first (`AWS_LAMBDA_LOG_LEVEL`).
+const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+
+/// The `level` of metric lines under Lambda's log filter `threshold` (`AWS_LAMBDA_LOG_LEVEL`,
+/// any case; `None` or unknown: no filter above INFO): INFO, or the threshold when it is more
+/// severe, so that Lambda keeps them.
+pub fn metric_level(threshold: Option<&str>) -> &'static str {
+    let rank = |level: &str| LEVELS.iter().position(|l| l.eq_ignore_ascii_case(level));
+    let info = rank("INFO").unwrap_or(2);
+    match threshold.and_then(rank) {
+        Some(r) if r > info => LEVELS[r],
+        _ => LEVELS[info],
+    }
+}
+
+/// The dimensions the metrics are broken down by (template parameter `MetricsDetail`): each
+/// distinct metric and dimension value is one CloudWatch custom metric, billed by the month.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsDetail {
+    /// `FunctionName` and the operation (or final state): a metric per operation each function
+    /// serves (about 100 behind API Gateway once every operation is used).
+    #[default]
+    Operation,
+    /// `FunctionName` alone: four operation metrics per function, the operation and final state
+    /// still on each line, for Logs Insights, but not metrics of their own.
+    Function,
+}
+
+/// The variable `MetricsDetail` sets: `operation` (the default) or `function`.
+pub const ENV_METRICS_DETAIL: &str = "A2A_METRICS_DETAIL";
+
+impl std::str::FromStr for MetricsDetail {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "operation" => Ok(Self::Operation),
+            "function" => Ok(Self::Function),
+            other => Err(format!(
+                "{ENV_METRICS_DETAIL} must be operation or function, not {other:?}"
+            )),
+        }
+    }
+}
 
 /// An EMF metric unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +121,14 @@ pub fn emf_line(
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default();
     let mut line = Map::new();
+    // What Lambda's JSON log filter reads (properties may set `level`).
+    line.insert(
+        "timestamp".into(),
+        json!(
+            a2a_protocol::Timestamp::from_millis(i64::try_from(millis).unwrap_or(i64::MAX))
+                .to_string()
+        ),
+    );
     // Properties first, so a metric or dimension of the same name wins.
     for (name, value) in properties {
         line.insert((*name).to_owned(), value.clone());
@@ -78,27 +143,64 @@ pub fn emf_line(
         "_aws".into(),
         json!({
             "Timestamp": millis,
-            "CloudWatchMetrics": [{
-                "Namespace": namespace,
-                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
-                "Metrics": metrics
-                    .iter()
-                    .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
-                    .collect::<Vec<_>>(),
-            }],
+            "CloudWatchMetrics": [directive(namespace, dimensions, metrics)],
         }),
     );
     Value::Object(line).to_string()
 }
 
+/// One EMF directive: `metrics` by the dimension set of `dimensions`' names.
+fn directive(namespace: &str, dimensions: &[(&str, &str)], metrics: &[(&str, Unit, f64)]) -> Value {
+    json!({
+        "Namespace": namespace,
+        "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
+        "Metrics": metrics
+            .iter()
+            .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// `line` (of [`emf_line`]) also publishing `metrics` by `FunctionName` alone: one metric per
+/// function that an alarm can watch, where the line's own set splits it by operation.
+fn with_function_rollup(
+    line: String,
+    namespace: &str,
+    function: &str,
+    metrics: &[(&str, Unit, f64)],
+) -> String {
+    let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&line) else {
+        return line;
+    };
+    if let Some(directives) = object
+        .get_mut("_aws")
+        .and_then(|aws| aws.get_mut("CloudWatchMetrics"))
+        .and_then(Value::as_array_mut)
+    {
+        directives.push(directive(namespace, &[("FunctionName", function)], metrics));
+    }
+    Value::Object(object).to_string()
+}
+
 /// Where the lines go: stdout on Lambda, a buffer in tests.
 pub type Sink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Lines to stdout, one `write` per line, so lines of concurrent requests never interleave.
+pub fn stdout_sink() -> Sink {
+    Arc::new(|line: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(format!("{line}\n").as_bytes());
+        let _ = out.flush();
+    })
+}
 
 /// The core's events as EMF lines.
 #[derive(Clone)]
 pub struct EmfObserver {
     namespace: String,
     function: String,
+    level: &'static str,
+    detail: MetricsDetail,
     sink: Sink,
 }
 
@@ -115,15 +217,7 @@ impl EmfObserver {
     /// Lines for `function` in `namespace`, written to stdout (one `write` per line, so lines of
     /// concurrent requests never interleave).
     pub fn stdout(namespace: impl Into<String>, function: impl Into<String>) -> Self {
-        Self::with_sink(
-            namespace,
-            function,
-            Arc::new(|line: &str| {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(format!("{line}\n").as_bytes());
-                let _ = out.flush();
-            }),
-        )
+        Self::with_sink(namespace, function, stdout_sink())
     }
 
     /// Lines for `function` in `namespace`, handed to `sink`.
@@ -135,7 +229,23 @@ impl EmfObserver {
         Self {
             namespace: namespace.into(),
             function: function.into(),
+            level: metric_level(None),
+            detail: MetricsDetail::default(),
             sink,
+        }
+    }
+
+    /// Metrics broken down as `detail` says.
+    pub fn with_detail(self, detail: MetricsDetail) -> Self {
+        Self { detail, ..self }
+    }
+
+    /// Lines that Lambda's log filter at `threshold` (`AWS_LAMBDA_LOG_LEVEL`) keeps: see
+    /// [`metric_level`].
+    pub fn for_log_level(self, threshold: Option<&str>) -> Self {
+        Self {
+            level: metric_level(threshold),
+            ..self
         }
     }
 
@@ -143,22 +253,49 @@ impl EmfObserver {
         &self,
         extra: Option<(&str, &str)>,
         metrics: &[(&str, Unit, f64)],
-        mut properties: Vec<(&str, Value)>,
+        properties: Vec<(&str, Value)>,
     ) {
+        let line = self.line(extra, metrics, properties);
+        (self.sink)(&line);
+    }
+
+    fn line<'a>(
+        &self,
+        extra: Option<(&'a str, &str)>,
+        metrics: &[(&str, Unit, f64)],
+        mut properties: Vec<(&'a str, Value)>,
+    ) -> String {
         let mut dimensions = vec![("FunctionName", self.function.as_str())];
-        dimensions.extend(extra);
+        match (self.detail, extra) {
+            (MetricsDetail::Operation, Some(extra)) => dimensions.push(extra),
+            // On the line, searchable, but no metric of its own.
+            (MetricsDetail::Function, Some((name, value))) => properties.push((name, json!(value))),
+            (_, None) => {}
+        }
+        properties.push(("level", json!(self.level)));
         // Set by lambda_runtime for each invocation: ties the line to its trace.
         if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
             properties.push(("traceId", json!(trace)));
         }
-        let line = emf_line(
+        emf_line(
             &self.namespace,
             SystemTime::now(),
             &dimensions,
             metrics,
             &properties,
+        )
+    }
+}
+
+impl EmfObserver {
+    /// A batch of `records` stream records whose push jobs could not be enqueued: it is
+    /// retried, and after the mapping's last retry recorded in its on-failure destination.
+    pub fn fanout_failure(&self, records: usize, error: &str) {
+        self.emit(
+            None,
+            &[(FANOUT_FAILURES, Unit::Count, 1.0)],
+            vec![("records", json!(records)), ("error", json!(error))],
         );
-        (self.sink)(&line);
     }
 }
 
@@ -177,7 +314,12 @@ impl Observer for EmfObserver {
         if let Some(error) = error {
             properties.push(("error", json!(error.reason())));
         }
-        self.emit(
+        let errors = (
+            "Errors",
+            Unit::Count,
+            count(status.is_some_and(|s| s >= 500)),
+        );
+        let line = self.line(
             Some(("Operation", operation.name())),
             &[
                 ("Requests", Unit::Count, 1.0),
@@ -186,11 +328,7 @@ impl Observer for EmfObserver {
                     Unit::Milliseconds,
                     elapsed.as_secs_f64() * 1000.0,
                 ),
-                (
-                    "Errors",
-                    Unit::Count,
-                    count(status.is_some_and(|s| s >= 500)),
-                ),
+                errors,
                 (
                     "ClientErrors",
                     Unit::Count,
@@ -199,6 +337,16 @@ impl Observer for EmfObserver {
             ],
             properties,
         );
+        // Our failures by function too: what the template's ServerErrors alarms watch (a
+        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it). Broken down by
+        // function alone, the line's own metrics are that already.
+        let line = match self.detail {
+            MetricsDetail::Operation => {
+                with_function_rollup(line, &self.namespace, &self.function, &[errors])
+            }
+            MetricsDetail::Function => line,
+        };
+        (self.sink)(&line);
     }
 
     fn task_finished(&self, state: TaskState) {
@@ -330,6 +478,13 @@ mod tests {
         assert_eq!(lines[0]["error"], "TASK_NOT_FOUND");
         assert_eq!(lines[1]["Errors"], 1.0);
         assert_eq!(lines[1]["Operation"], "GetTask");
+        // Errors also by function alone, the one metric per function the alarms watch.
+        assert_eq!(
+            lines[1]["_aws"]["CloudWatchMetrics"][1],
+            json!({"Namespace": "ns", "Dimensions": [["FunctionName"]],
+                   "Metrics": [{"Name": "Errors", "Unit": "Count"}]})
+        );
+        assert_eq!(lines[1]["FunctionName"], "fn");
     }
 
     /// An agent that completes every task at once.
@@ -386,6 +541,32 @@ mod tests {
         assert_eq!(requests.len(), 1, "{lines:?}");
         assert_eq!(requests[0]["Operation"], "SendMessage");
         assert_eq!(requests[0]["Errors"], 0.0);
+    }
+
+    #[test]
+    fn by_function_alone_the_operation_is_a_property_not_a_dimension() {
+        let (observer, lines) = captured();
+        let observer = observer.with_detail(MetricsDetail::Function);
+        observer.operation(
+            Operation::GetTask,
+            Duration::from_millis(3),
+            Some(&A2AError::Internal("store".into())),
+        );
+        observer.task_finished(TaskState::Completed);
+        let lines = lines.lock().unwrap();
+        for line in lines.iter() {
+            let directives = line["_aws"]["CloudWatchMetrics"].as_array().unwrap();
+            assert_eq!(directives.len(), 1, "{line}");
+            assert_eq!(directives[0]["Dimensions"], json!([["FunctionName"]]));
+        }
+        assert_eq!(lines[0]["Operation"], "GetTask");
+        assert_eq!(lines[0]["Errors"], 1.0);
+        assert_eq!(lines[1]["State"], "TASK_STATE_COMPLETED");
+        assert_eq!(
+            "function".parse::<MetricsDetail>(),
+            Ok(MetricsDetail::Function)
+        );
+        assert!("all".parse::<MetricsDetail>().is_err());
     }
 
     #[test]

@@ -110,8 +110,13 @@ pub struct Settings {
     pub push_keys_refresh: Duration,
     /// The CloudWatch namespace of the metrics.
     pub metrics_namespace: String,
+    /// What the metrics are broken down by (`A2A_METRICS_DETAIL`).
+    pub metrics_detail: crate::metrics::MetricsDetail,
     /// The function's name, the `FunctionName` of its metrics (`AWS_LAMBDA_FUNCTION_NAME`).
     pub function_name: String,
+    /// Lambda's filter of the function's log lines (`AWS_LAMBDA_LOG_LEVEL`, set from the
+    /// template's `LogLevel`), which the metric lines must pass.
+    pub log_level: Option<String>,
     /// Webhook allow-list (local runs).
     pub push_allow_hosts: Vec<String>,
     /// Allow `http` webhooks (local runs).
@@ -214,7 +219,12 @@ impl Settings {
             push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
             metrics_namespace: get(ENV_METRICS_NAMESPACE)
                 .unwrap_or_else(|| crate::metrics::DEFAULT_NAMESPACE.into()),
+            metrics_detail: get(crate::metrics::ENV_METRICS_DETAIL)
+                .map(|v| v.parse())
+                .transpose()?
+                .unwrap_or_default(),
             function_name: get("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into()),
+            log_level: get("AWS_LAMBDA_LOG_LEVEL"),
             push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
                 .map(|v| {
                     v.split(',')
@@ -279,6 +289,19 @@ impl Settings {
         ]
     }
 
+    /// The function's metrics: EMF lines on stdout, in the configured namespace, at a level
+    /// Lambda's log filter keeps.
+    pub fn metrics(&self) -> crate::EmfObserver {
+        self.metrics_to(crate::metrics::stdout_sink())
+    }
+
+    /// The function's metrics, written to `sink` (tests).
+    pub fn metrics_to(&self, sink: crate::metrics::Sink) -> crate::EmfObserver {
+        crate::EmfObserver::with_sink(&self.metrics_namespace, &self.function_name, sink)
+            .for_log_level(self.log_level.as_deref())
+            .with_detail(self.metrics_detail)
+    }
+
     /// The service configuration of a Lambda function: no background work after a response
     /// (a frozen instance would stall it), the cloud's strict push policy unless the local env
     /// file relaxes it, and a lease that never outlasts the work job's visibility.
@@ -305,10 +328,7 @@ impl Settings {
             blocking_timeout: self.blocking_timeout,
             long_poll_max_wait: self.long_poll_max_wait,
             generations: self.generations,
-            observer: Arc::new(crate::EmfObserver::stdout(
-                &self.metrics_namespace,
-                &self.function_name,
-            )),
+            observer: Arc::new(self.metrics()),
             ..ServiceConfig::default()
         }
     }
@@ -318,6 +338,8 @@ impl Settings {
 pub struct Init {
     /// The settings read.
     pub settings: Settings,
+    /// The SDK configuration every client of the instance is built from.
+    pub sdk: aws_config::SdkConfig,
     /// The SDK clients (pooled connections, cached credentials).
     pub clients: AwsClients,
     /// The adapters on those clients.
@@ -361,10 +383,14 @@ impl Init {
         crate::init_logging();
         crate::warm_up();
         let settings = Settings::from_env()?;
-        // One SDK configuration (credentials, region, endpoint) for every client of the instance.
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .load()
-            .await;
+        // One SDK configuration (credentials, region, endpoint, and the bounds of every call:
+        // a connection gone stale while the instance was frozen costs one attempt, not the
+        // function's timeout) for every client of the instance.
+        let sdk = a2a_aws::with_call_limits(
+            &aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .load()
+                .await,
+        );
         let clients = AwsClients::from_sdk_config(&sdk);
         let adapters = AwsAdapters::new(&clients, &settings.aws);
         let keys = key_source(&settings, &sdk, key_use)
@@ -384,6 +410,7 @@ impl Init {
         };
         Ok(Self {
             settings,
+            sdk,
             clients,
             adapters,
             keys,
@@ -467,7 +494,7 @@ impl ApiKeySource for SecretApiKeys {
 
 /// The text of a Secrets Manager secret. The error says which secret failed and why, never
 /// what it holds.
-async fn read_secret(
+pub(crate) async fn read_secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
     what: &str,

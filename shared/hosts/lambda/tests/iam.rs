@@ -1,8 +1,9 @@
-//! Least privilege, proven for the queue functions: each function's real work runs against
-//! moto (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it) through
-//! metered adapters, the IAM actions are derived from the requests the meter saw, and
-//! `template.yaml`'s statements for that function must grant exactly those, on exactly those
-//! resources (the table, its index, the right queue).
+//! Least privilege, proven for every function: each function's real work runs against moto
+//! (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it) through metered
+//! adapters, the IAM actions are derived from the requests the meter saw, and the function's
+//! role in SAM's translation of `template.yaml` (`tests/sam`, the SAM CLI venv) must grant
+//! exactly those, on exactly those resources (the table, its index, the right queue), with no
+//! managed policy beyond writing logs and traces.
 //!
 //! Secrets are not metered; `template.rs` checks which function may read which secret.
 
@@ -10,13 +11,16 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::fanout::{passes_filter, Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
+use a2a_core::lite::{
+    Channel, ChannelError, ChannelPort, ChatMessage, EventTarget, Handled, LiteBridge,
+    LiteBridgeConfig,
+};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
     HostResolver, LeaseStore, OperationRequest, OperationResponse, Owner, Placement,
@@ -30,7 +34,8 @@ use a2a_protocol::{
 };
 use aws_lambda_events::event::sqs::SqsEvent;
 use serde_json::json;
-use serde_norway::Value;
+
+mod sam;
 
 /// An IAM grant: `(action, resource)`, the resource as the template's logical id
 /// (`TasksTable`, `TasksTable/index/by_owner`, `WorkQueue`, …).
@@ -221,77 +226,101 @@ impl Stack {
     }
 }
 
-/// The template's grants to the function whose role (`A2A_FUNCTION`) is `function`: every
-/// `Effect: Allow` statement of its inline policies, as (action, logical id) pairs.
-fn template_grants(function: &str) -> BTreeSet<Grant> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let text = std::fs::read_to_string(root.join("template.yaml")).expect("template.yaml");
-    let t: Value = serde_norway::from_str(&text).expect("template.yaml parses");
-    let function = t["Resources"]
-        .as_mapping()
-        .unwrap()
-        .values()
-        .find(|r| {
-            r["Properties"]["Environment"]["Variables"][a2a_lambda_glue::ENV_FUNCTION].as_str()
-                == Some(function)
-        })
-        .expect("the function");
-    let mut grants = BTreeSet::new();
-    for policy in function["Properties"]["Policies"].as_sequence().unwrap() {
-        let Some(statements) = policy.get("Statement").and_then(Value::as_sequence) else {
-            continue; // the secrets' policy templates and conditions: template.rs checks them
-        };
-        for s in statements {
-            assert_eq!(s["Effect"].as_str(), Some("Allow"));
-            let resource = logical_resource(&s["Resource"]);
-            let actions = match &s["Action"] {
-                Value::Sequence(actions) => actions.iter().map(|a| a.as_str().unwrap()).collect(),
-                Value::String(action) => vec![action.as_str()],
-                other => panic!("actions: {other:?}"),
-            };
-            for action in actions {
-                grants.insert((action.to_owned(), resource.clone()));
-            }
-        }
-    }
-    grants
+/// The AWS managed policies a function's role may have: writing its log lines and its X-Ray
+/// segments (what SAM gives every function). Nothing that reads or writes data.
+const LOGS_AND_TRACES: [&str; 2] = [
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+];
+
+/// The stack as SAM's translation creates it, behind each front door.
+struct Translated {
+    api_gateway: serde_json::Value,
+    function_url: serde_json::Value,
 }
 
-/// A statement's resource as a logical id (`TasksTable`, `TasksTable/index/by_owner`, …).
-/// The table's resources are `!If [CreateTable, <the stack's table>, <ExistingTableName's>]`:
-/// both branches must name the same resource (the table, or the same index of it).
-fn logical_resource(resource: &Value) -> String {
-    let Value::Tagged(tagged) = resource else {
-        panic!("an unscoped resource: {resource:?}");
-    };
-    if tagged.tag == "!If" {
-        let branches = tagged
-            .value
-            .as_sequence()
-            .expect("!If [condition, then, else]");
-        assert_eq!(branches[0].as_str(), Some("CreateTable"), "{resource:?}");
-        let own = logical_resource(&branches[1]);
-        let existing = logical_resource(&branches[2]);
-        // The stream of an existing table is a parameter of its own.
-        if existing == "ExistingTableStreamArn" {
-            assert_eq!(own, "TasksTable.StreamArn", "{resource:?}");
-            return own;
-        }
-        let table_arn =
-            "arn:AWS::Partition}:dynamodb:AWS::Region}:AWS::AccountId}:table/ExistingTableName}";
-        assert_eq!(
-            existing.replacen(table_arn, "TasksTable", 1),
-            own,
-            "the restored table's resource matches the stack table's"
-        );
-        return own;
+impl Translated {
+    /// `None` (the test skips) without the SAM CLI venv.
+    fn load() -> Option<Self> {
+        Some(Self {
+            api_gateway: sam::created(&[])?,
+            function_url: sam::created(&[("FrontDoor", "FunctionUrl")])?,
+        })
     }
-    let v = tagged.value.as_str().expect("a resource");
-    match tagged.tag.to_string().as_str() {
-        "!GetAtt" => v.trim_end_matches(".Arn").to_owned(),
-        "!Sub" => v.replace("${", "").replace(".Arn}", ""),
-        "!Ref" => v.to_owned(),
-        other => panic!("resource tag {other}"),
+
+    /// The grants to the function whose role (`A2A_FUNCTION`) is `function`, on tables and
+    /// queues: every statement of its role's inline policies as (action, logical id) pairs,
+    /// secrets left out (`template.rs` checks which function reads which secret). Its role's
+    /// managed policies may only write logs and traces: SAM's event-source policies
+    /// (AWSLambdaSQSQueueExecutionRole, AWSLambdaDynamoDBExecutionRole) would widen it to
+    /// every queue or stream of the account.
+    fn grants(&self, function: &str) -> BTreeSet<Grant> {
+        let stack = if function == "front" {
+            &self.function_url
+        } else {
+            &self.api_gateway
+        };
+        let logical = sam::function_logical_id(stack, function);
+        let role_ref = &stack["Resources"][logical.as_str()]["Properties"]["Role"];
+        let role_name = sam::target(role_ref)
+            .and_then(|t| t.strip_suffix(".Arn").map(str::to_owned))
+            .unwrap_or_else(|| panic!("{logical}'s role: {role_ref}"));
+        let role = &stack["Resources"][role_name.as_str()]["Properties"];
+        for arn in role["ManagedPolicyArns"].as_array().into_iter().flatten() {
+            let arn = match arn {
+                serde_json::Value::String(a) => a.clone(),
+                other => other["Fn::Sub"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{role_name}: managed policy {other}"))
+                    .replace("${AWS::Partition}", "aws"),
+            };
+            assert!(
+                LOGS_AND_TRACES.contains(&arn.as_str()),
+                "{role_name} ({function}) has the managed policy {arn}"
+            );
+        }
+        let mut grants = BTreeSet::new();
+        for policy in role["Policies"].as_array().into_iter().flatten() {
+            for s in policy["PolicyDocument"]["Statement"].as_array().unwrap() {
+                assert_eq!(s["Effect"], "Allow");
+                let resource = json_logical(&s["Resource"]);
+                let actions: Vec<&str> = match &s["Action"] {
+                    serde_json::Value::Array(actions) => {
+                        actions.iter().map(|a| a.as_str().unwrap()).collect()
+                    }
+                    serde_json::Value::String(action) => vec![action.as_str()],
+                    other => panic!("actions: {other:?}"),
+                };
+                for action in actions {
+                    if !action.starts_with("secretsmanager:") && !action.starts_with("kms:") {
+                        grants.insert((action.to_owned(), resource.clone()));
+                    }
+                }
+            }
+        }
+        grants
+    }
+}
+
+/// A statement's resource in SAM's translation as a logical id (`TasksTable`,
+/// `TasksTable/index/by_owner`, `TasksTable.StreamArn`, `WorkQueue`, …).
+fn json_logical(resource: &serde_json::Value) -> String {
+    if let Some(target) = sam::target(resource) {
+        return target.trim_end_matches(".Arn").to_owned();
+    }
+    match &resource["Fn::Sub"] {
+        serde_json::Value::String(template) => template
+            .replace("${", "")
+            .replace(".Arn}", "")
+            .replace('}', ""),
+        serde_json::Value::Array(parts) => {
+            let mut text = parts[0].as_str().expect("a Sub template").to_owned();
+            for (name, value) in parts[1].as_object().expect("Sub variables") {
+                text = text.replace(&format!("${{{name}}}"), &json_logical(value));
+            }
+            text
+        }
+        _ => panic!("an unscoped resource: {resource}"),
     }
 }
 
@@ -309,6 +338,9 @@ fn table(grants: &BTreeSet<Grant>) -> BTreeMap<String, Vec<String>> {
 #[tokio::test]
 async fn the_worker_is_granted_exactly_what_it_calls() {
     let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let Some(granted) = Translated::load() else {
         return;
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
@@ -433,7 +465,7 @@ async fn the_worker_is_granted_exactly_what_it_calls() {
     for action in EVENT_SOURCE_ACTIONS {
         needed.insert((action.to_owned(), "WorkQueue".to_owned()));
     }
-    assert_eq!(table(&template_grants("worker")), table(&needed));
+    assert_eq!(table(&granted.grants("worker")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }
 
@@ -449,6 +481,9 @@ const STREAM_SOURCE_ACTIONS: [&str; 4] = [
 #[tokio::test]
 async fn the_fanout_function_is_granted_exactly_what_it_calls() {
     let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let Some(granted) = Translated::load() else {
         return;
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
@@ -503,9 +538,7 @@ async fn the_fanout_function_is_granted_exactly_what_it_calls() {
         1,
         "only the task with a push config passes the filter"
     );
-    let batch = FanoutBatch {
-        service: stack.service(&metered, ServiceConfig::default()),
-    };
+    let batch = FanoutBatch::new(stack.service(&metered, ServiceConfig::default()));
     let out = batch.handle(&json!({ "Records": passed })).await;
     assert_eq!(out, json!({ "batchItemFailures": [] }));
     let push = SqsQueue::new(stack.clients.sqs.clone(), &stack.config.push_queue_url);
@@ -520,13 +553,21 @@ async fn the_fanout_function_is_granted_exactly_what_it_calls() {
     for action in STREAM_SOURCE_ACTIONS {
         needed.insert((action.to_owned(), "TasksTable.StreamArn".to_owned()));
     }
-    assert_eq!(table(&template_grants("fanout")), table(&needed));
+    // The mapping records a batch it gave up on in its on-failure destination.
+    needed.insert((
+        "sqs:SendMessage".to_owned(),
+        "FanoutFailureQueue".to_owned(),
+    ));
+    assert_eq!(table(&granted.grants("fanout")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }
 
 #[tokio::test]
 async fn the_push_function_is_granted_exactly_what_it_calls() {
     let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let Some(granted) = Translated::load() else {
         return;
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
@@ -661,7 +702,7 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
     for action in EVENT_SOURCE_ACTIONS {
         needed.insert((action.to_owned(), "PushQueue".to_owned()));
     }
-    assert_eq!(table(&template_grants("push")), table(&needed));
+    assert_eq!(table(&granted.grants("push")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }
 
@@ -856,17 +897,12 @@ impl Fixture {
     }
 }
 
-/// The template's grants to `function` without its secrets (`template.rs` checks those).
-fn table_and_queue_grants(function: &str) -> BTreeSet<Grant> {
-    template_grants(function)
-        .into_iter()
-        .filter(|(action, _)| !action.starts_with("secretsmanager:"))
-        .collect()
-}
-
 #[tokio::test]
 async fn every_http_function_is_granted_exactly_what_its_operations_call() {
     let Some(stack) = Stack::new().await else {
+        return;
+    };
+    let Some(granted) = Translated::load() else {
         return;
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
@@ -890,7 +926,11 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
     let setup = service(&plain);
     // The table of role → operations is the functions' own surface (from shared/hosts/lambda/routes.json),
     // so a new role (one function serving everything) is checked by adding nothing here.
-    for function in a2a_lambda_glue::HttpFunction::ALL {
+    // The channel function runs no operation of a route: its own test drives the bridge.
+    for function in a2a_lambda_glue::HttpFunction::ALL
+        .into_iter()
+        .filter(|f| !f.serves_channels())
+    {
         let fixture = Fixture::new(&setup, &plain.store).await;
         let meter = Meter::new();
         let metered = service(&plain.clone().with_meter(&meter));
@@ -899,11 +939,172 @@ async fn every_http_function_is_granted_exactly_what_its_operations_call() {
         }
         let needed = stack.grants(&meter.take());
         assert_eq!(
-            table(&table_and_queue_grants(function.name())),
+            table(&granted.grants(function.name())),
             table(&needed),
             "the grants of the {} function",
             function.name()
         );
     }
+    resources::delete_all(&stack.clients, &stack.resources).await;
+}
+
+/// A chat room that takes every message (no network: only the store and queue calls count).
+struct Room;
+
+#[async_trait::async_trait]
+impl ChannelPort for Room {
+    fn name(&self) -> &str {
+        "webhook"
+    }
+
+    async fn post(&self, _room: &str, _text: &str, _key: &str) -> Result<(), ChannelError> {
+        Ok(())
+    }
+}
+
+/// What a user of the room writes: one new chat message each time, unless `event` repeats one.
+fn chat(text: &str, event: &str) -> ChatMessage {
+    ChatMessage {
+        room: "general".into(),
+        sender: "U1".into(),
+        event_id: Some(event.into()),
+        text: text.into(),
+    }
+}
+
+/// The A2A task the bridge makes of the sender U1's task `lite_id` in #general: the `ack`
+/// names it, and so does the outcome.
+fn started(handled: &Handled) -> String {
+    match handled {
+        Handled::Started(id) | Handled::Continued(id) | Handled::Cancelled(id) => id.clone(),
+        other => panic!("the bridge did not start a task: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
+    let Some(stack) = Stack::new().await else {
+        return;
+    };
+    // The channel function exists with LiteChannels on only.
+    let Some(lite) = sam::created(&[("LiteChannels", "on")]) else {
+        return;
+    };
+    let granted = Translated {
+        api_gateway: lite,
+        function_url: serde_json::Value::Null,
+    };
+    let plain = AwsAdapters::new(&stack.clients, &stack.config);
+    let meter = Meter::new();
+    let metered = plain.clone().with_meter(&meter);
+    let service = A2aService::new(
+        ServiceConfig {
+            background_inline: false,
+            ..ServiceConfig::default()
+        },
+        Arc::new(Mixed),
+        Arc::new(metered.store.clone()),
+        Arc::new(metered.work.clone()),
+        Arc::new(metered.push.clone()),
+    );
+    let secret = b"channel-secret".to_vec();
+    let bridge = LiteBridge::new(
+        service,
+        CallContext::anonymous(""),
+        LiteBridgeConfig {
+            events_url: "https://receiver.example/a2a-lite/events".into(),
+            channels: vec![Channel {
+                port: Arc::new(Room),
+                secret,
+            }],
+            agent_id: String::new(),
+        },
+    );
+    let receive = |text: &'static str, event: &'static str| {
+        let bridge = bridge.clone();
+        async move {
+            bridge
+                .receive("webhook", chat(text, event))
+                .await
+                .expect("the bridge handles it")
+        }
+    };
+    // Every path of the bridge that makes its own kind of call: discover; a new task (queued,
+    // with its push config), the same chat message again, a task that is still running, an
+    // unknown skill, the answer to a task waiting for input; cancels of a live, a finished and
+    // a missing task; and the pushes of a task coming back (a status, an end).
+    receive("[A2A:discover]", "e0").await;
+    let live = started(&receive("[A2A:task id=t1]\nqueued work", "e1").await);
+    receive("[A2A:task id=t1]\nqueued work", "e1").await;
+    receive("[A2A:task id=t1]\nagain", "e2").await;
+    receive("[A2A:task id=t9 skill=none]\nx", "e3").await;
+    let parked = started(&receive("[A2A:task id=t2]\nqueued work", "e4").await);
+    let owner = Owner::anonymous("");
+    let head = plain
+        .store
+        .load_task(&owner, &parked)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut next = head.clone();
+    let event = a2a_core::TaskEvent::Status {
+        update: a2a_protocol::TaskStatusUpdateEvent {
+            task_id: parked.clone(),
+            context_id: head.task.context_id.clone(),
+            status: a2a_protocol::TaskStatus {
+                state: TaskState::InputRequired,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    };
+    event.apply(&mut next.task).unwrap();
+    next.version += 1;
+    let logged = a2a_core::LoggedEvent {
+        seq: next.version,
+        at: Timestamp::now(),
+        event,
+    };
+    plain
+        .store
+        .append_events(&next, head.version, &[logged])
+        .await
+        .expect("park the task");
+    receive("[A2A:task id=t2]\nmy answer", "e5").await;
+    receive("[A2A:cancel task=t1]", "e6").await;
+    receive("[A2A:cancel task=t1]", "e7").await;
+    receive("[A2A:cancel task=nothing]", "e8").await;
+    let config = plain
+        .store
+        .list_push_configs(&owner, &live)
+        .await
+        .unwrap()
+        .pop()
+        .expect("the task's push config");
+    let query = config.url.split_once('?').unwrap().1;
+    let target = EventTarget::from_query(query).expect("the target in the URL");
+    let task = plain
+        .store
+        .load_task(&owner, &live)
+        .await
+        .unwrap()
+        .unwrap()
+        .task;
+    for event in [
+        a2a_protocol::StreamResponse::Task(task.clone()),
+        a2a_protocol::StreamResponse::StatusUpdate(a2a_protocol::TaskStatusUpdateEvent {
+            task_id: live.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            ..Default::default()
+        }),
+    ] {
+        bridge
+            .deliver(&target, &config.token, &event)
+            .await
+            .expect("delivered");
+    }
+    let needed = stack.grants(&meter.take());
+    assert_eq!(table(&granted.grants("channel")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }

@@ -1,7 +1,8 @@
 //! The secrets of a deployment, against moto's Secrets Manager on the real wire protocol
 //! (`eval "$(infra/moto.sh env-start)"` first; `infra/test-all.sh` does it): the API key
 //! document named by `A2A_API_KEY_SECRET_ARN`, and the push signing keys named by
-//! `A2A_PUSH_SIGNING_SECRET_ARN`, generated on first use when the secret holds the placeholder.
+//! `A2A_PUSH_SIGNING_SECRET_ARN`, generated on first use when the secret holds the placeholder,
+//! and the A2A-Lite channels named by `A2A_LITE_SECRET_ARN`.
 
 // Test helpers may unwrap, as the tests do.
 #![allow(clippy::unwrap_used)]
@@ -410,4 +411,55 @@ async fn put_secret(sdk: &aws_config::SdkConfig, arn: &str, text: &str) {
         .send()
         .await
         .expect("update the secret");
+}
+
+#[tokio::test]
+async fn the_channels_come_from_their_secret() {
+    let Some(sdk) = moto().await else {
+        return;
+    };
+    let arn = create_secret(
+        &sdk,
+        r#"{"webhook": {"token": "chat-token-1", "replyUrl": "https://hooks.example/T/x"},
+            "matrix": {"homeserverUrl": "https://matrix.example.org", "asToken": "as-1",
+                       "hsToken": "hs-1", "senderLocalpart": "a2a"}}"#,
+    )
+    .await;
+    let env = |arn: String| {
+        move |name: &str| match name {
+            a2a_lambda_glue::ENV_LITE_SECRET_ARN => Some(arn.clone()),
+            "A2A_LITE_PRINCIPAL" => Some("key:rooms".to_owned()),
+            _ => None,
+        }
+    };
+    let lite = a2a_lambda_glue::lite_settings_from(env(arn), Some(&sdk))
+        .await
+        .expect("the channels");
+    let webhook = lite.webhook.expect("the webhook channel");
+    assert_eq!(webhook.token, "chat-token-1");
+    assert_eq!(webhook.reply_url, "https://hooks.example/T/x");
+    let matrix = lite.matrix.expect("the Matrix channel");
+    assert_eq!(
+        (matrix.as_token.as_str(), matrix.hs_token.as_str()),
+        ("as-1", "hs-1")
+    );
+    assert_eq!(lite.principal.as_deref(), Some("key:rooms"));
+
+    // The placeholder the stack creates configures nothing; a broken secret is an error that
+    // does not quote it; a missing one names the secret.
+    let empty = create_secret(&sdk, "{}").await;
+    let lite = a2a_lambda_glue::lite_settings_from(env(empty), Some(&sdk))
+        .await
+        .unwrap();
+    assert!(lite.is_empty());
+    let broken = create_secret(&sdk, r#"{"webhook": {"token": "leak-me"}}"#).await;
+    let err = a2a_lambda_glue::lite_settings_from(env(broken), Some(&sdk))
+        .await
+        .unwrap_err();
+    assert!(!err.contains("leak-me"), "{err}");
+    let missing = format!("{}-gone", create_secret(&sdk, "{}").await);
+    let err = a2a_lambda_glue::lite_settings_from(env(missing), Some(&sdk))
+        .await
+        .unwrap_err();
+    assert!(err.contains("A2A-Lite channel secret"), "{err}");
 }

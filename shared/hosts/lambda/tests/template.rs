@@ -14,6 +14,8 @@ use a2a_aws::resources::{QueueDefinition, Resources};
 use a2a_lambda_glue::{Function, HttpFunction, ENV_FUNCTION};
 use serde_norway::Value;
 
+mod sam;
+
 /// The stack name stands in for the resource prefix: the template names everything
 /// `${AWS::StackName}-…`, the code `<prefix>-…`.
 const PREFIX: &str = "STACK";
@@ -67,14 +69,38 @@ fn resources_of_type<'a>(t: &'a Value, ty: &str) -> BTreeMap<String, &'a Value> 
 /// The package and binary every function runs (`functions/Cargo.toml`).
 const BINARY: &str = "a2a-function";
 
-/// The functions of the template, by role (their `A2A_FUNCTION`).
-fn functions(t: &Value) -> BTreeMap<String, &Value> {
+/// The functions of the template, by role (their `A2A_FUNCTION`). A function with a role of
+/// its own (`Role: !GetAtt X.Arn`) gets that role's policy documents under `Policies`, beside
+/// any SAM policies, so every function's grants read alike.
+fn functions(t: &Value) -> BTreeMap<String, Value> {
     let mut by_role = BTreeMap::new();
     for (logical, f) in resources_of_type(t, "AWS::Serverless::Function") {
         let role = f["Properties"]["Environment"]["Variables"][ENV_FUNCTION]
             .as_str()
             .unwrap_or_else(|| panic!("{logical} has no {ENV_FUNCTION}"))
             .to_owned();
+        let mut f = f.clone();
+        if let Some(Value::Tagged(own)) = f["Properties"].get("Role").cloned() {
+            assert_eq!(own.tag, "!GetAtt", "{logical}'s Role");
+            let name = own
+                .value
+                .as_str()
+                .unwrap()
+                .trim_end_matches(".Arn")
+                .to_owned();
+            let documents: Vec<Value> = t["Resources"][name.as_str()]["Properties"]["Policies"]
+                .as_sequence()
+                .unwrap_or_else(|| panic!("{name} has no Policies"))
+                .iter()
+                .map(|p| p["PolicyDocument"].clone())
+                .collect();
+            let properties = f["Properties"].as_mapping_mut().unwrap();
+            assert!(
+                properties.get("Policies").is_none(),
+                "{logical} has a role of its own and SAM policies"
+            );
+            properties.insert("Policies".into(), Value::Sequence(documents));
+        }
         assert!(
             by_role.insert(role.clone(), f).is_none(),
             "two functions have {ENV_FUNCTION}={role}"
@@ -189,7 +215,7 @@ fn routes_are_the_api_events_and_streaming_functions_stream() {
             "routes.json and the code disagree on {}",
             f.name()
         );
-        let resource = fns[f.name()];
+        let resource = &fns[f.name()];
         let mut events = BTreeSet::new();
         for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
             assert_eq!(event["Type"].as_str(), Some("Api"), "{}", f.name());
@@ -274,7 +300,8 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
     // Every operation route is also served under the REST binding's `/{tenant}` prefix; the
     // documents under /.well-known and JSON-RPC (tenant in params) are not, nor the routes of
     // the older generations (0.3 REST under /v1, the early JSON-RPC paths: `POST /tasks` and
-    // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant.
+    // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant, nor
+    // the A2A-Lite channels' (a chat's channel is its tenant of sorts).
     for (method, path) in &seen {
         let tenant = path.starts_with("/{tenant}/");
         let plain = path.strip_prefix("/{tenant}").unwrap_or(path);
@@ -284,7 +311,9 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
                 .is_some_and(|rest| !rest.starts_with('{'));
         let legacy = plain.starts_with("/v1/") || plain == "/agent.json" || early;
         assert!(!(tenant && legacy), "{method} {path}");
-        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy;
+        let lite = plain.starts_with("/a2a-lite/");
+        assert!(!(tenant && lite), "{method} {path}");
+        let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy || lite;
         assert!(!(tenant && document), "{method} {path}");
         if !document {
             let other = if tenant {
@@ -307,7 +336,7 @@ fn queue_functions_report_batch_item_failures_within_the_visibility_timeout() {
     let resources = Resources::named(PREFIX);
     let r = routes();
     for (name, spec) in r["queueFunctions"].as_object().unwrap() {
-        let f = fns[name.as_str()];
+        let f = &fns[name.as_str()];
         let queue = match spec["queue"].as_str().unwrap() {
             "work" => &resources.work_queue,
             "push" => &resources.push_queue,
@@ -476,7 +505,9 @@ fn table_and_queues_match_the_resource_definitions() {
     );
     assert_eq!(str_of(&p["TimeToLiveSpecification"]["Enabled"]), "true");
 
-    assert_eq!(resources_of_type(&t, "AWS::SQS::Queue").len(), 4);
+    // The four the code uses, and the fan-out's on-failure destination (template only:
+    // a_fan_out_that_keeps_failing_is_bounded_recorded_and_alarmed).
+    assert_eq!(resources_of_type(&t, "AWS::SQS::Queue").len(), 5);
     check_queue(&t, "WorkQueue", &resources.work_queue);
     check_queue(&t, "WorkDeadLetterQueue", &resources.work_dead_letter_queue);
     check_queue(&t, "PushQueue", &resources.push_queue);
@@ -487,11 +518,15 @@ fn table_and_queues_match_the_resource_definitions() {
 fn secrets_in_policies(function: &Value) -> String {
     let policies = &untag(function)["Properties"]["Policies"];
     let text = serde_norway::to_string(policies).expect("policies serialise");
-    ["ApiKeysSecret", "PushSigningKeysSecret"]
-        .into_iter()
-        .filter(|name| text.contains(name))
-        .collect::<Vec<_>>()
-        .join(",")
+    [
+        "ApiKeysSecret",
+        "LiteChannelSecret",
+        "PushSigningKeysSecret",
+    ]
+    .into_iter()
+    .filter(|name| text.contains(name))
+    .collect::<Vec<_>>()
+    .join(",")
 }
 
 #[test]
@@ -501,12 +536,16 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
-            "card" | "front" => "ApiKeysSecret,PushSigningKeysSecret",
+            "card" => "ApiKeysSecret,PushSigningKeysSecret",
+            // The front function serves the A2A-Lite channels too, when they are on.
+            "front" => "ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret",
+            // The chats' tokens are its credentials: it authenticates no A2A caller.
+            "channel" => "LiteChannelSecret",
             "push" => "PushSigningKeysSecret",
             "worker" | "fanout" => "",
             _ => "ApiKeysSecret",
         };
-        assert_eq!(secrets_in_policies(function), expected, "{role}");
+        assert_eq!(secrets_in_policies(&function), expected, "{role}");
     }
     // Every function reads its auth settings from the globals (the template's parameters).
     let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
@@ -557,7 +596,13 @@ fn every_path_sends_preflights_to_a_function_and_cors_is_off_by_default() {
     let r = routes();
     let routes = r["routes"].as_array().unwrap();
     let field = |x: &serde_json::Value, k: &str| x[k].as_str().unwrap().to_owned();
-    let paths: BTreeSet<String> = routes.iter().map(|x| field(x, "path")).collect();
+    // The A2A-Lite paths are called by chat servers and by this deployment's own pushes,
+    // never by a browser: no preflight reaches them.
+    let paths: BTreeSet<String> = routes
+        .iter()
+        .map(|x| field(x, "path"))
+        .filter(|p| !p.starts_with("/a2a-lite/"))
+        .collect();
     for path in &paths {
         let preflight: Vec<String> = routes
             .iter()
@@ -600,6 +645,26 @@ fn the_table_survives_deletes_and_replacements_and_can_be_restored() {
         "true"
     );
     assert_eq!(str_of(&p["DeletionProtectionEnabled"]), "true");
+    // The secrets survive with it: the keys callers hold and the keys receivers trust.
+    for secret in [
+        "PushSigningKeysSecret",
+        "ApiKeysSecret",
+        "LiteChannelSecret",
+    ] {
+        let r = &t["Resources"][secret];
+        assert_eq!(r["Type"].as_str(), Some("AWS::SecretsManager::Secret"));
+        assert_eq!(r["DeletionPolicy"].as_str(), Some("Retain"), "{secret}");
+        assert_eq!(
+            r["UpdateReplacePolicy"].as_str(),
+            Some("Retain"),
+            "{secret}"
+        );
+    }
+    assert_eq!(
+        resources_of_type(&t, "AWS::SecretsManager::Secret").len(),
+        3,
+        "every secret is kept"
+    );
 }
 
 #[test]
@@ -616,6 +681,8 @@ fn reserved_concurrency_is_a_parameter_per_function_class_and_off_by_default() {
                     .is_none());
                 continue;
             }
+            // a_function_url_front_door_is_capped_by_default.
+            "front" => continue,
             _ => "Http",
         };
         let reserved = &f["Properties"]["ReservedConcurrentExecutions"];
@@ -666,6 +733,27 @@ fn the_front_door_has_one_throttled_stage_and_blocking_sends_fit_in_it() {
     assert!(num(&blocking["Default"]) <= num(&blocking["MaxValue"]));
 }
 
+/// Every AWS call is bounded (`a2a_aws::timeouts`): after the longest blocking wait, one more
+/// call that meets a stale connection and gives up still ends inside a buffered function's
+/// timeout, rather than the function timing out in the middle of it.
+#[test]
+fn one_bounded_aws_call_after_the_longest_blocking_wait_fits_in_a_buffered_function() {
+    let t = template();
+    let longest_wait = num(&t["Parameters"]["BlockingTimeoutSeconds"]["MaxValue"]);
+    let call = a2a_aws::CALL_LIMITS.operation;
+    for (role, f) in functions(&t) {
+        let timeout = f["Properties"]
+            .get("Timeout")
+            .map(num)
+            .unwrap_or_else(|| num(&t["Globals"]["Function"]["Timeout"]));
+        assert!(
+            std::time::Duration::from_secs(longest_wait) + call
+                <= std::time::Duration::from_secs(timeout),
+            "{role}: {longest_wait} s of wait and a {call:?} call in {timeout} s"
+        );
+    }
+}
+
 #[test]
 fn a_public_base_url_wins_over_the_request_url_everywhere() {
     let t = template();
@@ -711,18 +799,27 @@ fn sam_build_runs_without_a_prompt() {
     // rust-cargolambda is a beta feature: without this `sam build` asks before building.
     let mut section = "";
     let mut beta = false;
+    let mut cached = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             section = line;
-        } else if section == "[default.build.parameters]"
-            && line.replace(' ', "") == "beta_features=true"
-        {
-            beta = true;
+        } else if section == "[default.build.parameters]" {
+            beta |= line.replace(' ', "") == "beta_features=true";
+            cached |= line.replace(' ', "") == "cached=true";
         }
     }
     assert!(
         beta,
         "samconfig.toml: [default.build.parameters] beta_features = true"
+    );
+    // SAM's build cache keys on a checksum of CodeUri: every function's is the repository
+    // root, target/ included, which each build changes, so it never hits and hashes the whole
+    // target directory on every build.
+    let code_uri = str_of(&template()["Globals"]["Function"]["CodeUri"]);
+    assert_eq!(code_uri, ".");
+    assert!(
+        !cached,
+        "samconfig.toml: cached = true with CodeUri {code_uri}"
     );
 }
 
@@ -757,9 +854,15 @@ fn every_function_logs_json_with_retention_and_traces() {
     let app_level = serde_norway::to_string(&logging["ApplicationLogLevel"]).unwrap();
     assert!(app_level.contains("LogLevel"), "{app_level}");
     assert_eq!(str_of(&logging["SystemLogLevel"]), "SystemLogLevel");
-    assert_eq!(globals["Tracing"].as_str(), Some("Active"));
+    // Active unless the Tracing parameter says PassThrough (docs/cost.md).
+    assert_eq!(str_of(&globals["Tracing"]), "Tracing");
+    assert_eq!(
+        t["Parameters"]["Tracing"]["Default"].as_str(),
+        Some("Active")
+    );
     let env = &globals["Environment"]["Variables"];
     assert_eq!(str_of(&env["A2A_METRICS_NAMESPACE"]), "MetricsNamespace");
+    assert_eq!(str_of(&env["A2A_METRICS_DETAIL"]), "MetricsDetail");
     assert_eq!(
         str_of(&env["A2A_PUSH_KEYS_REFRESH_SECS"]),
         "PushKeysRefreshSeconds"
@@ -777,8 +880,10 @@ fn every_function_logs_json_with_retention_and_traces() {
         );
     }
 
+    // (The API's access log group, ApiAccessLogs, is named by CloudFormation.)
     let groups: BTreeMap<String, &Value> = resources_of_type(&t, "AWS::Logs::LogGroup")
         .into_values()
+        .filter(|g| g["Properties"].get("LogGroupName").is_some())
         .map(|g| (str_of(&g["Properties"]["LogGroupName"]), g))
         .collect();
     for (role, logical) in logical_ids(&t) {
@@ -826,9 +931,13 @@ fn dead_letters_errors_and_throttles_raise_alarms() {
             })
             .collect()
     };
-    let dlqs: BTreeSet<String> = ["PushDeadLetterQueue", "WorkDeadLetterQueue"]
-        .map(String::from)
-        .into();
+    let dlqs: BTreeSet<String> = [
+        "FanoutFailureQueue",
+        "PushDeadLetterQueue",
+        "WorkDeadLetterQueue",
+    ]
+    .map(String::from)
+    .into();
     assert_eq!(
         watched("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
         dlqs
@@ -848,7 +957,8 @@ fn dead_letters_errors_and_throttles_raise_alarms() {
 fn only_the_push_function_writes_the_signing_keys() {
     let t = template();
     for (role, function) in functions(&t) {
-        let policies = serde_norway::to_string(&untag(function)["Properties"]["Policies"]).unwrap();
+        let policies =
+            serde_norway::to_string(&untag(&function)["Properties"]["Policies"]).unwrap();
         assert_eq!(
             policies.contains("secretsmanager:PutSecretValue"),
             role == "push",
@@ -991,17 +1101,18 @@ fn an_existing_table_replaces_the_stack_s_own_everywhere() {
     assert_eq!(table, BTreeSet::from(["ExistingTableName".to_owned()]));
     let mut granted = 0;
     for (role, f) in functions(&existing) {
-        for resource in table_resources(f) {
+        for resource in table_resources(&f) {
             let mut r = BTreeSet::new();
             references(resource, &mut r);
-            // The fan-out reads the existing table's stream, a parameter of its own.
-            if r.contains("ExistingTableStreamArn") {
+            assert!(r.contains("ExistingTableName"), "{role}: {resource:?}");
+            let arn = str_of(resource);
+            // The fan-out reads the existing table's stream (the one ExistingTableStreamArn
+            // names; a table has one stream at a time).
+            if arn.ends_with("table/${ExistingTableName}/stream/*") {
                 assert_eq!(role, "fanout");
                 granted += 1;
                 continue;
             }
-            assert!(r.contains("ExistingTableName"), "{role}: {resource:?}");
-            let arn = str_of(resource);
             assert!(
                 arn == "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingTableName}"
                     || arn.ends_with("table/${ExistingTableName}/index/by_owner"),
@@ -1056,6 +1167,15 @@ fn condition(t: &Value, name: &str, overrides: &BTreeMap<&str, &str>) -> bool {
 /// The logical ids of the resources a stack creates with `FrontDoor` = `front_door`.
 fn created(t: &Value, front_door: &str) -> BTreeSet<String> {
     created_with(t, &BTreeMap::from([("FrontDoor", front_door)]))
+}
+
+/// As [`created`], with the A2A-Lite channels on (the channel function is one of the HTTP
+/// functions then).
+fn created_with_channels(t: &Value, front_door: &str) -> BTreeSet<String> {
+    created_with(
+        t,
+        &BTreeMap::from([("FrontDoor", front_door), ("LiteChannels", "on")]),
+    )
 }
 
 /// The logical ids of the resources a stack creates with the parameters at their defaults
@@ -1113,8 +1233,11 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
         .map(|f| ids[f.name()].clone())
         .collect();
     let front = ids["front"].clone();
-    let api_gateway = created(&t, "ApiGateway");
-    let function_url = created(&t, "FunctionUrl");
+    let api_gateway = created_with_channels(&t, "ApiGateway");
+    let function_url = created_with_channels(&t, "FunctionUrl");
+    // Off by default: no channel function, no channel secret.
+    assert!(!created(&t, "ApiGateway").contains(&ids["channel"]));
+    assert!(!created(&t, "ApiGateway").contains("LiteChannelSecret"));
     for stack in [&api_gateway, &function_url] {
         assert!(stack.contains(&ids["worker"]) && stack.contains(&ids["push"]));
         assert!(stack.contains("TasksTable") && stack.contains("WorkQueue"));
@@ -1128,24 +1251,32 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     // Each created function has its log group and alarms, and nothing else differs.
     let only_api: BTreeSet<_> = api_gateway.difference(&function_url).cloned().collect();
     let only_url: BTreeSet<_> = function_url.difference(&api_gateway).cloned().collect();
+    // The channel function serves no A2A operation, so it publishes no operation `Errors`
+    // for a ServerErrors alarm to watch (its failures are Lambda's `Errors`).
+    let channel = ids["channel"].clone();
     let per_function = |logical: &str| {
         let class = logical.trim_end_matches("Function");
-        [
+        let mut each = vec![
             logical.to_owned(),
             format!("{class}LogGroup"),
             format!("{class}ErrorsAlarm"),
             format!("{class}ThrottlesAlarm"),
-        ]
+        ];
+        if logical != channel {
+            each.push(format!("{class}ServerErrorsAlarm"));
+        }
+        each
     };
     let mut expected: BTreeSet<String> = http.iter().flat_map(|f| per_function(f)).collect();
-    expected.insert("A2aApi".into());
+    expected.extend(["A2aApi", "ApiServerErrorsAlarm"].map(String::from));
     assert_eq!(only_api, expected);
     // With the default AuthType NONE, the permissions a public Function URL needs.
-    let mut expected: BTreeSet<String> = per_function(&front).into();
+    let mut expected: BTreeSet<String> = per_function(&front).into_iter().collect();
     expected.extend(
         [
             "FrontFunctionUrlPublicAccess",
             "FrontFunctionUrlPublicInvoke",
+            "FrontUrlServerErrorsAlarm",
         ]
         .map(String::from),
     );
@@ -1155,10 +1286,30 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     let f = &fns["front"]["Properties"];
     let url = &f["FunctionUrlConfig"];
     assert_eq!(url["InvokeMode"].as_str(), Some("RESPONSE_STREAM"));
+    // FunctionUrlAuthType, said through PublicFunctionUrl (which `sam deploy --guided` reads:
+    // infra/check-template.sh): NONE exactly when the parameter is NONE.
+    assert_eq!(tag_of(&url["AuthType"]).as_deref(), Some("If"));
+    let branches = untag(&url["AuthType"]).as_sequence().unwrap();
+    assert_eq!(str_of(&branches[0]), "PublicFunctionUrl");
     assert_eq!(
-        untag(&url["AuthType"]).as_str(),
-        Some("FunctionUrlAuthType")
+        (str_of(&branches[1]), str_of(&branches[2])),
+        ("NONE".into(), "AWS_IAM".into())
     );
+    let allowed: Vec<String> = t["Parameters"]["FunctionUrlAuthType"]["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(str_of)
+        .collect();
+    assert_eq!(allowed, ["NONE", "AWS_IAM"]);
+    for value in ["NONE", "AWS_IAM"] {
+        let overrides =
+            BTreeMap::from([("FrontDoor", "FunctionUrl"), ("FunctionUrlAuthType", value)]);
+        assert_eq!(
+            condition(&t, "PublicFunctionUrl", &overrides),
+            value == "NONE"
+        );
+    }
     assert_eq!(
         t["Parameters"]["FunctionUrlAuthType"]["Default"].as_str(),
         Some("NONE")
@@ -1178,9 +1329,9 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     // Least privilege: what the HTTP functions are granted, together, and nothing more.
     let union: BTreeSet<_> = HttpFunction::ALL
         .iter()
-        .flat_map(|h| grants(fns[h.name()]))
+        .flat_map(|h| grants(&fns[h.name()]))
         .collect();
-    assert_eq!(grants(fns["front"]), union);
+    assert_eq!(grants(&fns["front"]), union);
 
     // The URLs of the chosen front door: the outputs and the push tokens' issuer.
     for output in ["RestBaseUrl", "JsonRpcUrl", "CardUrl"] {
@@ -1218,7 +1369,8 @@ fn the_fanout_reads_the_table_stream_filtered_to_tasks_with_push_configs() {
     let event = &fanout["Events"]["Heads"];
     assert_eq!(event["Type"].as_str(), Some("DynamoDB"));
     let p = &event["Properties"];
-    assert_eq!(p["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
+    // (a_stream_is_read_from_its_start_only_when_its_records_are_all_new)
+    assert_eq!(tag_of(&p["StartingPosition"]).as_deref(), Some("If"));
     let reports = serde_norway::to_string(&p["FunctionResponseTypes"]).unwrap();
     assert!(reports.contains("ReportBatchItemFailures"), "{reports}");
     let pattern = p["FilterCriteria"]["Filters"][0]["Pattern"]
@@ -1355,6 +1507,862 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
         assert!(
             num(&t["Parameters"][name]["Default"]) >= 1,
             "{name} has a default"
+        );
+    }
+}
+
+/// A fan-out batch that keeps failing holds its shard back, and after 24 hours the stream drops
+/// its records: the mapping bounds the retries (count and age, leaving most of the stream's
+/// 24 hours to replay the batch), records a batch it gave up on in an on-failure queue the
+/// function's role may send to, and three alarms see it: the queue, the records' age, and the
+/// function's own count of failed batches (Lambda counts a partial batch response as a
+/// success, so `Errors` never would). Read from SAM's translation.
+#[test]
+fn a_fan_out_that_keeps_failing_is_bounded_recorded_and_alarmed() {
+    let Some(stack) = sam::created(&[]) else {
+        return;
+    };
+    let mappings: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::Lambda::EventSourceMapping")
+        .into_iter()
+        .map(|(_, m)| &m["Properties"])
+        .filter(|p| sam::target(&p["FunctionName"]).as_deref() == Some("FanoutFunction"))
+        .collect();
+    assert_eq!(mappings.len(), 1);
+    let m = mappings[0];
+    let retries = m["MaximumRetryAttempts"]
+        .as_i64()
+        .expect("MaximumRetryAttempts");
+    assert!(
+        (0..=10_000).contains(&retries),
+        "bounded retries: {retries}"
+    );
+    let age = m["MaximumRecordAgeInSeconds"]
+        .as_i64()
+        .expect("MaximumRecordAgeInSeconds");
+    assert!(
+        (60..=6 * 3600).contains(&age),
+        "a failed batch leaves the stream's 24 hours to be replayed: at least 18 of them ({age} s)"
+    );
+    assert_eq!(m["BisectBatchOnFunctionError"], true);
+    assert_eq!(
+        m["FunctionResponseTypes"],
+        serde_json::json!(["ReportBatchItemFailures"])
+    );
+    let destination = &m["DestinationConfig"]["OnFailure"]["Destination"];
+    assert_eq!(
+        sam::target(destination).as_deref(),
+        Some("FanoutFailureQueue.Arn")
+    );
+    let queue = &stack["Resources"]["FanoutFailureQueue"];
+    assert_eq!(queue["Type"], "AWS::SQS::Queue");
+    assert!(
+        queue["Properties"].get("FifoQueue").is_none(),
+        "Lambda's on-failure destination must be a standard queue"
+    );
+
+    // The mapping sends to the destination with the function's role.
+    let role = &stack["Resources"]["FanoutFunctionRole"]["Properties"];
+    let sends: Vec<&serde_json::Value> = role["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+        .filter(|s| s["Action"] == serde_json::json!(["sqs:SendMessage"]))
+        .map(|s| &s["Resource"])
+        .collect();
+    assert!(
+        sends
+            .iter()
+            .any(|r| sam::target(r).as_deref() == Some("FanoutFailureQueue.Arn")),
+        "{sends:?}"
+    );
+
+    let alarms: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
+        .into_iter()
+        .map(|(_, a)| &a["Properties"])
+        .collect();
+    let alarmed = |namespace: serde_json::Value, metric: &str, dimension: &str| {
+        alarms.iter().any(|p| {
+            p["Namespace"] == namespace
+                && p["MetricName"] == metric
+                && sam::target(&p["Dimensions"][0]["Value"]).as_deref() == Some(dimension)
+        })
+    };
+    assert!(alarmed(
+        "AWS/SQS".into(),
+        "ApproximateNumberOfMessagesVisible",
+        "FanoutFailureQueue.QueueName"
+    ));
+    assert!(alarmed(
+        "AWS/Lambda".into(),
+        "IteratorAge",
+        "FanoutFunction"
+    ));
+    assert!(alarmed(
+        serde_json::json!({"Ref": "MetricsNamespace"}),
+        a2a_lambda_glue::metrics::FANOUT_FAILURES,
+        "FanoutFunction"
+    ));
+}
+
+/// What Lambda's JSON log filter does with an application log line under `ApplicationLogLevel`
+/// `threshold` (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html):
+/// it reads the line's `level`; a missing or invalid `level`, or a missing or invalid RFC 3339
+/// `timestamp`, makes the line INFO; it keeps lines of the threshold's level and more severe.
+fn lambda_keeps(line: &serde_json::Value, threshold: &str) -> bool {
+    const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+    let rank = |l: &str| LEVELS.iter().position(|x| x.eq_ignore_ascii_case(l));
+    let timestamp_valid = line["timestamp"]
+        .as_str()
+        .is_some_and(|t| a2a_protocol::Timestamp::parse(t).is_ok());
+    let level = line["level"]
+        .as_str()
+        .and_then(rank)
+        .filter(|_| timestamp_valid)
+        .unwrap_or(2);
+    level >= rank(threshold).expect("a Lambda log level")
+}
+
+/// Lambda drops log lines below `ApplicationLogLevel`, and EMF metric lines are log lines: at
+/// every `LogLevel` the template allows, the metric lines a function writes (its settings read
+/// `AWS_LAMBDA_LOG_LEVEL`, which Lambda sets from `ApplicationLogLevel`) pass the filter.
+#[test]
+fn metric_lines_pass_lambdas_log_filter_at_every_log_level() {
+    let t = template();
+    let allowed = t["Parameters"]["LogLevel"]["AllowedValues"]
+        .as_sequence()
+        .unwrap();
+    assert!(allowed.len() >= 5);
+    let global = &t["Globals"]["Function"]["LoggingConfig"];
+    assert_eq!(
+        tag_of(&global["ApplicationLogLevel"]).as_deref(),
+        Some("FindInMap")
+    );
+    for value in allowed {
+        let log_level = str_of(value);
+        let lambda_level = str_of(&t["Mappings"]["LambdaLogLevel"][log_level.as_str()]["Level"]);
+        let settings = a2a_lambda_glue::Settings::from_lookup(|name| match name {
+            "A2A_TABLE" => Some("t".into()),
+            "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+            "AWS_LAMBDA_LOG_LEVEL" => Some(lambda_level.clone()),
+            _ => None,
+        })
+        .unwrap();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let metrics = settings.metrics_to(std::sync::Arc::new(move |line: &str| {
+            sink.lock().unwrap().push(line.to_owned());
+        }));
+        use a2a_core::Observer as _;
+        metrics.operation(a2a_protocol::Operation::GetTask, Default::default(), None);
+        metrics.task_finished(a2a_protocol::TaskState::Completed);
+        metrics.fanout_failure(3, "queue gone");
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 3);
+        for line in lines.iter() {
+            let parsed: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                lambda_keeps(&parsed, &lambda_level),
+                "LogLevel {log_level} (ApplicationLogLevel {lambda_level}) drops {line}"
+            );
+            assert!(parsed["_aws"]["CloudWatchMetrics"].is_array());
+        }
+    }
+}
+
+/// SAM adds AWS's managed `AWSLambdaSQSQueueExecutionRole` / `AWSLambdaDynamoDBExecutionRole`
+/// to a role it generates for a function with an SQS or DynamoDB event: receiving and deleting
+/// on every queue, reading every stream, of the account. In SAM's translation, behind either
+/// front door, no role carries a managed policy beyond writing logs and traces (`iam.rs` checks
+/// the inline grants against what the code calls).
+#[test]
+fn no_role_carries_a_managed_policy_beyond_logs_and_traces() {
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door)]) else {
+            return;
+        };
+        let roles = sam::of_type(&stack, "AWS::IAM::Role");
+        assert!(roles.len() >= 4, "{front_door}: {} roles", roles.len());
+        for (name, role) in roles {
+            for arn in role["Properties"]["ManagedPolicyArns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let arn = arn
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| {
+                        arn["Fn::Sub"]
+                            .as_str()
+                            .map(|a| a.replace("${AWS::Partition}", "aws"))
+                    })
+                    .unwrap_or_else(|| panic!("{name}: {arn}"));
+                assert!(
+                    [
+                        "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+                        "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+                    ]
+                    .contains(&arn.as_str()),
+                    "{front_door}: {name} has {arn}"
+                );
+            }
+        }
+    }
+}
+
+/// `ExistingTableName` without the stream's ARN would fail mid-deploy (the fan-out's event
+/// source mapping has no stream) and roll the stack back: the template's `Rules` refuse it
+/// before anything is created, and a stream ARN without the table it belongs to.
+#[test]
+fn an_existing_table_without_its_stream_is_refused_before_anything_is_created() {
+    let stream =
+        "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000";
+    // (parameters, the rule that refuses them).
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+    let cases: [Case<'_>; 4] = [
+        (&[], None),
+        (
+            &[
+                ("ExistingTableName", "a2a-restored"),
+                ("ExistingTableStreamArn", stream),
+            ],
+            None,
+        ),
+        (
+            &[("ExistingTableName", "a2a-restored")],
+            Some("ExistingTableName needs ExistingTableStreamArn"),
+        ),
+        (
+            &[("ExistingTableStreamArn", stream)],
+            Some("ExistingTableStreamArn is the stream of the table ExistingTableName names"),
+        ),
+    ];
+    for (overrides, refused) in cases {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let failed: Vec<&str> = stack["FailedRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        match refused {
+            None => assert!(failed.is_empty(), "{overrides:?}: {failed:?}"),
+            Some(why) => assert!(
+                failed.len() == 1 && failed[0].starts_with(why),
+                "{overrides:?}: {failed:?}"
+            ),
+        }
+    }
+}
+
+/// Failures of ours that callers see are alarmed, not only a function's own `Errors` (an
+/// invocation that failed): API Gateway's 5xx on the stage, or the Function URL's; and, per
+/// HTTP function, the operations that failed on our side (the EMF metric `Errors` by
+/// `FunctionName`, which `EmfObserver` publishes), which include JSON-RPC errors answered with
+/// HTTP 200. Read from SAM's translation, behind each front door.
+#[test]
+fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door)]) else {
+            return;
+        };
+        let alarms: Vec<&serde_json::Value> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
+            .into_iter()
+            .map(|(_, a)| &a["Properties"])
+            .collect();
+        let dimension = |p: &serde_json::Value, name: &str| -> Option<serde_json::Value> {
+            p["Dimensions"]
+                .as_array()?
+                .iter()
+                .find(|d| d["Name"] == name)
+                .map(|d| d["Value"].clone())
+        };
+        let watches = |namespace: serde_json::Value, metric: &str, function: &str| {
+            alarms.iter().any(|p| {
+                p["Namespace"] == namespace
+                    && p["MetricName"] == metric
+                    && p["Threshold"] == 0
+                    && p["ComparisonOperator"] == "GreaterThanThreshold"
+                    && dimension(p, "FunctionName")
+                        .is_some_and(|v| sam::target(&v).as_deref() == Some(function))
+            })
+        };
+        let http: Vec<String> = sam::of_type(&stack, "AWS::Lambda::Function")
+            .into_iter()
+            .filter(|(_, f)| {
+                let role = f["Properties"]["Environment"]["Variables"][ENV_FUNCTION]
+                    .as_str()
+                    .unwrap();
+                role == "front" || HttpFunction::ALL.iter().any(|h| h.name() == role)
+            })
+            .map(|(logical, _)| logical.to_owned())
+            .collect();
+        assert!(!http.is_empty());
+        for function in &http {
+            assert!(
+                watches(
+                    serde_json::json!({"Ref": "MetricsNamespace"}),
+                    "Errors",
+                    function
+                ),
+                "{front_door}: {function}'s failed operations are not alarmed"
+            );
+        }
+        if front_door == "ApiGateway" {
+            let title = &stack["Resources"]["A2aApi"]["Properties"]["Body"]["info"]["title"];
+            let stage = &stack["Resources"]["A2aApiStage"]["Properties"]["StageName"];
+            assert!(
+                alarms.iter().any(|p| p["Namespace"] == "AWS/ApiGateway"
+                    && p["MetricName"] == "5XXError"
+                    && dimension(p, "ApiName").as_ref() == Some(title)
+                    && dimension(p, "Stage").as_ref() == Some(stage)),
+                "API Gateway's 5xx on the stage"
+            );
+        } else {
+            assert!(watches("AWS/Lambda".into(), "Url5xxCount", "FrontFunction"));
+        }
+    }
+}
+
+/// A Function URL has no throttle of its own: behind it, a flood would take the account's
+/// concurrency from the worker, push and fan-out functions. The front function is capped by
+/// default (its reserved concurrency, `FunctionUrlMaxConcurrency`, 100), and -1 lifts the cap
+/// (an account whose quota cannot spare the reservation). Read from SAM's translation.
+#[test]
+fn a_function_url_front_door_is_capped_by_default() {
+    let t = template();
+    let parameter = &t["Parameters"]["FunctionUrlMaxConcurrency"];
+    assert_eq!(parameter["Default"].as_i64(), Some(100));
+    for (overrides, expected) in [
+        (&[("FrontDoor", "FunctionUrl")][..], Some(100)),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("FunctionUrlMaxConcurrency", "-1"),
+            ][..],
+            None,
+        ),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("FunctionUrlMaxConcurrency", "40"),
+            ][..],
+            Some(40),
+        ),
+    ] {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let reserved =
+            &stack["Resources"]["FrontFunction"]["Properties"]["ReservedConcurrentExecutions"];
+        let value = reserved.get("Ref").map(|r| {
+            assert_eq!(r, "FunctionUrlMaxConcurrency");
+            overrides
+                .iter()
+                .find(|(k, _)| *k == "FunctionUrlMaxConcurrency")
+                .map_or(100, |(_, v)| v.parse().unwrap())
+        });
+        assert_eq!(value, expected, "{overrides:?}: {reserved}");
+    }
+}
+
+/// Lambda refuses a function whose environment (names and values) passes 4 KB: the deploy
+/// fails then, mid-stack. Every value a parameter or resource puts there is bounded (a
+/// parameter by `MaxLength`, its allowed values or its `MaxValue`; a resource by what AWS
+/// names it), and at every bound at once each function's environment still fits.
+#[test]
+fn every_function_s_environment_fits_in_4_kb_at_every_parameter_s_bound() {
+    let t = template();
+    // Upper bounds of what the resources and pseudo parameters put in the environment.
+    let region = "ap-southeast-2".len() + 2;
+    let url_suffix = "amazonaws.com.cn".len();
+    // https://sqs.<region>.amazonaws.com/<account>/<name of at most 80>
+    let queue_url =
+        "https://sqs.".len() + region + ".".len() + url_suffix + "/".len() + 12 + 1 + 80;
+    // arn:<partition>:secretsmanager:<region>:<account>:secret:<stack name, 128, and a
+    // suffix of ours>-<6 random>
+    let secret_arn = "arn:aws-us-gov:secretsmanager:".len()
+        + region
+        + 1
+        + 12
+        + ":secret:".len()
+        + 128
+        + "-push-signing-keys".len()
+        + 7;
+    let bound = |v: &Value| -> usize { max_len(&t, v, region, url_suffix, queue_url, secret_arn) };
+    let globals = t["Globals"]["Function"]["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap();
+    for (role, f) in functions(&t) {
+        let mut env: BTreeMap<String, usize> = BTreeMap::new();
+        let own = f["Properties"]["Environment"]["Variables"]
+            .as_mapping()
+            .unwrap();
+        for (name, value) in globals.iter().chain(own.iter()) {
+            env.insert(name.as_str().unwrap().to_owned(), bound(value));
+        }
+        let total: usize = env.iter().map(|(name, len)| name.len() + len).sum();
+        assert!(
+            total <= 4096,
+            "{role}: up to {total} bytes of environment: {env:?}"
+        );
+    }
+}
+
+/// The most bytes `v`, a value of the template, can take.
+fn max_len(
+    t: &Value,
+    v: &Value,
+    region: usize,
+    url_suffix: usize,
+    queue_url: usize,
+    secret_arn: usize,
+) -> usize {
+    let again = |v: &Value| max_len(t, v, region, url_suffix, queue_url, secret_arn);
+    let named = |name: &str| -> usize {
+        let (name, attribute) = name.split_once('.').unwrap_or((name, ""));
+        if let Some(p) = t["Parameters"].get(name) {
+            if let Some(max) = p.get("MaxLength") {
+                return usize::try_from(num(max)).unwrap();
+            }
+            if let Some(values) = p.get("AllowedValues").and_then(Value::as_sequence) {
+                return values.iter().map(|v| str_of(v).len()).max().unwrap();
+            }
+            if let Some(max) = p.get("MaxValue") {
+                return str_of(max).len().max(str_of(&p["MinValue"]).len());
+            }
+            panic!("parameter {name} has no bound (MaxLength, AllowedValues or MaxValue)");
+        }
+        match name {
+            "AWS::Region" => return region,
+            "AWS::URLSuffix" => return url_suffix,
+            "AWS::NoValue" => return 0,
+            _ => {}
+        }
+        let resource = &t["Resources"][name];
+        match (resource["Type"].as_str(), attribute) {
+            (Some("AWS::SQS::Queue"), "") => queue_url,
+            (Some("AWS::DynamoDB::Table"), "") => 255,
+            (Some("AWS::SecretsManager::Secret"), "") => secret_arn,
+            // A REST API's id.
+            (Some("AWS::Serverless::Api"), "") => 10,
+            // https://<32>.lambda-url.<region>.on.aws/
+            (Some("AWS::Serverless::Function"), "") => 64,
+            (None, "FunctionUrl") => {
+                "https://".len() + 32 + ".lambda-url.".len() + region + ".on.aws/".len()
+            }
+            other => panic!("no bound for {name} ({other:?})"),
+        }
+    };
+    match v {
+        Value::Tagged(tagged) => match tagged.tag.to_string().as_str() {
+            "!Ref" | "!GetAtt" => named(tagged.value.as_str().unwrap()),
+            "!If" => {
+                let branches = tagged.value.as_sequence().unwrap();
+                again(&branches[1]).max(again(&branches[2]))
+            }
+            "!Sub" => {
+                let text = tagged.value.as_str().expect("a !Sub string");
+                let mut total = 0;
+                let mut rest = text;
+                while let Some(start) = rest.find("${") {
+                    total += start;
+                    let end = rest[start..].find('}').unwrap() + start;
+                    total += named(&rest[start + 2..end]);
+                    rest = &rest[end + 1..];
+                }
+                total + rest.len()
+            }
+            other => panic!("no bound for {other}"),
+        },
+        Value::String(s) => s.len(),
+        Value::Number(n) => n.to_string().len(),
+        Value::Bool(b) => b.to_string().len(),
+        other => panic!("no bound for {other:?}"),
+    }
+}
+
+/// Your own secrets (`PushSigningKeySecretArn`, `ApiKeySecretArn`) encrypted with your own KMS
+/// key: Secrets Manager decrypts them with the caller's permission, so every function that
+/// reads a secret may decrypt with the key `SecretsKmsKeyArn` names, through Secrets Manager
+/// only; a function that reads no secret may not, and without the parameter nobody may.
+#[test]
+fn functions_that_read_secrets_may_decrypt_them_with_your_kms_key() {
+    let key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
+    let with_key: [&[(&str, &str)]; 3] = [
+        &[("SecretsKmsKeyArn", key)],
+        &[("SecretsKmsKeyArn", key), ("FrontDoor", "FunctionUrl")],
+        &[
+            ("SecretsKmsKeyArn", key),
+            ("AuthMode", "jwt"),
+            ("JwtIssuer", "https://issuer.example"),
+            ("JwtAudience", "a2a"),
+        ],
+    ];
+    let cases = with_key
+        .iter()
+        .map(|o| (*o, true))
+        .chain([(&[][..], false)]);
+    for (overrides, keyed) in cases {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let mut readers = 0;
+        for (name, role) in sam::of_type(&stack, "AWS::IAM::Role") {
+            let statements: Vec<&serde_json::Value> = role["Properties"]["Policies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+                .collect();
+            let has = |action: &str| {
+                statements.iter().any(|s| {
+                    s["Action"] == action
+                        || s["Action"]
+                            .as_array()
+                            .is_some_and(|a| a.iter().any(|x| x == action))
+                })
+            };
+            let reads = has("secretsmanager:GetSecretValue");
+            let decrypts: Vec<&&serde_json::Value> = statements
+                .iter()
+                .filter(|s| s["Action"] == serde_json::json!(["kms:Decrypt"]))
+                .collect();
+            if reads && keyed {
+                readers += 1;
+                assert_eq!(decrypts.len(), 1, "{overrides:?}: {name}");
+                assert_eq!(
+                    decrypts[0]["Resource"],
+                    serde_json::json!({"Ref": "SecretsKmsKeyArn"})
+                );
+                assert_eq!(
+                    decrypts[0]["Condition"]["StringEquals"]["kms:ViaService"],
+                    serde_json::json!({"Fn::Sub": "secretsmanager.${AWS::Region}.amazonaws.com"})
+                );
+            } else {
+                assert!(decrypts.is_empty(), "{overrides:?}: {name} may decrypt");
+            }
+        }
+        assert!(!keyed || readers >= 2, "{overrides:?}: {readers} readers");
+    }
+}
+
+/// API Gateway throttles each method on its own (`MethodSettings` `/*` `*` is every method):
+/// the parameters say so, and the number of methods they multiply. The stage traces every
+/// request into X-Ray (docs/operations.md promises a trace per request from the front door
+/// on), and writes access logs when `ApiAccessLogs` is on: JSON with the request and trace ids,
+/// never the query string (an API key may be in it). Read from SAM's translation.
+#[test]
+fn the_stage_throttles_each_method_traces_and_can_log_access() {
+    let Some(stack) = sam::created(&[]) else {
+        return;
+    };
+    let stage = &stack["Resources"]["A2aApiStage"]["Properties"];
+    assert_eq!(stage["TracingEnabled"], true);
+    assert!(
+        stage.get("AccessLogSetting").is_none(),
+        "access logs are off by default"
+    );
+    assert_eq!(stage["MethodSettings"].as_array().unwrap().len(), 1);
+    assert_eq!(stage["MethodSettings"][0]["ResourcePath"], "/*");
+    assert_eq!(stage["MethodSettings"][0]["HttpMethod"], "*");
+    let methods: usize = stack["Resources"]["A2aApi"]["Properties"]["Body"]["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|ops| ops.as_object().unwrap().len())
+        .sum();
+    let t = template();
+    let description = str_of(&t["Parameters"]["ApiThrottlingRateLimit"]["Description"]);
+    assert!(
+        description.contains("each method")
+            && description.contains(&format!("({methods} of them)")),
+        "{description}"
+    );
+
+    let Some(logged) = sam::created(&[("ApiAccessLogs", "on")]) else {
+        return;
+    };
+    let setting = &logged["Resources"]["A2aApiStage"]["Properties"]["AccessLogSetting"];
+    assert_eq!(
+        sam::target(&setting["DestinationArn"]).as_deref(),
+        Some("ApiAccessLogGroup.Arn")
+    );
+    let group = &logged["Resources"]["ApiAccessLogGroup"];
+    assert_eq!(group["Type"], "AWS::Logs::LogGroup");
+    assert_eq!(
+        group["Properties"]["RetentionInDays"],
+        serde_json::json!({"Ref": "LogRetentionDays"})
+    );
+    let format = setting["Format"].as_str().unwrap();
+    for needed in [
+        "$context.requestId",
+        "$context.xrayTraceId",
+        "$context.status",
+    ] {
+        assert!(format.contains(needed), "{format}");
+    }
+    for never in ["querystring", "$input", "header", "$context.authorizer"] {
+        assert!(
+            !format.to_lowercase().contains(&never.to_lowercase()),
+            "{format}"
+        );
+    }
+    // A line of it is JSON: each variable as API Gateway fills it in (messageString comes
+    // quoted).
+    let mut line = format.replace(
+        "$context.error.messageString",
+        "\"Missing Authentication Token\"",
+    );
+    while let Some(start) = line.find("$context.") {
+        let end = line[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '$'))
+            .map_or(line.len(), |e| start + e);
+        line.replace_range(start..end, "x");
+    }
+    let parsed: serde_json::Value =
+        serde_json::from_str(&line).expect("an access log line is JSON");
+    assert_eq!(parsed["requestId"], "x");
+}
+
+/// The fan-out's mapping reads the stack's own new table's stream from its oldest record (a
+/// write made before the mapping existed still fans out), but an existing table's stream may
+/// hold up to 24 hours of records another deployment already fanned out, and reading it from
+/// its start pushes them again, older than any de-duplication window: from now on by default,
+/// from its start only when the deployer says its records are all new. Read from SAM's
+/// translation.
+#[test]
+fn a_stream_is_read_from_its_start_only_when_its_records_are_all_new() {
+    let stream =
+        "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000";
+    let existing = [
+        ("ExistingTableName", "a2a-restored"),
+        ("ExistingTableStreamArn", stream),
+    ];
+    let fresh = [
+        ("ExistingTableName", "a2a-restored"),
+        ("ExistingTableStreamArn", stream),
+        ("ExistingTableStreamStart", "TRIM_HORIZON"),
+    ];
+    for (overrides, start) in [
+        (&[][..], serde_json::json!("TRIM_HORIZON")),
+        (
+            &existing[..],
+            serde_json::json!({"Ref": "ExistingTableStreamStart"}),
+        ),
+        (
+            &fresh[..],
+            serde_json::json!({"Ref": "ExistingTableStreamStart"}),
+        ),
+    ] {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let mapping = sam::of_type(&stack, "AWS::Lambda::EventSourceMapping")
+            .into_iter()
+            .map(|(_, m)| &m["Properties"])
+            .find(|p| sam::target(&p["FunctionName"]).as_deref() == Some("FanoutFunction"))
+            .expect("the fan-out's mapping");
+        assert_eq!(mapping["StartingPosition"], start, "{overrides:?}");
+    }
+    let t = template();
+    let parameter = &t["Parameters"]["ExistingTableStreamStart"];
+    assert_eq!(parameter["Default"].as_str(), Some("LATEST"));
+}
+
+/// What docs/lambda.md says of the signing keys and of IAM callers of a Function URL matches
+/// the code and the template: only the push function generates the first key (the card and
+/// front functions only publish), and an `AWS_IAM` caller needs both invoke permissions (the
+/// ones the template grants everybody for a public URL).
+#[test]
+fn the_docs_say_who_makes_the_first_key_and_what_iam_callers_need() {
+    use a2a_lambda_glue::KeyUse;
+    let docs = std::fs::read_to_string(root().join("docs/lambda.md")).unwrap();
+    for f in HttpFunction::ALL.into_iter().chain([HttpFunction::Front]) {
+        assert_ne!(f.key_use(), KeyUse::Sign, "{}", f.name());
+    }
+    assert!(
+        !docs.contains("first `card` or `push` function"),
+        "docs/lambda.md says the card function generates the first key"
+    );
+    assert!(
+        docs.contains("the `push` function generates an ES256 key into it on its first delivery")
+    );
+    let t = template();
+    let mut granted = BTreeSet::new();
+    for (_, permission) in resources_of_type(&t, "AWS::Lambda::Permission") {
+        granted.insert(str_of(&permission["Properties"]["Action"]));
+    }
+    for action in ["lambda:InvokeFunctionUrl", "lambda:InvokeFunction"] {
+        assert!(granted.contains(action), "a public URL needs {action}");
+        assert!(
+            docs.contains(&format!("`{action}`")),
+            "docs/lambda.md does not tell AWS_IAM callers they need {action}"
+        );
+    }
+}
+
+/// The bill's optional parts can be turned down (docs/cost.md, "The monthly bill"): X-Ray
+/// tracing (`Tracing` PassThrough: no function and no stage samples on its own) and the
+/// metrics' breakdown (`MetricsDetail`, which every function reads). Read from SAM's
+/// translation.
+#[test]
+fn tracing_and_the_metrics_breakdown_can_be_turned_down() {
+    for (tracing, stage_traces) in [("Active", true), ("PassThrough", false)] {
+        let Some(stack) = sam::created(&[("Tracing", tracing), ("MetricsDetail", "function")])
+        else {
+            return;
+        };
+        for (name, f) in sam::of_type(&stack, "AWS::Lambda::Function") {
+            assert_eq!(
+                f["Properties"]["TracingConfig"]["Mode"],
+                serde_json::json!({"Ref": "Tracing"}),
+                "{name}"
+            );
+            assert_eq!(
+                f["Properties"]["Environment"]["Variables"]["A2A_METRICS_DETAIL"],
+                serde_json::json!({"Ref": "MetricsDetail"}),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            stack["Resources"]["A2aApiStage"]["Properties"]["TracingEnabled"], stage_traces,
+            "{tracing}"
+        );
+    }
+    let t = template();
+    let allowed = |name: &str| -> Vec<String> {
+        t["Parameters"][name]["AllowedValues"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(str_of)
+            .collect()
+    };
+    assert_eq!(allowed("Tracing"), ["Active", "PassThrough"]);
+    for value in allowed("MetricsDetail") {
+        assert!(
+            value
+                .parse::<a2a_lambda_glue::metrics::MetricsDetail>()
+                .is_ok(),
+            "{value}"
+        );
+    }
+}
+
+/// A constant of the cost test's bill (`shared/adapters/aws/tests/prices/bill.rs`), by name.
+fn bill_constant(name: &str) -> String {
+    let text = std::fs::read_to_string(root().join("shared/adapters/aws/tests/prices/bill.rs"))
+        .expect("prices/bill.rs");
+    let start = text
+        .find(&format!("const {name}"))
+        .unwrap_or_else(|| panic!("no {name} in prices/bill.rs"));
+    let rest = &text[start..];
+    let value = &rest[rest.find(" = ").unwrap() + 3..];
+    value[..value.find(';').unwrap()].trim().to_owned()
+}
+
+/// The custom metrics the bill counts (docs/cost.md, "The monthly bill") are what the
+/// functions publish once every operation is used: per HTTP function, `Requests`, `Latency`,
+/// `Errors` and `ClientErrors` per operation it serves, `Errors` by function, and
+/// `TasksFinished` per final state it can reach; the worker's two job metrics and its final
+/// states; the push function's four; the fan-out's one. By function alone, one of each.
+#[test]
+fn the_metric_count_the_bill_assumes() {
+    use a2a_protocol::Operation as O;
+    let count = |http: &[HttpFunction], detail: &str| -> usize {
+        let mut n = 0;
+        // The channel function (off by default) serves no operation and publishes nothing.
+        for f in http.iter().filter(|f| **f != HttpFunction::Channel) {
+            let ops = f.surface().operations;
+            let runs = ops.contains(&O::SendMessage) || ops.contains(&O::SendStreamingMessage);
+            // A function that only cancels ends tasks CANCELED; one that runs agents, in any
+            // of the four final states.
+            let states = if runs {
+                4
+            } else if ops.contains(&O::CancelTask) {
+                1
+            } else {
+                0
+            };
+            n += match detail {
+                "operation" => 4 * ops.len() + 1 + states,
+                _ => 4 + usize::from(states > 0),
+            };
+        }
+        // worker: JobAttempts, JobRetries and the final states; push: four; fan-out: one.
+        n + match detail {
+            "operation" => 2 + 4,
+            _ => 2 + 1,
+        } + 4
+            + 1
+    };
+    let counted = [
+        (
+            "ApiGateway",
+            "operation",
+            count(&HttpFunction::ALL, "operation"),
+        ),
+        (
+            "ApiGateway",
+            "function",
+            count(&HttpFunction::ALL, "function"),
+        ),
+        (
+            "FunctionUrl",
+            "operation",
+            count(&[HttpFunction::Front], "operation"),
+        ),
+        (
+            "FunctionUrl",
+            "function",
+            count(&[HttpFunction::Front], "function"),
+        ),
+    ];
+    let assumed = bill_constant("CUSTOM_METRICS: [(FrontDoor, &str, usize); 4]");
+    for (door, detail, n) in counted {
+        let row = format!("(FrontDoor::{door}, \"{detail}\", {n})");
+        assert!(
+            assumed.contains(&row),
+            "prices/bill.rs should say {row}: {assumed}"
+        );
+    }
+}
+
+/// The EMF lines the bill counts per blocking echo are no longer than it says, at a function
+/// name of Lambda's longest (64) and with an X-Ray trace id on the line.
+#[test]
+fn the_metric_lines_the_bill_assumes() {
+    use a2a_core::Observer as _;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let observer = a2a_lambda_glue::EmfObserver::with_sink(
+        "a2a-lambda",
+        "x".repeat(64),
+        std::sync::Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_owned())),
+    );
+    observer.operation(
+        a2a_protocol::Operation::ListTaskPushNotificationConfigs,
+        std::time::Duration::from_millis(12),
+        Some(&a2a_protocol::A2AError::task_not_found("t")),
+    );
+    observer.task_finished(a2a_protocol::TaskState::Completed);
+    let trace = r#","traceId":"Root=1-6561abcd-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1""#;
+    let lines = lines.lock().unwrap();
+    for (line, constant) in lines
+        .iter()
+        .zip(["EMF_OPERATION_LINE_BYTES", "EMF_TASK_LINE_BYTES"])
+    {
+        let assumed: usize = bill_constant(&format!("{constant}: usize"))
+            .parse()
+            .unwrap();
+        assert!(
+            line.len() + trace.len() <= assumed,
+            "{constant} = {assumed}, but a line takes {}: {line}",
+            line.len() + trace.len()
         );
     }
 }

@@ -242,12 +242,7 @@ async fn queued_task(
         Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
     );
     store.create_task(&head, &events).await.expect("create");
-    let job = a2a_core::WorkJob {
-        v: a2a_core::JOB_FORMAT_VERSION,
-        owner: owner.clone(),
-        task_id: task_id.clone(),
-        trigger_seq: 1,
-    };
+    let job = a2a_core::WorkJob::run(owner, &task_id, 1);
     clients
         .sqs
         .send_message()

@@ -109,7 +109,7 @@ mod aws {
 
     /// Opens DynamoDB + SQS: checks the AWS configuration first, then the table and queues.
     pub(super) async fn open(options: &Options) -> Result<Backend, String> {
-        let sdk = sdk_config().await?;
+        let sdk = a2a_aws::with_call_limits(&sdk_config().await?);
         let clients = AwsClients::from_sdk_config(&sdk);
         let config = match &options.create_resources {
             // For emulators: create a table and queues named after the prefix.

@@ -145,6 +145,61 @@ pub struct Options {
     /// Who may call, and how they are authenticated.
     #[command(flatten)]
     pub auth: AuthOptions,
+    /// The A2A-Lite chat channels (off unless configured).
+    #[command(flatten)]
+    pub lite: LiteOptions,
+}
+
+/// The A2A-Lite chat channels: the agent as a member of chat rooms (see `docs/a2a-lite.md`).
+/// Tokens are better given in the environment than on the command line (which `ps` shows).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LiteOptions {
+    /// The token of the chat's outgoing webhook (Slack, Mattermost, Rocket.Chat): turns on
+    /// `POST /a2a-lite/webhook`, which refuses any other token with 401.
+    #[arg(long, env = a2a_channels::settings::ENV_WEBHOOK_TOKEN, hide_env_values = true)]
+    pub lite_webhook_token: Option<String>,
+    /// The chat's incoming-webhook URL, where the agent posts (`{"text": …, "channel": …}`).
+    #[arg(long, env = a2a_channels::settings::ENV_WEBHOOK_REPLY_URL, hide_env_values = true)]
+    pub lite_webhook_reply_url: Option<String>,
+    /// The Matrix homeserver's URL: with --lite-matrix-registration, the agent is an
+    /// application service there (its routes under `/a2a-lite/matrix`).
+    #[arg(long, env = a2a_channels::settings::ENV_MATRIX_HOMESERVER)]
+    pub lite_matrix_homeserver: Option<String>,
+    /// The application service registration file given to the homeserver (YAML; its
+    /// `as_token`, `hs_token` and `sender_localpart` are read).
+    #[arg(long, env = a2a_channels::settings::ENV_MATRIX_REGISTRATION)]
+    pub lite_matrix_registration: Option<PathBuf>,
+    /// With auth on, the principal the channels act as: their tasks belong to it (default
+    /// `key:a2a-lite`, the owner of API keys issued with `--principal a2a-lite`).
+    #[arg(long, env = a2a_channels::settings::ENV_PRINCIPAL)]
+    pub lite_principal: Option<String>,
+    /// `agent.id` on the agent's A2A-Lite card (default: from the agent's name).
+    #[arg(long, env = a2a_channels::settings::ENV_AGENT_ID)]
+    pub lite_agent_id: Option<String>,
+}
+
+impl LiteOptions {
+    /// The channels these options configure; a half-configured one is an error.
+    pub fn settings(&self) -> Result<a2a_channels::LiteSettings, String> {
+        use a2a_channels::settings as s;
+        let registration = self
+            .lite_matrix_registration
+            .as_ref()
+            .map(|p| p.display().to_string());
+        let lookup = |name: &str| match name {
+            s::ENV_WEBHOOK_TOKEN => self.lite_webhook_token.clone(),
+            s::ENV_WEBHOOK_REPLY_URL => self.lite_webhook_reply_url.clone(),
+            s::ENV_MATRIX_HOMESERVER => self.lite_matrix_homeserver.clone(),
+            s::ENV_MATRIX_REGISTRATION => registration.clone(),
+            s::ENV_PRINCIPAL => self.lite_principal.clone(),
+            s::ENV_AGENT_ID => self.lite_agent_id.clone(),
+            _ => None,
+        };
+        a2a_channels::LiteSettings::from_lookup(lookup, |path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the Matrix registration {path}: {e}"))
+        })
+    }
 }
 
 /// How callers authenticate (see `docs/auth.md`).
@@ -434,6 +489,7 @@ pub async fn serve(
         .load_or_create()
         .map_err(|e| format!("cannot load the push signing keys: {e}"))?;
     let auth = options.auth.build(&options.data_dir)?;
+    let lite = options.lite.settings()?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -529,11 +585,28 @@ pub async fn serve(
         "a2a-local serving on {base}; agent card at {base}/.well-known/agent-card.json, push \
          signing keys at {base}/.well-known/jwks.json"
     );
+    let mut app = router(service.clone(), http_options.clone());
+    // The channels' pushes come back over loopback (the address a client would use).
+    let local_base = match addr.ip().is_unspecified() {
+        true => format!("http://127.0.0.1:{}", addr.port()),
+        false => base.clone(),
+    };
+    if let Some(channels) = a2a_channels::LiteChannels::new(&lite, service.clone(), &local_base)? {
+        let on: Vec<&str> = [
+            ("webhook", lite.webhook.is_some()),
+            ("matrix", lite.matrix.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect();
+        tracing::info!(channels = %on.join(","), "A2A-Lite channels on under {base}/a2a-lite/");
+        app = app.merge(channels.router());
+    }
     let hosts = Arc::new(host_check::HostPolicy {
         hosts: options.allowed_hosts.clone().unwrap_or_default(),
         cors: http_options.cors_origins.clone(),
     });
-    let app = router(service.clone(), http_options)
+    let app = app
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             options.body_timeout_secs.max(1),
         )))

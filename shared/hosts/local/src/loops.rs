@@ -115,7 +115,13 @@ pub(crate) struct LoggedWorkQueue(pub Arc<dyn WorkQueue>);
 impl WorkQueue for LoggedWorkQueue {
     async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
         self.0.enqueue_work(job).await?;
-        tracing::info!(task_id = %job.task_id, "work queued");
+        tracing::info!(task_id = %job.task_id, resume = job.resume, "work queued");
+        Ok(())
+    }
+
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError> {
+        self.0.enqueue_work_after(job, delay).await?;
+        tracing::info!(task_id = %job.task_id, resume = job.resume, delay_ms = delay.as_millis() as u64, "work queued");
         Ok(())
     }
 }

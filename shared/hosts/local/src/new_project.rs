@@ -276,12 +276,9 @@ const PROJECT_FILES: &[(&str, &str)] = &[
 
 /// The root of the checkout this binary was built from.
 fn kit_root() -> PathBuf {
+    // This crate is `shared/hosts/local` in the kit's checkout.
     let local = Path::new(env!("CARGO_MANIFEST_DIR"));
-    local
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(local)
-        .to_path_buf()
+    local.ancestors().nth(3).unwrap_or(local).to_path_buf()
 }
 
 /// A validated project: its directory, package name, and where the kit comes from.

@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 
+pub mod durable;
+
 use a2a_protocol::{
     Artifact, AuthenticationInfo, Message, Part, SendMessageRequest, SendMessageResponse,
     StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState,
@@ -476,12 +478,16 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     reply_records(store).await;
     create_with_an_id_another_owner_holds_conflicts(store).await;
     push_config_keeps_its_generation(store).await;
+    durable::execution_records(store).await;
 }
 
 /// Runs [`run_all`] and the checks that share the store between spawned tasks.
 pub async fn run_all_shared(store: Arc<dyn TaskStore>) {
     run_all(&*store).await;
     sweep_ends_orphaned_inline_executions(store.clone()).await;
+    durable::durable_steps_park_and_resume(store.clone()).await;
+    durable::signals_resume_and_deadlines_end_waits(store.clone()).await;
+    durable::a_handed_over_execution_finishes_on_the_worker(store.clone()).await;
     concurrent_appends_are_gapless(store).await;
 }
 
@@ -1614,6 +1620,14 @@ struct NoQueue;
 #[async_trait::async_trait]
 impl WorkQueue for NoQueue {
     async fn enqueue_work(&self, _job: &WorkJob) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn enqueue_work_after(
+        &self,
+        _job: &WorkJob,
+        _delay: std::time::Duration,
+    ) -> Result<(), StoreError> {
         Ok(())
     }
 }

@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 
 use a2a_core::{Owner, StoreError, TaskPage, TaskQuery};
+use a2a_protocol::Task;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, Select};
 
 use super::table::{backend, build_error, capacity, names, read_units, values, Next, ReadCost};
 use super::{DynamoTaskStore, FIRST_POLL, MAX_POLL};
+use crate::body;
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 use crate::resources::BY_OWNER_INDEX;
@@ -46,13 +48,14 @@ impl DynamoTaskStore {
             .map(|k| items::task_id_of_gsi_sk(k).to_owned())
             .collect();
         let mut heads = self.batch_heads(&task_ids).await?;
-        let mut tasks = Vec::with_capacity(task_ids.len());
+        let mut visible = Vec::with_capacity(task_ids.len());
         for id in &task_ids {
             // A head that expired or vanished since the index was read is left out.
             if let Some(item) = heads.remove(id).filter(|i| items::visible(i, owner, now)) {
-                tasks.push(items::task_from_item(&item)?);
+                visible.push((id.clone(), item));
             }
         }
+        let tasks = self.tasks_of(&visible).await?;
         let next_page_token = match keys.last() {
             Some(last) if more => items::encode_cursor(last),
             _ => String::new(),
@@ -174,20 +177,68 @@ impl DynamoTaskStore {
     }
     /// The heads of `task_ids` (at most 100), eventually consistent, by task id.
     async fn batch_heads(&self, task_ids: &[String]) -> Result<HashMap<String, Item>, StoreError> {
-        let mut heads = HashMap::new();
-        if task_ids.is_empty() {
-            return Ok(heads);
-        }
         let keys = task_ids
             .iter()
             .map(|id| items::key(items::task_pk(id), items::HEAD_SK))
             .collect::<Vec<_>>();
+        let mut heads = HashMap::new();
+        for item in self.batch_get(keys, false).await? {
+            let pk = items::get_s(&item, attr::PK)?;
+            heads.insert(pk.trim_start_matches("T#").to_owned(), item);
+        }
+        Ok(heads)
+    }
+
+    /// The tasks of `heads` (by task id), in that order; a split head's with its body
+    /// ([`crate::body`]), read in one more batch (and again, consistently, for a body written
+    /// so recently that the eventually consistent read missed it).
+    async fn tasks_of(&self, heads: &[(String, Item)]) -> Result<Vec<Task>, StoreError> {
+        let body_key = |task_id: &str, head: &Item| -> Result<Option<Item>, StoreError> {
+            Ok(body::body_ref(head)?.map(|r| items::key(items::task_pk(task_id), r.sk)))
+        };
+        let mut wanted = Vec::new();
+        for (task_id, head) in heads {
+            wanted.extend(body_key(task_id, head)?);
+        }
+        let mut bodies: HashMap<(String, String), Item> = HashMap::new();
+        for consistent in [false, true] {
+            let missing: Vec<Item> = wanted
+                .iter()
+                .filter(|k| !bodies.contains_key(&pk_sk(k).unwrap_or_default()))
+                .cloned()
+                .collect();
+            for item in self.batch_get(missing, consistent).await? {
+                bodies.insert(pk_sk(&item)?, item);
+            }
+        }
+        let mut tasks = Vec::with_capacity(heads.len());
+        for (task_id, head) in heads {
+            let task = match body_key(task_id, head)? {
+                None => items::task_from_item(head)?,
+                Some(key) => {
+                    let body = bodies
+                        .get(&pk_sk(&key)?)
+                        .ok_or_else(|| body::missing(task_id))?;
+                    body::task_of(head, body)?
+                }
+            };
+            tasks.push(task);
+        }
+        Ok(tasks)
+    }
+
+    /// The items of `keys` (at most 100), in no particular order.
+    async fn batch_get(&self, keys: Vec<Item>, consistent: bool) -> Result<Vec<Item>, StoreError> {
+        let mut found = Vec::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
         let mut request = Some(
             KeysAndAttributes::builder()
                 .set_keys(Some(keys))
                 // The index the ids came from is eventually consistent already: a strongly
                 // consistent read of the heads would cost twice as much for no stronger answer.
-                .consistent_read(false)
+                .consistent_read(consistent)
                 .build()
                 .map_err(build_error)?,
         );
@@ -206,9 +257,10 @@ impl DynamoTaskStore {
                 .and_then(|r| r.get(&*self.table))
                 .map(Vec::as_slice)
                 .unwrap_or_default();
+            let share = if consistent { 1.0 } else { 0.5 };
             let rru = got
                 .iter()
-                .map(|i| 0.5 * read_units(items::item_size(i)))
+                .map(|i| share * read_units(items::item_size(i)))
                 .sum();
             let reported = out
                 .consumed_capacity()
@@ -216,10 +268,7 @@ impl DynamoTaskStore {
                 .map(|c| capacity(Some(c)))
                 .sum();
             self.record("BatchGetItem", reported, 0.0, rru);
-            for item in got {
-                let pk = items::get_s(item, attr::PK)?;
-                heads.insert(pk.trim_start_matches("T#").to_owned(), item.clone());
-            }
+            found.extend(got.iter().cloned());
             // Keys DynamoDB did not get to (throttling, size): ask again after a pause.
             request = out
                 .unprocessed_keys
@@ -230,6 +279,14 @@ impl DynamoTaskStore {
                 backoff = (backoff * 2).min(MAX_POLL);
             }
         }
-        Ok(heads)
+        Ok(found)
     }
+}
+
+/// An item's key as (partition, sort).
+fn pk_sk(item: &Item) -> Result<(String, String), StoreError> {
+    Ok((
+        items::get_s(item, attr::PK)?.to_owned(),
+        items::get_s(item, attr::SK)?.to_owned(),
+    ))
 }

@@ -19,6 +19,7 @@ use super::table::{
     backend, capacity, condition_failed, names, read_units, values, write_units, Next, ReadCost,
 };
 use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
+use crate::body::{self, BodyRef};
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 
@@ -45,6 +46,8 @@ pub(super) struct HeadSummary {
     carried: Arc<Vec<LoggedEvent>>,
     /// A head of a layout before this one (no `nv`): its push config ids are not on it yet.
     legacy: bool,
+    /// The body item of a split head ([`crate::body`]).
+    body: Option<BodyRef>,
 }
 
 impl HeadSummary {
@@ -60,6 +63,7 @@ impl HeadSummary {
             size: items::item_size(item),
             carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
             legacy: !item.contains_key(attr::PREV_VERSION),
+            body: body::body_ref(item)?,
         })
     }
 }
@@ -179,6 +183,75 @@ impl DynamoTaskStore {
         let summary = Arc::new(summary);
         self.heads.put(task_id, (*summary).clone());
         Ok(Some(summary))
+    }
+
+    /// The head item of an append to a split head ([`crate::body`]), and the events it
+    /// carries: the head alone while its events fit [`body::carry_budget`], else after a
+    /// checkpoint. `None` for a head that is not split.
+    async fn append_split(
+        &self,
+        head: &StoredTask,
+        old: &HeadSummary,
+        events: &[LoggedEvent],
+        carried: &[LoggedEvent],
+        expected_version: u64,
+    ) -> Result<Option<(Item, Vec<LoggedEvent>)>, StoreError> {
+        let Some(reference) = &old.body else {
+            return Ok(None);
+        };
+        // The head carries the events after its body's version (a checkpoint's head also
+        // carries those it folded in, for the stream's fan-out; the next append drops them,
+        // into their archive). The body must live as long as the head that names it.
+        let after: Vec<LoggedEvent> = carried
+            .iter()
+            .filter(|e| e.seq > reference.version)
+            .cloned()
+            .collect();
+        if head.expires_at.millis() == old.expires && after.len() <= MAX_CARRIED {
+            let item = body::split_head_item(head, &after, expected_version, reference)?;
+            if body::carried_size(&item) <= body::carry_budget(reference.size) {
+                if old.carried.iter().any(|e| e.seq <= reference.version) {
+                    self.archive(head, &old.carried).await?;
+                }
+                return Ok(Some((item, after)));
+            }
+        }
+        self.checkpoint(head, old, events, expected_version)
+            .await
+            .map(Some)
+    }
+
+    /// Writes `head`'s task at its new version into a new body item, moves the events the old
+    /// head carried into their archive, and returns the split head over it, carrying `events`.
+    /// A body written by an append that then loses the race for the head is named by no head.
+    async fn checkpoint(
+        &self,
+        head: &StoredTask,
+        old: &HeadSummary,
+        events: &[LoggedEvent],
+        expected_version: u64,
+    ) -> Result<(Item, Vec<LoggedEvent>), StoreError> {
+        let sk = body::body_sk(head.version);
+        let (item, size) = body::body_item(head, &sk)?;
+        items::check_size(&item, || format!("task {}", head.task.id))?;
+        // Its key is new (a nonce): the condition only keeps a mistake from overwriting.
+        self.put_if(
+            item,
+            ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", n(now_ms()))]),
+        )
+        .await?;
+        if !old.carried.is_empty() {
+            self.archive(head, &old.carried).await?;
+        }
+        let reference = BodyRef {
+            sk,
+            version: head.version,
+            size,
+        };
+        let item = body::split_head_item(head, events, expected_version, &reference)?;
+        Ok((item, events.to_vec()))
     }
 
     /// Moves `events` (which the head at hand carries, so they are in the log for good) into
@@ -302,7 +375,7 @@ impl TaskLogStore for DynamoTaskStore {
         self.create_head(head, events, &[]).await
     }
 
-    /// The config items first, then the
+    /// [`TaskLogStore::create_task_with_push_configs`]: the config items first, then the
     /// head naming them. A crash in between leaves configs of a task that does not exist, which
     /// nothing reads (and which expire with the task's would-be expiry).
     async fn create_task_with_push_configs(
@@ -334,20 +407,34 @@ impl TaskLogStore for DynamoTaskStore {
         };
         let label = || format!("task {task_id}");
         let carried: Vec<LoggedEvent> = old.carried.iter().chain(events).cloned().collect();
-        let carrying = items::head_item(head, &carried, expected_version)?;
-        let fresh = items::head_item(head, events, expected_version)?;
-        // Carry the earlier events while that costs no more than not carrying them; archive
-        // them once it would (or once there are many).
-        let carry = old.carried.is_empty()
-            || (carried.len() <= MAX_CARRIED
-                && items::item_size(&carrying) <= items::MAX_ITEM_BYTES
-                && write_units(items::item_size(&carrying))
-                    <= write_units(items::item_size(&fresh)));
-        let (item, carried) = if carry {
-            (carrying, carried)
-        } else {
-            self.archive(head, &old.carried).await?;
-            (fresh, events.to_vec())
+        let (item, carried) = match self
+            .append_split(head, &old, events, &carried, expected_version)
+            .await?
+        {
+            Some(split) => split,
+            None => {
+                let carrying = items::head_item(head, &carried, expected_version)?;
+                let fresh = items::head_item(head, events, expected_version)?;
+                if items::item_size(&fresh) > body::SPLIT_BYTES {
+                    // The task has grown large: its body moves into an item of its own.
+                    self.checkpoint(head, &old, events, expected_version)
+                        .await?
+                } else {
+                    // Carry the earlier events while that costs no more than not carrying
+                    // them; archive them once it would (or once there are many).
+                    let carry = old.carried.is_empty()
+                        || (carried.len() <= MAX_CARRIED
+                            && items::item_size(&carrying) <= items::MAX_ITEM_BYTES
+                            && write_units(items::item_size(&carrying))
+                                <= write_units(items::item_size(&fresh)));
+                    if carry {
+                        (carrying, carried)
+                    } else {
+                        self.archive(head, &old.carried).await?;
+                        (fresh, events.to_vec())
+                    }
+                }
+            }
         };
         items::check_size(&item, label)?;
         let new_size = items::item_size(&item);
@@ -363,6 +450,9 @@ impl TaskLogStore for DynamoTaskStore {
             set.push(attr::TASK_BODY);
         } else {
             remove.push(attr::TASK_BODY);
+        }
+        if item.contains_key(attr::BODY_KEY) {
+            set.extend([attr::BODY_KEY, attr::BODY_VERSION, attr::BODY_SIZE]);
         }
         let key_moves = ts != old.status_ts;
         if key_moves {
@@ -465,6 +555,7 @@ impl TaskLogStore for DynamoTaskStore {
                         size: new_size,
                         carried: Arc::new(carried),
                         legacy: false,
+                        body: body::body_ref(&item)?,
                     },
                 );
                 Ok(())
@@ -501,14 +592,29 @@ impl TaskLogStore for DynamoTaskStore {
         task_id: &str,
     ) -> Result<Option<SendRecord>, StoreError> {
         let heads = self.heads.clone();
-        self.get_visible(owner, task_id, items::HEAD_SK.into(), |item| {
-            let record = items::send_record_from_item(item)?;
-            if matches!(record, SendRecord::Task(_)) {
-                heads.remember(task_id, item);
+        let found = self
+            .get_visible(owner, task_id, items::HEAD_SK.into(), |item| {
+                Ok((item.clone(), body::body_ref(item)?))
+            })
+            .await?;
+        let Some((item, reference)) = found else {
+            return Ok(None);
+        };
+        let record = match reference {
+            // A large task's body, in an item of its own (one more consistent GetItem).
+            Some(reference) => {
+                let body = self
+                    .get(items::key(items::task_pk(task_id), reference.sk))
+                    .await?
+                    .ok_or_else(|| body::missing(task_id))?;
+                SendRecord::Task(body::stored_task(&item, &body)?)
             }
-            Ok(record)
-        })
-        .await
+            None => items::send_record_from_item(&item)?,
+        };
+        if matches!(record, SendRecord::Task(_)) {
+            heads.remember(task_id, &item);
+        }
+        Ok(Some(record))
     }
 
     /// [`TaskLogStore::put_reply`]: a `PutItem` of the head key, conditional (as a

@@ -9,8 +9,10 @@
 //! paged query), [`log`] (heads and events), [`list`] (ListTasks on the by-owner index),
 //! [`push_configs`] (push configs and delivery records) and [`leases`]. Each part implements
 //! its store port ([`a2a_core::TaskLogStore`] in `log` with `list`,
-//! [`a2a_core::PushConfigStore`], [`a2a_core::LeaseStore`]).
+//! [`a2a_core::PushConfigStore`], [`a2a_core::LeaseStore`], [`a2a_core::ExecutionStore`] in
+//! [`executions`]).
 
+mod executions;
 mod leases;
 mod list;
 mod log;

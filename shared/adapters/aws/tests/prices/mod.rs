@@ -6,6 +6,8 @@
 //! Prices: AWS's public on-demand price pages for us-east-1, arm64, read on [`PRICES_DATE`]
 //! (free tiers ignored).
 
+pub(crate) mod bill;
+
 use std::fmt::Write as _;
 
 use a2a_aws::Summary;

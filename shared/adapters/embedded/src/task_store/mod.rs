@@ -1,8 +1,9 @@
 //! The task store on SQLite: heads, the event log, push configs, their delivery records and
 //! leases. Each part implements its store port in its own file: [`log`] the
 //! [`a2a_core::TaskLogStore`], [`push_configs`] the [`a2a_core::PushConfigStore`], [`leases`]
-//! the [`a2a_core::LeaseStore`].
+//! the [`a2a_core::LeaseStore`], [`executions`] the [`a2a_core::ExecutionStore`].
 
+mod executions;
 mod leases;
 mod log;
 mod push_configs;
@@ -49,6 +50,7 @@ impl SqliteStore {
                 [now, now - LEASE_PURGE_GRACE_MS],
             )?;
             tx.execute_cached("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute_cached("DELETE FROM executions WHERE expires_at_ms <= ?1", [now])?;
             Ok(tasks)
         })
         .await

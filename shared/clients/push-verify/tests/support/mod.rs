@@ -366,9 +366,7 @@ impl AgentServer {
     /// the table's stream, filtered as the template filters them, handed to the function's
     /// batch handler (which puts the push jobs on the queue).
     async fn fan_out_stream(&self, aws: &AwsBackend) {
-        let function = FanoutBatch {
-            service: self.service.clone(),
-        };
+        let function = FanoutBatch::new(self.service.clone());
         let mut stream = aws.stream.lock().await;
         while let Some(batch) = stream.next_batch().await.expect("the table's stream") {
             let records: Vec<serde_json::Value> = batch

@@ -1,0 +1,551 @@
+//! Durable executions: agent work that outlives the process (or Lambda invocation) running it,
+//! and waits that cost nothing while they wait.
+//!
+//! An execution records, in the store ([`DurableExecution`]), the result of each durable step
+//! the agent takes through its emitter ([`Emitter::step`], [`Emitter::sleep`],
+//! [`Emitter::wait_for_signal`], [`Emitter::call_agent`]) and how many events it emitted. A step
+//! that must wait (a timer, a signal, another agent's task) *parks* the execution: the wait is
+//! written to the store, the agent returns [`AgentError::Parked`] (propagated with `?`), and
+//! nothing runs until the wait is over. Then a resume job on the work queue runs the agent again
+//! from the top: recorded steps return their results at once, the events the earlier run wrote
+//! are not written again, and the agent goes on from where it parked. Plain agents never touch
+//! any of this: a run without durable steps writes no record.
+//!
+//! The same mechanism hands an inline execution over when its invocation must end (a blocking
+//! send or a stream reaching its deadline on Lambda): the run stops, its record says how far it
+//! got, and the worker replays it to its end.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use a2a_protocol::{
+    Message, Role, SendMessageResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
+    Timestamp,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::MutexGuard;
+
+use crate::emitter::Emitter;
+use crate::journal::{after, DurableRun, MAX_QUEUE_DELAY};
+use crate::ports::{
+    DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
+};
+use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::request::AgentError;
+
+/// How much less often a remote task that pushes its updates is polled than one that does not.
+const PUSHED_POLL_FACTOR: u64 = 10;
+
+/// A step's failure as recorded: a replay fails the same way.
+fn failure_value(reason: &str) -> Value {
+    serde_json::json!({ "a2aLambdaFailure": reason })
+}
+
+fn recorded_failure(value: &Value) -> Option<AgentError> {
+    value
+        .get("a2aLambdaFailure")
+        .and_then(Value::as_str)
+        .map(|reason| AgentError::Failed(reason.to_owned()))
+}
+
+fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, AgentError> {
+    if let Some(failure) = recorded_failure(&value) {
+        return Err(failure);
+    }
+    serde_json::from_value(value).map_err(|err| {
+        AgentError::Failed(format!(
+            "The recorded result of step {name:?} does not read back: {err}"
+        ))
+    })
+}
+
+/// A call to another A2A agent ([`Emitter::call_agent`]).
+#[derive(Debug, Clone)]
+pub struct AgentCall {
+    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it.
+    pub agent: String,
+    /// What to send (its ids are set by the call).
+    pub message: Message,
+    /// How long to wait for the remote task to stop before giving up (and canceling it).
+    pub timeout: Duration,
+}
+
+impl AgentCall {
+    /// Sends `text` to the agent at `agent`, waiting at most `timeout`.
+    pub fn text(agent: &str, text: &str, timeout: Duration) -> Self {
+        Self {
+            agent: agent.to_owned(),
+            message: Message::user_text("", text),
+            timeout,
+        }
+    }
+}
+
+impl Emitter {
+    /// Runs `work` once for this task's message, however often the execution is resumed: its
+    /// result is recorded in the store, and a resumed run gets it back at once instead of
+    /// running `work` again. `name` names the step (a resumed run must take the same steps in
+    /// the same order). Use it around anything that must not happen twice or that a resumed run
+    /// needs as it was (an answer from a model, a payment, a generated id).
+    pub async fn step<T, F, Fut>(&self, name: &str, work: F) -> Result<T, AgentError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, AgentError>>,
+    {
+        let index = {
+            let mut run = self.begin_step().await?;
+            let index = run.take_step();
+            if let Some(value) = run.recorded(index, name)? {
+                return decode(name, value);
+            }
+            index
+        };
+        let result = work().await;
+        let value = match &result {
+            Ok(value) => serde_json::to_value(value).map_err(|err| {
+                AgentError::Failed(format!(
+                    "The result of step {name:?} does not serialise: {err}"
+                ))
+            })?,
+            Err(AgentError::Failed(reason)) => failure_value(reason),
+            Err(other) => return Err(other.clone()),
+        };
+        // What the agent emitted before the step is written before the step is recorded: a
+        // replay skips exactly what is in the log.
+        self.written().await?;
+        let mut run = self.durable.lock().await;
+        run.push_step(index, name, value);
+        self.save(&mut run).await?;
+        result
+    }
+
+    /// Waits `duration` with nothing running: the execution parks, and a resume job on the
+    /// work queue runs it again once the time is up. Propagate the error with `?`: it is
+    /// [`AgentError::Parked`] the first time, and the resumed run passes through.
+    pub async fn sleep(&self, name: &str, duration: Duration) -> Result<(), AgentError> {
+        let mut run = self.begin_step().await?;
+        let index = run.take_step();
+        if run.recorded(index, name)?.is_some() {
+            return Ok(());
+        }
+        match run.wait_at(index).map(|w| w.outcome.clone()) {
+            Some(Some(_)) => {
+                run.push_step(index, name, Value::Null);
+                self.save(&mut run).await?;
+                Ok(())
+            }
+            Some(None) => Err(self.park(run).await),
+            None => {
+                let until = after(duration);
+                run.record_mut().wait = Some(Wait {
+                    step: index,
+                    name: name.to_owned(),
+                    what: WaitFor::Timer,
+                    due_at: until,
+                    deadline: until,
+                    outcome: None,
+                });
+                Err(self.park(run).await)
+            }
+        }
+    }
+
+    /// Waits, with nothing running, for a signal sent to this task under `name`
+    /// (`A2aService::signal`), at most `timeout`; returns its payload. Propagate the error
+    /// with `?`: [`AgentError::Parked`] while it waits; once the timeout passes,
+    /// [`AgentError::Failed`] saying so.
+    pub async fn wait_for_signal(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<Value, AgentError> {
+        let mut run = self.begin_step().await?;
+        let index = run.take_step();
+        if let Some(value) = run.recorded(index, name)? {
+            return decode(name, value);
+        }
+        match run.wait_at(index).map(|w| w.outcome.clone()) {
+            Some(Some(outcome)) => {
+                let value = match outcome {
+                    WaitOutcome::Done { value } => value,
+                    WaitOutcome::TimedOut => failure_value(&format!(
+                        "No signal {name:?} came within {} s.",
+                        timeout.as_secs()
+                    )),
+                };
+                run.push_step(index, name, value.clone());
+                self.save(&mut run).await?;
+                decode(name, value)
+            }
+            Some(None) => Err(self.park(run).await),
+            None => {
+                let deadline = after(timeout);
+                run.record_mut().wait = Some(Wait {
+                    step: index,
+                    name: name.to_owned(),
+                    what: WaitFor::Signal,
+                    due_at: deadline,
+                    deadline,
+                    outcome: None,
+                });
+                Err(self.park(run).await)
+            }
+        }
+    }
+
+    /// Sends a message to another A2A agent and waits, with nothing running, until its task
+    /// stops (ends, or asks for input); returns that task. Its progress (WORKING statuses,
+    /// artifacts and their chunks) is relayed into this task as it comes, so this task's
+    /// clients see it live. The remote pushes its updates back to this server; a remote that
+    /// does not push is polled. A second call under the same `name` in a later execution of
+    /// this task (the client's follow-up) continues the same remote task: that is how the
+    /// client's answer reaches a remote that asked for input. After `call.timeout` the remote
+    /// task is canceled and the call fails. Propagate the error with `?`.
+    pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+        let mut run = self.begin_step().await?;
+        let index = run.take_step();
+        if let Some(value) = run.recorded(index, name)? {
+            return decode(name, value);
+        }
+        match run
+            .wait_at(index)
+            .map(|w| (w.outcome.clone(), w.what.clone()))
+        {
+            Some((Some(outcome), what)) => {
+                let value = match outcome {
+                    WaitOutcome::Done { value } => value,
+                    WaitOutcome::TimedOut => {
+                        if let WaitFor::RemoteTask { remote, .. } = &what {
+                            self.cancel_remote(remote, &run).await;
+                        }
+                        failure_value(&format!(
+                            "The agent at {} did not finish within {} s; its task was canceled.",
+                            call.agent,
+                            call.timeout.as_secs()
+                        ))
+                    }
+                };
+                run.push_step(index, name, value.clone());
+                self.save(&mut run).await?;
+                return decode(name, value);
+            }
+            Some((None, _)) => return Err(self.park(run).await),
+            None => {}
+        }
+        let env = self.env.clone();
+        let owner = self.owner.clone();
+        let token = crate::new_id();
+        let poll = env.remote_poll;
+        let continued = run.record_mut().remotes.get(name).cloned();
+        // The wait is written before the message is sent, so that a push that comes back
+        // before this run parks finds it.
+        let pending = RemoteTaskRef {
+            agent: call.agent.clone(),
+            task_id: continued
+                .as_ref()
+                .map(|r| r.task_id.clone())
+                .unwrap_or_default(),
+            context_id: continued
+                .as_ref()
+                .map(|r| r.context_id.clone())
+                .unwrap_or_default(),
+        };
+        let deadline = after(call.timeout);
+        run.record_mut().wait = Some(Wait {
+            step: index,
+            name: name.to_owned(),
+            what: WaitFor::RemoteTask {
+                remote: pending.clone(),
+                token: token.clone(),
+                poll_every_ms: u64::try_from(poll.as_millis()).unwrap_or(u64::MAX),
+            },
+            due_at: after(poll).min(deadline),
+            deadline,
+            outcome: None,
+        });
+        self.written().await?;
+        run.record_mut().emitted = run.emits;
+        self.save(&mut run).await?;
+
+        let mut message = call.message.clone();
+        message.role = Role::User;
+        // Derived from this task, the message and the step: a send repeated after a crash is
+        // the same message to the remote (idempotent there, as it is here).
+        message.message_id = uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_OID,
+            format!("{}/{}/{index}", self.task_id(), run.trigger_seq).as_bytes(),
+        )
+        .to_string();
+        message.task_id = pending.task_id.clone();
+        message.context_id = pending.context_id.clone();
+        let push = env
+            .relay_url(&owner, self.task_id())
+            .map(|url| TaskPushNotificationConfig {
+                url,
+                token: token.clone(),
+                ..TaskPushNotificationConfig::default()
+            });
+        let sent = env
+            .remote
+            .send(&call.agent, message, push, run.traceparent.as_deref())
+            .await;
+        let task = match sent.map(|s| (s.answer, s.pushes)) {
+            Err(err) => {
+                let value = failure_value(&format!(
+                    "Calling the agent at {} failed: {err}",
+                    call.agent
+                ));
+                run.push_step(index, name, value.clone());
+                self.save(&mut run).await?;
+                return decode(name, value);
+            }
+            Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
+            Ok((SendMessageResponse::Task(task), pushes)) => {
+                if pushes {
+                    // Its pushes bring the news: a poll is only the safety net.
+                    if let Some(Wait {
+                        what: WaitFor::RemoteTask { poll_every_ms, .. },
+                        due_at,
+                        deadline,
+                        ..
+                    }) = run.record_mut().wait.as_mut()
+                    {
+                        *poll_every_ms = poll_every_ms.saturating_mul(PUSHED_POLL_FACTOR);
+                        *due_at = after(Duration::from_millis(*poll_every_ms)).min(*deadline);
+                    }
+                }
+                task
+            }
+        };
+        let remote = RemoteTaskRef {
+            agent: call.agent.clone(),
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+        };
+        if !task.id.is_empty() {
+            run.record_mut()
+                .remotes
+                .insert(name.to_owned(), remote.clone());
+        }
+        if let Err(err) = relay(
+            &self.log,
+            &owner,
+            self.task_id(),
+            &RemoteUpdate::Task(&task),
+        )
+        .await
+        {
+            return Err(err.into());
+        }
+        if stopped(task.status.state) {
+            let value = serde_json::to_value(&task).unwrap_or(Value::Null);
+            run.push_step(index, name, value);
+            self.save(&mut run).await?;
+            return Ok(task);
+        }
+        if let Some(Wait {
+            what: WaitFor::RemoteTask { remote: r, .. },
+            ..
+        }) = run.record_mut().wait.as_mut()
+        {
+            *r = remote;
+        }
+        Err(self.park(run).await)
+    }
+
+    /// The durable state, loaded for a fresh run's first step: the record of an earlier
+    /// execution of this task passes on its remote tasks; a record of this very execution is
+    /// replayed (a redelivered job that took steps before).
+    async fn begin_step(&self) -> Result<MutexGuard<'_, DurableRun>, AgentError> {
+        let mut run = self.durable.lock().await;
+        if run.parked {
+            return Err(AgentError::Parked);
+        }
+        if !run.loaded {
+            run.loaded = true;
+            let found = self
+                .env
+                .store
+                .load_execution(&self.owner, self.task_id())
+                .await
+                .map_err(store_failure)?;
+            run.stored = found.as_ref().map(|r| r.version);
+            let record = match found {
+                Some(record) if record.trigger_seq == run.trigger_seq => record,
+                earlier => DurableExecution {
+                    owner: self.owner.clone(),
+                    task_id: self.task_id().to_owned(),
+                    trigger_seq: run.trigger_seq,
+                    steps: Vec::new(),
+                    emitted: 0,
+                    wait: None,
+                    remotes: earlier.map(|r| r.remotes).unwrap_or_default(),
+                    traceparent: run.traceparent.clone(),
+                    version: 0,
+                    expires_at: self.env.expiry(),
+                },
+            };
+            run.record = Some(record);
+        }
+        if run.record.is_none() {
+            let record = DurableExecution {
+                owner: self.owner.clone(),
+                task_id: self.task_id().to_owned(),
+                trigger_seq: run.trigger_seq,
+                steps: Vec::new(),
+                emitted: 0,
+                wait: None,
+                remotes: BTreeMap::new(),
+                traceparent: run.traceparent.clone(),
+                version: 0,
+                expires_at: self.env.expiry(),
+            };
+            run.record = Some(record);
+        }
+        Ok(run)
+    }
+
+    /// Writes the run's record, conditionally on the version it last saw.
+    async fn save(&self, run: &mut DurableRun) -> Result<(), AgentError> {
+        let expected = run.stored;
+        let record = run.record_mut();
+        record.version = expected.map_or(1, |v| v + 1);
+        record.expires_at = self.env.expiry();
+        let record = record.clone();
+        match self.env.store.save_execution(&record, expected).await {
+            Ok(()) => {
+                run.stored = Some(record.version);
+                Ok(())
+            }
+            Err(StoreError::Conflict) => Err(AgentError::Failed(
+                "Another run of this task's execution went on meanwhile; this one stops.".into(),
+            )),
+            Err(err) => Err(store_failure(err)),
+        }
+    }
+
+    /// Parks the run: what it emitted is written, its record (with its wait) is saved, and a
+    /// resume job is queued for when the wait is due. Returns the error the agent propagates.
+    async fn park(&self, mut run: MutexGuard<'_, DurableRun>) -> AgentError {
+        if let Err(err) = self.written().await {
+            return err;
+        }
+        let emitted = run.emits;
+        run.record_mut().emitted = emitted;
+        if let Err(err) = self.save(&mut run).await {
+            return err;
+        }
+        run.parked = true;
+        let due = run.record.as_ref().and_then(DurableExecution::due_at);
+        let job = WorkJob::resume(&self.owner, self.task_id(), run.trigger_seq)
+            .traced(run.traceparent.clone());
+        drop(run);
+        if let Some(due) = due {
+            let wait = Duration::from_millis(
+                u64::try_from(due.millis() - Timestamp::now().millis()).unwrap_or(0),
+            );
+            if wait <= MAX_QUEUE_DELAY {
+                if let Err(err) = self.env.work.enqueue_work_after(&job, wait).await {
+                    // The sweep of due executions resumes it instead.
+                    tracing::warn!(task_id = %self.task_id(), error = %err, "could not queue the resumption; the sweep will");
+                }
+            }
+        }
+        tracing::info!(task_id = %self.task_id(), "the execution parked on a durable wait");
+        AgentError::Parked
+    }
+
+    /// Hands the run over to the worker: what it emitted is written, its record says how far
+    /// it got, and a resume job replays it. For an inline execution whose invocation must end
+    /// before the agent does (on Lambda nothing may run after the response).
+    pub(crate) async fn hand_over(&self) -> Result<(), AgentError> {
+        self.written().await?;
+        let mut run = match self.begin_step().await {
+            Ok(run) => run,
+            Err(AgentError::Parked) => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        let emitted = run.emits;
+        run.record_mut().emitted = emitted;
+        self.save(&mut run).await?;
+        run.parked = true;
+        let job = WorkJob::resume(&self.owner, self.task_id(), run.trigger_seq)
+            .traced(run.traceparent.clone());
+        drop(run);
+        self.env
+            .work
+            .enqueue_work(&job)
+            .await
+            .map_err(store_failure)?;
+        tracing::info!(task_id = %self.task_id(), "the execution was handed over to the worker");
+        Ok(())
+    }
+
+    /// Asks a remote agent to cancel its task, as best it can.
+    async fn cancel_remote(&self, remote: &RemoteTaskRef, run: &DurableRun) {
+        if remote.task_id.is_empty() {
+            return;
+        }
+        if let Err(err) = self
+            .env
+            .remote
+            .cancel_task(remote, run.traceparent.as_deref())
+            .await
+        {
+            tracing::warn!(task_id = %self.task_id(), remote = %remote.task_id, error = %err, "could not cancel the remote task");
+        }
+    }
+
+    /// Whether this run replays `emit`'s event (written by the run before) or has parked: such
+    /// an emit is not written.
+    pub(crate) async fn skips_emit(&self) -> bool {
+        self.durable.lock().await.replayed_emit()
+    }
+
+    /// Removes the execution's record once its task ended, if it has one.
+    pub(crate) async fn forget_if_ended(&self) {
+        let has_record = self.durable.lock().await.has_record();
+        if !has_record {
+            return;
+        }
+        let ended = self
+            .state
+            .lock()
+            .await
+            .head
+            .as_ref()
+            .is_some_and(|h| h.task.status.state.is_terminal());
+        if ended {
+            if let Err(err) = self
+                .env
+                .store
+                .delete_execution(&self.owner, self.task_id())
+                .await
+            {
+                tracing::warn!(task_id = %self.task_id(), error = %err, "could not remove the execution record");
+            }
+        }
+    }
+}
+
+fn store_failure(err: StoreError) -> AgentError {
+    AgentError::Failed(format!("the task store failed: {err}"))
+}
+
+/// The task a remote's direct message answer stands for: completed, with the message.
+fn direct_reply_task(reply: &Message) -> Task {
+    Task {
+        id: String::new(),
+        context_id: reply.context_id.clone(),
+        status: TaskStatus {
+            state: TaskState::Completed,
+            message: Some(reply.clone()),
+            timestamp: Some(Timestamp::now()),
+        },
+        ..Task::default()
+    }
+}

@@ -1,0 +1,188 @@
+//! The journal of a durable execution, as one run of the agent holds it: what the run it
+//! replays recorded ([`DurableRun`]), and what durable steps need of the service
+//! ([`DurableEnv`]). The steps themselves are in `durable`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_protocol::Timestamp;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::ports::{DurableExecution, Owner, StepRecord, TaskStore, Wait, WorkQueue};
+use crate::remote::RemoteAgents;
+use crate::request::AgentError;
+
+/// The longest delay a work queue takes for a delayed job (SQS's 15 minutes); a wait due later
+/// is found by the sweep of due executions instead.
+pub(crate) const MAX_QUEUE_DELAY: Duration = Duration::from_secs(900);
+
+/// The route a remote agent's pushes for one of our waits come back to, under the REST base.
+pub const RELAY_PATH: &str = "/a2a-relay";
+
+/// What durable executions need of the service: the store, the work queue, other agents.
+pub(crate) struct DurableEnv {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) work: Arc<dyn WorkQueue>,
+    pub(crate) remote: Arc<dyn RemoteAgents>,
+    /// The base URL remote agents push back to (`…/a2a-relay/…`); `None`: they are polled.
+    pub(crate) relay_base: Option<String>,
+    /// How long records are kept (with their tasks).
+    pub(crate) retention: Duration,
+    /// How often a remote task is polled while its pushes do not come.
+    pub(crate) remote_poll: Duration,
+}
+
+impl DurableEnv {
+    /// Where the pushes for a wait of `owner`'s task `task_id` go.
+    pub(crate) fn relay_url(&self, owner: &Owner, task_id: &str) -> Option<String> {
+        let base = self.relay_base.as_deref()?;
+        Some(format!(
+            "{}{RELAY_PATH}/{task_id}/{}",
+            base.trim_end_matches('/'),
+            URL_SAFE_NO_PAD.encode(owner.as_str())
+        ))
+    }
+
+    pub(crate) fn expiry(&self) -> Timestamp {
+        after(self.retention)
+    }
+}
+
+/// The owner a relay URL's last segment names.
+pub(crate) fn relay_owner(segment: &str) -> Option<Owner> {
+    let bytes = URL_SAFE_NO_PAD.decode(segment).ok()?;
+    String::from_utf8(bytes).ok().map(Owner)
+}
+
+/// `now` plus `duration`.
+pub(crate) fn after(duration: Duration) -> Timestamp {
+    Timestamp::from_millis(
+        Timestamp::now()
+            .millis()
+            .saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)),
+    )
+}
+
+/// The durable side of one run of the agent, shared by the clones of its emitter.
+pub(crate) struct DurableRun {
+    /// The log position of the message the run acts on.
+    pub(crate) trigger_seq: u64,
+    /// The `traceparent` of the work.
+    pub(crate) traceparent: Option<String>,
+    /// The record as last read or written; `None` until the run's first durable step.
+    pub(crate) record: Option<DurableExecution>,
+    /// The version of the stored record (`None`: none stored).
+    pub(crate) stored: Option<u64>,
+    /// Whether the store was read for this run yet (a fresh run reads at its first step).
+    pub(crate) loaded: bool,
+    /// The index of the next durable step.
+    pub(crate) next_step: usize,
+    /// The events emitted so far in this run, the replayed ones included.
+    pub(crate) emits: u64,
+    /// How many of the first emits the run replays (the run before it wrote them).
+    pub(crate) skip: u64,
+    /// The run parked: it stops, and nothing it would still emit is written.
+    pub(crate) parked: bool,
+}
+
+impl DurableRun {
+    /// A fresh run of the message at `trigger_seq`.
+    pub(crate) fn fresh(trigger_seq: u64, traceparent: Option<String>) -> Self {
+        Self {
+            trigger_seq,
+            traceparent,
+            record: None,
+            stored: None,
+            loaded: false,
+            next_step: 0,
+            emits: 0,
+            skip: 0,
+            parked: false,
+        }
+    }
+
+    /// A run that replays `record` (a resumption, or a redelivered job).
+    pub(crate) fn replaying(record: DurableExecution) -> Self {
+        Self {
+            trigger_seq: record.trigger_seq,
+            traceparent: record.traceparent.clone(),
+            skip: record.emitted,
+            stored: Some(record.version),
+            record: Some(record),
+            loaded: true,
+            next_step: 0,
+            emits: 0,
+            parked: false,
+        }
+    }
+
+    /// Counts an emit: `true` if the run it replays wrote it already (it is not written again),
+    /// or if the run parked (nothing after the park is written).
+    pub(crate) fn replayed_emit(&mut self) -> bool {
+        self.emits += 1;
+        self.parked || self.emits <= self.skip
+    }
+
+    /// Whether the run parked (or was handed over): it stopped, and its task waits for the
+    /// resumed run.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// Whether this run has (or had) a record in the store.
+    pub(crate) fn has_record(&self) -> bool {
+        self.stored.is_some()
+    }
+
+    pub(crate) fn take_step(&mut self) -> usize {
+        let index = self.next_step;
+        self.next_step += 1;
+        index
+    }
+
+    pub(crate) fn record_mut(&mut self) -> &mut DurableExecution {
+        self.record
+            .as_mut()
+            .expect("a durable step loads or creates the record first")
+    }
+
+    /// The recorded result of step `index`, if the run it replays took it; an error if that run
+    /// took another step there (the agent is not deterministic between durable steps).
+    pub(crate) fn recorded(&self, index: usize, name: &str) -> Result<Option<Value>, AgentError> {
+        let Some(step) = self.record.as_ref().and_then(|r| r.steps.get(index)) else {
+            return Ok(None);
+        };
+        if step.name != name {
+            return Err(AgentError::Failed(format!(
+                "The agent took step {name:?} where the run it resumes took {:?}: an agent must \
+                 take the same durable steps in the same order every time it runs.",
+                step.name
+            )));
+        }
+        Ok(Some(step.value.clone()))
+    }
+
+    /// The wait of step `index`, if the record has one.
+    pub(crate) fn wait_at(&self, index: usize) -> Option<&Wait> {
+        self.record
+            .as_ref()
+            .and_then(|r| r.wait.as_ref())
+            .filter(|w| w.step == index)
+    }
+
+    pub(crate) fn push_step(&mut self, index: usize, name: &str, value: Value) {
+        let emitted = self.emits;
+        let record = self.record_mut();
+        record.steps.truncate(index);
+        record.steps.push(StepRecord {
+            name: name.to_owned(),
+            value,
+        });
+        record.emitted = emitted;
+        if record.wait.as_ref().is_some_and(|w| w.step == index) {
+            record.wait = None;
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The [`RemoteAgents`] port: how an agent of ours calls another A2A agent. The network adapter
+//! implements it with the A2A client, behind the SSRF guard and with the credentials the host
+//! configured for each agent; the core only says what to send and what to follow.
+
+use std::fmt;
+
+use a2a_protocol::{Message, SendMessageResponse, Task, TaskPushNotificationConfig};
+use async_trait::async_trait;
+
+use crate::ports::RemoteTaskRef;
+
+/// Why a call to another agent did not work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteError {
+    /// The agent's URL is not one this host may call (the SSRF guard, or the allow-list), or
+    /// calling agents is not configured: nothing was sent.
+    #[error("{0}")]
+    Refused(String),
+    /// The agent could not be reached, or did not answer in time: worth trying again.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The agent answered with an A2A error or with something that is not A2A.
+    #[error("{0}")]
+    Answered(String),
+}
+
+/// What a remote agent answered a message: its task as it stands (or a direct message), and
+/// whether it will push the task's updates (its card offers pushes and the push config was
+/// sent); a remote that does not is polled more often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteSent {
+    /// The answer.
+    pub answer: SendMessageResponse,
+    /// Whether the remote pushes the task's updates back.
+    pub pushes: bool,
+}
+
+/// Sends to and follows the tasks of other A2A agents. Every call carries the W3C
+/// `traceparent` of the work it belongs to, if any.
+#[async_trait]
+pub trait RemoteAgents: Send + Sync + fmt::Debug {
+    /// Sends `message` to the agent at `agent` (its base URL; its card is at
+    /// `/.well-known/agent-card.json` under it) without waiting for the task to stop
+    /// (`returnImmediately`), asking it to push the task's updates to `push` when its card
+    /// says it pushes. Returns the agent's answer: its task as it stands, or a direct message.
+    async fn send(
+        &self,
+        agent: &str,
+        message: Message,
+        push: Option<TaskPushNotificationConfig>,
+        traceparent: Option<&str>,
+    ) -> Result<RemoteSent, RemoteError>;
+
+    /// The remote task as it stands (GetTask).
+    async fn get_task(
+        &self,
+        remote: &RemoteTaskRef,
+        traceparent: Option<&str>,
+    ) -> Result<Task, RemoteError>;
+
+    /// Asks the remote agent to cancel its task (CancelTask). A task that already ended is
+    /// not an error.
+    async fn cancel_task(
+        &self,
+        remote: &RemoteTaskRef,
+        traceparent: Option<&str>,
+    ) -> Result<(), RemoteError>;
+}
+
+/// Calls no agent: the default, until the host configures the network adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRemoteAgents;
+
+#[async_trait]
+impl RemoteAgents for NoRemoteAgents {
+    async fn send(
+        &self,
+        agent: &str,
+        _message: Message,
+        _push: Option<TaskPushNotificationConfig>,
+        _traceparent: Option<&str>,
+    ) -> Result<RemoteSent, RemoteError> {
+        Err(not_configured(agent))
+    }
+
+    async fn get_task(
+        &self,
+        remote: &RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<Task, RemoteError> {
+        Err(not_configured(&remote.agent))
+    }
+
+    async fn cancel_task(
+        &self,
+        remote: &RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<(), RemoteError> {
+        Err(not_configured(&remote.agent))
+    }
+}
+
+fn not_configured(agent: &str) -> RemoteError {
+    RemoteError::Refused(format!(
+        "this server is not configured to call other agents (asked to call {agent})"
+    ))
+}

@@ -1,0 +1,278 @@
+//! What ends the waits of parked executions: signals, the pushes of the remote agents they wait
+//! for, the sweep of due waits, and the end of their task (a cancel reaches the remote).
+
+use a2a_protocol::{A2AError, StreamResponse, Task, Timestamp};
+use serde_json::Value;
+
+use super::A2aService;
+use crate::journal::relay_owner;
+use crate::ports::{DurableExecution, Owner, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::task_log::store_error;
+use crate::worker::{advance, rearm, Advanced};
+
+/// How many times a wait's outcome is written again after losing to a concurrent write.
+const SAVE_TRIES: usize = 5;
+
+impl A2aService {
+    /// Sends the signal `name` with `value` to the owner's task: a durable execution parked on
+    /// `Emitter::wait_for_signal(name, …)` resumes with it. Returns whether a wait took it
+    /// (`false`: the task waits for no such signal now, and nothing changed).
+    pub async fn signal(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        name: &str,
+        value: Value,
+    ) -> Result<bool, StoreError> {
+        let accepts = |record: &DurableExecution| {
+            record.wait.as_ref().is_some_and(|w| {
+                w.outcome.is_none() && w.name == name && matches!(w.what, WaitFor::Signal)
+            })
+        };
+        self.end_wait(owner, task_id, accepts, WaitOutcome::Done { value })
+            .await
+    }
+
+    /// A push from a remote agent whose task one of ours waits for, as the relay route got it
+    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`). Its progress is
+    /// relayed into our task; if it says the remote task stopped, the wait is over and the
+    /// execution resumes. A push that does not carry the wait's token is refused as
+    /// TaskNotFound, and nothing changes.
+    pub async fn relay_push(
+        &self,
+        task_id: &str,
+        owner_segment: &str,
+        token: &str,
+        body: &[u8],
+    ) -> Result<(), A2AError> {
+        let not_found = || A2AError::task_not_found(task_id);
+        let owner = relay_owner(owner_segment).ok_or_else(not_found)?;
+        let record = self
+            .core
+            .store
+            .load_execution(&owner, task_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(not_found)?;
+        let Some((remote, expected)) = record.wait.as_ref().and_then(|w| match &w.what {
+            WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
+                Some((remote.clone(), token.clone()))
+            }
+            _ => None,
+        }) else {
+            return Err(not_found());
+        };
+        if !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
+            return Err(not_found());
+        }
+        let update = parse_push(body)?;
+        let (remote_task, state_task) = match &update {
+            StreamResponse::Task(task) => (task.id.clone(), Some(task.clone())),
+            StreamResponse::StatusUpdate(u) => (
+                u.task_id.clone(),
+                Some(Task {
+                    id: u.task_id.clone(),
+                    context_id: u.context_id.clone(),
+                    status: u.status.clone(),
+                    ..Task::default()
+                }),
+            ),
+            StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
+            StreamResponse::Message(_) => return Ok(()),
+        };
+        if !remote.task_id.is_empty() && !remote_task.is_empty() && remote_task != remote.task_id {
+            return Err(A2AError::invalid_params(
+                "the push is about another task than the one this wait follows",
+            ));
+        }
+        let relayed = match &update {
+            StreamResponse::Task(task) => RemoteUpdate::Task(task),
+            StreamResponse::StatusUpdate(u) => RemoteUpdate::Status(u),
+            StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
+            StreamResponse::Message(_) => return Ok(()),
+        };
+        if let Err(err) = relay(&self.core.log, &owner, task_id, &relayed).await {
+            tracing::warn!(task_id, error = ?err, "could not relay a remote push");
+        }
+        let Some(task) = state_task.filter(|t| stopped(t.status.state)) else {
+            return Ok(());
+        };
+        let value = serde_json::to_value(&task).unwrap_or(Value::Null);
+        let token = token.to_owned();
+        let accepts = move |record: &DurableExecution| {
+            record.wait.as_ref().is_some_and(|w| {
+                w.outcome.is_none()
+                    && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if *t == token)
+            })
+        };
+        self.end_wait(&owner, task_id, accepts, WaitOutcome::Done { value })
+            .await
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    /// Moves on up to `limit` parked executions whose wait is due: deadlines passed end their
+    /// waits, timers that ran out end theirs, remote tasks due for a poll are polled; an
+    /// execution whose wait is over gets its resume job (again, if one was lost). Returns how
+    /// many executions it resumed. Hosts call it on a schedule (the worker function's, the
+    /// local server's sweep loop); safe anywhere, any number of times at once.
+    pub async fn sweep_due_executions(&self, limit: usize) -> Result<usize, StoreError> {
+        let due = self
+            .core
+            .store
+            .list_due_executions(Timestamp::now(), limit)
+            .await?;
+        let mut resumed = 0;
+        for entry in due {
+            let Some(record) = self
+                .core
+                .store
+                .load_execution(&entry.owner, &entry.task_id)
+                .await?
+            else {
+                continue;
+            };
+            let job = WorkJob::resume(&record.owner, &record.task_id, record.trigger_seq)
+                .traced(record.traceparent.clone());
+            match advance(&self.core, record).await? {
+                Advanced::Over(_) => {
+                    self.core.work.enqueue_work(&job).await?;
+                    resumed += 1;
+                }
+                Advanced::Waiting(next) => rearm(&self.core, &job, next).await,
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// The end of our task (canceled): a remote task its execution waits for is canceled too,
+    /// and the execution's record is removed.
+    pub(super) async fn end_durable_work(&self, owner: &Owner, task_id: &str) {
+        let record = match self.core.store.load_execution(owner, task_id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(task_id, error = %err, "could not read the execution record");
+                return;
+            }
+        };
+        let waiting = record.wait.as_ref().and_then(|w| match &w.what {
+            WaitFor::RemoteTask { remote, .. } if w.outcome.is_none() => Some(remote.clone()),
+            _ => None,
+        });
+        if let Some(remote) = waiting.filter(|r| !r.task_id.is_empty()) {
+            if let Err(err) = self
+                .core
+                .durable
+                .remote
+                .cancel_task(&remote, record.traceparent.as_deref())
+                .await
+            {
+                tracing::warn!(task_id, remote = %remote.task_id, error = %err, "could not cancel the remote task");
+            }
+        }
+        if let Err(err) = self.core.store.delete_execution(owner, task_id).await {
+            tracing::warn!(task_id, error = %err, "could not remove the execution record");
+        }
+    }
+
+    /// Ends the wait of the owner's task with `outcome` if `accepts` its record, and queues the
+    /// resumption. `false` if no wait took it.
+    async fn end_wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        accepts: impl Fn(&DurableExecution) -> bool,
+        outcome: WaitOutcome,
+    ) -> Result<bool, StoreError> {
+        for _ in 0..SAVE_TRIES {
+            let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
+                return Ok(false);
+            };
+            if !accepts(&record) {
+                return Ok(false);
+            }
+            let expected = record.version;
+            let mut updated = record;
+            updated.version = expected + 1;
+            if let Some(wait) = updated.wait.as_mut() {
+                wait.outcome = Some(outcome.clone());
+                wait.due_at = Timestamp::now();
+            }
+            match self
+                .core
+                .store
+                .save_execution(&updated, Some(expected))
+                .await
+            {
+                Ok(()) => {
+                    let job = WorkJob::resume(owner, task_id, updated.trigger_seq)
+                        .traced(updated.traceparent.clone());
+                    // If this enqueue is lost, the sweep finds the wait due and queues it.
+                    if let Err(err) = self.core.work.enqueue_work(&job).await {
+                        tracing::warn!(task_id, error = %err, "could not queue the resumption; the sweep will");
+                    }
+                    return Ok(true);
+                }
+                Err(StoreError::Conflict) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Err(StoreError::Backend(
+            "too many concurrent writers on one execution record".into(),
+        ))
+    }
+}
+
+/// A remote agent's push body: one A2A 1.0 `StreamResponse`, or a bare 1.0 Task (what some
+/// SDKs push). Pushes of older generations are refused; their tasks are polled instead.
+fn parse_push(body: &[u8]) -> Result<StreamResponse, A2AError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|err| A2AError::ParseError(format!("the push is not JSON: {err}")))?;
+    let is_update = ["task", "message", "statusUpdate", "artifactUpdate"]
+        .iter()
+        .any(|member| value.get(member).is_some());
+    if is_update {
+        return serde_json::from_value::<StreamResponse>(value).map_err(|err| {
+            A2AError::invalid_params(format!("the push is not an A2A task update: {err}"))
+        });
+    }
+    serde_json::from_value::<Task>(value)
+        .ok()
+        .filter(|task| !task.id.is_empty())
+        .map(StreamResponse::Task)
+        .ok_or_else(|| A2AError::invalid_params("the push is not an A2A task update"))
+}
+
+/// Compares two secrets in time independent of where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pushes_of_every_generation_read_as_updates() {
+        let status = br#"{"statusUpdate":{"taskId":"r1","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}"#;
+        assert!(matches!(
+            parse_push(status),
+            Ok(StreamResponse::StatusUpdate(_))
+        ));
+        let task = br#"{"id":"r1","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}"#;
+        assert!(
+            matches!(parse_push(task), Ok(StreamResponse::Task(t)) if t.status.state == a2a_protocol::TaskState::Completed)
+        );
+        assert!(parse_push(b"not json").is_err());
+        assert!(parse_push(br#"{"hello":1}"#).is_err());
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,527 @@
+//! Durable executions on a store: the execution records themselves ([`execution_records`]), and
+//! the core's parking, resuming, signalling, timing out and handing over through the real
+//! service on that store, with a work queue that keeps what it is given so each check can play
+//! the worker.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_core::{
+    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, DurableExecution,
+    Emitter, JobOutcome, Owner, Placement, PushJob, PushQueue, ServiceConfig, StoreError,
+    TaskEvent, TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
+};
+use a2a_protocol::{
+    Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    Task, TaskState, Timestamp,
+};
+
+use crate::{fresh_owner, hours_from_now, unique};
+
+fn record(owner: &Owner, task_id: &str, version: u64, due: Option<Timestamp>) -> DurableExecution {
+    DurableExecution {
+        owner: owner.clone(),
+        task_id: task_id.to_owned(),
+        trigger_seq: 1,
+        steps: Vec::new(),
+        emitted: 2,
+        wait: due.map(|due| Wait {
+            step: 0,
+            name: "nap".into(),
+            what: WaitFor::Timer,
+            due_at: due,
+            deadline: due,
+            outcome: None,
+        }),
+        remotes: Default::default(),
+        traceparent: None,
+        version,
+        expires_at: hours_from_now(1),
+    }
+}
+
+/// Execution records: written conditionally on the version read (none: absent or expired),
+/// scoped to their owner, listed while their wait is due, removed with their task.
+pub async fn execution_records<S: TaskStore + ?Sized>(store: &S) {
+    let owner = fresh_owner();
+    let task = unique("exec");
+    let first = record(&owner, &task, 1, None);
+    store
+        .save_execution(&first, None)
+        .await
+        .expect("a new record");
+    assert_eq!(
+        store.save_execution(&first, None).await,
+        Err(StoreError::Conflict),
+        "a record exists: a create conflicts"
+    );
+    let loaded = store.load_execution(&owner, &task).await.unwrap();
+    assert_eq!(loaded.as_ref(), Some(&first));
+    assert_eq!(
+        store.load_execution(&fresh_owner(), &task).await.unwrap(),
+        None,
+        "another owner's record is not there"
+    );
+
+    // Due one second ago: listed; the stale write loses and changes nothing.
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    let second = record(&owner, &task, 2, Some(past));
+    store
+        .save_execution(&second, Some(1))
+        .await
+        .expect("update");
+    let stale = record(&owner, &task, 3, None);
+    assert_eq!(
+        store.save_execution(&stale, Some(1)).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        store
+            .load_execution(&owner, &task)
+            .await
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    let due = store
+        .list_due_executions(Timestamp::now(), 1000)
+        .await
+        .unwrap();
+    assert!(
+        due.iter().any(|d| d.task_id == task && d.owner == owner),
+        "a due wait is listed: {due:?}"
+    );
+
+    // Due in an hour: not yet. Its wait over (no wait): not listed either.
+    let later = record(&owner, &task, 3, Some(hours_from_now(1)));
+    store.save_execution(&later, Some(2)).await.unwrap();
+    let listed = |due: Vec<a2a_core::DueExecution>| due.iter().any(|d| d.task_id == task);
+    assert!(!listed(
+        store
+            .list_due_executions(Timestamp::now(), 1000)
+            .await
+            .unwrap()
+    ));
+    let done = record(&owner, &task, 4, None);
+    store.save_execution(&done, Some(3)).await.unwrap();
+    assert!(!listed(
+        store
+            .list_due_executions(hours_from_now(2), 1000)
+            .await
+            .unwrap()
+    ));
+
+    // Another owner cannot delete it; its owner can.
+    store.delete_execution(&fresh_owner(), &task).await.unwrap();
+    assert!(store.load_execution(&owner, &task).await.unwrap().is_some());
+    store.delete_execution(&owner, &task).await.unwrap();
+    assert_eq!(store.load_execution(&owner, &task).await.unwrap(), None);
+    store
+        .delete_execution(&owner, &task)
+        .await
+        .expect("deleting what is gone is fine");
+
+    // An expired record is gone: it reads as none and a create takes its place.
+    let mut old = record(&owner, &task, 1, Some(past));
+    old.expires_at = Timestamp::from_millis(Timestamp::now().millis() - 60_000);
+    store.save_execution(&old, None).await.unwrap();
+    assert_eq!(store.load_execution(&owner, &task).await.unwrap(), None);
+    assert!(!listed(
+        store
+            .list_due_executions(Timestamp::now(), 1000)
+            .await
+            .unwrap()
+    ));
+    store
+        .save_execution(&record(&owner, &task, 1, None), None)
+        .await
+        .expect("an expired record is no obstacle");
+}
+
+/// A work queue that keeps what it is given, with each job's delay, for the check to run.
+#[derive(Default)]
+struct Kept(Mutex<Vec<(WorkJob, Duration)>>);
+
+#[async_trait::async_trait]
+impl WorkQueue for Kept {
+    async fn enqueue_work(&self, job: &WorkJob) -> Result<(), StoreError> {
+        self.enqueue_work_after(job, Duration::ZERO).await
+    }
+
+    async fn enqueue_work_after(&self, job: &WorkJob, delay: Duration) -> Result<(), StoreError> {
+        self.0.lock().unwrap().push((job.clone(), delay));
+        Ok(())
+    }
+}
+
+impl Kept {
+    /// The resume jobs queued for `task` so far, taken off the queue.
+    fn take(&self, task: &str) -> Vec<(WorkJob, Duration)> {
+        let mut jobs = self.0.lock().unwrap();
+        let (mine, rest) = jobs.drain(..).partition(|(j, _)| j.task_id == task);
+        *jobs = rest;
+        mine
+    }
+}
+
+struct NoPush;
+
+#[async_trait::async_trait]
+impl PushQueue for NoPush {
+    async fn enqueue_push(&self, _jobs: &[PushJob]) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// An agent with durable steps, chosen by the message text:
+/// - `steps`: WORKING, a step, a 30 ms durable sleep, another step, COMPLETED with both;
+/// - `signal`: WORKING, then the payload of the signal `go` (timeout from the text's second
+///   word, in ms), COMPLETED with it;
+/// - `linger`: WORKING, an artifact, 300 ms of plain work, a second artifact, COMPLETED.
+#[derive(Default)]
+struct Durable {
+    starts: AtomicUsize,
+    first_step: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Agent for Durable {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "durable".into(),
+            ..AgentDescription::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Inline
+    }
+
+    async fn execute(&self, request: AgentRequest, e: Emitter) -> Result<(), AgentError> {
+        self.starts.fetch_add(1, Ordering::SeqCst);
+        let mut words = request.text().split_whitespace();
+        match words.next() {
+            Some("steps") => {
+                e.working(Some("started")).await?;
+                let a: usize = e
+                    .step("a", || async {
+                        Ok(self.first_step.fetch_add(1, Ordering::SeqCst) + 1)
+                    })
+                    .await?;
+                e.sleep("nap", Duration::from_millis(30)).await?;
+                let b: String = e.step("b", || async { Ok("bee".to_owned()) }).await?;
+                e.complete(Some(&format!("{a} {b}"))).await
+            }
+            Some("signal") => {
+                let timeout = words.next().and_then(|t| t.parse().ok()).unwrap_or(60_000);
+                e.working(None).await?;
+                let got = e
+                    .wait_for_signal("go", Duration::from_millis(timeout))
+                    .await?;
+                e.complete(Some(&got.to_string())).await
+            }
+            Some("linger") => {
+                e.working(Some("lingering")).await?;
+                let part = |text: &str| Artifact {
+                    artifact_id: format!("{}-out", e.task_id()),
+                    parts: vec![Part::text(text)],
+                    ..Artifact::default()
+                };
+                e.artifact(part("one "), false, false).await?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                e.artifact(part("two"), true, true).await?;
+                e.complete(Some("lingered")).await
+            }
+            _ => e.complete(Some("plain")).await,
+        }
+    }
+}
+
+fn service(
+    store: Arc<dyn TaskStore>,
+    agent: Arc<Durable>,
+    queue: Arc<Kept>,
+    config: ServiceConfig,
+) -> A2aService {
+    A2aService::new(config, agent, store, queue, Arc::new(NoPush))
+}
+
+async fn send(service: &A2aService, ctx: &CallContext, text: &str) -> Task {
+    let request = SendMessageRequest {
+        message: Some(Message::user_text(unique("m"), text)),
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..SendMessageConfiguration::default()
+        }),
+        ..SendMessageRequest::default()
+    };
+    match service.send_message(ctx, request).await.expect("sent") {
+        SendMessageResponse::Task(task) => task,
+        other => panic!("a task, not {other:?}"),
+    }
+}
+
+/// Waits (polling the store, a few ms at a time) until the task stops moving: its inline run
+/// ended, parked or handed over.
+async fn settled(
+    service: &A2aService,
+    ctx: &CallContext,
+    task: &str,
+    queue: &Kept,
+) -> Vec<WorkJob> {
+    for _ in 0..400 {
+        let jobs = queue.take(task);
+        if !jobs.is_empty() {
+            return jobs.into_iter().map(|(j, _)| j).collect();
+        }
+        let now = service
+            .get_task(
+                ctx,
+                a2a_protocol::GetTaskRequest {
+                    id: task.to_owned(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        if now.status.state.is_terminal() {
+            return Vec::new();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {task} neither stopped nor queued a resumption");
+}
+
+async fn events<S: TaskStore + ?Sized>(store: &S, owner: &Owner, task: &str) -> Vec<TaskEvent> {
+    store
+        .read_events(owner, task, 0, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+fn count(events: &[TaskEvent], what: impl Fn(&TaskEvent) -> bool) -> usize {
+    events.iter().filter(|e| what(e)).count()
+}
+
+fn working(e: &TaskEvent) -> bool {
+    e.state() == Some(TaskState::Working)
+}
+
+/// A durable sleep parks the execution (the task stays WORKING, a resume job is queued for when
+/// it is due, nothing runs); the resumed run gets its first step's result back without running
+/// it again, does not write again what it wrote, and completes the task; its record goes with
+/// it.
+pub async fn durable_steps_park_and_resume(store: Arc<dyn TaskStore>) {
+    let agent = Arc::new(Durable::default());
+    let queue = Arc::new(Kept::default());
+    let service = service(
+        store.clone(),
+        agent.clone(),
+        queue.clone(),
+        ServiceConfig::default(),
+    );
+    let ctx = CallContext::anonymous(&unique("tenant"));
+    let task = send(&service, &ctx, "steps").await;
+    let jobs = settled(&service, &ctx, &task.id, &queue).await;
+    assert_eq!(jobs.len(), 1, "one resumption queued");
+    assert!(jobs[0].resume);
+    let parked = store
+        .load_execution(&ctx.owner, &task.id)
+        .await
+        .unwrap()
+        .expect("the parked execution's record");
+    assert!(matches!(
+        parked.wait.as_ref().map(|w| &w.what),
+        Some(WaitFor::Timer)
+    ));
+    assert_eq!(parked.steps.len(), 1);
+
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    assert_eq!(service.run_work_job(&jobs[0], 1).await, JobOutcome::Done);
+    let done = store
+        .load_task(&ctx.owner, &task.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    let text = done
+        .task
+        .status
+        .message
+        .as_ref()
+        .and_then(|m| m.first_text());
+    assert_eq!(text, Some("1 bee"), "the first step's result came back");
+    assert_eq!(
+        agent.first_step.load(Ordering::SeqCst),
+        1,
+        "step a ran once"
+    );
+    assert_eq!(agent.starts.load(Ordering::SeqCst), 2, "run, then resumed");
+    let log = events(&*store, &ctx.owner, &task.id).await;
+    assert_eq!(count(&log, working), 1, "WORKING written once: {log:?}");
+    assert_eq!(
+        store.load_execution(&ctx.owner, &task.id).await.unwrap(),
+        None,
+        "the record goes with the task's end"
+    );
+}
+
+/// A wait for a signal resumes with the signal's payload; a signal nobody waits for changes
+/// nothing; a wait whose deadline passes is ended by the sweep of due executions and fails its
+/// task saying why; a cancel removes the record of a waiting execution.
+pub async fn signals_resume_and_deadlines_end_waits(store: Arc<dyn TaskStore>) {
+    let agent = Arc::new(Durable::default());
+    let queue = Arc::new(Kept::default());
+    let service = service(
+        store.clone(),
+        agent,
+        queue.clone(),
+        ServiceConfig::default(),
+    );
+    let ctx = CallContext::anonymous(&unique("tenant"));
+
+    let task = send(&service, &ctx, "signal").await;
+    let _ = settled(&service, &ctx, &task.id, &queue).await;
+    assert!(!service
+        .signal(&ctx.owner, &task.id, "stop", serde_json::json!(1))
+        .await
+        .unwrap());
+    assert!(!service
+        .signal(&fresh_owner(), &task.id, "go", serde_json::json!(1))
+        .await
+        .unwrap());
+    assert!(service
+        .signal(&ctx.owner, &task.id, "go", serde_json::json!({"ok": true}))
+        .await
+        .unwrap());
+    let jobs = queue.take(&task.id);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].1, Duration::ZERO, "a signal resumes at once");
+    assert_eq!(service.run_work_job(&jobs[0].0, 1).await, JobOutcome::Done);
+    let done = store
+        .load_task(&ctx.owner, &task.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    assert_eq!(
+        done.task
+            .status
+            .message
+            .as_ref()
+            .and_then(|m| m.first_text()),
+        Some(r#"{"ok":true}"#)
+    );
+
+    let late = send(&service, &ctx, "signal 20").await;
+    let _ = settled(&service, &ctx, &late.id, &queue).await;
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let resumed = service.sweep_due_executions(1000).await.unwrap();
+    assert!(resumed >= 1, "the sweep ended the wait");
+    let jobs = queue.take(&late.id);
+    assert!(!jobs.is_empty());
+    assert_eq!(service.run_work_job(&jobs[0].0, 1).await, JobOutcome::Done);
+    let failed = store
+        .load_task(&ctx.owner, &late.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(failed.task.status.state, TaskState::Failed);
+    let reason = failed
+        .task
+        .status
+        .message
+        .as_ref()
+        .and_then(|m| m.first_text());
+    assert!(
+        reason.is_some_and(|r| r.contains("No signal \"go\"")),
+        "{reason:?}"
+    );
+
+    let canceled = send(&service, &ctx, "signal").await;
+    let _ = settled(&service, &ctx, &canceled.id, &queue).await;
+    service
+        .cancel_task(
+            &ctx,
+            a2a_protocol::CancelTaskRequest {
+                id: canceled.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("canceled");
+    assert_eq!(
+        store
+            .load_execution(&ctx.owner, &canceled.id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!service
+        .signal(&ctx.owner, &canceled.id, "go", serde_json::json!(1))
+        .await
+        .unwrap());
+}
+
+/// Where nothing may run after a response (Lambda), an inline execution still running at the
+/// blocking deadline is stopped and handed over: the answer says WORKING, a resume job is
+/// queued, and the worker's replay finishes the task without writing again what the first run
+/// wrote.
+pub async fn a_handed_over_execution_finishes_on_the_worker(store: Arc<dyn TaskStore>) {
+    let agent = Arc::new(Durable::default());
+    let queue = Arc::new(Kept::default());
+    let config = ServiceConfig {
+        background_inline: false,
+        blocking_timeout: Duration::from_millis(100),
+        ..ServiceConfig::default()
+    };
+    let service = service(store.clone(), agent.clone(), queue.clone(), config);
+    let ctx = CallContext::anonymous(&unique("tenant"));
+    let request = SendMessageRequest {
+        message: Some(Message::user_text(unique("m"), "linger")),
+        ..SendMessageRequest::default()
+    };
+    let SendMessageResponse::Task(answer) = service.send_message(&ctx, request).await.unwrap()
+    else {
+        panic!("a task");
+    };
+    assert_eq!(answer.status.state, TaskState::Working);
+    let jobs = queue.take(&answer.id);
+    assert_eq!(jobs.len(), 1, "handed over before the answer: {jobs:?}");
+    assert!(jobs[0].0.resume);
+    // Nothing of the request runs any more: the first run never gets to its second artifact.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let midway = events(&*store, &ctx.owner, &answer.id).await;
+    assert_eq!(
+        count(&midway, |e| matches!(e, TaskEvent::Artifact { .. })),
+        1,
+        "{midway:?}"
+    );
+
+    assert_eq!(service.run_work_job(&jobs[0].0, 1).await, JobOutcome::Done);
+    let log = events(&*store, &ctx.owner, &answer.id).await;
+    assert_eq!(count(&log, working), 1, "{log:?}");
+    assert_eq!(
+        count(&log, |e| matches!(e, TaskEvent::Artifact { .. })),
+        2,
+        "the first chunk is not written again: {log:?}"
+    );
+    let done = store
+        .load_task(&ctx.owner, &answer.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    let text = done.task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(|p| p.text.as_deref())
+        .collect::<String>();
+    assert_eq!(text, "one two");
+    assert_eq!(agent.starts.load(Ordering::SeqCst), 2);
+}
