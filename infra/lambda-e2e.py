@@ -409,8 +409,9 @@ def signed_card():
         header = json.loads(__import__("base64").urlsafe_b64decode(text))
         assert header["kid"] in keys and header["typ"] == "JOSE", header
         assert header["jku"] == BASE + "/.well-known/jwks.json", header
+    # 0.3 is served by default (Protocol03 on), so its interface is listed too.
     versions = sorted({i["protocolVersion"] for i in c["supportedInterfaces"]})
-    assert versions == ["1.0", "1.1"], versions
+    assert versions == ["0.3", "1.0", "1.1"], versions
 
 
 V11 = {"A2A-Version": "1.1"}
