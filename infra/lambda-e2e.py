@@ -417,6 +417,15 @@ def signed_card():
 V11 = {"A2A-Version": "1.1"}
 
 
+def front_door():
+    """The front door infra/lambda-local.sh's router plays (ApiGateway or FunctionUrl)."""
+    try:
+        with open(os.path.join(STATE, "front-door")) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return "ApiGateway"
+
+
 def draft_1_1():
     """The A2A 1.1 draft through the functions: generations, long-polling GetTask on both
     bindings (`get` and `rpc`), ifGenerationMatch (409 / -32010); a 1.0 client sees none of it."""
@@ -442,12 +451,21 @@ def draft_1_1():
                                           "params": {"id": held["id"], "currentGeneration": str(gen)}}, V11)
             polls[kind] = r["result"]
 
-    threads = [threading.Thread(target=poll, args=(k,)) for k in ("rest", "rpc")]
-    for t in threads:
-        t.start()
+    # cargo lambda watch runs one instance per function: behind the Function URL every request
+    # goes to the one front function, where a held poll would queue the follow-up it waits for
+    # (Lambda runs it on another instance). There the polls come after the follow-up, and must
+    # answer at once with the later generation; behind API Gateway they are held.
     fresh = message("now", ifGenerationMatch=gen)
     fresh["message"]["taskId"] = held["id"]
-    done = call("POST", "/message:send", fresh, V11)["task"]
+    threads = [threading.Thread(target=poll, args=(k,)) for k in ("rest", "rpc")]
+    if front_door() == "FunctionUrl":
+        done = call("POST", "/message:send", fresh, V11)["task"]
+        for t in threads:
+            t.start()
+    else:
+        for t in threads:
+            t.start()
+        done = call("POST", "/message:send", fresh, V11)["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
     for t in threads:
         t.join(60)

@@ -92,10 +92,8 @@ start_watch() {
   fi
   # Each function's role comes from its name (AWS_LAMBDA_FUNCTION_NAME, set by watch): an
   # A2A_FUNCTION left in the caller's shell would give every function the same role.
-  # More than one instance per function, as Lambda runs concurrent requests: a held request
-  # (a long-polling GetTask, a stream) must not queue the next one behind it.
   PATH="$ROOT/$VENV/bin:$PATH" setsid env -u A2A_FUNCTION "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
-    --concurrency 4 --ignore-changes --env-file "$STATE/functions.env" >>"$STATE/watch.log" 2>&1 &
+    --ignore-changes --env-file "$STATE/functions.env" >>"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
 }
 
