@@ -6,7 +6,11 @@ clients' tests use, with the same text commands as a2a-lambda's reference agent:
 
 - ``slow [CHUNKS=5] [INTERVAL_MS=200]``: streams CHUNKS artifact chunks ``chunk-1 ``, …,
   INTERVAL_MS apart, then completes;
+- ``hold``: asks for input (INPUT_REQUIRED); the follow-up completes the task as an echo of it;
+- ``fail``: ends the task FAILED with a reason;
 - anything else: completes with an artifact ``echo`` holding the text.
+
+(``hold`` and ``fail`` make it the other agent of a2a-lambda's ``delegate`` tests.)
 
 Usage: ``python sdk_server.py [--port 0]``. It prints ``serving on http://127.0.0.1:PORT``
 on stderr once it accepts connections (port 0 picks a free one), and serves the card at
@@ -70,7 +74,17 @@ class EchoSlowAgent(AgentExecutor):
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         text = context.get_user_input().strip()
-        if text.split()[:1] == ['slow']:
+        say = lambda words: updater.new_agent_message([Part(text=words)])
+        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.add_artifact(
+                [Part(text=text)], artifact_id=f'{task.id}-echo', name='echo'
+            )
+            await updater.complete(say(text))
+        elif text == 'hold':
+            await updater.requires_input(say('The task is on hold: send anything to complete it.'))
+        elif text == 'fail':
+            await updater.failed(say('The fail skill always fails.'))
+        elif text.split()[:1] == ['slow']:
             chunks, interval_ms = numbers(text, [5, 200])
             await updater.start_work()
             for i in range(1, chunks + 1):

@@ -55,6 +55,9 @@ pub enum Hostility {
     StalledCard,
     /// A JWKS that never ends.
     EndlessJwks,
+    /// A task that never finishes: SendMessage and GetTask answer it WORKING forever, and no
+    /// push ever comes; CancelTask cancels it.
+    NeverFinishes,
 }
 
 /// A request the agent got.
@@ -63,6 +66,7 @@ pub struct Recorded {
     pub method: String,
     pub path: String,
     pub headers: HeaderMap,
+    pub body: Vec<u8>,
 }
 
 /// A running hostile agent. Stops when dropped.
@@ -129,6 +133,9 @@ impl Drop for HostileAgent {
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
+    let body = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
     shared
         .requests
         .lock()
@@ -137,10 +144,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             method: parts.method.to_string(),
             path: path.clone(),
             headers: parts.headers.clone(),
+            body: body.to_vec(),
         });
-    let body = axum::body::to_bytes(body, 1 << 20)
-        .await
-        .unwrap_or_default();
     match path.as_str() {
         "/.well-known/agent-card.json" => card(&shared),
         "/.well-known/jwks.json" => match shared.hostility {
@@ -239,7 +244,13 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     let result =
         |result: Value| json_response(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     let evil = matches!(shared.hostility, Hostility::Escapes);
+    let stuck = matches!(shared.hostility, Hostility::NeverFinishes);
     match method {
+        "SendMessage" if stuck => {
+            result(json!({"task": task("t1", "TASK_STATE_WORKING", "working")}))
+        }
+        "GetTask" if stuck => result(task(&task_id, "TASK_STATE_WORKING", "working")),
+        "CancelTask" if stuck => result(task(&task_id, "TASK_STATE_CANCELED", "canceled")),
         "SendMessage" if evil => result(json!({"task": task(EVIL, "TASK_STATE_COMPLETED", EVIL)})),
         "SendMessage" => result(json!({"task": task("t1", "TASK_STATE_COMPLETED", "done")})),
         "GetTask" if evil && task_id == "err" => json_response(&json!({"jsonrpc": "2.0", "id": id,

@@ -10,6 +10,7 @@ use a2a_e2e::server::workspace_root;
 /// The pages whose paths must exist.
 const PAGES: &[&str] = &[
     "README.md",
+    "docs/agents-calling-agents.md",
     "docs/architecture.md",
     "docs/auth.md",
     "docs/aws-adapters.md",

@@ -54,6 +54,14 @@ impl CallContext {
         }
     }
 
+    /// The context with the request's `traceparent` header, if it is a valid W3C trace
+    /// context (a malformed one is ignored, as the W3C recommendation says: the work then
+    /// starts no trace of its own here).
+    pub fn traced(mut self, header: Option<&str>) -> Self {
+        self.traceparent = header.and_then(checked_traceparent);
+        self
+    }
+
     /// `PermissionDenied` unless the caller holds `permission`. Checked first in every
     /// operation: it depends on nothing but the caller, so it reveals nothing about tasks.
     pub fn require(&self, permission: Permission) -> Result<(), A2AError> {
@@ -63,6 +71,73 @@ impl CallContext {
             Err(A2AError::PermissionDenied(format!(
                 "Permission denied: this operation needs the {permission} permission"
             )))
+        }
+    }
+}
+
+/// A W3C `traceparent` value (Trace Context level 1) if it is well formed:
+/// `version-traceid-parentid-flags`, lowercase hex, a trace id and parent id not all zeros,
+/// version `ff` refused. A later version may append fields after a `-`; they are kept.
+pub fn checked_traceparent(value: &str) -> Option<String> {
+    let value = value.trim();
+    let hex = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |s: &str| s.bytes().any(|b| b != b'0');
+    let head = value.get(..55)?;
+    let rest = &value[55..];
+    let mut fields = head.split('-');
+    let (version, trace_id, parent_id, flags) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    let well_formed = hex(version, 2)
+        && version != "ff"
+        && hex(trace_id, 32)
+        && nonzero(trace_id)
+        && hex(parent_id, 16)
+        && nonzero(parent_id)
+        && hex(flags, 2)
+        && fields.next().is_none();
+    let tail_ok = if version == "00" {
+        rest.is_empty()
+    } else {
+        rest.is_empty() || rest.starts_with('-')
+    };
+    (well_formed && tail_ok).then(|| value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checked_traceparent;
+
+    #[test]
+    fn traceparents_are_checked_for_their_form() {
+        let good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        assert_eq!(checked_traceparent(good).as_deref(), Some(good));
+        assert_eq!(
+            checked_traceparent(&format!(" {good} ")).as_deref(),
+            Some(good)
+        );
+        // A later version may carry more fields.
+        let later = "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra";
+        assert_eq!(checked_traceparent(later).as_deref(), Some(later));
+        for bad in [
+            "",
+            "garbage",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",
+            "00-0af7651916cd43dd8448eb211c80319-cb7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0g",
+        ] {
+            assert_eq!(checked_traceparent(bad), None, "{bad:?}");
         }
     }
 }

@@ -33,7 +33,7 @@ use crate::journal::{after, DurableRun, MAX_QUEUE_DELAY};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
-use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
 use crate::request::AgentError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
@@ -205,7 +205,18 @@ impl Emitter {
     /// this task (the client's follow-up) continues the same remote task: that is how the
     /// client's answer reaches a remote that asked for input. After `call.timeout` the remote
     /// task is canceled and the call fails. Propagate the error with `?`.
+    ///
+    /// This task must exist when the call is made (the remote's progress is relayed into it):
+    /// emit a status first (`working`), as the reference agent's `delegate` does.
     pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+        self.written().await?;
+        if self.state.lock().await.head.is_none() {
+            return Err(AgentError::Failed(
+                "call_agent needs its task to exist: the agent must emit a status (working) \
+                 before it calls another agent"
+                    .into(),
+            ));
+        }
         let mut run = self.begin_step().await?;
         let index = run.take_step();
         if let Some(value) = run.recorded(index, name)? {
@@ -217,7 +228,13 @@ impl Emitter {
         {
             Some((Some(outcome), what)) => {
                 let value = match outcome {
-                    WaitOutcome::Done { value } => value,
+                    WaitOutcome::Done { value } => {
+                        if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
+                            remember_pushed(&mut run, name, &what, &task);
+                            mark_stop(&mut run, name, &task);
+                        }
+                        value
+                    }
                     WaitOutcome::TimedOut => {
                         if let WaitFor::RemoteTask { remote, .. } = &what {
                             self.cancel_remote(remote, &run).await;
@@ -238,9 +255,13 @@ impl Emitter {
         }
         let env = self.env.clone();
         let owner = self.owner.clone();
-        let token = crate::new_id();
         let poll = env.remote_poll;
         let continued = run.record_mut().remotes.get(name).cloned();
+        // A remote task that pushes to us already keeps its push config: the call continuing
+        // it waits with that config's token, and sends no second config (which would make
+        // every update come twice).
+        let kept_token = continued.as_ref().and_then(|r| r.push_token.clone());
+        let token = kept_token.clone().unwrap_or_else(crate::new_id);
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         let pending = RemoteTaskRef {
@@ -253,6 +274,8 @@ impl Emitter {
                 .as_ref()
                 .map(|r| r.context_id.clone())
                 .unwrap_or_default(),
+            stopped_at: continued.as_ref().and_then(|r| r.stopped_at.clone()),
+            push_token: kept_token.clone(),
         };
         let deadline = after(call.timeout);
         run.record_mut().wait = Some(Wait {
@@ -284,6 +307,7 @@ impl Emitter {
         message.context_id = pending.context_id.clone();
         let push = env
             .relay_url(&owner, self.task_id())
+            .filter(|_| kept_token.is_none())
             .map(|url| TaskPushNotificationConfig {
                 url,
                 token: token.clone(),
@@ -293,7 +317,8 @@ impl Emitter {
             .remote
             .send(&call.agent, message, push, run.traceparent.as_deref())
             .await;
-        let task = match sent.map(|s| (s.answer, s.pushes)) {
+        let mut pushed_with = None;
+        let task = match sent.map(|s| (s.answer, s.pushes || kept_token.is_some())) {
             Err(err) => {
                 let value = failure_value(&format!(
                     "Calling the agent at {} failed: {err}",
@@ -306,6 +331,7 @@ impl Emitter {
             Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
             Ok((SendMessageResponse::Task(task), pushes)) => {
                 if pushes {
+                    pushed_with = Some(token.clone());
                     // Its pushes bring the news: a poll is only the safety net.
                     if let Some(Wait {
                         what: WaitFor::RemoteTask { poll_every_ms, .. },
@@ -325,6 +351,8 @@ impl Emitter {
             agent: call.agent.clone(),
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
+            stopped_at: pending.stopped_at.clone(),
+            push_token: pushed_with,
         };
         if !task.id.is_empty() {
             run.record_mut()
@@ -341,10 +369,11 @@ impl Emitter {
         {
             return Err(err.into());
         }
-        if stopped(task.status.state) {
+        if stopped_anew(&task, &remote) {
+            mark_stop(&mut run, name, &task);
             let value = serde_json::to_value(&task).unwrap_or(Value::Null);
             run.push_step(index, name, value);
-            self.save(&mut run).await?;
+            self.save_after_send(&mut run, index).await?;
             return Ok(task);
         }
         if let Some(Wait {
@@ -352,9 +381,41 @@ impl Emitter {
             ..
         }) = run.record_mut().wait.as_mut()
         {
-            *r = remote;
+            *r = remote.clone();
         }
-        Err(self.park(run).await)
+        Err(self.park_with(run, Some(index)).await)
+    }
+
+    /// Saves the record of a call whose message went out. A conflict here is most often the
+    /// remote's own push ending the wait before this run saved what the answer said (a fast
+    /// remote pushes its answer before it answers the send): the stored record then holds the
+    /// outcome (or the step, when the resumption that push queued already took it), and that
+    /// resumption finishes the call (the remote task is known from the wait: see the `Done`
+    /// arm of [`Self::call_agent`]). This run then stops quietly (`Parked`), writing nothing,
+    /// instead of failing the task.
+    async fn save_after_send(&self, run: &mut DurableRun, index: usize) -> Result<(), AgentError> {
+        match self.try_save(run).await {
+            Err(StoreError::Conflict) => {}
+            other => return other.map_err(save_failure),
+        }
+        let stored = self
+            .env
+            .store
+            .load_execution(&self.owner, self.task_id())
+            .await
+            .map_err(store_failure)?;
+        let taken_over = stored.is_some_and(|r| {
+            r.steps.len() > index
+                || r.wait
+                    .as_ref()
+                    .is_some_and(|w| w.step == index && w.outcome.is_some())
+        });
+        if !taken_over {
+            return Err(save_failure(StoreError::Conflict));
+        }
+        run.parked = true;
+        tracing::info!(task_id = %self.task_id(), "the remote's push ended the wait first; its resumption goes on");
+        Err(AgentError::Parked)
     }
 
     /// The durable state, loaded for a fresh run's first step: the record of an earlier
@@ -411,32 +472,44 @@ impl Emitter {
 
     /// Writes the run's record, conditionally on the version it last saw.
     async fn save(&self, run: &mut DurableRun) -> Result<(), AgentError> {
+        self.try_save(run).await.map_err(save_failure)
+    }
+
+    /// [`Self::save`], with the store's error as it is.
+    async fn try_save(&self, run: &mut DurableRun) -> Result<(), StoreError> {
         let expected = run.stored;
         let record = run.record_mut();
         record.version = expected.map_or(1, |v| v + 1);
         record.expires_at = self.env.expiry();
         let record = record.clone();
-        match self.env.store.save_execution(&record, expected).await {
-            Ok(()) => {
-                run.stored = Some(record.version);
-                Ok(())
-            }
-            Err(StoreError::Conflict) => Err(AgentError::Failed(
-                "Another run of this task's execution went on meanwhile; this one stops.".into(),
-            )),
-            Err(err) => Err(store_failure(err)),
-        }
+        self.env.store.save_execution(&record, expected).await?;
+        run.stored = Some(record.version);
+        Ok(())
     }
 
     /// Parks the run: what it emitted is written, its record (with its wait) is saved, and a
     /// resume job is queued for when the wait is due. Returns the error the agent propagates.
-    async fn park(&self, mut run: MutexGuard<'_, DurableRun>) -> AgentError {
+    async fn park(&self, run: MutexGuard<'_, DurableRun>) -> AgentError {
+        self.park_with(run, None).await
+    }
+
+    /// [`Self::park`]; for a call to another agent whose message went out, `sent` (its step)
+    /// lets a push that ended the wait first win ([`Self::save_after_send`]).
+    async fn park_with(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        sent: Option<usize>,
+    ) -> AgentError {
         if let Err(err) = self.written().await {
             return err;
         }
         let emitted = run.emits;
         run.record_mut().emitted = emitted;
-        if let Err(err) = self.save(&mut run).await {
+        let saved = match sent {
+            Some(index) => self.save_after_send(&mut run, index).await,
+            None => self.save(&mut run).await,
+        };
+        if let Err(err) = saved {
             return err;
         }
         run.parked = true;
@@ -529,6 +602,55 @@ impl Emitter {
                 tracing::warn!(task_id = %self.task_id(), error = %err, "could not remove the execution record");
             }
         }
+    }
+}
+
+/// A wait that a push ended before the run that sent the message recorded the remote's
+/// answer still names no remote task: the pushed task is that task, and it pushes to us with
+/// the wait's token (a poll needs the task's id, so only a push can have ended such a wait).
+fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
+    let WaitFor::RemoteTask { remote, token, .. } = what else {
+        return;
+    };
+    if !remote.task_id.is_empty() || task.id.is_empty() {
+        return;
+    }
+    let remotes = &mut run.record_mut().remotes;
+    if remotes.get(name).is_some_and(|r| r.task_id == task.id) {
+        return;
+    }
+    remotes.insert(
+        name.to_owned(),
+        RemoteTaskRef {
+            agent: remote.agent.clone(),
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            stopped_at: None,
+            push_token: Some(token.clone()),
+        },
+    );
+}
+
+/// Remembers the status a remote task stopped in when it asks for input, so that the call
+/// continuing it does not take a snapshot from before its message for a new stop.
+fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
+    if let Some(remote) = run.record_mut().remotes.get_mut(name) {
+        remote.stopped_at = task
+            .status
+            .state
+            .is_interrupted()
+            .then(|| status_mark(task))
+            .flatten();
+    }
+}
+
+/// A failed save of the record: a conflict means another run of this execution went on.
+fn save_failure(err: StoreError) -> AgentError {
+    match err {
+        StoreError::Conflict => AgentError::Failed(
+            "Another run of this task's execution went on meanwhile; this one stops.".into(),
+        ),
+        err => store_failure(err),
     }
 }
 

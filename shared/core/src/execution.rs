@@ -164,7 +164,17 @@ pub(crate) async fn sweep_expired(
     let mut ended = 0;
     for lease in expired {
         let head = store.load_task(&lease.owner, &lease.task_id).await?;
-        if let Some(head) = head.filter(|h| is_active(h.task.status.state)) {
+        // A durable execution that parked (its process died after it saved its wait, before it
+        // let go of the lease) is no orphan: its wait has a deadline, and the sweep of due
+        // executions resumes it.
+        let parked = match &head {
+            Some(h) if is_active(h.task.status.state) => store
+                .load_execution(&lease.owner, &lease.task_id)
+                .await?
+                .is_some_and(|r| r.wait.is_some()),
+            _ => false,
+        };
+        if let Some(head) = head.filter(|h| !parked && is_active(h.task.status.state)) {
             // A conditional append like any other: if the execution is alive after all and
             // writes its own final state first, this one finds the task terminal and stops.
             match log.finish_failed(&lease.owner, head, ORPHANED_REASON).await {
@@ -192,6 +202,22 @@ pub(crate) async fn sweep_expired(
 /// boxed: the caller's future is held for as long as the agent runs (minutes, for a stream
 /// kept open), and needs room for that part only at the end.
 pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
+    use tracing::Instrument as _;
+    // Every line logged while the agent works carries its task and the caller's trace, so one
+    // request can be followed across the agents it reaches.
+    let traceparent = emitter.durable.lock().await.traceparent.clone();
+    let span = tracing::info_span!(
+        "work",
+        task_id = %emitter.task_id(),
+        traceparent = tracing::field::Empty
+    );
+    if let Some(traceparent) = &traceparent {
+        span.record("traceparent", traceparent.as_str());
+    }
+    run_agent_inner(agent, emitter).instrument(span).await
+}
+
+async fn run_agent_inner(agent: Arc<dyn Agent>, emitter: Emitter) {
     use futures::FutureExt;
     let request = (*emitter.request).clone();
     let result = std::panic::AssertUnwindSafe(agent.execute(request, emitter.clone()))

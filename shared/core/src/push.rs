@@ -338,6 +338,14 @@ fn push_headers(
         );
         headers.insert(HeaderName::from_static("a2a-notification-token"), value);
     }
+    // The trace of the request that set the config: the receiver's work joins it.
+    if let Some(value) = config
+        .traceparent
+        .as_deref()
+        .and_then(|t| HeaderValue::from_str(t).ok())
+    {
+        headers.insert(HeaderName::from_static("traceparent"), value);
+    }
     Ok(headers)
 }
 
@@ -400,6 +408,15 @@ mod tests {
         assert_eq!(headers["X-A2A-Notification-Token"], "tok-secret");
         assert_eq!(headers["A2A-Notification-Token"], "tok-secret");
         assert_eq!(headers[CONTENT_TYPE], "application/json");
+        assert!(headers.get("traceparent").is_none());
+        let traced = TaskPushNotificationConfig {
+            traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+            ..config.clone()
+        };
+        assert_eq!(
+            push_headers(&traced, None).unwrap()["traceparent"],
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        );
         let printed = format!("{headers:?}");
         assert!(!printed.contains("secret"), "{printed}");
         assert!(push_headers(&TaskPushNotificationConfig::default(), None)

@@ -4,12 +4,33 @@
 use a2a_protocol::{Message, Role, Task, TaskState, TaskStatus, Timestamp};
 
 use crate::event::TaskEvent;
-use crate::ports::Owner;
+use crate::ports::{Owner, RemoteTaskRef};
 use crate::task_log::{AppendError, TaskLog};
 
 /// Whether a remote task in `state` stopped: the waiting execution resumes.
 pub(crate) fn stopped(state: TaskState) -> bool {
     state.is_terminal() || state.is_interrupted()
+}
+
+/// What tells one interrupted status of a remote task from another: its state and time, or
+/// its message id when it has no time (`None` when it has neither). Not the message itself:
+/// an agent may answer the same status with or without it (in its history instead).
+pub(crate) fn status_mark(task: &Task) -> Option<String> {
+    let status = &task.status;
+    let when = match (&status.timestamp, &status.message) {
+        (Some(at), _) => at.millis().to_string(),
+        (None, Some(message)) => message.message_id.clone(),
+        (None, None) => return None,
+    };
+    Some(format!("{:?}|{when}", status.state))
+}
+
+/// Whether `task` (the remote task `remote` follows) stopped since the call waiting for it
+/// sent its message: stopped, and not still showing the interrupted status the previous call
+/// returned with (a snapshot from before the remote took up our follow-up).
+pub(crate) fn stopped_anew(task: &Task, remote: &RemoteTaskRef) -> bool {
+    stopped(task.status.state)
+        && (remote.stopped_at.is_none() || remote.stopped_at != status_mark(task))
 }
 
 /// One update from a remote task: its snapshot, or one of its events.

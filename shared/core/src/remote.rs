@@ -65,6 +65,19 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
         remote: &RemoteTaskRef,
         traceparent: Option<&str>,
     ) -> Result<(), RemoteError>;
+
+    /// Verifies the signature an agent like us puts on its pushes (`A2A-Push-Signature`: a JWT
+    /// signed with a key published at `{issuer}/.well-known/jwks.json`) for a push that came to
+    /// `audience` (our relay URL) with `body`, from the agent at `agent`: the issuer must be
+    /// that agent's origin. Called only for pushes that carry a signature (their token was
+    /// checked already); `Err` refuses the push.
+    async fn verify_push(
+        &self,
+        agent: &str,
+        audience: &str,
+        signature: &str,
+        body: &[u8],
+    ) -> Result<(), RemoteError>;
 }
 
 /// Calls no agent: the default, until the host configures the network adapter.
@@ -97,6 +110,16 @@ impl RemoteAgents for NoRemoteAgents {
         _traceparent: Option<&str>,
     ) -> Result<(), RemoteError> {
         Err(not_configured(&remote.agent))
+    }
+
+    async fn verify_push(
+        &self,
+        agent: &str,
+        _audience: &str,
+        _signature: &str,
+        _body: &[u8],
+    ) -> Result<(), RemoteError> {
+        Err(not_configured(agent))
     }
 }
 

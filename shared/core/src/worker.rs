@@ -12,7 +12,7 @@ use crate::execution::{new_emitter, run_agent};
 use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
 use crate::ports::{DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob};
-use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::relay::{relay, stopped_anew, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 
@@ -30,7 +30,14 @@ pub(crate) async fn run_work_job(
     };
     let head = match store.load_task(&job.owner, &job.task_id).await {
         Ok(Some(head)) => head,
-        Ok(None) => return (JobOutcome::Done, 0),
+        Ok(None) => {
+            // Gone (expired), or never written: a record of its execution has nothing to
+            // resume, and would be found due again and again.
+            if job.resume {
+                forget(core, job).await;
+            }
+            return (JobOutcome::Done, 0);
+        }
         Err(err) => return (retry(format!("store: {err}")), 0),
     };
     if head.task.status.state.is_terminal() {
@@ -274,7 +281,7 @@ pub(crate) async fn advance(
                                 {
                                     tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
                                 }
-                                if stopped(task.status.state) {
+                                if stopped_anew(&task, remote) {
                                     next.outcome = Some(WaitOutcome::Done {
                                         value: serde_json::to_value(&task)
                                             .unwrap_or(serde_json::Value::Null),

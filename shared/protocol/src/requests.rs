@@ -425,6 +425,7 @@ mod tests {
                 credentials: "cred".into(),
             }),
             generation: None,
+            traceparent: None,
         }
     }
 

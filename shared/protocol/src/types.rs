@@ -711,6 +711,15 @@ pub struct TaskPushNotificationConfig {
     /// carry the task's generation. Cleared from every answer like `generation`.
     #[serde(default, rename = "x-a2a-lambda-1.1", skip_serializing_if = "is_false")]
     pub v1_1: bool,
+    /// Not an A2A field: the W3C `traceparent` of the request that set this config, kept with
+    /// it in the store so that its pushes carry the trace of the work they report (read where
+    /// the push is made, at no write of its own). Set and cleared like `generation`.
+    #[serde(
+        default,
+        rename = "x-a2a-lambda-traceparent",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub traceparent: Option<String>,
 }
 
 impl fmt::Debug for TaskPushNotificationConfig {
@@ -875,6 +884,7 @@ mod tests {
                 credentials: "secret".into(),
             }),
             generation: None,
+            traceparent: None,
         });
     }
 

@@ -5,13 +5,18 @@
 //!   no redirects, no proxies);
 //! - [`guarded_client`]: the same guard for any other outbound request to a configured URL
 //!   (the chat channels of `a2a-channels`);
+//! - [`RemoteAgentsClient`]: the core's [`RemoteAgents`](a2a_core::RemoteAgents), which calls
+//!   other A2A agents (card, send, poll, cancel, push signatures) through the same guard, with
+//!   the credentials configured for each ([`AgentCredentials`]);
 //! - [`OpenIdJwks`]: the core's [`JwksSource`](a2a_core::JwksSource), which finds a token
 //!   issuer's keys through OpenID Connect Discovery (or a configured JWKS URL) and fetches them.
 //!
 //! Hosts (the local server, the Lambda functions, tests) build them and hand them to the core.
 
 mod openid;
+mod remote;
 mod webhook;
 
 pub use openid::OpenIdJwks;
+pub use remote::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 pub use webhook::{describe_error, guarded_client, WebhookClient};

@@ -121,7 +121,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 }
 
 /// The guard's refusal inside a reqwest error, if that is what stopped the request.
-fn guard_refusal(err: &reqwest::Error) -> Option<&GuardRefusal> {
+pub(crate) fn guard_refusal(err: &reqwest::Error) -> Option<&GuardRefusal> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
         if let Some(refusal) = e.downcast_ref::<GuardRefusal>() {

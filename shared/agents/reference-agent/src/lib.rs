@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
-use a2a_protocol::{AgentSkill, Artifact, Message, Part, TaskState};
+use a2a_core::{Agent, AgentCall, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
+use a2a_protocol::{AgentSkill, Artifact, Message, Part, Task, TaskState};
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -28,6 +28,11 @@ enum Behaviour {
         step: Duration,
     },
     Fail,
+    /// Send `text` to the agent at `agent` and make its answer ours.
+    Delegate {
+        agent: String,
+        text: String,
+    },
     Scenario(&'static str),
     /// The A2A TCK 0.3 contract: every message parks its task in INPUT_REQUIRED, so that the
     /// suite can continue and cancel it (what a2a-python's own TCK agent does).
@@ -82,6 +87,13 @@ fn choose(request: &AgentRequest) -> Behaviour {
     if is_tck_v03_message_id(id) {
         return Behaviour::ParkForTck03;
     }
+    // A follow-up to a delegated task goes to the same agent's task.
+    if let Some(agent) = request.task.as_ref().and_then(delegated_to) {
+        return Behaviour::Delegate {
+            agent,
+            text: request.text().to_owned(),
+        };
+    }
     // A follow-up to a parked task completes it as an echo of the follow-up.
     if request
         .task
@@ -109,7 +121,98 @@ fn choose(request: &AgentRequest) -> Behaviour {
             }
         }
         "fail" => Behaviour::Fail,
+        "delegate" => {
+            let (agent, text) = delegation(text).unwrap_or_default();
+            Behaviour::Delegate { agent, text }
+        }
         _ => Behaviour::Echo,
+    }
+}
+
+/// `delegate <AGENT_URL> <TEXT…>`: the agent's URL and the text (the rest of the line, as
+/// written).
+fn delegation(text: &str) -> Option<(String, String)> {
+    let rest = text.trim().strip_prefix("delegate")?;
+    let rest = rest.trim_start();
+    let (agent, text) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    Some((agent.to_owned(), text.trim_start().to_owned()))
+}
+
+/// The agent a task delegates to: the one its first message named with `delegate`.
+fn delegated_to(task: &Task) -> Option<String> {
+    let first = task.history.first()?;
+    let text = first.first_text()?;
+    if text.split_whitespace().next() != Some("delegate") {
+        return None;
+    }
+    delegation(text)
+        .map(|(agent, _)| agent)
+        .filter(|a| !a.is_empty())
+}
+
+/// The environment variable that bounds a `delegate`, in seconds.
+pub const ENV_DELEGATE_TIMEOUT: &str = "A2A_DELEGATE_TIMEOUT_SECS";
+/// How long a `delegate` waits for the other agent by default.
+pub const DEFAULT_DELEGATE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a delegated task may take: `A2A_DELEGATE_TIMEOUT_SECS`, 10 minutes by default.
+fn delegate_timeout() -> Duration {
+    std::env::var(ENV_DELEGATE_TIMEOUT)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_DELEGATE_TIMEOUT)
+}
+
+/// `delegate`: sends the text to the other agent (a durable call: nothing runs while it
+/// works, and its progress is relayed into our task as it comes) and ends our task as its
+/// task stopped. A follow-up on our task runs this again: the same call continues the same
+/// remote task, which is how our caller's answer reaches a remote that asked for input.
+async fn delegate(e: &Emitter, agent: &str, text: &str) -> Result<(), AgentError> {
+    if agent.is_empty() {
+        return e
+            .fail("Say which agent to delegate to: delegate <AGENT_URL> <TEXT…>")
+            .await;
+    }
+    // The task exists (and says what it does) before the other agent's progress comes in.
+    e.working(Some(&format!("Delegating to the agent at {agent}")))
+        .await?;
+    let call = AgentCall::text(agent, text, delegate_timeout());
+    let remote = e.call_agent("delegate", call).await?;
+    let message = remote
+        .status
+        .message
+        .as_ref()
+        .filter(|m| !m.parts.is_empty())
+        .map(|m| e.agent_message(m.parts.clone()));
+    let said: Option<String> = message
+        .as_ref()
+        .map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| p.text.as_deref())
+                .collect::<Vec<_>>()
+                .join("")
+        })
+        .filter(|t| !t.is_empty());
+    match remote.status.state {
+        TaskState::Completed | TaskState::InputRequired | TaskState::AuthRequired => {
+            e.status(remote.status.state, message).await
+        }
+        TaskState::Failed | TaskState::Rejected => {
+            e.fail(&format!(
+                "The agent at {agent} failed: {}",
+                said.as_deref().unwrap_or("it gave no reason")
+            ))
+            .await
+        }
+        other => {
+            e.fail(&format!(
+                "The agent at {agent} ended its task as {other:?}{}",
+                said.map(|s| format!(": {s}")).unwrap_or_default()
+            ))
+            .await
+        }
     }
 }
 
@@ -255,7 +358,8 @@ impl Agent for ReferenceAgent {
         AgentDescription {
             name: "a2a-lambda reference agent".into(),
             description: "The demo agent of a2a-lambda: echo, slow streaming, input-required, \
-                          queued jobs and failure, plus the A2A TCK scenarios."
+                          queued jobs, failure and delegation to another agent, plus the A2A TCK \
+                          scenarios."
                 .into(),
             version: env!("CARGO_PKG_VERSION").into(),
             skills: vec![
@@ -264,6 +368,7 @@ impl Agent for ReferenceAgent {
                 skill("hold", "Hold", "Parks the task in INPUT_REQUIRED; any follow-up completes it.", &["hold"]),
                 skill("job", "Queued job", "Runs on the worker: a progress update per step, then a report: `job [STEPS=3] [STEP_MS=1000]`.", &["job 3 1000"]),
                 skill("fail", "Fail", "Ends the task FAILED with an explanation.", &["fail"]),
+                skill("delegate", "Delegate", "Sends TEXT to the A2A agent at AGENT_URL and makes its answer ours (artifacts, input-required, failure, cancel): `delegate <AGENT_URL> <TEXT…>`.", &["delegate http://127.0.0.1:9001 slow 5 200"]),
             ],
             // Shown only on the extended card, to authenticated callers: the test scenarios
             // are for the people running the agent, not for every visitor of the public card.
@@ -350,6 +455,7 @@ impl Agent for ReferenceAgent {
                 e.fail("The fail skill always fails: this is the failure you asked for.")
                     .await
             }
+            Behaviour::Delegate { agent, text } => delegate(&e, &agent, &text).await,
             Behaviour::ParkForTck03 => {
                 e.working(Some("Processing your question")).await?;
                 e.input_required(&format!("Hello world! You said: {}", request.text()))
@@ -408,6 +514,32 @@ mod tests {
         assert_eq!(
             choose(&request("tck-artifact-file-1", "x", None)),
             Behaviour::Scenario("tck-artifact-file")
+        );
+    }
+
+    #[test]
+    fn delegate_names_the_agent_and_its_follow_ups_go_to_it() {
+        let delegate = |agent: &str, text: &str| Behaviour::Delegate {
+            agent: agent.into(),
+            text: text.into(),
+        };
+        assert_eq!(
+            choose(&request("m", "delegate http://a:1 slow 5 200", None)),
+            delegate("http://a:1", "slow 5 200")
+        );
+        assert_eq!(
+            choose(&request("m", "delegate http://a:1", None)),
+            delegate("http://a:1", "")
+        );
+        assert_eq!(choose(&request("m", "delegate", None)), delegate("", ""));
+        let mut parked = Task::default();
+        parked.status.state = TaskState::InputRequired;
+        parked
+            .history
+            .push(Message::user_text("m0", "delegate http://a:1 hold"));
+        assert_eq!(
+            choose(&request("m1", "here you are", Some(parked))),
+            delegate("http://a:1", "here you are")
         );
     }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use a2a_protocol::{AgentCard, AgentInterface, PROTOCOL_VERSION};
-use reqwest::header::{ACCEPT, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
+use reqwest::header::{HeaderMap, ACCEPT, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
 use crate::auth::Auth;
@@ -50,6 +50,7 @@ pub struct CardResolver {
     auth: Auth,
     timeout: Option<Duration>,
     max_body_bytes: usize,
+    headers: HeaderMap,
 }
 
 impl CardResolver {
@@ -61,7 +62,14 @@ impl CardResolver {
             auth,
             timeout,
             max_body_bytes: crate::Limits::default().max_body_bytes,
+            headers: HeaderMap::new(),
         }
+    }
+
+    /// Headers to send with every card request (a trace context, an extension's header).
+    pub fn headers(mut self, headers: HeaderMap) -> Self {
+        self.headers = headers;
+        self
     }
 
     /// The largest card to read, in bytes (default [`crate::Limits::max_body_bytes`]).
@@ -100,6 +108,7 @@ impl CardResolver {
         let mut builder = self
             .http
             .get(self.auth.with_query_key(parse_url(url)?))
+            .headers(self.headers.clone())
             .header(ACCEPT, "application/json")
             // A server that also serves older clients answers a card request without a
             // version with their card (spec §3.6.2: no header means 0.3); ask for 1.0's.

@@ -204,12 +204,13 @@ impl ClientBuilder {
         }
     }
 
-    /// A resolver of cards with this builder's HTTP client, credentials, timeout and body
-    /// limit.
+    /// A resolver of cards with this builder's HTTP client, credentials, headers, timeout and
+    /// body limit.
     pub fn card_resolver(&self) -> Result<CardResolver, Error> {
         Ok(
             CardResolver::new(self.http()?, self.auth.clone(), self.timeout)
-                .max_body_bytes(self.limits.max_body_bytes),
+                .max_body_bytes(self.limits.max_body_bytes)
+                .headers(self.headers.clone()),
         )
     }
 

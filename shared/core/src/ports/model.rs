@@ -509,6 +509,16 @@ pub struct RemoteTaskRef {
     /// Its task's context id.
     #[serde(default)]
     pub context_id: String,
+    /// The status (state, time, message id) the task asked for input with when the call that
+    /// started or continued it last returned: when the next call continues it, a snapshot
+    /// still showing that status is from before the new message, not a new stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<String>,
+    /// The token of the push config the remote pushes this task's updates with, when it does:
+    /// a call that continues the task waits with it (the remote's config stays as it is), and
+    /// a push that comes after the call returned is still recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_token: Option<String>,
 }
 
 /// A parked execution whose wait is due, as the store lists them for the sweep.

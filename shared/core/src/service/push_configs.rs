@@ -29,6 +29,7 @@ impl A2aService {
         self.require_push_capability()?;
         config.generation = ctx.generation;
         config.v1_1 = ctx.v1_1;
+        config.traceparent = ctx.traceparent.clone();
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
         }
@@ -111,10 +112,12 @@ impl A2aService {
     }
 }
 
-/// A push config as answered to clients: which generation set it is the store's business.
+/// A push config as answered to clients: which generation set it, and the trace of the
+/// request that did, are the store's business.
 fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
     config.generation = None;
     config.v1_1 = false;
+    config.traceparent = None;
     config
 }
 

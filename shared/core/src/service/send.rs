@@ -247,6 +247,7 @@ impl A2aService {
         };
         cfg.generation = ctx.generation;
         cfg.v1_1 = ctx.v1_1;
+        cfg.traceparent = ctx.traceparent.clone();
         ctx.require(Permission::Push)?;
         self.require_push_capability()?;
         self.core

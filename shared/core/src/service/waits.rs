@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::A2aService;
 use crate::journal::relay_owner;
 use crate::ports::{DurableExecution, Owner, StoreError, WaitFor, WaitOutcome, WorkJob};
-use crate::relay::{relay, stopped, RemoteUpdate};
+use crate::relay::{relay, stopped_anew, RemoteUpdate};
 use crate::task_log::store_error;
 use crate::worker::{advance, rearm, Advanced};
 
@@ -35,38 +35,83 @@ impl A2aService {
     }
 
     /// A push from a remote agent whose task one of ours waits for, as the relay route got it
-    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`). Its progress is
-    /// relayed into our task; if it says the remote task stopped, the wait is over and the
-    /// execution resumes. A push that does not carry the wait's token is refused as
-    /// TaskNotFound, and nothing changes.
+    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`, the push's
+    /// `A2A-Push-Signature` in `signature` if it has one). Its progress is relayed into our
+    /// task; if it says the remote task stopped, the wait is over and the execution resumes. A
+    /// push that does not carry the wait's token, or whose signature does not verify against
+    /// the remote agent's keys (`RemoteAgents::verify_push`), is refused as TaskNotFound, and
+    /// nothing changes. A push for a remote task our task worked with but no longer waits for
+    /// (its token is that of a remote in the record) is late (the call has the remote's task
+    /// as it stopped): it is taken (200) and dropped. Returns `false` when there is no execution at this address any
+    /// more (our task ended): the push's sender may stop pushing (the route answers 410 Gone).
     pub async fn relay_push(
         &self,
         task_id: &str,
         owner_segment: &str,
         token: &str,
+        signature: Option<&str>,
         body: &[u8],
-    ) -> Result<(), A2AError> {
+    ) -> Result<bool, A2AError> {
         let not_found = || A2AError::task_not_found(task_id);
         let owner = relay_owner(owner_segment).ok_or_else(not_found)?;
-        let record = self
+        let Some(record) = self
             .core
             .store
             .load_execution(&owner, task_id)
             .await
             .map_err(store_error)?
-            .ok_or_else(not_found)?;
-        let Some((remote, expected)) = record.wait.as_ref().and_then(|w| match &w.what {
+        else {
+            return Ok(false);
+        };
+        let waiting = record.wait.as_ref().and_then(|w| match &w.what {
             WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
                 Some((remote.clone(), token.clone()))
             }
             _ => None,
-        }) else {
-            return Err(not_found());
+        });
+        let (remote, current) = match waiting {
+            Some((remote, expected)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
+                (remote, true)
+            }
+            _ => {
+                // A remote this task worked with before, pushing on after its call returned.
+                let known = record.remotes.values().find(|r| {
+                    r.push_token
+                        .as_deref()
+                        .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
+                });
+                match known {
+                    Some(remote) => (remote.clone(), false),
+                    None => return Err(not_found()),
+                }
+            }
         };
-        if !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
-            return Err(not_found());
+        // The token proves the push is for this wait; an agent like us also signs it, and a
+        // signature that is there must hold (it binds the body and the sender).
+        if let Some(signature) = signature {
+            let audience = self
+                .core
+                .durable
+                .relay_url(&owner, task_id)
+                .unwrap_or_default();
+            if let Err(err) = self
+                .core
+                .durable
+                .remote
+                .verify_push(&remote.agent, &audience, signature, body)
+                .await
+            {
+                tracing::warn!(task_id, error = %err, "a relayed push's signature does not verify");
+                return Err(not_found());
+            }
         }
         let update = parse_push(body)?;
+        if !current {
+            // The call it answered has returned with the remote's task as it stopped (a
+            // snapshot that holds everything before it): a push that comes later is from before
+            // that stop, and relaying it would add a chunk twice. Taken, and dropped.
+            return Ok(true);
+        }
         let (remote_task, state_task) = match &update {
             StreamResponse::Task(task) => (task.id.clone(), Some(task.clone())),
             StreamResponse::StatusUpdate(u) => (
@@ -79,7 +124,7 @@ impl A2aService {
                 }),
             ),
             StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
-            StreamResponse::Message(_) => return Ok(()),
+            StreamResponse::Message(_) => return Ok(true),
         };
         if !remote.task_id.is_empty() && !remote_task.is_empty() && remote_task != remote.task_id {
             return Err(A2AError::invalid_params(
@@ -90,13 +135,13 @@ impl A2aService {
             StreamResponse::Task(task) => RemoteUpdate::Task(task),
             StreamResponse::StatusUpdate(u) => RemoteUpdate::Status(u),
             StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
-            StreamResponse::Message(_) => return Ok(()),
+            StreamResponse::Message(_) => return Ok(true),
         };
         if let Err(err) = relay(&self.core.log, &owner, task_id, &relayed).await {
             tracing::warn!(task_id, error = ?err, "could not relay a remote push");
         }
-        let Some(task) = state_task.filter(|t| stopped(t.status.state)) else {
-            return Ok(());
+        let Some(task) = state_task.filter(|t| stopped_anew(t, &remote)) else {
+            return Ok(true);
         };
         let value = serde_json::to_value(&task).unwrap_or(Value::Null);
         let token = token.to_owned();
@@ -108,7 +153,7 @@ impl A2aService {
         };
         self.end_wait(&owner, task_id, accepts, WaitOutcome::Done { value })
             .await
-            .map(drop)
+            .map(|_| true)
             .map_err(store_error)
     }
 
@@ -146,8 +191,9 @@ impl A2aService {
         Ok(resumed)
     }
 
-    /// The end of our task (canceled): a remote task its execution waits for is canceled too,
-    /// and the execution's record is removed.
+    /// The end of our task (canceled): the remote tasks it works with (the one its execution
+    /// waits for, and those an earlier execution left waiting for input) are canceled too, and
+    /// the execution's record is removed.
     pub(super) async fn end_durable_work(&self, owner: &Owner, task_id: &str) {
         let record = match self.core.store.load_execution(owner, task_id).await {
             Ok(Some(record)) => record,
@@ -161,7 +207,14 @@ impl A2aService {
             WaitFor::RemoteTask { remote, .. } if w.outcome.is_none() => Some(remote.clone()),
             _ => None,
         });
-        if let Some(remote) = waiting.filter(|r| !r.task_id.is_empty()) {
+        let mut remotes: Vec<_> = waiting.into_iter().collect();
+        for remote in record.remotes.values() {
+            if !remotes.contains(remote) {
+                remotes.push(remote.clone());
+            }
+        }
+        // One that ended already answers TaskNotCancelable, which the adapter takes as done.
+        for remote in remotes.into_iter().filter(|r| !r.task_id.is_empty()) {
             if let Err(err) = self
                 .core
                 .durable

@@ -13,6 +13,8 @@ pub(crate) const VERSION: &str = "A2A-Version";
 static VERSION_HEADER: HeaderName = HeaderName::from_static("a2a-version");
 static EXTENSIONS_HEADER: HeaderName = HeaderName::from_static("a2a-extensions");
 static LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id");
+/// The W3C trace context of the request (checked; a malformed one is ignored).
+static TRACEPARENT_HEADER: HeaderName = HeaderName::from_static("traceparent");
 
 /// The version a request without `A2A-Version` speaks (spec §3.6.2).
 const IMPLICIT_VERSION: &str = "0.3";
@@ -60,7 +62,10 @@ pub(crate) fn call_context(
     headers: &HeaderMap,
     tenant: &str,
 ) -> CallContext {
-    let mut ctx = CallContext::new(principal, tenant);
+    let traceparent = headers
+        .get(&TRACEPARENT_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let mut ctx = CallContext::new(principal, tenant).traced(traceparent);
     ctx.extensions = requested_extensions(headers);
     ctx
 }

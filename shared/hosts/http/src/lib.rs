@@ -16,7 +16,8 @@
 //! - `body`: Content-Type and size checks on request bodies;
 //! - `sse`: event-stream rendering with keep-alive comments;
 //! - `card`: the public agent card and the push signing JWKS, with caching headers;
-//! - `cors`: the CORS policy for browser clients (off unless origins are configured).
+//! - `cors`: the CORS policy for browser clients (off unless origins are configured);
+//! - `relay`: the route the remote agents our tasks wait for push their updates to.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +45,7 @@ mod cors;
 mod errors;
 mod jsonrpc;
 mod legacy;
+mod relay;
 mod rest;
 mod sse;
 
@@ -101,6 +103,9 @@ pub struct Surface {
     /// Whether the public agent card (`/.well-known/agent-card.json`) is served, and with it
     /// the push signing keys (`/.well-known/jwks.json`) when the service signs pushes.
     pub card: bool,
+    /// Whether the relay route (`/a2a-relay/{taskId}/{owner}`) is served: where the remote
+    /// agents our tasks wait for push their updates (`a2a_core::RELAY_PATH`).
+    pub relay: bool,
 }
 
 impl Surface {
@@ -111,6 +116,7 @@ impl Surface {
             jsonrpc: true,
             rest: true,
             card: true,
+            relay: true,
         }
     }
 }
@@ -133,6 +139,7 @@ pub fn router_for(
         jsonrpc: true,
         rest: true,
         card,
+        relay: false,
     };
     router_with(service, options, &surface)
 }
@@ -187,6 +194,9 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     }
     if app.cards.is_some() {
         router = card::mount(router, app.jwks.is_some(), generations.early);
+    }
+    if surface.relay {
+        router = relay::mount(router);
     }
     let router = router
         .fallback(errors::not_found)

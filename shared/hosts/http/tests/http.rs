@@ -1041,6 +1041,7 @@ async fn a_subset_router_serves_only_its_operations() {
         jsonrpc: true,
         rest: true,
         card: false,
+        relay: false,
     };
     let server = start_with(HttpOptions::default(), surface, false).await;
     let (status, body) = server

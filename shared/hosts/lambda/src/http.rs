@@ -106,6 +106,7 @@ impl HttpFunction {
             jsonrpc: false,
             rest: false,
             card: false,
+            relay: false,
         };
         // OPTIONS routes only bring CORS preflights, which every router answers alike.
         for route in route_table()
@@ -122,7 +123,9 @@ impl HttpFunction {
             };
             let early_jsonrpc =
                 route.method == "POST" && EARLY_JSONRPC_PATHS.contains(&route.path.as_str());
-            if route.path == "/jsonrpc" || early_jsonrpc {
+            if route.path.starts_with(a2a_core::RELAY_PATH) {
+                surface.relay = true;
+            } else if route.path == "/jsonrpc" || early_jsonrpc {
                 surface.jsonrpc = true;
                 surface.operations = Operation::ALL.to_vec();
             } else if route.path.starts_with("/.well-known/") || route.path == EARLY_CARD_ALT_PATH {
@@ -422,7 +425,9 @@ mod tests {
                 .replace("{tenant}", "acme")
                 .replace("{id}", "t1:subscribe")
                 .replace("{configId}", "c1")
-                .replace("{txnId}", "txn1");
+                .replace("{txnId}", "txn1")
+                .replace("{taskId}", "t1")
+                .replace("{owner}", "b3duZXI");
             let request = rest_event(method, resource, &path);
             assert_eq!(request.uri().path(), path, "{method} {resource}");
             assert_eq!(request.method().as_str(), method);
@@ -558,11 +563,12 @@ mod tests {
             );
             preflights += 1;
         }
-        // The A2A-Lite paths are for chat servers and our own pushes: browsers never call them.
+        // The A2A-Lite paths are for chat servers and our own pushes, the relay route for the
+        // agents our tasks call: browsers never call them.
         let paths: std::collections::BTreeSet<&str> = route_table()
             .iter()
             .map(|r| r.path.as_str())
-            .filter(|p| !p.starts_with("/a2a-lite/"))
+            .filter(|p| !p.starts_with("/a2a-lite/") && !p.starts_with("/a2a-relay/"))
             .collect();
         assert_eq!(
             preflights,

@@ -22,6 +22,7 @@ mod fanout;
 mod function;
 mod http;
 pub mod metrics;
+mod remote;
 mod settings;
 mod sqs;
 
@@ -31,6 +32,7 @@ pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNC
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
 pub use metrics::EmfObserver;
+pub use remote::RemoteSettings;
 pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
 pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
 

@@ -7,8 +7,8 @@ use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
 use a2a_core::KeyError;
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
-    Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, ServiceConfig,
-    SigningAlgorithm, SigningKeySource, SigningKeys,
+    Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, RemoteAgents,
+    ServiceConfig, SigningAlgorithm, SigningKeySource, SigningKeys,
 };
 use a2a_core::{ApiKeyDocument, ApiKeySource};
 use a2a_files::{ApiKeyFile, KeyFile};
@@ -16,6 +16,7 @@ use a2a_http::CorsOrigins;
 use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
+use crate::remote::RemoteSettings;
 use crate::Error;
 
 /// Turn A2A 0.3 (`on`/`off`) and the early protocol on or off; both on by default. The same
@@ -140,6 +141,8 @@ pub struct Settings {
     /// Which older protocol generations are served (`A2A_PROTOCOL_0_3`, `A2A_PROTOCOL_EARLY`:
     /// `on` or `off`, both on by default).
     pub generations: Generations,
+    /// Calls to other agents (`A2A_AGENT_*`, `A2A_REMOTE_POLL_SECS`).
+    pub remote: RemoteSettings,
 }
 
 impl Settings {
@@ -250,6 +253,7 @@ impl Settings {
                 v0_3: switch(ENV_PROTOCOL_0_3)?,
                 early: switch(ENV_PROTOCOL_EARLY)?,
             },
+            remote: RemoteSettings::from_lookup(get)?,
         })
     }
 
@@ -329,6 +333,7 @@ impl Settings {
             long_poll_max_wait: self.long_poll_max_wait,
             generations: self.generations,
             observer: Arc::new(self.metrics()),
+            remote_poll: self.remote.poll,
             ..ServiceConfig::default()
         }
     }
@@ -351,6 +356,8 @@ pub struct Init {
     pub auth: Auth,
     /// The agent (with the card overrides applied).
     pub agent: Arc<dyn Agent>,
+    /// The network adapter of the agent's calls to other agents.
+    pub remote_agents: Arc<dyn RemoteAgents>,
 }
 
 /// What a function does with the push signing keys.
@@ -408,6 +415,18 @@ impl Init {
                 description: description.clone(),
             }),
         };
+        let agent_credentials = match &settings.remote.credentials_secret_arn {
+            Some(arn) => Some(
+                read_secret(
+                    &aws_sdk_secretsmanager::Client::new(&sdk),
+                    arn,
+                    "agent credentials",
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let remote_agents = settings.remote.client(agent_credentials.as_deref())?;
         Ok(Self {
             settings,
             sdk,
@@ -416,6 +435,7 @@ impl Init {
             keys,
             auth,
             agent,
+            remote_agents,
         })
     }
 
@@ -428,9 +448,14 @@ impl Init {
             .keys
             .clone()
             .map(|keys| PushSigner::with_keys(keys, base.map(str::to_owned).unwrap_or_default()));
+        let config = ServiceConfig {
+            remote_agents: self.remote_agents.clone(),
+            ..self
+                .settings
+                .service_config(base, signer, self.auth.clone())
+        };
         A2aService::new(
-            self.settings
-                .service_config(base, signer, self.auth.clone()),
+            config,
             self.agent.clone(),
             Arc::new(self.adapters.store.clone()),
             Arc::new(self.adapters.work.clone()),

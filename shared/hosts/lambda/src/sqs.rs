@@ -170,7 +170,9 @@ impl WorkBatch {
     /// One invocation of the worker function: an SQS batch (it has `Records`) is run as
     /// [`Self::handle`] does; the scheduled event (EventBridge, `"source": "aws.events"`)
     /// runs the sweep of expired inline executions
-    /// ([`A2aService::sweep_expired_executions`]) and answers `{"endedTasks": N}`. Anything
+    /// ([`A2aService::sweep_expired_executions`]) and of due durable waits
+    /// ([`A2aService::sweep_due_executions`]) and answers `{"endedTasks": N,
+    /// "resumedExecutions": M}`. Anything
     /// else is refused, so a misrouted event shows up as a failed invocation.
     pub async fn handle_invocation(&self, event: Value) -> Result<Value, Error> {
         if event.get("Records").is_some() {
@@ -186,7 +188,20 @@ impl WorkBatch {
             if ended > 0 {
                 tracing::warn!(tasks = ended, "ended tasks whose execution stopped");
             }
-            return Ok(serde_json::json!({ "endedTasks": ended }));
+            // Durable waits that are due: deadlines, timers, polls of remote tasks, and
+            // resumptions whose queue message was lost.
+            let resumed = self
+                .service
+                .sweep_due_executions(SWEEP_BATCH)
+                .await
+                .map_err(|e| format!("the sweep of due executions failed: {e}"))?;
+            if resumed > 0 {
+                tracing::info!(
+                    executions = resumed,
+                    "resumed executions whose wait is over"
+                );
+            }
+            return Ok(serde_json::json!({ "endedTasks": ended, "resumedExecutions": resumed }));
         }
         Err("the worker takes an SQS batch or its scheduled event".into())
     }

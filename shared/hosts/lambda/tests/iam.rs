@@ -451,7 +451,7 @@ async fn the_worker_is_granted_exactly_what_it_calls() {
         .handle_invocation(json!({"source": "aws.events", "detail-type": "Scheduled Event"}))
         .await
         .expect("the sweep");
-    assert_eq!(swept, json!({"endedTasks": 1}));
+    assert_eq!(swept, json!({"endedTasks": 1, "resumedExecutions": 0}));
 
     for (id, state) in [
         (&runs.id, TaskState::Completed),

@@ -315,7 +315,8 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
                 .is_some_and(|rest| !rest.starts_with('{'));
         let legacy = plain.starts_with("/v1/") || plain == "/agent.json" || early;
         assert!(!(tenant && legacy), "{method} {path}");
-        let lite = plain.starts_with("/a2a-lite/");
+        // Called by servers (chat servers, the agents our tasks call), with no tenant form.
+        let lite = plain.starts_with("/a2a-lite/") || plain.starts_with("/a2a-relay/");
         assert!(!(tenant && lite), "{method} {path}");
         let document = plain.starts_with("/.well-known/") || plain == "/jsonrpc" || legacy || lite;
         assert!(!(tenant && document), "{method} {path}");
@@ -600,12 +601,12 @@ fn every_path_sends_preflights_to_a_function_and_cors_is_off_by_default() {
     let r = routes();
     let routes = r["routes"].as_array().unwrap();
     let field = |x: &serde_json::Value, k: &str| x[k].as_str().unwrap().to_owned();
-    // The A2A-Lite paths are called by chat servers and by this deployment's own pushes,
-    // never by a browser: no preflight reaches them.
+    // The A2A-Lite paths are called by chat servers and by this deployment's own pushes, the
+    // relay route by the agents our tasks call, never by a browser: no preflight reaches them.
     let paths: BTreeSet<String> = routes
         .iter()
         .map(|x| field(x, "path"))
-        .filter(|p| !p.starts_with("/a2a-lite/"))
+        .filter(|p| !p.starts_with("/a2a-lite/") && !p.starts_with("/a2a-relay/"))
         .collect();
     for path in &paths {
         let preflight: Vec<String> = routes

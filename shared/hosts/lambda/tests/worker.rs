@@ -108,7 +108,7 @@ async fn the_scheduled_invocation_ends_orphaned_tasks_and_batches_still_run() {
         .handle_invocation(scheduled_event())
         .await
         .expect("the sweep runs");
-    assert_eq!(out, json!({"endedTasks": 1}));
+    assert_eq!(out, json!({"endedTasks": 1, "resumedExecutions": 0}));
     let after = store
         .load_task(&owner, &head.task.id)
         .await
@@ -122,7 +122,7 @@ async fn the_scheduled_invocation_ends_orphaned_tasks_and_batches_still_run() {
             .handle_invocation(scheduled_event())
             .await
             .expect("sweep"),
-        json!({"endedTasks": 0})
+        json!({"endedTasks": 0, "resumedExecutions": 0})
     );
 
     // An SQS batch is still a batch (an empty one reports no failures).

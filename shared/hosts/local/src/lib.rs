@@ -30,7 +30,9 @@ use a2a_core::{
 use a2a_core::{ApiKeyLocation, ScopeNames};
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, CorsOrigins, HttpOptions};
-use a2a_net::{OpenIdJwks, WebhookClient};
+use a2a_net::{
+    AgentCredentials, OpenIdJwks, RemoteAgentSettings, RemoteAgentsClient, WebhookClient,
+};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use clap::{Args, Parser, Subcommand};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -102,6 +104,25 @@ pub struct Options {
     /// Seconds between sweeps for tasks whose execution lease expired (one runs at start-up).
     #[arg(long, env = "A2A_SWEEP_INTERVAL_SECS", default_value_t = 10)]
     pub sweep_interval_secs: u64,
+    /// Hosts of other agents the agent may call although they are not on a public address
+    /// (comma-separated; the `delegate` skill, `Emitter::call_agent`). Loopback by default;
+    /// every other agent must be on a public address.
+    #[arg(
+        long,
+        env = "A2A_AGENT_ALLOW_HOSTS",
+        value_delimiter = ',',
+        default_value = "127.0.0.1,localhost,::1"
+    )]
+    pub agent_allow_hosts: Vec<String>,
+    /// A JSON file of credentials for the agents the agent calls, by URL prefix:
+    /// `{"agents": [{"url": "https://…", "bearer": "…"} | {"url": …, "apiKey": …, "header":
+    /// …}]}`. The same document may be given inline in A2A_AGENT_CREDENTIALS instead.
+    #[arg(long, env = "A2A_AGENT_CREDENTIALS_FILE")]
+    pub agent_credentials_file: Option<PathBuf>,
+    /// Seconds between two polls of a remote agent's task the agent waits for, when its pushes
+    /// do not come (ten times that for an agent that pushes: the poll is only a safety net).
+    #[arg(long, env = "A2A_REMOTE_POLL_SECS", default_value_t = 30)]
+    pub remote_poll_secs: u64,
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
@@ -490,6 +511,7 @@ pub async fn serve(
         .map_err(|e| format!("cannot load the push signing keys: {e}"))?;
     let auth = options.auth.build(&options.data_dir)?;
     let lite = options.lite.settings()?;
+    let remote_agents = Arc::new(remote_agents(&options)?);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -540,6 +562,8 @@ pub async fn serve(
             v0_3: options.protocol_0_3,
             early: options.protocol_early,
         },
+        remote_agents,
+        remote_poll: Duration::from_secs(options.remote_poll_secs.max(1)),
         ..ServiceConfig::default()
     };
     let service = A2aService::new(
@@ -631,6 +655,43 @@ pub async fn serve(
     }
     tracing::info!("a2a-local stopped");
     Ok(())
+}
+
+/// The environment variable holding the agent credentials document inline.
+pub const ENV_AGENT_CREDENTIALS: &str = "A2A_AGENT_CREDENTIALS";
+
+/// The network adapter for calls to other agents: loopback (or `--agent-allow-hosts`) allowed,
+/// `http` allowed, the credentials of `--agent-credentials-file` or A2A_AGENT_CREDENTIALS.
+fn remote_agents(options: &Options) -> Result<RemoteAgentsClient, String> {
+    let document =
+        match (
+            &options.agent_credentials_file,
+            std::env::var(ENV_AGENT_CREDENTIALS),
+        ) {
+            (Some(path), _) => Some(std::fs::read_to_string(path).map_err(|e| {
+                format!("cannot read the agent credentials {}: {e}", path.display())
+            })?),
+            (None, Ok(inline)) if !inline.trim().is_empty() => Some(inline),
+            _ => None,
+        };
+    let credentials = match document {
+        Some(text) => AgentCredentials::from_json(&text)?,
+        None => AgentCredentials::none(),
+    };
+    if !credentials.is_empty() {
+        tracing::info!(
+            agents = credentials.len(),
+            "credentials for other agents loaded"
+        );
+    }
+    RemoteAgentsClient::new(RemoteAgentSettings {
+        policy: PushPolicy {
+            allowed_hosts: options.agent_allow_hosts.clone(),
+            require_https: false,
+        },
+        credentials,
+        ..RemoteAgentSettings::local()
+    })
 }
 
 /// What one connection may take from the server.

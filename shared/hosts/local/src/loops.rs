@@ -319,6 +319,13 @@ pub(crate) async fn sweep_loop(
             Ok(n) => tracing::info!(tasks = n, "ended tasks whose execution stopped"),
             Err(err) => tracing::warn!(error = %err, "sweeping expired executions failed"),
         }
+        // Durable waits that are due: deadlines, timers, polls of remote tasks, resumptions
+        // a lost queue message would otherwise leave waiting.
+        match service.sweep_due_executions(SWEEP_BATCH).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(executions = n, "resumed executions whose wait is over"),
+            Err(err) => tracing::warn!(error = %err, "sweeping due executions failed"),
+        }
         wait(&mut stop, interval).await;
     }
 }

@@ -1,0 +1,286 @@
+//! The network adapter's choices against agents on 127.0.0.1: which binding it picks from a
+//! card, that it caches the card as its `Cache-Control` says, the credentials and trace
+//! headers it sends (to the right agent only), the push config it sends only to agents whose
+//! card offers pushes, and what the guard refuses before anything is sent.
+
+// Test helpers unwrap like the tests they serve.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_core::{PushPolicy, RemoteAgents, RemoteError, RemoteTaskRef, ServiceConfig};
+use a2a_http::{router, HttpOptions};
+use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
+use a2a_protocol::{Message, SendMessageResponse, TaskPushNotificationConfig, TaskState};
+use a2a_reference_agent::ReferenceAgent;
+use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use axum::Json;
+use serde_json::{json, Value};
+
+const TRACE: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+fn client(credentials: AgentCredentials) -> RemoteAgentsClient {
+    RemoteAgentsClient::new(RemoteAgentSettings {
+        credentials,
+        timeout: Duration::from_secs(10),
+        ..RemoteAgentSettings::local()
+    })
+    .unwrap()
+}
+
+fn push() -> Option<TaskPushNotificationConfig> {
+    Some(TaskPushNotificationConfig {
+        url: "http://127.0.0.1:9/a2a-relay/t/o".into(),
+        token: "tok".into(),
+        ..TaskPushNotificationConfig::default()
+    })
+}
+
+/// The reference agent on the embedded store, offering `bindings` on its card.
+async fn agent(bindings: &[&str], pushes: bool) -> (InProcessServer, EmbeddedStore) {
+    let bindings: Vec<String> = bindings.iter().map(|b| b.to_string()).collect();
+    let service_store = EmbeddedStore::open();
+    let server = InProcessServer::start(|base| {
+        let interfaces = bindings
+            .iter()
+            .map(|b| match b.as_str() {
+                "JSONRPC" => interface(format!("{base}/jsonrpc"), b),
+                _ => interface(base, b),
+            })
+            .collect();
+        let config = ServiceConfig {
+            interfaces,
+            push_notifications: pushes,
+            push_policy: PushPolicy::local(),
+            ..ServiceConfig::default()
+        };
+        router(
+            service_store.service(config, Arc::new(ReferenceAgent)),
+            HttpOptions::default(),
+        )
+    })
+    .await;
+    (server, service_store)
+}
+
+#[tokio::test]
+async fn the_card_picks_the_binding_and_is_fetched_once_while_fresh() {
+    let (only_rest, _store) = agent(&["HTTP+JSON"], true).await;
+    let remote = client(AgentCredentials::none());
+    for n in 0..2 {
+        let sent = remote
+            .send(
+                &only_rest.base,
+                Message::user_text(format!("m{n}"), "hello"),
+                push(),
+                None,
+            )
+            .await
+            .unwrap();
+        assert!(sent.pushes, "the card offers pushes");
+        let SendMessageResponse::Task(task) = sent.answer else {
+            panic!("a task");
+        };
+        let polled = remote
+            .get_task(
+                &RemoteTaskRef {
+                    agent: only_rest.base.clone(),
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    stopped_at: None,
+                    push_token: None,
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(polled.id, task.id);
+    }
+    assert_eq!(only_rest.hits("/message:send"), 2);
+    assert_eq!(only_rest.hits("/jsonrpc"), 0);
+    assert_eq!(
+        only_rest.hits("/.well-known/agent-card.json"),
+        1,
+        "the card (max-age 300) is fetched once"
+    );
+
+    let (both, _store) = agent(&["JSONRPC", "HTTP+JSON"], false).await;
+    let sent = remote
+        .send(&both.base, Message::user_text("m", "hold"), push(), None)
+        .await
+        .unwrap();
+    assert!(!sent.pushes, "no push config for an agent without pushes");
+    assert_eq!(both.hits("/jsonrpc"), 1, "JSON-RPC first");
+    let SendMessageResponse::Task(task) = sent.answer else {
+        panic!("a task");
+    };
+    let held = RemoteTaskRef {
+        agent: both.base.clone(),
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        stopped_at: None,
+        push_token: None,
+    };
+    remote.cancel_task(&held, None).await.unwrap();
+    let canceled = remote.get_task(&held, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    remote
+        .cancel_task(&held, None)
+        .await
+        .expect("canceling an ended task is no error");
+}
+
+/// One request as a hand-written agent saw it: what was asked, `Authorization`, `traceparent`.
+type Request = (String, Option<String>, Option<String>);
+
+/// What a hand-written agent saw of each request.
+#[derive(Default, Clone)]
+struct Seen(Arc<Mutex<Vec<Request>>>);
+
+impl Seen {
+    fn record(&self, path: &str, headers: &HeaderMap) {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        self.0.lock().unwrap().push((
+            path.to_owned(),
+            header("authorization"),
+            header("traceparent"),
+        ));
+    }
+
+    fn all(&self) -> Vec<Request> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// An agent whose card names `interface_url` (or its own JSON-RPC path) and whose JSON-RPC
+/// endpoint answers every call with a WORKING task.
+async fn recording_agent(interface_url: Option<&str>, seen: Seen) -> InProcessServer {
+    let interface_url = interface_url.map(str::to_owned);
+    InProcessServer::start(move |base| {
+        let url = interface_url.unwrap_or_else(|| format!("{base}/jsonrpc"));
+        let card = json!({
+            "name": "recording", "description": "", "version": "1",
+            "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "capabilities": {"pushNotifications": true},
+            "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+        });
+        let on_card = seen.clone();
+        let on_rpc = seen.clone();
+        axum::Router::new()
+            .route(
+                "/.well-known/agent-card.json",
+                get(move |headers: HeaderMap| {
+                    on_card.record("card", &headers);
+                    let card = card.clone();
+                    async move { Json(card) }
+                }),
+            )
+            .route(
+                "/jsonrpc",
+                post(move |headers: HeaderMap, Json(body): Json<Value>| {
+                    on_rpc.record("rpc", &headers);
+                    async move {
+                        Json(json!({"jsonrpc": "2.0", "id": body["id"], "result": {"task": {
+                            "id": "r1", "contextId": "c1",
+                            "status": {"state": "TASK_STATE_WORKING"}
+                        }}}))
+                    }
+                }),
+            )
+    })
+    .await
+}
+
+#[tokio::test]
+async fn credentials_and_the_trace_go_to_their_agent_only() {
+    let seen = Seen::default();
+    let agent = recording_agent(None, seen.clone()).await;
+    let other_seen = Seen::default();
+    let other = recording_agent(None, other_seen.clone()).await;
+    let credentials = AgentCredentials::from_json(&format!(
+        r#"{{"agents": [{{"url": "{}", "bearer": "for-the-agent"}}]}}"#,
+        agent.base
+    ))
+    .unwrap();
+    let remote = client(credentials);
+    remote
+        .send(
+            &agent.base,
+            Message::user_text("m", "hi"),
+            push(),
+            Some(TRACE),
+        )
+        .await
+        .unwrap();
+    remote
+        .send(&other.base, Message::user_text("m", "hi"), push(), None)
+        .await
+        .unwrap();
+    let bearer = Some("Bearer for-the-agent".to_owned());
+    assert_eq!(
+        seen.all(),
+        vec![
+            ("card".into(), bearer.clone(), Some(TRACE.into())),
+            ("rpc".into(), bearer, Some(TRACE.into())),
+        ]
+    );
+    assert_eq!(
+        other_seen.all(),
+        vec![("card".into(), None, None), ("rpc".into(), None, None)],
+        "another agent gets neither the credentials nor a trace it was not given"
+    );
+}
+
+#[tokio::test]
+async fn the_guard_refuses_before_anything_is_sent() {
+    // A card naming its interface on a non-public address: the card is read, nothing is sent.
+    let seen = Seen::default();
+    let agent = recording_agent(Some("http://169.254.169.254/jsonrpc"), seen.clone()).await;
+    let remote = client(AgentCredentials::none());
+    let refused = remote
+        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .await;
+    assert!(
+        matches!(&refused, Err(RemoteError::Refused(why)) if why.contains("169.254.169.254")),
+        "{refused:?}"
+    );
+    assert_eq!(seen.all().len(), 1, "only the card was fetched");
+
+    // Without loopback on the allow-list, a local agent is not called at all.
+    let strict = RemoteAgentsClient::new(RemoteAgentSettings {
+        policy: PushPolicy {
+            allowed_hosts: Vec::new(),
+            require_https: false,
+        },
+        ..RemoteAgentSettings::local()
+    })
+    .unwrap();
+    let refused = strict
+        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .await;
+    assert!(
+        matches!(refused, Err(RemoteError::Refused(_))),
+        "{refused:?}"
+    );
+    let by_name = strict
+        .send(
+            &agent.base.replace("127.0.0.1", "localhost"),
+            Message::user_text("m", "hi"),
+            push(),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(&by_name, Err(RemoteError::Refused(why)) if why.contains("localhost")),
+        "a name resolving to loopback is refused on connection: {by_name:?}"
+    );
+    assert_eq!(seen.all().len(), 1, "nothing more reached the agent");
+}

@@ -1,0 +1,114 @@
+//! Calls to other agents from a function (`Emitter::call_agent`, the reference agent's
+//! `delegate`): the allow-list, the poll interval and the credentials, read from the
+//! environment, and the network adapter built from them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_core::{PushPolicy, RemoteAgents};
+use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
+
+/// Agent hosts exempt from the public-address rule (comma-separated; local runs only).
+pub(crate) const ENV_AGENT_ALLOW_HOSTS: &str = "A2A_AGENT_ALLOW_HOSTS";
+/// `true` allows calling agents over `http` (local runs only; the cloud requires `https`).
+pub(crate) const ENV_AGENT_ALLOW_HTTP: &str = "A2A_AGENT_ALLOW_HTTP";
+/// ARN of the Secrets Manager secret holding the credentials for other agents, by agent URL
+/// prefix (the document [`AgentCredentials::from_json`] reads).
+pub(crate) const ENV_AGENT_CREDENTIALS_SECRET_ARN: &str = "A2A_AGENT_CREDENTIALS_SECRET_ARN";
+/// Seconds between two polls of a remote task waited for when its pushes do not come.
+pub(crate) const ENV_REMOTE_POLL_SECS: &str = "A2A_REMOTE_POLL_SECS";
+
+/// What a function reads about calling other agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSettings {
+    /// Agent hosts exempt from the public-address rule.
+    pub allow_hosts: Vec<String>,
+    /// Allow `http` agent URLs.
+    pub allow_http: bool,
+    /// The secret of the credentials for other agents, if any.
+    pub credentials_secret_arn: Option<String>,
+    /// How often a remote task that does not push is polled.
+    pub poll: Duration,
+}
+
+impl RemoteSettings {
+    /// Reads the settings through `get` (trimmed, empty as unset).
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let poll = match get(ENV_REMOTE_POLL_SECS) {
+            None => 30,
+            Some(v) => v.parse::<u64>().map_err(|_| {
+                format!("{ENV_REMOTE_POLL_SECS} must be a whole number of seconds, not {v:?}")
+            })?,
+        };
+        Ok(Self {
+            allow_hosts: get(ENV_AGENT_ALLOW_HOSTS)
+                .map(|v| {
+                    v.split(',')
+                        .map(|h| h.trim().to_owned())
+                        .filter(|h| !h.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            allow_http: get(ENV_AGENT_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
+            credentials_secret_arn: get(ENV_AGENT_CREDENTIALS_SECRET_ARN),
+            poll: Duration::from_secs(poll.max(1)),
+        })
+    }
+
+    /// The network adapter: the cloud's rules (`https`, public addresses) unless the local env
+    /// file relaxes them, with the credentials document `credentials` (the text of the secret
+    /// [`Self::credentials_secret_arn`] names, read once per instance: a changed secret reaches
+    /// new instances). A broken document stops the function at init, never quoted.
+    pub(crate) fn client(
+        &self,
+        credentials: Option<&str>,
+    ) -> Result<Arc<dyn RemoteAgents>, String> {
+        let credentials = match credentials {
+            Some(text) => AgentCredentials::from_json(text)
+                .map_err(|e| format!("the agent credentials secret: {e}"))?,
+            None => AgentCredentials::none(),
+        };
+        let client = RemoteAgentsClient::new(RemoteAgentSettings {
+            policy: PushPolicy {
+                allowed_hosts: self.allow_hosts.clone(),
+                require_https: !self.allow_http,
+            },
+            credentials,
+            ..RemoteAgentSettings::cloud()
+        })?;
+        Ok(Arc::new(client))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cloud_calls_public_https_agents_and_polls_every_30_s_by_default() {
+        let settings = RemoteSettings::from_lookup(|_| None).expect("defaults");
+        assert!(settings.allow_hosts.is_empty());
+        assert!(!settings.allow_http);
+        assert_eq!(settings.credentials_secret_arn, None);
+        assert_eq!(settings.poll, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_local_env_file_relaxes_the_rules_and_a_bad_poll_is_named() {
+        let env = |name: &str| match name {
+            ENV_AGENT_ALLOW_HOSTS => Some("127.0.0.1, localhost".to_owned()),
+            ENV_AGENT_ALLOW_HTTP => Some("true".to_owned()),
+            ENV_REMOTE_POLL_SECS => Some("2".to_owned()),
+            _ => None,
+        };
+        let settings = RemoteSettings::from_lookup(env).expect("settings");
+        assert_eq!(settings.allow_hosts, ["127.0.0.1", "localhost"]);
+        assert!(settings.allow_http);
+        assert_eq!(settings.poll, Duration::from_secs(2));
+        let err = RemoteSettings::from_lookup(|name| {
+            (name == ENV_REMOTE_POLL_SECS).then(|| "soon".to_owned())
+        })
+        .expect_err("a poll that is no number");
+        assert!(err.contains(ENV_REMOTE_POLL_SECS), "{err}");
+    }
+}

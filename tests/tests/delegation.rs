@@ -1,0 +1,481 @@
+//! Agents calling agents: the reference agent's `delegate <AGENT_URL> <TEXT…>` on one
+//! a2a-local, another a2a-local (or a test server of ours) as the agent it calls, both over
+//! real sockets. The remote's answer becomes ours (blocking and streaming, its chunks as they
+//! come), its INPUT_REQUIRED is relayed both ways, its failure fails ours, cancelling ours
+//! cancels its task, a delegating server killed mid-wait finishes the task after a restart,
+//! and a remote that never finishes ends ours FAILED at the timeout. With
+//! `A2A_E2E_STORE=dynamodb` every server runs on DynamoDB + SQS (moto).
+
+use std::time::Duration;
+
+use a2a_e2e::*;
+use serde_json::{json, Value};
+
+/// How long a delegated task may take in these tests.
+const WITHIN: Duration = Duration::from_secs(120);
+
+const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// The delegating server: polls remote tasks every second (ten with pushes), sweeps every
+/// second, holds a task's lease for 3 s, and gives up on a remote after `timeout_secs`.
+async fn delegating(timeout_secs: u64) -> Server {
+    let timeout = timeout_secs.to_string();
+    Server::start_with_env(&[
+        ("A2A_REMOTE_POLL_SECS", "1"),
+        ("A2A_SWEEP_INTERVAL_SECS", "1"),
+        // A killed server's lease on its task runs out soon (the restart test).
+        ("A2A_EXECUTION_LEASE_SECS", "3"),
+        ("A2A_DELEGATE_TIMEOUT_SECS", &timeout),
+    ])
+    .await
+}
+
+/// The remote agent's one task (the delegated one).
+async fn remote_task(remote: &Server) -> Value {
+    let listed = ok(remote.list_tasks(Binding::JsonRpc, json!({})).await);
+    let tasks = listed["tasks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tasks.len(), 1, "the remote got one task: {listed}");
+    tasks[0].clone()
+}
+
+fn artifact_texts(task: &Value) -> Vec<String> {
+    artifacts(task).iter().map(artifact_text).collect()
+}
+
+async fn a_blocking_delegation_completes_with_the_remote_s_answer(b: Binding) {
+    let remote = Server::start().await;
+    let ours = delegating(60).await;
+    let answer = ok(ours
+        .send(
+            b,
+            send_request(&format!("delegate {} hello there", remote.base())),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(message_text(&task["status"]["message"]), "hello there");
+    assert_eq!(artifact_texts(task), ["hello there"]);
+    let theirs = remote_task(&remote).await;
+    assert_eq!(state(&theirs), "TASK_STATE_COMPLETED");
+    assert_eq!(message_text(&history(&theirs)[0]), "hello there");
+}
+
+both_bindings!(a_blocking_delegation_completes_with_the_remote_s_answer);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_chunks_arrive_while_the_remote_still_works() {
+    if !store_ready() {
+        return;
+    }
+    let remote = Server::start().await;
+    let ours = delegating(60).await;
+    // On the emulator every push takes about a second to deliver: the remote works longer
+    // there, so that its first chunk can reach us before its last is made.
+    let step_ms = if on_dynamodb() { 2000 } else { 500 };
+    let mut stream = ours
+        .stream(
+            Binding::Rest,
+            send_request(&format!("delegate {} slow 5 {step_ms}", remote.base())),
+        )
+        .await
+        .expect("stream");
+    let mut chunks = Vec::new();
+    let mut text = String::new();
+    let mut remote_state_at_first_chunk = None;
+    let mut last_state = None;
+    while let Some(event) = stream.next_event().await {
+        let payload = event.payload();
+        if let Some(update) = payload.get("artifactUpdate") {
+            let chunk = artifact_text(&update["artifact"]);
+            // A chunk appends; a snapshot of the remote's task (a poll's, or a push that came
+            // after a later one) replaces the artifact with all of it.
+            if update["append"].as_bool() != Some(true) {
+                text.clear();
+            }
+            text.push_str(&chunk);
+            chunks.push(chunk);
+            if remote_state_at_first_chunk.is_none() {
+                let theirs = remote_task(&remote).await;
+                remote_state_at_first_chunk = Some(state(&theirs).to_owned());
+            }
+        }
+        if let Some(s) = event_state(&payload) {
+            last_state = Some(s.to_owned());
+        }
+    }
+    assert_eq!(last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    assert_eq!(
+        text, "chunk-1 chunk-2 chunk-3 chunk-4 chunk-5 ",
+        "{chunks:?}"
+    );
+    // Chunk by chunk, as the remote sent them, not one snapshot at the end.
+    assert_eq!(
+        chunks.first().map(String::as_str),
+        Some("chunk-1 "),
+        "{chunks:?}"
+    );
+    assert!(chunks.len() > 1, "{chunks:?}");
+    assert_eq!(
+        remote_state_at_first_chunk.as_deref(),
+        Some("TASK_STATE_WORKING"),
+        "the first chunk reached our client while the remote was still working"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_is_relayed_both_ways() {
+    if !store_ready() {
+        return;
+    }
+    let remote = Server::start().await;
+    let ours = delegating(60).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", remote.base())),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    assert!(message_text(&task["status"]["message"]).contains("on hold"));
+    let theirs = remote_task(&remote).await;
+    assert_eq!(state(&theirs), "TASK_STATE_INPUT_REQUIRED");
+
+    let answer = ok(ours
+        .send(Binding::Rest, follow_up(&id_of(task), "here you are"))
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(message_text(&task["status"]["message"]), "here you are");
+    let theirs = remote_task(&remote).await;
+    assert_eq!(
+        state(&theirs),
+        "TASK_STATE_COMPLETED",
+        "the same remote task"
+    );
+    let said: Vec<String> = history(&theirs).iter().map(message_text).collect();
+    assert!(said.contains(&"here you are".to_owned()), "{said:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_failure_fails_ours_with_the_reason() {
+    if !store_ready() {
+        return;
+    }
+    let remote = Server::start().await;
+    let ours = delegating(60).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} fail", remote.base())),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_FAILED", "{task}");
+    let reason = message_text(&task["status"]["message"]);
+    assert!(reason.contains(remote.base()), "{reason}");
+    assert!(reason.contains("The fail skill always fails"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_ours_cancels_theirs() {
+    if !store_ready() {
+        return;
+    }
+    let remote = Server::start().await;
+    let ours = delegating(60).await;
+    // Working on the remote for a minute; ours waits for it.
+    let answer = ok(ours
+        .send(
+            Binding::Rest,
+            send_request_with(
+                &format!("delegate {} job 60 1000", remote.base()),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let id = id_of(task_of(&answer));
+    let mut watching = ours.subscribe(Binding::JsonRpc, &id, None).await.ok();
+    // The remote's task exists once ours relayed its first progress.
+    loop {
+        let listed = ok(remote.list_tasks(Binding::JsonRpc, json!({})).await);
+        if listed["tasks"].as_array().is_some_and(|t| !t.is_empty()) {
+            break;
+        }
+        match watching.as_mut() {
+            Some(stream) => {
+                stream
+                    .next_event()
+                    .await
+                    .expect("our task moves on before the remote's task exists");
+            }
+            None => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let theirs = remote_task(&remote).await;
+    let canceled = ok(ours.cancel(Binding::JsonRpc, &id).await);
+    assert_eq!(state(&canceled), "TASK_STATE_CANCELED");
+    let theirs = remote.await_terminal(&id_of(&theirs), WITHIN).await;
+    assert_eq!(state(&theirs), "TASK_STATE_CANCELED", "{theirs}");
+
+    // A delegated task parked in INPUT_REQUIRED: cancelling ours cancels theirs too.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", remote.base())),
+        )
+        .await);
+    let held = id_of(task_of(&answer));
+    let listed = ok(remote.list_tasks(Binding::JsonRpc, json!({})).await);
+    let parked = listed["tasks"]
+        .as_array()
+        .and_then(|tasks| {
+            tasks
+                .iter()
+                .find(|t| state(t) == "TASK_STATE_INPUT_REQUIRED")
+                .cloned()
+        })
+        .expect("the remote's task asks for input");
+    ok(ours.cancel(Binding::Rest, &held).await);
+    let theirs = ok(remote
+        .get_task(Binding::JsonRpc, &id_of(&parked), None)
+        .await);
+    assert_eq!(state(&theirs), "TASK_STATE_CANCELED", "{theirs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegating_server_killed_mid_wait_finishes_the_task_after_a_restart() {
+    if !store_ready() {
+        return;
+    }
+    let remote = Server::start().await;
+    let mut ours = delegating(120).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} job 3 1000", remote.base()),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let id = id_of(task_of(&answer));
+    // Wait until the remote has the task, then kill ours while it waits.
+    let theirs = loop {
+        let listed = ok(remote.list_tasks(Binding::JsonRpc, json!({})).await);
+        if let Some(task) = listed["tasks"].as_array().and_then(|t| t.first()).cloned() {
+            break task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Killed while it waits (parked), not while it still sends: that one is the ordinary
+    // crash of a running execution, which the expired-lease sweep ends FAILED.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while !ours.logs().contains("parked on a durable wait") {
+        assert!(tokio::time::Instant::now() < deadline, "ours never parked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ours.kill_abruptly();
+    // The remote finishes meanwhile; its pushes to us fail.
+    let theirs = remote.await_terminal(&id_of(&theirs), WITHIN).await;
+    assert_eq!(state(&theirs), "TASK_STATE_COMPLETED");
+
+    ours.restart().await;
+    let task = ours.await_terminal(&id, WITHIN).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(artifact_texts(&task), ["job finished: 3 steps"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_that_never_finishes_ends_ours_failed_at_the_timeout() {
+    if !store_ready() {
+        return;
+    }
+    let stuck = HostileAgent::start(Hostility::NeverFinishes).await;
+    let ours = delegating(3).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} anything", stuck.base),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let task = ours.await_terminal(&id_of(task_of(&answer)), WITHIN).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    let reason = message_text(&task["status"]["message"]);
+    assert!(
+        reason.contains("did not finish within 3 s") && reason.contains("canceled"),
+        "{reason}"
+    );
+    let methods: Vec<String> = stuck
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/rpc")
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter_map(|call| call["method"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(methods.first().map(String::as_str), Some("SendMessage"));
+    assert_eq!(
+        methods.last().map(String::as_str),
+        Some("CancelTask"),
+        "its task is canceled at the timeout: {methods:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_follows_the_call_to_the_other_agent() {
+    if !store_ready() {
+        return;
+    }
+    let other = HostileAgent::start(Hostility::Benign).await;
+    let ours = delegating(60).await;
+    let traced = ours.client_with_headers(&[("traceparent", TRACE)]);
+    let answer = ok(traced
+        .send(
+            Binding::Rest,
+            send_request(&format!("delegate {} hi", other.base)),
+        )
+        .await);
+    assert_eq!(state(task_of(&answer)), "TASK_STATE_COMPLETED");
+    let calls = other.requests_with("traceparent");
+    assert!(
+        calls.iter().any(|r| r.path == "/rpc"),
+        "the send carried the trace: {calls:?}"
+    );
+    for call in &calls {
+        assert_eq!(call.headers["traceparent"], TRACE);
+    }
+
+    // A malformed trace is ignored: nothing is passed on.
+    let before = other.requests_with("traceparent").len();
+    let garbled = ours.client_with_headers(&[("traceparent", "00-not-a-trace-01")]);
+    ok(garbled
+        .send(
+            Binding::Rest,
+            send_request(&format!("delegate {} hi again", other.base)),
+        )
+        .await);
+    assert_eq!(other.requests_with("traceparent").len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_off_the_allow_list_are_refused() {
+    if !store_ready() {
+        return;
+    }
+    let ours = delegating(60).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request("delegate http://169.254.169.254/latest hi"),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_FAILED", "{task}");
+    let reason = message_text(&task["status"]["message"]);
+    assert!(reason.contains("non-public address"), "{reason}");
+}
+
+/// The official Python SDK's server (a2a-sdk, `tests/interop/sdk_server.py`) as the other
+/// agent: its pushes are unsigned (the token alone is checked), its task ids and events are
+/// the SDK's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_server_as_the_other_agent() {
+    if !store_ready() {
+        return;
+    }
+    let Some(sdk) = SdkServer::start().await else {
+        return;
+    };
+    let ours = delegating(60).await;
+
+    // Blocking: its echo becomes ours.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hello sdk", sdk.base)),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(artifact_texts(task), ["hello sdk"]);
+
+    // Streaming: its chunks reach our stream and add up to its artifact.
+    let mut stream = ours
+        .stream(
+            Binding::Rest,
+            send_request(&format!("delegate {} slow 3 300", sdk.base)),
+        )
+        .await
+        .expect("stream");
+    let mut text = String::new();
+    let mut last_state = None;
+    while let Some(event) = stream.next_event().await {
+        let payload = event.payload();
+        if let Some(update) = payload.get("artifactUpdate") {
+            if update["append"].as_bool() != Some(true) {
+                text.clear();
+            }
+            text.push_str(&artifact_text(&update["artifact"]));
+        }
+        if let Some(s) = event_state(&payload) {
+            last_state = Some(s.to_owned());
+        }
+    }
+    assert_eq!(last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    assert_eq!(text, "chunk-1 chunk-2 chunk-3 ");
+
+    // Input required, relayed both ways: the follow-up reaches the SDK's task.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", sdk.base)),
+        )
+        .await);
+    let held = task_of(&answer);
+    assert_eq!(state(held), "TASK_STATE_INPUT_REQUIRED", "{held}");
+    assert!(message_text(&held["status"]["message"]).contains("on hold"));
+    let answer = ok(ours
+        .send(Binding::Rest, follow_up(&id_of(held), "the answer"))
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(message_text(&task["status"]["message"]), "the answer");
+
+    // Failure, with its reason.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} fail", sdk.base)),
+        )
+        .await);
+    let task = task_of(&answer);
+    assert_eq!(state(task), "TASK_STATE_FAILED", "{task}");
+    let reason = message_text(&task["status"]["message"]);
+    assert!(reason.contains("The fail skill always fails"), "{reason}");
+
+    // Cancel: ours, then theirs, read from the SDK server.
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request(&format!("delegate {} hold", sdk.base)),
+        )
+        .await);
+    let held = task_of(&answer);
+    assert_eq!(state(held), "TASK_STATE_INPUT_REQUIRED", "{held}");
+    ok(ours.cancel(Binding::JsonRpc, &id_of(held)).await);
+    let sdk_client = a2a_client::Client::connect(&sdk.base)
+        .await
+        .expect("the SDK server's card");
+    let listed = sdk_client
+        .list_tasks(a2a_client::ListTasksRequest::default())
+        .await
+        .expect("the SDK server lists its tasks");
+    let states: Vec<_> = listed.tasks.iter().map(|t| t.status.state).collect();
+    assert!(
+        states.contains(&a2a_client::TaskState::Canceled),
+        "the SDK's held task was canceled: {states:?}"
+    );
+}
