@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::MutexGuard;
 
 use crate::emitter::Emitter;
-use crate::journal::{after, DurableRun, MAX_QUEUE_DELAY};
+use crate::journal::{after, DurableRun};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
@@ -141,15 +141,7 @@ impl Emitter {
             Some(None) => Err(self.park(run).await),
             None => {
                 let until = after(duration);
-                run.record_mut().wait = Some(Wait {
-                    step: index,
-                    name: name.to_owned(),
-                    what: WaitFor::Timer,
-                    due_at: until,
-                    deadline: until,
-                    outcome: None,
-                });
-                Err(self.park(run).await)
+                Err(self.park_on(run, index, name, WaitFor::Timer, until).await)
             }
         }
     }
@@ -184,15 +176,9 @@ impl Emitter {
             Some(None) => Err(self.park(run).await),
             None => {
                 let deadline = after(timeout);
-                run.record_mut().wait = Some(Wait {
-                    step: index,
-                    name: name.to_owned(),
-                    what: WaitFor::Signal,
-                    due_at: deadline,
-                    deadline,
-                    outcome: None,
-                });
-                Err(self.park(run).await)
+                Err(self
+                    .park_on(run, index, name, WaitFor::Signal, deadline)
+                    .await)
             }
         }
     }
@@ -426,6 +412,8 @@ impl Emitter {
         if run.parked {
             return Err(AgentError::Parked);
         }
+        // What an earlier execution of this task passes on to a new record.
+        let mut remotes = BTreeMap::new();
         if !run.loaded {
             run.loaded = true;
             let found = self
@@ -435,37 +423,24 @@ impl Emitter {
                 .await
                 .map_err(store_failure)?;
             run.stored = found.as_ref().map(|r| r.version);
-            let record = match found {
-                Some(record) if record.trigger_seq == run.trigger_seq => record,
-                earlier => DurableExecution {
-                    owner: self.owner.clone(),
-                    task_id: self.task_id().to_owned(),
-                    trigger_seq: run.trigger_seq,
-                    steps: Vec::new(),
-                    emitted: 0,
-                    wait: None,
-                    remotes: earlier.map(|r| r.remotes).unwrap_or_default(),
-                    traceparent: run.traceparent.clone(),
-                    version: 0,
-                    expires_at: self.env.expiry(),
-                },
-            };
-            run.record = Some(record);
+            match found {
+                Some(record) if record.trigger_seq == run.trigger_seq => run.record = Some(record),
+                earlier => remotes = earlier.map(|r| r.remotes).unwrap_or_default(),
+            }
         }
         if run.record.is_none() {
-            let record = DurableExecution {
+            run.record = Some(DurableExecution {
                 owner: self.owner.clone(),
                 task_id: self.task_id().to_owned(),
                 trigger_seq: run.trigger_seq,
                 steps: Vec::new(),
                 emitted: 0,
                 wait: None,
-                remotes: BTreeMap::new(),
+                remotes,
                 traceparent: run.traceparent.clone(),
                 version: 0,
                 expires_at: self.env.expiry(),
-            };
-            run.record = Some(record);
+            });
         }
         Ok(run)
     }
@@ -493,6 +468,27 @@ impl Emitter {
         self.park_with(run, None).await
     }
 
+    /// Parks `run` on a new wait of step `index` (`name`) for `what`, due and ending at
+    /// `deadline`.
+    async fn park_on(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        index: usize,
+        name: &str,
+        what: WaitFor,
+        deadline: Timestamp,
+    ) -> AgentError {
+        run.record_mut().wait = Some(Wait {
+            step: index,
+            name: name.to_owned(),
+            what,
+            due_at: deadline,
+            deadline,
+            outcome: None,
+        });
+        self.park(run).await
+    }
+
     /// [`Self::park`]; for a call to another agent whose message went out, `sent` (its step)
     /// lets a push that ended the wait first win ([`Self::save_after_send`]).
     async fn park_with(
@@ -518,15 +514,7 @@ impl Emitter {
             .traced(run.traceparent.clone());
         drop(run);
         if let Some(due) = due {
-            let wait = Duration::from_millis(
-                u64::try_from(due.millis() - Timestamp::now().millis()).unwrap_or(0),
-            );
-            if wait <= MAX_QUEUE_DELAY {
-                if let Err(err) = self.env.work.enqueue_work_after(&job, wait).await {
-                    // The sweep of due executions resumes it instead.
-                    tracing::warn!(task_id = %self.task_id(), error = %err, "could not queue the resumption; the sweep will");
-                }
-            }
+            crate::worker::rearm(self.env.work.as_ref(), &job, due).await;
         }
         tracing::info!(task_id = %self.task_id(), "the execution parked on a durable wait");
         AgentError::Parked
@@ -585,13 +573,7 @@ impl Emitter {
         if !has_record {
             return;
         }
-        let ended = self
-            .state
-            .lock()
-            .await
-            .head
-            .as_ref()
-            .is_some_and(|h| h.task.status.state.is_terminal());
+        let ended = self.state.lock().await.task_ended();
         if ended {
             if let Err(err) = self
                 .env

@@ -65,6 +65,13 @@ pub(crate) struct EmitterState {
 }
 
 impl EmitterState {
+    /// Whether the task, as last written, is in a terminal state.
+    pub(crate) fn task_ended(&self) -> bool {
+        self.head
+            .as_ref()
+            .is_some_and(|h| h.task.status.state.is_terminal())
+    }
+
     pub(crate) fn new(head: Option<StoredTask>, first: oneshot::Sender<FirstOutcome>) -> Self {
         Self {
             projected: head

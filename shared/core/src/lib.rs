@@ -10,6 +10,7 @@ mod agent;
 mod auth;
 mod card_signing;
 mod config;
+mod config_error;
 mod context;
 mod durable;
 mod emitter;
@@ -50,6 +51,7 @@ pub use config::{
     parse_switch, Generations, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
     ENV_PROTOCOL_EARLY,
 };
+pub use config_error::ConfigError;
 pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;
 pub use emitter::Emitter;

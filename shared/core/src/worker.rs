@@ -11,7 +11,9 @@ use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
 use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
-use crate::ports::{DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::ports::{
+    DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob, WorkQueue,
+};
 use crate::relay::{relay, stopped_anew, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
@@ -93,20 +95,29 @@ pub(crate) async fn run_work_job(
             release(core, job).await;
             return (JobOutcome::Done, attempt);
         }
-        (_, Some(record)) => match advance(core, record).await {
-            Ok(Advanced::Over(record)) => Some(*record),
-            Ok(Advanced::Waiting(due)) => {
-                // Woken early (a queue's delay is capped, or a push came for a wait not
-                // over): it waits on, and a job comes back when it is due.
-                release(core, job).await;
-                rearm(core, job, due).await;
-                return (JobOutcome::Done, attempt);
+        (_, Some(record)) => {
+            // Whether this job is the one that follows the wait: queued for its due time.
+            let follows_the_wait =
+                job.wake_at_ms.is_some() && job.wake_at_ms == record.due_at().map(|t| t.millis());
+            match advance(core, record).await {
+                Ok(Advanced::Over(record)) => Some(*record),
+                Ok(Advanced::Waiting(due)) => {
+                    // Woken early (a queue's delay is capped) or polled: it waits on, and the
+                    // job that follows the wait comes back when it is due. Any other job (a
+                    // push for a wait not over, one whose wait another path moved on) ends
+                    // here: that path queued its own.
+                    release(core, job).await;
+                    if follows_the_wait {
+                        rearm(core.work.as_ref(), job, due).await;
+                    }
+                    return (JobOutcome::Done, attempt);
+                }
+                Err(err) => {
+                    release(core, job).await;
+                    return (retry(format!("store: {err}")), attempt);
+                }
             }
-            Err(err) => {
-                release(core, job).await;
-                return (retry(format!("store: {err}")), attempt);
-            }
-        },
+        }
         (false, None) => None,
     };
     let trigger = match store
@@ -173,13 +184,7 @@ pub(crate) async fn run_work_job(
     // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
     // its client (input required), or whose execution parked, gets it back, so that the next
     // message or the resumption can run at once.
-    let ended = emitter
-        .state
-        .lock()
-        .await
-        .head
-        .as_ref()
-        .is_some_and(|h| h.task.status.state.is_terminal());
+    let ended = emitter.state.lock().await.task_ended();
     if !ended {
         release(core, job).await;
     }
@@ -206,13 +211,17 @@ async fn forget(core: &Core, job: &WorkJob) {
 
 /// Queues `job` again for when its wait is due, when a queue can hold it that long (otherwise
 /// the sweep of due executions finds it).
-pub(crate) async fn rearm(core: &Core, job: &WorkJob, due: Timestamp) {
+pub(crate) async fn rearm(work: &dyn WorkQueue, job: &WorkJob, due: Timestamp) {
     let wait =
         Duration::from_millis(u64::try_from(due.millis() - Timestamp::now().millis()).unwrap_or(0));
     if wait > MAX_QUEUE_DELAY {
         return;
     }
-    if let Err(err) = core.work.enqueue_work_after(job, wait).await {
+    let job = WorkJob {
+        wake_at_ms: Some(due.millis()),
+        ..job.clone()
+    };
+    if let Err(err) = work.enqueue_work_after(&job, wait).await {
         tracing::warn!(task_id = %job.task_id, error = %err, "could not queue the resumption; the sweep will");
     }
 }

@@ -35,7 +35,9 @@ use aws_config::BehaviorVersion;
 pub use dynamo::DynamoTaskStore;
 pub use items::MAX_ITEM_BYTES;
 pub use meter::{Call, Meter, Service, Summary};
-pub use sqs::{ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsWorkQueue};
+pub use sqs::{
+    Push, ReceivedMessage, SqsPushQueue, SqsQueue, SqsReceipt, SqsRoleQueue, SqsWorkQueue, Work,
+};
 pub use timeouts::{with_call_limits, CALL_LIMITS};
 
 /// Environment variable naming the DynamoDB table.
@@ -76,14 +78,19 @@ impl AwsConfig {
 
     /// Reads `A2A_TABLE`, `A2A_WORK_QUEUE_URL` and `A2A_PUSH_QUEUE_URL`. The error names every
     /// variable that is missing or empty.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, a2a_core::ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    /// As [`Self::from_env`], through `lookup` (values are trimmed).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, a2a_core::ConfigError> {
         let mut missing = Vec::new();
         let mut get = |name: &'static str| {
-            let value = lookup(name).filter(|v| !v.trim().is_empty());
+            let value = lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty());
             if value.is_none() {
                 missing.push(name);
             }
@@ -97,9 +104,9 @@ impl AwsConfig {
         if missing.is_empty() {
             Ok(config)
         } else {
-            Err(format!(
-                "missing environment variable(s): {}",
-                missing.join(", ")
+            Err(a2a_core::ConfigError::missing(
+                format!("the environment variable(s) {}", missing.join(", ")),
+                "the DynamoDB store and SQS queues",
             ))
         }
     }
@@ -157,7 +164,7 @@ impl AwsAdapters {
     }
 
     /// Reads [`AwsConfig::from_env`] and builds clients with [`AwsClients::from_env`].
-    pub async fn from_env() -> Result<Self, String> {
+    pub async fn from_env() -> Result<Self, a2a_core::ConfigError> {
         let config = AwsConfig::from_env()?;
         Ok(Self::new(&AwsClients::from_env().await, &config))
     }
@@ -188,14 +195,17 @@ mod tests {
     fn config_from_env_names_every_missing_variable() {
         let err = AwsConfig::from_lookup(|name| (name == ENV_TABLE).then(|| "tasks".to_owned()))
             .unwrap_err();
-        assert!(err.contains(ENV_WORK_QUEUE_URL) && err.contains(ENV_PUSH_QUEUE_URL));
-        assert!(!err.contains(ENV_TABLE));
+        let a2a_core::ConfigError::Missing { setting, .. } = err else {
+            panic!("{err:?}");
+        };
+        assert!(setting.contains(ENV_WORK_QUEUE_URL) && setting.contains(ENV_PUSH_QUEUE_URL));
+        assert!(!setting.contains(ENV_TABLE));
 
         let config = AwsConfig::from_lookup(|name| Some(format!("value-of-{name}"))).unwrap();
         assert_eq!(config.table, "value-of-A2A_TABLE");
         assert_eq!(config.push_queue_url, "value-of-A2A_PUSH_QUEUE_URL");
 
         let blank = AwsConfig::from_lookup(|_| Some("  ".into())).unwrap_err();
-        assert!(blank.contains(ENV_TABLE));
+        assert!(blank.to_string().contains(ENV_TABLE));
     }
 }

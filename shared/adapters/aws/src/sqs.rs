@@ -508,17 +508,45 @@ impl JobQueue for SqsQueue {
     }
 }
 
-/// The work queue on SQS (a standard queue with a dead-letter queue).
-#[derive(Debug, Clone)]
-pub struct SqsWorkQueue {
+/// One of the deployment's queues on SQS, typed by its role (`R`: [`Work`] or [`Push`]) so a
+/// push queue cannot be handed where the work queue is meant.
+#[derive(Debug)]
+pub struct SqsRoleQueue<R> {
     queue: SqsQueue,
+    role: std::marker::PhantomData<R>,
 }
 
-impl SqsWorkQueue {
-    /// The work queue at `url`.
+// Not derived: a derive would ask `R: Clone` of the marker.
+impl<R> Clone for SqsRoleQueue<R> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+            role: std::marker::PhantomData,
+        }
+    }
+}
+
+/// The work queue's role: a standard queue with a dead-letter queue.
+#[derive(Debug)]
+pub enum Work {}
+
+/// The push queue's role: a FIFO queue, one message group per task, so a receiver sees a
+/// task's events in order; de-duplicated by task, sequence number and config.
+#[derive(Debug)]
+pub enum Push {}
+
+/// The work queue on SQS (a standard queue with a dead-letter queue).
+pub type SqsWorkQueue = SqsRoleQueue<Work>;
+
+/// The push queue on SQS FIFO (see [`Push`]).
+pub type SqsPushQueue = SqsRoleQueue<Push>;
+
+impl<R> SqsRoleQueue<R> {
+    /// The queue at `url` (for [`Push`], a FIFO queue).
     pub fn new(client: aws_sdk_sqs::Client, url: &str) -> Self {
         Self {
             queue: SqsQueue::new(client, url),
+            role: std::marker::PhantomData,
         }
     }
 
@@ -526,6 +554,7 @@ impl SqsWorkQueue {
     pub fn with_meter(self, meter: Meter) -> Self {
         Self {
             queue: self.queue.with_meter(meter),
+            role: std::marker::PhantomData,
         }
     }
 
@@ -548,34 +577,6 @@ impl WorkQueue for SqsWorkQueue {
         self.queue
             .send(to_json(job)?, None, None, (delay > 0).then_some(delay))
             .await
-    }
-}
-
-/// The push queue on SQS FIFO: one message group per task, so a receiver sees a task's events
-/// in order; de-duplicated by task, sequence number and config.
-#[derive(Debug, Clone)]
-pub struct SqsPushQueue {
-    queue: SqsQueue,
-}
-
-impl SqsPushQueue {
-    /// The push queue at `url` (a FIFO queue).
-    pub fn new(client: aws_sdk_sqs::Client, url: &str) -> Self {
-        Self {
-            queue: SqsQueue::new(client, url),
-        }
-    }
-
-    /// Records every request of this queue.
-    pub fn with_meter(self, meter: Meter) -> Self {
-        Self {
-            queue: self.queue.with_meter(meter),
-        }
-    }
-
-    /// The consumer side of the queue.
-    pub fn queue(&self) -> &SqsQueue {
-        &self.queue
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use a2a_core::ConfigError;
 use serde::Deserialize;
 
 /// The chat's token in its outgoing webhooks (`token=` in the form or JSON body).
@@ -107,8 +108,8 @@ impl LiteSettings {
     /// what is missing.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
-        read_file: impl Fn(&str) -> Result<String, String>,
-    ) -> Result<Self, String> {
+        read_file: impl Fn(&str) -> Result<String, ConfigError>,
+    ) -> Result<Self, ConfigError> {
         let get = |name: &str| {
             lookup(name)
                 .map(|v| v.trim().to_owned())
@@ -118,15 +119,15 @@ impl LiteSettings {
             (Some(token), Some(reply_url)) => Some(WebhookSettings { token, reply_url }),
             (None, None) => None,
             (Some(_), None) => {
-                return Err(format!(
-                    "{ENV_WEBHOOK_TOKEN} is set but {ENV_WEBHOOK_REPLY_URL} is not: the webhook \
-                     channel needs both"
+                return Err(ConfigError::missing(
+                    ENV_WEBHOOK_REPLY_URL,
+                    format!("the webhook channel ({ENV_WEBHOOK_TOKEN} is set)"),
                 ))
             }
             (None, Some(_)) => {
-                return Err(format!(
-                    "{ENV_WEBHOOK_REPLY_URL} is set but {ENV_WEBHOOK_TOKEN} is not: the webhook \
-                     channel needs both"
+                return Err(ConfigError::missing(
+                    ENV_WEBHOOK_TOKEN,
+                    format!("the webhook channel ({ENV_WEBHOOK_REPLY_URL} is set)"),
                 ))
             }
         };
@@ -137,9 +138,9 @@ impl LiteSettings {
             }
             (None, None) => None,
             _ => {
-                return Err(format!(
-                    "the Matrix channel needs both {ENV_MATRIX_HOMESERVER} and \
-                     {ENV_MATRIX_REGISTRATION}"
+                return Err(ConfigError::missing(
+                    format!("both {ENV_MATRIX_HOMESERVER} and {ENV_MATRIX_REGISTRATION}"),
+                    "the Matrix channel",
                 ))
             }
         };
@@ -153,14 +154,16 @@ impl LiteSettings {
 
     /// Adds the channels of a secret's JSON (what a Lambda function reads from Secrets
     /// Manager); a channel in the secret replaces one from the environment.
-    pub fn with_secret(mut self, json: &str) -> Result<Self, String> {
+    pub fn with_secret(mut self, json: &str) -> Result<Self, ConfigError> {
         // Not serde's message: it can quote a value, and this one is a secret.
         let secret: Secret = serde_json::from_str(json).map_err(|e| {
-            format!(
-                "the A2A-Lite channel secret is not of the form docs/a2a-lite.md gives (at line \
-                 {}, column {})",
-                e.line(),
-                e.column()
+            ConfigError::unreadable(
+                "the A2A-Lite channel secret",
+                format!(
+                    "not of the form docs/a2a-lite.md gives (at line {}, column {})",
+                    e.line(),
+                    e.column()
+                ),
             )
         })?;
         if secret.webhook.is_some() {
@@ -173,18 +176,27 @@ impl LiteSettings {
     }
 }
 
+/// Reads the Matrix registration file at `path` (what [`LiteSettings::from_lookup`] is given
+/// to read files with, outside tests).
+pub fn read_registration(path: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::unreadable(format!("the Matrix registration {path}"), e.to_string())
+    })
+}
+
 /// The Matrix settings of a registration file for the homeserver at `homeserver_url`.
 pub fn matrix_from_registration(
     homeserver_url: String,
     registration_yaml: &str,
-) -> Result<MatrixSettings, String> {
+) -> Result<MatrixSettings, ConfigError> {
+    let what = "the Matrix application service registration";
     let r: Registration = serde_norway::from_str(registration_yaml)
-        .map_err(|e| format!("the application service registration is not valid: {e}"))?;
+        .map_err(|e| ConfigError::unreadable(what, format!("not valid: {e}")))?;
     if r.as_token.is_empty() || r.hs_token.is_empty() || r.sender_localpart.is_empty() {
-        return Err(
-            "the application service registration needs as_token, hs_token and sender_localpart"
-                .into(),
-        );
+        return Err(ConfigError::unreadable(
+            what,
+            "needs as_token, hs_token and sender_localpart",
+        ));
     }
     Ok(MatrixSettings {
         homeserver_url,
@@ -211,7 +223,7 @@ mod tests {
 
     #[test]
     fn channels_are_read_whole_or_refused() {
-        let none = |_: &str| Err("no file".to_owned());
+        let none = |_: &str| Err(ConfigError::unreadable("the file", "not there"));
         assert!(LiteSettings::from_lookup(env(&[]), none)
             .unwrap()
             .is_empty());
@@ -227,10 +239,16 @@ mod tests {
         assert_eq!(s.webhook.as_ref().unwrap().token, "tok");
         assert_eq!(s.principal.as_deref(), Some("key:bot"));
         let err = LiteSettings::from_lookup(env(&[(ENV_WEBHOOK_TOKEN, "tok")]), none).unwrap_err();
-        assert!(err.contains(ENV_WEBHOOK_REPLY_URL), "{err}");
+        assert!(
+            matches!(&err, ConfigError::Missing { setting, .. } if setting == ENV_WEBHOOK_REPLY_URL),
+            "{err}"
+        );
         let err = LiteSettings::from_lookup(env(&[(ENV_MATRIX_HOMESERVER, "http://hs")]), none)
             .unwrap_err();
-        assert!(err.contains(ENV_MATRIX_REGISTRATION), "{err}");
+        assert!(
+            matches!(&err, ConfigError::Missing { setting, .. } if setting.contains(ENV_MATRIX_REGISTRATION)),
+            "{err}"
+        );
         let s = LiteSettings::from_lookup(
             env(&[
                 (ENV_MATRIX_HOMESERVER, "http://hs"),
@@ -265,7 +283,7 @@ mod tests {
         let err = LiteSettings::default()
             .with_secret(r#"{"webhook": {"token": 12345678, "replyUrl": "x"}}"#)
             .unwrap_err();
-        assert!(!err.contains("12345678"), "{err}");
+        assert!(!err.to_string().contains("12345678"), "{err}");
         assert!(LiteSettings::default()
             .with_secret("{}")
             .unwrap()

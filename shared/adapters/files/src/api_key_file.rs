@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use a2a_core::{ApiKeyDocument, ApiKeySource};
+use a2a_core::{ApiKeyDocument, ApiKeySource, ConfigError};
 use async_trait::async_trait;
 
 /// A file's (modification time, length): what says it changed.
@@ -36,14 +36,17 @@ impl ApiKeyFile {
     }
 
     /// Reads the document; a missing file is an empty document.
-    pub fn read(&self) -> Result<ApiKeyDocument, String> {
+    pub fn read(&self) -> Result<ApiKeyDocument, ConfigError> {
         let path = &self.path;
+        let unreadable =
+            |reason: String| ConfigError::unreadable(path.display().to_string(), reason);
         match std::fs::read_to_string(path) {
-            Ok(text) => {
-                ApiKeyDocument::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
-            }
+            Ok(text) => ApiKeyDocument::from_json(&text).map_err(|e| match e {
+                ConfigError::Unreadable { reason, .. } => unreadable(reason),
+                other => other,
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ApiKeyDocument::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Err(e) => Err(unreadable(format!("cannot be read: {e}"))),
         }
     }
 

@@ -117,13 +117,15 @@ pub struct ApiKeyDocument {
 
 impl ApiKeyDocument {
     /// Parses a key document; duplicate ids are refused (a lookup must be unambiguous).
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let doc: Self =
-            serde_json::from_str(text).map_err(|e| format!("not an API key document: {e}"))?;
+    pub fn from_json(text: &str) -> Result<Self, crate::ConfigError> {
+        let unusable =
+            |reason: String| crate::ConfigError::unreadable("the API key document", reason);
+        let doc: Self = serde_json::from_str(text)
+            .map_err(|e| unusable(format!("not an API key document: {e}")))?;
         let mut seen = std::collections::HashSet::new();
         for key in &doc.keys {
             if !seen.insert(key.id.as_str()) {
-                return Err(format!("the API key id {} appears twice", key.id));
+                return Err(unusable(format!("the API key id {} appears twice", key.id)));
             }
         }
         Ok(doc)

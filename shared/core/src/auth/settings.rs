@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
 
+use crate::ConfigError;
+
 use super::{
     ApiKeyConfig, ApiKeyLocation, ApiKeySource, Auth, JwksSource, JwtConfig, ScopeNames,
     DEFAULT_JWT_ALGORITHMS,
@@ -130,7 +132,7 @@ impl Default for AuthSettings {
 impl AuthSettings {
     /// Reads the `A2A_AUTH*`, `A2A_API_KEY_*` and `A2A_JWT_*` variables through `lookup`
     /// (unset and empty mean the default). An error names the variable and the bad value.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| {
             lookup(name)
                 .map(|v| v.trim().to_owned())
@@ -139,19 +141,21 @@ impl AuthSettings {
         fn parse<T: FromStr<Err = String> + Default>(
             name: &str,
             value: Option<String>,
-        ) -> Result<T, String> {
+        ) -> Result<T, ConfigError> {
             value
-                .map(|v| v.parse().map_err(|e: String| format!("{name}: {e}")))
+                .map(|v| v.parse().map_err(|e: String| ConfigError::invalid(name, e)))
                 .transpose()
                 .map(Option::unwrap_or_default)
         }
-        let secs = |name: &str, default: Duration| -> Result<Duration, String> {
+        let secs = |name: &str, default: Duration| -> Result<Duration, ConfigError> {
             match get(name) {
                 None => Ok(default),
-                Some(v) => v
-                    .parse::<u64>()
-                    .map(Duration::from_secs)
-                    .map_err(|_| format!("{name} must be a whole number of seconds, not {v:?}")),
+                Some(v) => v.parse::<u64>().map(Duration::from_secs).map_err(|_| {
+                    ConfigError::invalid(
+                        name,
+                        format!("must be a whole number of seconds, not {v:?}"),
+                    )
+                }),
             }
         };
         let list = |name: &str| -> Vec<String> {
@@ -177,8 +181,9 @@ impl AuthSettings {
                 .map(str::trim)
                 .filter(|a| !a.is_empty())
                 .map(|a| {
-                    Algorithm::from_str(a)
-                        .map_err(|_| format!("{ENV_JWT_ALGORITHMS}: unknown algorithm {a:?}"))
+                    Algorithm::from_str(a).map_err(|_| {
+                        ConfigError::invalid(ENV_JWT_ALGORITHMS, format!("unknown algorithm {a:?}"))
+                    })
                 })
                 .collect::<Result<_, _>>()?,
         };
@@ -204,22 +209,27 @@ impl AuthSettings {
     }
 
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// The token verification these settings describe, in mode `jwt`; an error names what is
     /// missing.
-    pub fn jwt_config(&self) -> Result<JwtConfig, String> {
+    pub fn jwt_config(&self) -> Result<JwtConfig, ConfigError> {
         let issuer = self
             .jwt_issuer
             .as_deref()
             .map(str::trim)
             .filter(|i| !i.is_empty())
-            .ok_or(format!(
-                "auth mode jwt needs the token issuer: --jwt-issuer or {ENV_JWT_ISSUER} \
-                 (the template's JwtIssuer)"
-            ))?;
+            .ok_or_else(|| {
+                ConfigError::missing(
+                    format!(
+                        "the token issuer: --jwt-issuer or {ENV_JWT_ISSUER} (the template's \
+                         JwtIssuer)"
+                    ),
+                    "auth mode jwt",
+                )
+            })?;
         let audience: Vec<String> = self
             .jwt_audience
             .iter()
@@ -227,9 +237,12 @@ impl AuthSettings {
             .filter(|a| !a.is_empty())
             .collect();
         if audience.is_empty() {
-            return Err(format!(
-                "auth mode jwt needs at least one accepted audience: --jwt-audience or \
-                 {ENV_JWT_AUDIENCE} (the template's JwtAudience)"
+            return Err(ConfigError::missing(
+                format!(
+                    "at least one accepted audience: --jwt-audience or {ENV_JWT_AUDIENCE} (the \
+                     template's JwtAudience)"
+                ),
+                "auth mode jwt",
             ));
         }
         let mut config = JwtConfig::new(issuer, String::new());
@@ -247,14 +260,14 @@ impl AuthSettings {
     /// `jwt`).
     pub fn build(
         &self,
-        api_keys: impl FnOnce() -> Result<Arc<dyn ApiKeySource>, String>,
+        api_keys: impl FnOnce() -> Result<Arc<dyn ApiKeySource>, ConfigError>,
         jwks: impl FnOnce(&JwtConfig) -> Arc<dyn JwksSource>,
-    ) -> Result<Auth, String> {
+    ) -> Result<Auth, ConfigError> {
         match self.mode {
             AuthMode::None => Ok(Auth::none()),
             AuthMode::ApiKey => {
                 if self.api_key_name.trim().is_empty() {
-                    return Err(format!("{ENV_API_KEY_NAME} must not be empty"));
+                    return Err(ConfigError::invalid(ENV_API_KEY_NAME, "must not be empty"));
                 }
                 if self.api_key_location == ApiKeyLocation::Query {
                     tracing::warn!(
@@ -292,7 +305,7 @@ mod tests {
         }
     }
 
-    fn read(pairs: &[(&str, &str)]) -> Result<AuthSettings, String> {
+    fn read(pairs: &[(&str, &str)]) -> Result<AuthSettings, ConfigError> {
         let env: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -352,25 +365,38 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let err = read(&[(ENV_AUTH, "oauth")]).unwrap_err();
-        assert!(err.contains(ENV_AUTH) && err.contains("oauth"), "{err}");
-        let err = read(&[(ENV_JWT_ALGORITHMS, "RS256,XS1")]).unwrap_err();
-        assert!(err.contains("XS1"), "{err}");
-        let err = read(&[(ENV_JWT_LEEWAY_SECS, "soon")]).unwrap_err();
-        assert!(err.contains(ENV_JWT_LEEWAY_SECS), "{err}");
-        let err = read(&[(ENV_API_KEY_LOCATION, "cookie")]).unwrap_err();
-        assert!(err.contains(ENV_API_KEY_LOCATION), "{err}");
+        let invalid = |pairs: &[(&str, &str)]| match read(pairs).unwrap_err() {
+            ConfigError::Invalid { setting, reason } => (setting, reason),
+            other => panic!("{other:?}"),
+        };
+        let (setting, reason) = invalid(&[(ENV_AUTH, "oauth")]);
+        assert!(setting == ENV_AUTH && reason.contains("oauth"), "{reason}");
+        let (setting, reason) = invalid(&[(ENV_JWT_ALGORITHMS, "RS256,XS1")]);
+        assert!(
+            setting == ENV_JWT_ALGORITHMS && reason.contains("XS1"),
+            "{reason}"
+        );
+        assert_eq!(
+            invalid(&[(ENV_JWT_LEEWAY_SECS, "soon")]).0,
+            ENV_JWT_LEEWAY_SECS
+        );
+        assert_eq!(
+            invalid(&[(ENV_API_KEY_LOCATION, "cookie")]).0,
+            ENV_API_KEY_LOCATION
+        );
 
-        let no_issuer = read(&[(ENV_AUTH, "jwt"), (ENV_JWT_AUDIENCE, "a")]).unwrap();
-        let err = no_issuer
+        let missing = |pairs: &[(&str, &str)]| match read(pairs)
+            .unwrap()
             .build(|| unreachable!(), |_| unreachable!())
-            .unwrap_err();
-        assert!(err.contains(ENV_JWT_ISSUER), "{err}");
-        let no_audience = read(&[(ENV_AUTH, "jwt"), (ENV_JWT_ISSUER, "https://i")]).unwrap();
-        let err = no_audience
-            .build(|| unreachable!(), |_| unreachable!())
-            .unwrap_err();
-        assert!(err.contains(ENV_JWT_AUDIENCE), "{err}");
+            .unwrap_err()
+        {
+            ConfigError::Missing { setting, .. } => setting,
+            other => panic!("{other:?}"),
+        };
+        let setting = missing(&[(ENV_AUTH, "jwt"), (ENV_JWT_AUDIENCE, "a")]);
+        assert!(setting.contains(ENV_JWT_ISSUER), "{setting}");
+        let setting = missing(&[(ENV_AUTH, "jwt"), (ENV_JWT_ISSUER, "https://i")]);
+        assert!(setting.contains(ENV_JWT_AUDIENCE), "{setting}");
     }
 
     #[test]
@@ -393,10 +419,15 @@ mod tests {
         );
         let err = s
             .build(
-                || Err("the secret is unreadable".into()),
+                || {
+                    Err(ConfigError::unreadable(
+                        "the API key secret",
+                        "access denied",
+                    ))
+                },
                 |_| unreachable!(),
             )
             .unwrap_err();
-        assert_eq!(err, "the secret is unreadable");
+        assert_eq!(err.to_string(), "the API key secret: access denied");
     }
 }

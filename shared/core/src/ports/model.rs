@@ -150,6 +150,12 @@ pub struct WorkJob {
     /// The W3C `traceparent` of the request the work belongs to, passed on to what it calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// For a resume job queued to come back when a wait is due: that due time (ms since the
+    /// epoch). Each wait has one such job in flight: a job whose time is no longer the wait's
+    /// (another path moved the wait on and queued its own) ends without queueing another, so
+    /// the jobs of one wait never multiply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_at_ms: Option<i64>,
 }
 
 impl WorkJob {
@@ -162,6 +168,7 @@ impl WorkJob {
             trigger_seq,
             resume: false,
             traceparent: None,
+            wake_at_ms: None,
         }
     }
 

@@ -185,7 +185,9 @@ impl A2aService {
                     self.core.work.enqueue_work(&job).await?;
                     resumed += 1;
                 }
-                Advanced::Waiting(next) => rearm(&self.core, &job, next).await,
+                // Moved on (polled): the job that follows the wait is queued for its new due
+                // time; one queued for the old one finds it moved and ends.
+                Advanced::Waiting(next) => rearm(self.core.work.as_ref(), &job, next).await,
             }
         }
         Ok(resumed)

@@ -2,7 +2,7 @@
 //! from a Secrets Manager secret (or, for local runs, the environment), and their routes.
 
 use a2a_channels::{LiteChannels, LiteSettings};
-use a2a_core::A2aService;
+use a2a_core::{A2aService, ConfigError};
 use axum::Router;
 
 use crate::settings::read_secret;
@@ -16,7 +16,7 @@ pub const ENV_LITE_SECRET_ARN: &str = "A2A_LITE_SECRET_ARN";
 
 /// The channels a function serves, read once in its init phase: a channel's token changed in
 /// the secret reaches new instances (a redeploy, or the instances Lambda starts anew).
-pub(crate) async fn lite_settings() -> Result<LiteSettings, String> {
+pub(crate) async fn lite_settings() -> Result<LiteSettings, ConfigError> {
     let lookup = |name: &str| std::env::var(name).ok();
     if lookup(ENV_LITE_SECRET_ARN).is_none_or(|v| v.trim().is_empty()) {
         return lite_settings_from(lookup, None).await;
@@ -33,12 +33,9 @@ pub(crate) async fn lite_settings() -> Result<LiteSettings, String> {
 pub async fn lite_settings_from(
     lookup: impl Fn(&str) -> Option<String>,
     sdk: Option<&aws_config::SdkConfig>,
-) -> Result<LiteSettings, String> {
+) -> Result<LiteSettings, ConfigError> {
     let arn = lookup(ENV_LITE_SECRET_ARN).filter(|v| !v.trim().is_empty());
-    let from_env = LiteSettings::from_lookup(lookup, |path| {
-        std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the Matrix registration {path}: {e}"))
-    })?;
+    let from_env = LiteSettings::from_lookup(lookup, a2a_channels::settings::read_registration)?;
     let (Some(arn), Some(sdk)) = (arn, sdk) else {
         return Ok(from_env);
     };

@@ -657,7 +657,10 @@ mod tests {
             _ => None,
         })
         .unwrap_err();
-        assert!(err.contains("A2A_CORS_ORIGINS"), "{err}");
+        assert!(
+            matches!(&err, a2a_core::ConfigError::Invalid { setting, .. } if setting == "A2A_CORS_ORIGINS"),
+            "{err}"
+        );
     }
 
     #[test]

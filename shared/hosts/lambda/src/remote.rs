@@ -33,11 +33,16 @@ pub struct RemoteSettings {
 
 impl RemoteSettings {
     /// Reads the settings through `get` (trimmed, empty as unset).
-    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub(crate) fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, a2a_core::ConfigError> {
         let poll = match get(ENV_REMOTE_POLL_SECS) {
             None => 30,
             Some(v) => v.parse::<u64>().map_err(|_| {
-                format!("{ENV_REMOTE_POLL_SECS} must be a whole number of seconds, not {v:?}")
+                a2a_core::ConfigError::invalid(
+                    ENV_REMOTE_POLL_SECS,
+                    format!("must be a whole number of seconds, not {v:?}"),
+                )
             })?,
         };
         Ok(Self {
@@ -64,8 +69,9 @@ impl RemoteSettings {
         credentials: Option<&str>,
     ) -> Result<Arc<dyn RemoteAgents>, String> {
         let credentials = match credentials {
-            Some(text) => AgentCredentials::from_json(text)
-                .map_err(|e| format!("the agent credentials secret: {e}"))?,
+            Some(text) => AgentCredentials::from_json(text).map_err(|e| {
+                a2a_core::ConfigError::unreadable("the agent credentials secret", e)
+            })?,
             None => AgentCredentials::none(),
         };
         let client = RemoteAgentsClient::new(RemoteAgentSettings {
@@ -109,6 +115,9 @@ mod tests {
             (name == ENV_REMOTE_POLL_SECS).then(|| "soon".to_owned())
         })
         .expect_err("a poll that is no number");
-        assert!(err.contains(ENV_REMOTE_POLL_SECS), "{err}");
+        assert!(
+            matches!(&err, a2a_core::ConfigError::Invalid { setting, .. } if setting == ENV_REMOTE_POLL_SECS),
+            "{err}"
+        );
     }
 }

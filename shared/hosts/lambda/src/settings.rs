@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
-use a2a_core::KeyError;
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
     Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, RemoteAgents,
     ServiceConfig, SigningAlgorithm, SigningKeySource, SigningKeys,
 };
 use a2a_core::{ApiKeyDocument, ApiKeySource};
+use a2a_core::{ConfigError, KeyError};
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::CorsOrigins;
 use a2a_net::{OpenIdJwks, WebhookClient};
@@ -147,59 +147,59 @@ pub struct Settings {
 
 impl Settings {
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Reads the settings through `lookup` (tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| {
             lookup(name)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let secs = |name: &str, default: u64| -> Result<Duration, String> {
+        let secs = |name: &str, default: u64| -> Result<Duration, ConfigError> {
             match get(name) {
                 None => Ok(Duration::from_secs(default)),
                 Some(v) => v
                     .parse::<u64>()
                     .map(|n| Duration::from_secs(n.max(1)))
-                    .map_err(|_| format!("{name} must be a whole number of seconds, not {v:?}")),
+                    .map_err(|_| {
+                        ConfigError::invalid(
+                            name,
+                            format!("must be a whole number of seconds, not {v:?}"),
+                        )
+                    }),
             }
         };
-        let switch = |name: &str| -> Result<bool, String> {
+        let switch = |name: &str| -> Result<bool, ConfigError> {
             get(name).map_or(Ok(true), |v| {
-                a2a_core::parse_switch(&v).map_err(|e| format!("{name}: {e}"))
+                a2a_core::parse_switch(&v).map_err(|e| ConfigError::invalid(name, e))
             })
         };
+        // A value parsed by its own type, whose error is the reason.
+        fn parsed<T: std::str::FromStr<Err = String> + Default>(
+            name: &str,
+            value: Option<String>,
+        ) -> Result<T, ConfigError> {
+            value
+                .map(|v| v.parse().map_err(|e| ConfigError::invalid(name, e)))
+                .transpose()
+                .map(Option::unwrap_or_default)
+        }
         let days = match get(ENV_RETENTION_DAYS) {
             None => 30,
             Some(v) => v
                 .parse::<u64>()
-                .map_err(|_| format!("{ENV_RETENTION_DAYS} must be a whole number, not {v:?}"))?
+                .map_err(|_| {
+                    ConfigError::invalid(
+                        ENV_RETENTION_DAYS,
+                        format!("must be a whole number of days, not {v:?}"),
+                    )
+                })?
                 .max(1),
         };
-        let aws = AwsConfig::new(
-            get(a2a_aws::ENV_TABLE).unwrap_or_default(),
-            get(a2a_aws::ENV_WORK_QUEUE_URL).unwrap_or_default(),
-            get(a2a_aws::ENV_PUSH_QUEUE_URL).unwrap_or_default(),
-        );
-        let mut missing: Vec<&str> = Vec::new();
-        for (name, value) in [
-            (a2a_aws::ENV_TABLE, &aws.table),
-            (a2a_aws::ENV_WORK_QUEUE_URL, &aws.work_queue_url),
-            (a2a_aws::ENV_PUSH_QUEUE_URL, &aws.push_queue_url),
-        ] {
-            if value.is_empty() {
-                missing.push(name);
-            }
-        }
-        if !missing.is_empty() {
-            return Err(format!(
-                "missing environment variable(s): {}",
-                missing.join(", ")
-            ));
-        }
+        let aws = AwsConfig::from_lookup(&lookup)?;
         Ok(Self {
             aws,
             work_dead_letter_queue_url: get(a2a_aws::ENV_WORK_DLQ_URL),
@@ -207,25 +207,22 @@ impl Settings {
             agent_name: get(ENV_AGENT_NAME),
             agent_description: get(ENV_AGENT_DESCRIPTION),
             retention: Duration::from_secs(days * 24 * 3600),
-            message_id_reuse: get(ENV_MESSAGE_ID_REUSE)
-                .map(|v| v.parse())
-                .transpose()?
-                .unwrap_or_default(),
+            message_id_reuse: parsed(ENV_MESSAGE_ID_REUSE, get(ENV_MESSAGE_ID_REUSE))?,
             max_stream_duration: secs(ENV_MAX_STREAM_SECS, 840)?,
             public_base_url: get(ENV_PUBLIC_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
             jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
             base_path: a2a_http::base_path(&get(ENV_BASE_PATH).unwrap_or_default())
-                .map_err(|e| format!("{ENV_BASE_PATH}: {e}"))?,
+                .map_err(|e| ConfigError::invalid(ENV_BASE_PATH, e))?,
             long_poll_max_wait: secs(ENV_LONG_POLL_SECS, 25)?,
             push_signing_secret_arn: get(ENV_PUSH_SIGNING_SECRET_ARN),
             push_signing_keys_file: get(ENV_PUSH_SIGNING_KEYS_FILE),
             push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
             metrics_namespace: get(ENV_METRICS_NAMESPACE)
                 .unwrap_or_else(|| crate::metrics::DEFAULT_NAMESPACE.into()),
-            metrics_detail: get(crate::metrics::ENV_METRICS_DETAIL)
-                .map(|v| v.parse())
-                .transpose()?
-                .unwrap_or_default(),
+            metrics_detail: parsed(
+                crate::metrics::ENV_METRICS_DETAIL,
+                get(crate::metrics::ENV_METRICS_DETAIL),
+            )?,
             function_name: get("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into()),
             log_level: get("AWS_LAMBDA_LOG_LEVEL"),
             push_allow_hosts: get(ENV_PUSH_ALLOW_HOSTS)
@@ -244,11 +241,7 @@ impl Settings {
             api_key_secret_arn: get(ENV_API_KEY_SECRET_ARN),
             api_key_file: get(ENV_API_KEY_FILE),
             api_key_refresh: secs(ENV_API_KEY_REFRESH_SECS, 60)?,
-            cors_origins: get(ENV_CORS_ORIGINS)
-                .map(|v| v.parse::<CorsOrigins>())
-                .transpose()
-                .map_err(|e| format!("{ENV_CORS_ORIGINS}: {e}"))?
-                .unwrap_or_default(),
+            cors_origins: parsed::<CorsOrigins>(ENV_CORS_ORIGINS, get(ENV_CORS_ORIGINS))?,
             generations: Generations {
                 v0_3: switch(ENV_PROTOCOL_0_3)?,
                 early: switch(ENV_PROTOCOL_EARLY)?,
@@ -267,9 +260,12 @@ impl Settings {
         url: &str,
         dead_letter: Option<&str>,
         dead_letter_env: &str,
-    ) -> Result<a2a_aws::SqsQueue, String> {
+    ) -> Result<a2a_aws::SqsQueue, ConfigError> {
         let dlq = dead_letter.ok_or_else(|| {
-            format!("missing environment variable {dead_letter_env} (the dead-letter queue's URL)")
+            ConfigError::missing(
+                format!("{dead_letter_env} (the dead-letter queue's URL)"),
+                "a queue function",
+            )
         })?;
         Ok(a2a_aws::SqsQueue::new(clients.sqs.clone(), url).with_dead_letter_url(dlq))
     }
@@ -467,7 +463,7 @@ impl Init {
 /// The auth layer of `settings`. In mode `api-key`, the key document is the Secrets Manager
 /// secret (fetched again every `api_key_refresh`, so a revocation needs no redeploy), or a local
 /// file. A function that cannot authenticate anyone refuses to start, with the reason.
-pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Auth, String> {
+pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Auth, ConfigError> {
     if settings.auth.mode == AuthMode::None {
         tracing::warn!(
             "auth mode none: anyone who can reach this function may call it, and every caller \
@@ -486,10 +482,12 @@ pub fn build_auth(settings: &Settings, sdk: &aws_config::SdkConfig) -> Result<Au
             if let Some(path) = &settings.api_key_file {
                 return Ok(Arc::new(ApiKeyFile::new(path)));
             }
-            Err(format!(
-                "auth mode {} needs {ENV_API_KEY_SECRET_ARN} (the template's ApiKeySecretArn) or \
-                 {ENV_API_KEY_FILE}",
-                AuthMode::ApiKey
+            Err(ConfigError::missing(
+                format!(
+                    "{ENV_API_KEY_SECRET_ARN} (the template's ApiKeySecretArn) or \
+                     {ENV_API_KEY_FILE}"
+                ),
+                format!("auth mode {}", AuthMode::ApiKey),
             ))
         },
         |jwt| Arc::new(OpenIdJwks::new(jwt)),
@@ -509,7 +507,7 @@ struct SecretApiKeys {
 impl ApiKeySource for SecretApiKeys {
     async fn load(&self) -> Result<Option<ApiKeyDocument>, String> {
         let text = read_secret(&self.client, &self.arn, "API key").await?;
-        ApiKeyDocument::from_json(&text).map(Some)
+        Ok(Some(ApiKeyDocument::from_json(&text)?))
     }
 
     fn refresh(&self) -> Duration {
@@ -523,21 +521,25 @@ pub(crate) async fn read_secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
     what: &str,
-) -> Result<String, String> {
+) -> Result<String, ConfigError> {
+    let secret = || format!("the {what} secret");
     let out = client
         .get_secret_value()
         .secret_id(arn)
         .send()
         .await
         .map_err(|e| {
-            format!(
-                "cannot read the {what} secret: {}",
-                aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+            ConfigError::unreadable(
+                secret(),
+                format!(
+                    "cannot be read: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+                ),
             )
         })?;
     out.secret_string()
         .map(str::to_owned)
-        .ok_or_else(|| format!("the {what} secret has no SecretString"))
+        .ok_or_else(|| ConfigError::unreadable(secret(), "has no SecretString"))
 }
 
 /// Where a function's push signing keys come from, for `key_use`: the Secrets Manager secret
@@ -601,7 +603,7 @@ impl SigningKeySource for SecretKeys {
         let read = || async {
             read_secret(&self.client, &self.arn, "push signing")
                 .await
-                .map_err(KeyError::Io)
+                .map_err(|e| KeyError::Io(e.to_string()))
         };
         let mut text = read().await?;
         if KeySet::is_empty_document(&text) {
@@ -727,7 +729,11 @@ mod tests {
     #[test]
     fn settings_default_to_the_cloud_and_name_what_is_missing() {
         let err = Settings::from_lookup(|_| None).unwrap_err();
-        assert!(err.contains("A2A_TABLE") && err.contains("A2A_PUSH_QUEUE_URL"));
+        assert!(
+            matches!(&err, ConfigError::Missing { setting, .. }
+                if setting.contains("A2A_TABLE") && setting.contains("A2A_PUSH_QUEUE_URL")),
+            "{err}"
+        );
         let s = Settings::from_lookup(|name| match name {
             "A2A_TABLE" => Some("t".into()),
             "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
@@ -769,7 +775,10 @@ mod tests {
             let pairs: &'static [(&'static str, &'static str)] =
                 Box::leak(Box::new([("A2A_BASE_PATH", bad)]));
             let err = with(pairs).unwrap_err();
-            assert!(err.contains("A2A_BASE_PATH"), "{bad}: {err}");
+            assert!(
+                matches!(&err, ConfigError::Invalid { setting, .. } if setting == ENV_BASE_PATH),
+                "{bad}: {err}"
+            );
         }
     }
 
@@ -797,7 +806,10 @@ mod tests {
             }
         );
         let err = with(&[(ENV_PROTOCOL_EARLY, "maybe")]).unwrap_err();
-        assert!(err.contains(ENV_PROTOCOL_EARLY), "{err}");
+        assert!(
+            matches!(&err, ConfigError::Invalid { setting, .. } if setting == ENV_PROTOCOL_EARLY),
+            "{err}"
+        );
     }
 
     #[test]
@@ -826,7 +838,10 @@ mod tests {
                 a2a_aws::ENV_PUSH_DLQ_URL,
             )
             .unwrap_err();
-        assert!(err.contains("A2A_PUSH_DLQ_URL"), "{err}");
+        assert!(
+            matches!(&err, ConfigError::Missing { setting, .. } if setting.contains("A2A_PUSH_DLQ_URL")),
+            "{err}"
+        );
         assert!(s
             .consumer_queue(
                 &clients,

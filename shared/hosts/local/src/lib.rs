@@ -27,7 +27,7 @@ use a2a_core::{
     A2aService, Agent, Auth, AuthMode, AuthSettings, MessageIdReuse, Permissions, PushPolicy,
     PushSigner, ServiceConfig, SigningAlgorithm,
 };
-use a2a_core::{ApiKeyLocation, ScopeNames};
+use a2a_core::{ApiKeyLocation, ConfigError, ScopeNames};
 use a2a_files::{ApiKeyFile, KeyFile};
 use a2a_http::{router, CorsOrigins, HttpOptions};
 use a2a_net::{
@@ -201,7 +201,7 @@ pub struct LiteOptions {
 
 impl LiteOptions {
     /// The channels these options configure; a half-configured one is an error.
-    pub fn settings(&self) -> Result<a2a_channels::LiteSettings, String> {
+    pub fn settings(&self) -> Result<a2a_channels::LiteSettings, ConfigError> {
         use a2a_channels::settings as s;
         let registration = self
             .lite_matrix_registration
@@ -216,10 +216,7 @@ impl LiteOptions {
             s::ENV_AGENT_ID => self.lite_agent_id.clone(),
             _ => None,
         };
-        a2a_channels::LiteSettings::from_lookup(lookup, |path| {
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the Matrix registration {path}: {e}"))
-        })
+        a2a_channels::LiteSettings::from_lookup(lookup, s::read_registration)
     }
 }
 
@@ -339,7 +336,7 @@ impl AuthOptions {
     }
 
     /// The auth layer these options describe; an error names what is missing.
-    pub fn build(&self, data_dir: &Path) -> Result<Auth, String> {
+    pub fn build(&self, data_dir: &Path) -> Result<Auth, ConfigError> {
         self.settings().build(
             || {
                 let file = ApiKeyFile::new(self.api_key_path(data_dir));

@@ -14,7 +14,7 @@ use a2a_protocol::Timestamp;
 use async_trait::async_trait;
 
 use super::table::{backend, capacity, names, values, write_units, Next, ReadCost};
-use super::{DynamoTaskStore, ABSENT_OR_EXPIRED};
+use super::DynamoTaskStore;
 use crate::items::{self, attr, get_n, get_s, n, s, Item};
 use crate::now_ms;
 
@@ -135,15 +135,7 @@ impl ExecutionStore for DynamoTaskStore {
             format!("the execution record of task {}", execution.task_id)
         })?;
         let saved = match expected {
-            None => {
-                self.put_if(
-                    item,
-                    ABSENT_OR_EXPIRED,
-                    names(&["pk", "exp"]),
-                    values([(":now", n(now_ms()))]),
-                )
-                .await?
-            }
+            None => self.put_new(item).await?,
             Some(version) => {
                 self.put_if(
                     item,

@@ -18,9 +18,7 @@ use a2a_core::{ExpiredLease, LeaseStore, Owner, StoreError};
 use a2a_protocol::Timestamp;
 use async_trait::async_trait;
 
-use super::table::{
-    backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
-};
+use super::table::{names, values, write_units, Next, ReadCost};
 use super::DynamoTaskStore;
 use crate::items::{self, attr, get_n, get_s, n, s, Item};
 use crate::now_ms;
@@ -112,24 +110,15 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                let item = out.attributes().cloned().unwrap_or_default();
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(items::item_size(&item)),
-                    0.0,
-                );
-                Ok(Some(item))
-            }
-            // Someone else's live lease: leave it.
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, 1.0, 0.0);
-                Ok(None)
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
-        }
+        // Refused: someone else's live lease, left alone.
+        let written = self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |out| write_units(out.attributes().map_or(0, items::item_size)),
+            1.0,
+        )?;
+        Ok(written.map(|out| out.attributes().cloned().unwrap_or_default()))
     }
 
     /// Deletes a task's lease item if `condition` holds; `false` if it did not.
@@ -151,18 +140,15 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record("DeleteItem", capacity(out.consumed_capacity()), 1.0, 0.0);
-                Ok(true)
-            }
-            // Not ours (or nobody's, or renewed meanwhile): nothing to remove.
-            Err(err) if condition_failed(&err) => {
-                self.record("DeleteItem", 0.0, 1.0, 0.0);
-                Ok(false)
-            }
-            Err(err) => Err(backend("DeleteItem", &err)),
-        }
+        // Refused: not ours (or nobody's, or renewed meanwhile), nothing to remove.
+        let removed = self.conditional(
+            "DeleteItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| 1.0,
+            1.0,
+        )?;
+        Ok(removed.is_some())
     }
 }
 

@@ -15,10 +15,8 @@ use a2a_protocol::TaskPushNotificationConfig;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::table::{
-    backend, capacity, condition_failed, names, read_units, values, write_units, Next, ReadCost,
-};
-use super::{DynamoTaskStore, ABSENT_OR_EXPIRED, FIRST_POLL, MAX_POLL};
+use super::table::{backend, capacity, names, read_units, values, write_units, Next, ReadCost};
+use super::{DynamoTaskStore, FIRST_POLL, MAX_POLL};
 use crate::body::{self, BodyRef};
 use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
@@ -139,15 +137,7 @@ impl DynamoTaskStore {
         items::check_size(&item, || format!("task {}", head.task.id))?;
         let index_wru = write_units(index_entry_size(&item));
         let summary = HeadSummary::of_item(&item)?;
-        let created = self
-            .put_if_indexed(
-                item,
-                ABSENT_OR_EXPIRED,
-                names(&["pk", "exp"]),
-                values([(":now", n(now_ms()))]),
-                index_wru,
-            )
-            .await?;
+        let created = self.put_new_indexed(item, index_wru).await?;
         if !created {
             return Err(StoreError::Conflict);
         }
@@ -235,13 +225,7 @@ impl DynamoTaskStore {
         let (item, size) = body::body_item(head, &sk)?;
         items::check_size(&item, || format!("task {}", head.task.id))?;
         // Its key is new (a nonce): the condition only keeps a mistake from overwriting.
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await?;
+        self.put_new(item).await?;
         if !old.carried.is_empty() {
             self.archive(head, &old.carried).await?;
         }
@@ -260,13 +244,7 @@ impl DynamoTaskStore {
     async fn archive(&self, head: &StoredTask, events: &[LoggedEvent]) -> Result<(), StoreError> {
         let item = items::archive_item(&head.owner, &head.task.id, head.expires_at, events)?;
         items::check_size(&item, || format!("events of task {}", head.task.id))?;
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await?;
+        self.put_new(item).await?;
         Ok(())
     }
 
@@ -312,20 +290,16 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        let out = match result {
-            Ok(out) => out,
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                return Ok(());
-            }
-            Err(err) => return Err(backend("UpdateItem", &err)),
-        };
-        self.record(
+        let Some(out) = self.conditional(
             "UpdateItem",
-            capacity(out.consumed_capacity()),
+            result,
+            |out| out.consumed_capacity(),
+            |_| write_units(size),
             write_units(size),
-            0.0,
-        );
+        )?
+        else {
+            return Ok(());
+        };
         let left = out
             .attributes()
             .is_some_and(|a| a.contains_key(attr::CONFIG_IDS));
@@ -345,22 +319,14 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size),
-                    0.0,
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => {
-                self.record("UpdateItem", 0.0, write_units(size), 0.0);
-                Ok(())
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
-        }
+        self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| write_units(size),
+            write_units(size),
+        )?;
+        Ok(())
     }
 }
 
@@ -536,38 +502,32 @@ impl TaskLogStore for DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "UpdateItem",
-                    capacity(out.consumed_capacity()),
-                    wru + index_wru,
-                    0.0,
-                );
-                self.heads.put(
-                    task_id,
-                    HeadSummary {
-                        version: head.version,
-                        owner: head.owner.as_str().to_owned(),
-                        state: state.to_owned(),
-                        status_ts: ts,
-                        expires: exp,
-                        size: new_size,
-                        carried: Arc::new(carried),
-                        legacy: false,
-                        body: body::body_ref(&item)?,
-                    },
-                );
-                Ok(())
-            }
-            Err(err) if condition_failed(&err) => {
-                // A failed condition is billed too.
-                self.record("UpdateItem", 0.0, wru, 0.0);
-                self.heads.forget(task_id);
-                Err(StoreError::Conflict)
-            }
-            Err(err) => Err(backend("UpdateItem", &err)),
+        let written = self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| wru + index_wru,
+            wru,
+        )?;
+        if written.is_none() {
+            self.heads.forget(task_id);
+            return Err(StoreError::Conflict);
         }
+        self.heads.put(
+            task_id,
+            HeadSummary {
+                version: head.version,
+                owner: head.owner.as_str().to_owned(),
+                state: state.to_owned(),
+                status_ts: ts,
+                expires: exp,
+                size: new_size,
+                carried: Arc::new(carried),
+                legacy: false,
+                body: body::body_ref(&item)?,
+            },
+        );
+        Ok(())
     }
 
     /// [`TaskLogStore::load_task`].
@@ -624,13 +584,7 @@ impl TaskLogStore for DynamoTaskStore {
         items::check_size(&item, || {
             format!("the reply to a message of task {task_id}")
         })?;
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now_ms()))]),
-        )
-        .await
+        self.put_new(item).await
     }
 
     /// [`TaskLogStore::read_events`]: one query of the log's range, `E#<after+1>`

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use super::table::{
     backend, capacity, condition_failed, names, values, write_units, Next, ReadCost,
 };
-use super::{DynamoTaskStore, ABSENT_OR_EXPIRED};
+use super::DynamoTaskStore;
 use crate::items::{self, attr, n, s};
 use crate::now_ms;
 
@@ -50,7 +50,6 @@ impl DynamoTaskStore {
         config_id: &str,
         attempt: &PushAttempt,
         exp: i64,
-        now: i64,
     ) -> Result<bool, StoreError> {
         let mut state = PushDeliveryState::default();
         state.record(attempt);
@@ -91,13 +90,7 @@ impl DynamoTaskStore {
                 item.insert(name.to_owned(), value);
             }
         }
-        self.put_if(
-            item,
-            ABSENT_OR_EXPIRED,
-            names(&["pk", "exp"]),
-            values([(":now", n(now))]),
-        )
-        .await
+        self.put_new(item).await
     }
 }
 
@@ -323,29 +316,21 @@ impl PushConfigStore for DynamoTaskStore {
                 .set_return_consumed_capacity(self.return_capacity())
                 .send()
                 .await;
-            match result {
-                Ok(out) => {
-                    let size = out.attributes().map_or(0, items::item_size);
-                    self.record(
-                        "UpdateItem",
-                        capacity(out.consumed_capacity()),
-                        write_units(size),
-                        0.0,
-                    );
-                    return Ok(());
-                }
-                Err(err) if condition_failed(&err) => {
-                    self.record("UpdateItem", 0.0, 1.0, 0.0);
-                    if self
-                        .put_fresh_delivery(owner, task_id, config_id, attempt, exp, now_ms())
-                        .await?
-                    {
-                        return Ok(());
-                    }
-                    // A live record appeared between the two writes: update it.
-                }
-                Err(err) => return Err(backend("UpdateItem", &err)),
+            let updated = self.conditional(
+                "UpdateItem",
+                result,
+                |out| out.consumed_capacity(),
+                |out| write_units(out.attributes().map_or(0, items::item_size)),
+                1.0,
+            )?;
+            if updated.is_some()
+                || self
+                    .put_fresh_delivery(owner, task_id, config_id, attempt, exp)
+                    .await?
+            {
+                return Ok(());
             }
+            // A live record appeared between the two writes: update it.
         }
         // Still failing: the record belongs to another owner's live task of the same id.
         Err(StoreError::Conflict)

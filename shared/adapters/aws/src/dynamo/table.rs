@@ -234,6 +234,56 @@ impl DynamoTaskStore {
             .await
     }
 
+    /// A `PutItem` of an item whose key is free: nobody's, or an expired item's (which TTL
+    /// has not removed yet). `false` when a live item holds the key.
+    pub(super) async fn put_new(&self, item: Item) -> Result<bool, StoreError> {
+        self.put_new_indexed(item, 0.0).await
+    }
+
+    /// [`Self::put_new`] of an item that also writes an index entry costing `index_wru`.
+    pub(super) async fn put_new_indexed(
+        &self,
+        item: Item,
+        index_wru: f64,
+    ) -> Result<bool, StoreError> {
+        self.put_if_indexed(
+            item,
+            super::ABSENT_OR_EXPIRED,
+            names(&["pk", "exp"]),
+            values([(":now", items::n(now_ms()))]),
+            index_wru,
+        )
+        .await
+    }
+
+    /// A conditional write's `result`, metered: `Some(output)` when it wrote (billed
+    /// `units(&output)`), `None` when its condition failed (billed `refused`: DynamoDB charges
+    /// a refused write too); any other failure is a backend error.
+    pub(super) fn conditional<O, E, R>(
+        &self,
+        api: &'static str,
+        result: Result<O, SdkError<E, R>>,
+        consumed: impl Fn(&O) -> Option<&ConsumedCapacity>,
+        units: impl Fn(&O) -> f64,
+        refused: f64,
+    ) -> Result<Option<O>, StoreError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: fmt::Debug,
+    {
+        match result {
+            Ok(out) => {
+                self.record(api, capacity(consumed(&out)), units(&out), 0.0);
+                Ok(Some(out))
+            }
+            Err(err) if condition_failed(&err) => {
+                self.record(api, 0.0, refused, 0.0);
+                Ok(None)
+            }
+            Err(err) => Err(backend(api, &err)),
+        }
+    }
+
     /// [`Self::put_if`] of an item that also writes an index entry costing `index_wru`
     /// (counted only when the write happens: a failed condition writes no entry).
     pub(super) async fn put_if_indexed(
@@ -256,21 +306,13 @@ impl DynamoTaskStore {
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                self.record(
-                    "PutItem",
-                    capacity(out.consumed_capacity()),
-                    write_units(size) + index_wru,
-                    0.0,
-                );
-                Ok(true)
-            }
-            Err(err) if condition_failed(&err) => {
-                self.record("PutItem", 0.0, write_units(size), 0.0);
-                Ok(false)
-            }
-            Err(err) => Err(backend("PutItem", &err)),
-        }
+        let written = self.conditional(
+            "PutItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| write_units(size) + index_wru,
+            write_units(size),
+        )?;
+        Ok(written.is_some())
     }
 }
