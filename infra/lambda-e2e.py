@@ -11,7 +11,9 @@ function to COMPLETED; SSE from `stream` (REST) and `rpc` (JSON-RPC) arriving in
 subscribe with Last-Event-ID; cancel; a push delivered by the push function to a listener on
 127.0.0.1; the `/{tenant}` routes and JSON-RPC's `params.tenant` scoping tasks; JSON-RPC at
 `/jsonrpc/`; a job whose worker process dies mid-run ending terminal after SQS redelivers it to
-a fresh worker (`infra/lambda-local.sh restart-watch` replaces the dead process).
+a fresh worker (`infra/lambda-local.sh restart-watch` replaces the dead process); the signed card;
+the A2A 1.1 draft (long-polling GetTask on both bindings, ifGenerationMatch); push config secrets
+not read back.
 """
 import http.client
 import http.server
@@ -397,7 +399,104 @@ def worker_dies():
           f"({retries} retried while the dead worker's lease ran out); COMPLETED {took:.0f} s after the kill")
 
 
-CHECKS = [("card", card), ("echo", echo), ("queued job", queued_job),
+def signed_card():
+    """The card function signs the card with the keys it reads (it never creates one)."""
+    c = call("GET", "/.well-known/agent-card.json")
+    keys = {k["kid"] for k in call("GET", "/.well-known/jwks.json")["keys"]}
+    assert c.get("signatures"), "the card is not signed"
+    for s in c["signatures"]:
+        text = s["protected"] + "=" * (-len(s["protected"]) % 4)
+        header = json.loads(__import__("base64").urlsafe_b64decode(text))
+        assert header["kid"] in keys and header["typ"] == "JOSE", header
+        assert header["jku"] == BASE + "/.well-known/jwks.json", header
+    # 0.3 is served by default (Protocol03 on), so its interface is listed too.
+    versions = sorted({i["protocolVersion"] for i in c["supportedInterfaces"]})
+    assert versions == ["0.3", "1.0", "1.1"], versions
+
+
+V11 = {"A2A-Version": "1.1"}
+
+
+def front_door():
+    """The front door infra/lambda-local.sh's router plays (ApiGateway or FunctionUrl)."""
+    try:
+        with open(os.path.join(STATE, "front-door")) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return "ApiGateway"
+
+
+def draft_1_1():
+    """The A2A 1.1 draft through the functions: generations, long-polling GetTask on both
+    bindings (`get` and `rpc`), ifGenerationMatch (409 / -32010); a 1.0 client sees none of it."""
+    held = call("POST", "/message:send", message("hold"), V11)["task"]
+    gen = int(held["generation"])
+    assert "generation" not in call("GET", f"/tasks/{held['id']}"), "a 1.0 client sees a generation"
+    # Stale: refused, nothing changes.
+    stale = message("late", ifGenerationMatch=str(gen - 1))
+    stale["message"]["taskId"] = held["id"]
+    code, body = status_of_v("POST", "/message:send", stale, V11)
+    assert (code, reason(body)) == (409, "TASK_GENERATION_MISMATCH"), (code, body)
+    r = call("POST", "/jsonrpc", {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": stale}, V11)
+    assert r["error"]["code"] == -32010, r
+    assert int(call("GET", f"/tasks/{held['id']}", headers=V11)["generation"]) == gen
+    # A long poll on each binding, held until the follow-up moves the task on.
+    polls = {}
+
+    def poll(kind):
+        if kind == "rest":
+            polls[kind] = call("GET", f"/tasks/{held['id']}?currentGeneration={gen}", headers=V11)
+        else:
+            r = call("POST", "/jsonrpc", {"jsonrpc": "2.0", "id": "2", "method": "GetTask",
+                                          "params": {"id": held["id"], "currentGeneration": str(gen)}}, V11)
+            polls[kind] = r["result"]
+
+    # cargo lambda watch runs one instance per function: behind the Function URL every request
+    # goes to the one front function, where a held poll would queue the follow-up it waits for
+    # (Lambda runs it on another instance). There the polls come after the follow-up, and must
+    # answer at once with the later generation; behind API Gateway they are held.
+    fresh = message("now", ifGenerationMatch=gen)
+    fresh["message"]["taskId"] = held["id"]
+    threads = [threading.Thread(target=poll, args=(k,)) for k in ("rest", "rpc")]
+    if front_door() == "FunctionUrl":
+        done = call("POST", "/message:send", fresh, V11)["task"]
+        for t in threads:
+            t.start()
+    else:
+        for t in threads:
+            t.start()
+        done = call("POST", "/message:send", fresh, V11)["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+    for t in threads:
+        t.join(60)
+    for kind, task in polls.items():
+        assert int(task["generation"]) > gen, (kind, task.get("generation"))
+    assert set(polls) == {"rest", "rpc"}, polls.keys()
+
+
+def status_of_v(method, path, body, headers):
+    try:
+        return 200, call(method, path, body, headers)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def push_secrets():
+    """Push config secrets are written, never read back (the push-config function)."""
+    held = call("POST", "/message:send", message("hold"))["task"]
+    cfg = call("POST", f"/tasks/{held['id']}/pushNotificationConfigs",
+               {"url": "http://127.0.0.1:9/hook", "token": "tok-secret",
+                "authentication": {"scheme": "Bearer", "credentials": "cred-secret"}})
+    got = call("GET", f"/tasks/{held['id']}/pushNotificationConfigs/{cfg['id']}")
+    listed = call("GET", f"/tasks/{held['id']}/pushNotificationConfigs")
+    for answer in (got, listed):
+        text = json.dumps(answer)
+        assert "tok-secret" not in text and "cred-secret" not in text, text
+    assert got["authentication"]["scheme"] == "Bearer", got
+
+
+CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_1_1),
+          ("push config secrets", push_secrets), ("echo", echo), ("queued job", queued_job),
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
           ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),

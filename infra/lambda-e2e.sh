@@ -9,6 +9,8 @@
 # Then the front door FunctionUrl (the router sends every request to the one front function):
 # infra/lambda-e2e.py and the 1.0 Python and JS interop suites again (not the older generations:
 # the front function mounts the same a2a_http router, and CI time matters).
+# Then a base path (/a2a) through both front doors: API Gateway's stage, the Function URL's
+# BasePath (infra/lambda-e2e.py's checks under the prefix, and the Python interop suite).
 # Then the same with auth on (AuthMode jwt, a test issuer): infra/lambda-e2e-auth.py and the
 # interop suites with a bearer token behind API Gateway, infra/lambda-e2e-auth.py behind the
 # Function URL, and the A2A-Lite webhook channel behind both (infra/lambda-e2e-lite.py, about
@@ -43,6 +45,29 @@ infra/lambda-local.sh front-door FunctionUrl
 python3 infra/lambda-e2e.py
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
+infra/lambda-local.sh front-door ApiGateway
+
+# A base path through both front doors (issue #31): behind API Gateway the stage is the base
+# path (the router takes /a2a off, as API Gateway does, and the public URL names it); behind the
+# Function URL the front function serves the whole surface under BasePath itself.
+state=.venv-lambda/run
+base_checks="card signed_card echo stream_rest stream_rpc draft_1_1 push_secrets tenant"
+# Each restart waits for the card at A2A_E2E_PATH_PREFIX through the router as it then runs, so
+# the router and the functions change in the order that keeps the card served.
+say "base path /a2a behind API Gateway (the stage)"
+printf 'A2A_PUBLIC_BASE_URL=%s/a2a\n' "$A2A_BASE_URL" >"$state/stage.env"
+export A2A_ROUTER_STAGE=/a2a
+A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh front-door ApiGateway
+A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/stage.env"
+A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
+say "base path /a2a behind the Function URL (BasePath)"
+printf 'A2A_BASE_PATH=/a2a\n' >"$state/base-path.env"
+unset A2A_ROUTER_STAGE
+infra/lambda-local.sh front-door FunctionUrl
+A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/base-path.env"
+A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
+A2A_BASE_URL="$A2A_BASE_URL/a2a" tests/interop/run.sh -q
+infra/lambda-local.sh restart-watch
 infra/lambda-local.sh front-door ApiGateway
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:

@@ -44,6 +44,9 @@ ROUTER_PORT=${A2A_ROUTER_PORT:-9100}
 WATCH_PORT=${A2A_WATCH_PORT:-9200}
 PREFIX=${A2A_LAMBDA_PREFIX:-a2a-lambda-local}
 BASE=http://127.0.0.1:$ROUTER_PORT
+# The path every URL starts with while a base path is tried (infra/lambda-e2e.sh): the router's
+# stage (A2A_ROUTER_STAGE) or the front function's A2A_BASE_PATH; the waits for the card use it.
+PATH_PREFIX=${A2A_E2E_PATH_PREFIX:-}
 WATCH=http://127.0.0.1:$WATCH_PORT
 MOTO_PORT=${A2A_MOTO_PORT:-}
 MOTO_VERSION=5.2.5
@@ -77,10 +80,16 @@ stop_one() {
 watch_children() { pgrep -P "$(cat "$STATE/watch.pid")" 2>/dev/null || true; }
 
 # Starts `cargo lambda watch` on $WATCH_PORT with the env file, plus the lines of the file
-# named by $1 if any (functions.env); appends to watch.log.
+# named by $1 if any, which replace the variables of the same names (functions.env); appends to
+# watch.log.
 start_watch() {
-  cp "$STATE/lambda.env" "$STATE/functions.env"
-  if [ -n "${1:-}" ]; then cat "$1" >>"$STATE/functions.env"; fi
+  if [ -n "${1:-}" ]; then
+    names=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$1" | paste -sd'|' -)
+    grep -vE "^(${names:-#})=" "$STATE/lambda.env" >"$STATE/functions.env" || true
+    cat "$1" >>"$STATE/functions.env"
+  else
+    cp "$STATE/lambda.env" "$STATE/functions.env"
+  fi
   # Each function's role comes from its name (AWS_LAMBDA_FUNCTION_NAME, set by watch): an
   # A2A_FUNCTION left in the caller's shell would give every function the same role.
   PATH="$ROOT/$VENV/bin:$PATH" setsid env -u A2A_FUNCTION "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
@@ -203,7 +212,7 @@ start() {
   : >"$STATE/router.log"
   start_router "$FRONT_DOOR"
   # The first request starts the card function (cargo run): give it time.
-  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+  if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
     say "the card function did not answer; see $STATE/watch.log"
     exit 1
   fi
@@ -235,7 +244,7 @@ front_door() {
     sleep 0.1
   done
   start_router "$1"
-  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+  if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
     say "the router did not answer as front door $1; see $STATE/router.log"
     exit 1
   fi
@@ -259,7 +268,7 @@ restart_watch() {
   echo "---- lambda-local.sh restart-watch $(date -u +%FT%TZ)" >>"$STATE/watch.log"
   start_watch "${1:-}"
   # Through the router, as in start: watch listens again and the card function starts.
-  if ! wait_for "$BASE/.well-known/agent-card.json" 120; then
+  if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
     say "cargo lambda watch did not come back; see $STATE/watch.log"
     exit 1
   fi

@@ -376,7 +376,10 @@ for (const binding of BINDINGS) {
       assert.equal(got.id, created.id);
       assert.equal(got.taskId, held.id);
       assert.equal(got.url, url);
-      assert.equal(got.token, token);
+      // Secrets are written, never read back: no token, no credentials (the scheme stays).
+      assert.ok(!got.token, `no token on read: ${got.token}`);
+      assert.equal(got.authentication?.scheme.toLowerCase(), 'bearer');
+      assert.ok(!got.authentication?.credentials, 'no credentials on read');
 
       // A second config with a client-chosen id.
       const secondId = `cfg-${randomUUID()}`;
@@ -392,6 +395,7 @@ for (const binding of BINDINGS) {
       const byId = new Map(listed.configs.map((c) => [c.id, c]));
       assert.deepEqual(new Set(byId.keys()), new Set([created.id, second.id]));
       assert.equal(byId.get(created.id).url, url);
+      assert.ok(!byId.get(created.id).token && !byId.get(created.id).authentication?.credentials);
       assert.ok(listed.configs.every((c) => c.taskId === held.id));
 
       await client.deleteTaskPushNotificationConfig({ taskId: held.id, id: created.id });

@@ -19,4 +19,4 @@ fi
 
 cd "$here"
 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-exec node --test --test-reporter=spec "$@" interop.test.js auth.test.js
+exec node --test --test-reporter=spec "$@" interop.test.js auth.test.js card-signature.test.js

@@ -467,7 +467,10 @@ async def test_push_config_crud(make_client) -> None:
     assert got.id == created.id
     assert got.task_id == held.id
     assert got.url == url
-    assert got.token == token
+    # Secrets are written, never read back: no token, no credentials (the scheme stays).
+    assert got.token == ''
+    assert got.authentication.scheme.lower() == 'bearer'
+    assert got.authentication.credentials == ''
 
     # A second config with a client-chosen id (the id is optional on create;
     # when given, it names the config).
@@ -484,6 +487,8 @@ async def test_push_config_crud(make_client) -> None:
     by_id = {c.id: c for c in listed.configs}
     assert set(by_id) == {created.id, second.id}, list(by_id)
     assert by_id[created.id].url == url
+    assert by_id[created.id].token == ''
+    assert by_id[created.id].authentication.credentials == ''
     assert all(c.task_id == held.id for c in listed.configs)
 
     await client.delete_task_push_notification_config(

@@ -191,7 +191,8 @@ fn error_info_reason(details: &Value) -> Option<String> {
 }
 
 impl ApiError {
-    pub(crate) fn from_rpc_error(error: &Value) -> Self {
+    /// A JSON-RPC `error` object, as the test got it.
+    pub fn from_rpc_error(error: &Value) -> Self {
         ApiError {
             binding: Binding::JsonRpc,
             http_status: 200,
@@ -202,7 +203,8 @@ impl ApiError {
         }
     }
 
-    pub(crate) fn from_rest(status: u16, body: &Value) -> Self {
+    /// A REST error answer (`google.rpc.Status`), as the test got it.
+    pub fn from_rest(status: u16, body: &Value) -> Self {
         ApiError {
             binding: Binding::Rest,
             http_status: status,
@@ -240,6 +242,15 @@ impl ApiError {
             },
             other => panic!("{op} on {binding:?}: {other}"),
         }
+    }
+
+    /// The `ErrorInfo` detail, whichever binding carried it.
+    pub fn error_info(&self) -> Option<&Value> {
+        let details = match self.binding {
+            Binding::JsonRpc => &self.body["data"],
+            Binding::Rest => &self.body["error"]["details"],
+        };
+        details.as_array()?.iter().find(|d| d["reason"].is_string())
     }
 
     /// Asserts the error is the given A2A error on this binding: the JSON-RPC `code`, or the

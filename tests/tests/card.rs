@@ -1,6 +1,6 @@
 //! The public agent card at `/.well-known/agent-card.json`.
 
-use a2a_e2e::{store_ready, Server, A2A_VERSION};
+use a2a_e2e::*;
 use serde_json::Value;
 
 async fn fetch_card(server: &Server) -> a2a_e2e::RestResponse {
@@ -75,7 +75,22 @@ async fn card_has_the_required_fields_and_both_interfaces() {
     let interfaces = card["supportedInterfaces"]
         .as_array()
         .expect("supportedInterfaces");
-    assert_eq!(interfaces.len(), 2, "two interfaces: {card}");
+    // 1.0 first, then the same URLs in the A2A 1.1 draft.
+    assert_eq!(
+        interfaces.len(),
+        4,
+        "two interfaces, in 1.0 and 1.1: {card}"
+    );
+    let versions: Vec<&str> = interfaces
+        .iter()
+        .map(|i| i["protocolVersion"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["1.0", "1.0", "1.1", "1.1"], "{card}");
+    for (v10, v11) in interfaces[..2].iter().zip(&interfaces[2..]) {
+        assert_eq!(v10["url"], v11["url"]);
+        assert_eq!(v10["protocolBinding"], v11["protocolBinding"]);
+    }
+    let interfaces = &interfaces[..2];
     let jsonrpc: Vec<&Value> = interfaces
         .iter()
         .filter(|i| i["protocolBinding"] == "JSONRPC")
@@ -201,4 +216,141 @@ async fn card_is_public_without_a_version_header() {
         response.body["supportedInterfaces"][0]["protocolVersion"],
         "1.0"
     );
+}
+
+#[tokio::test]
+async fn the_card_is_signed_with_the_published_keys() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let resolver = a2a_client::Client::builder().card_resolver().unwrap();
+    let fetched = resolver.resolve(server.base()).await.unwrap();
+    let signature = resolver.verify(&fetched).await.expect("the card verifies");
+    let jwks = fetch_json(&server, "/.well-known/jwks.json").await;
+    assert!(
+        jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["kid"] == signature.kid.as_str()),
+        "signed by a published key: {jwks}"
+    );
+    let header =
+        a2a_push_verify::card::protected_header(&fetched.card.signatures[0].protected).unwrap();
+    assert_eq!(
+        header.jku.as_deref(),
+        Some(server.url("/.well-known/jwks.json").as_str())
+    );
+    // The card a 0.3 client reads (no A2A-Version) carries the same signatures: they cover
+    // the 1.0 members, which a verifier reads.
+    let v03 = server
+        .send_raw(
+            server
+                .http()
+                .get(server.url("/.well-known/agent-card.json")),
+        )
+        .await;
+    let v03_card: a2a_protocol::AgentCard = serde_json::from_value(v03.body.clone()).unwrap();
+    assert_eq!(v03_card.signatures, fetched.card.signatures, "{}", v03.body);
+    let mut as_read = fetched.clone();
+    as_read.card = v03_card;
+    resolver
+        .verify(&as_read)
+        .await
+        .expect("the 0.3 document verifies too");
+    // Any change to what was signed is refused.
+    let mut tampered = fetched.clone();
+    tampered.card.skills.pop();
+    let err = resolver.verify(&tampered).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no signature of the card verifies"),
+        "{err}"
+    );
+    // A signature whose keys are elsewhere is not taken on that other host's word.
+    let mut elsewhere = fetched.clone();
+    for signature in &mut elsewhere.card.signatures {
+        let mut header: Value = serde_json::from_slice(
+            &base64::Engine::decode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                &signature.protected,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        header["jku"] = "http://127.0.0.1:9/.well-known/jwks.json".into();
+        signature.protected = base64::Engine::encode(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            header.to_string(),
+        );
+    }
+    // (The JWKS beside the card is used instead, and the changed header no longer verifies.)
+    assert!(resolver.verify(&elsewhere).await.is_err());
+}
+
+#[tokio::test]
+async fn the_whole_surface_is_served_under_a_base_path() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start_with_env(&[("A2A_BASE_PATH", "/agents/a2a/")]).await;
+    // The base URL the server announces includes the prefix (normalised, no trailing slash).
+    assert!(server.base().ends_with("/agents/a2a"), "{}", server.base());
+    let card = fetch_json(&server, "/.well-known/agent-card.json").await;
+    for iface in card["supportedInterfaces"].as_array().unwrap() {
+        assert!(
+            iface["url"].as_str().unwrap().starts_with(server.base()),
+            "interface URLs include the base path: {iface}"
+        );
+    }
+    // Both bindings, their streams, the JWKS and the signature's jku, under the prefix.
+    for b in Binding::ALL {
+        let task = ok(server.send(b, send_request("hello")).await);
+        assert_eq!(state(task_of(&task)), "TASK_STATE_COMPLETED", "{task}");
+        let mut stream = server.stream(b, send_request("slow 2 10")).await.unwrap();
+        let events = stream.collect_to_end(EVENT_TIMEOUT).await;
+        assert!(events.len() >= 3, "{events:?}");
+    }
+    let resolver = a2a_client::Client::builder().card_resolver().unwrap();
+    let fetched = resolver.resolve(server.base()).await.unwrap();
+    resolver
+        .verify(&fetched)
+        .await
+        .expect("verifies with the JWKS under the prefix");
+    // Through a client that finds everything from the card alone.
+    let client = a2a_client::Client::connect(server.base()).await.unwrap();
+    let sent = client.send_message(client.text("hello")).await.unwrap();
+    assert!(matches!(sent, a2a_protocol::SendMessageResponse::Task(_)));
+    // Outside the prefix, nothing: the same 404 as an unknown route.
+    let root = server.base().trim_end_matches("/agents/a2a").to_string();
+    for path in [
+        "/.well-known/agent-card.json",
+        "/message:send",
+        "/jsonrpc",
+        "/agents/message:send",
+    ] {
+        let response = server
+            .send_raw(
+                server
+                    .http()
+                    .get(format!("{root}{path}"))
+                    .header("A2A-Version", A2A_VERSION),
+            )
+            .await;
+        assert_eq!(response.status, 404, "{path}: {}", response.body);
+    }
+}
+
+async fn fetch_json(server: &Server, path: &str) -> Value {
+    let response = server
+        .send_raw(
+            server
+                .http()
+                .get(server.url(path))
+                .header("A2A-Version", A2A_VERSION),
+        )
+        .await;
+    assert_eq!(response.status, 200, "{path}: {}", response.body);
+    response.body
 }

@@ -34,6 +34,10 @@ pub struct ServiceConfig {
     pub message_id_reuse: MessageIdReuse,
     /// How long a blocking SendMessage waits before it returns the task as it stands.
     pub blocking_timeout: Duration,
+    /// How long a long-polling GetTask (A2A 1.1 `currentGeneration`) is held at most before it
+    /// answers with the task as it stands. It must fit the front door: API Gateway ends a
+    /// buffered request after 29 s, so the default stays below that.
+    pub long_poll_max_wait: Duration,
     /// How long one SSE stream may last before it ends gracefully (the client resubscribes).
     pub max_stream_duration: Duration,
     /// Whether inline work may go on after the response ends. True for a long-lived process;
@@ -81,6 +85,7 @@ impl Default for ServiceConfig {
             retention: Duration::from_secs(30 * 24 * 3600),
             message_id_reuse: MessageIdReuse::default(),
             blocking_timeout: Duration::from_secs(120),
+            long_poll_max_wait: DEFAULT_LONG_POLL_MAX_WAIT,
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
             push_policy: PushPolicy::default(),
@@ -98,6 +103,10 @@ impl Default for ServiceConfig {
         }
     }
 }
+
+/// The default bound on holding a long-polling GetTask: under API Gateway's 29 s limit on a
+/// buffered request, with room for the read after the wait.
+pub const DEFAULT_LONG_POLL_MAX_WAIT: Duration = Duration::from_secs(25);
 
 /// Environment variable (local server and Lambda functions) that turns A2A 0.3 on or off.
 pub const ENV_PROTOCOL_0_3: &str = "A2A_PROTOCOL_0_3";

@@ -25,6 +25,9 @@ pub struct CallContext {
     /// The older protocol generation the request speaks (`None`: 1.0). Push configs it sets
     /// remember it, so that their pushes carry the body that generation reads.
     pub generation: Option<a2a_protocol::compat::Generation>,
+    /// Whether the request speaks the A2A 1.1 draft (`A2A-Version: 1.1`): task generations
+    /// in answers, long-polling GetTask, `ifGenerationMatch`. A 1.0 request sees none of it.
+    pub v1_1: bool,
     /// The W3C `traceparent` the request came with (checked for its form), passed on to what
     /// the work calls: other agents, pushes, the worker.
     pub traceparent: Option<String>,
@@ -46,6 +49,7 @@ impl CallContext {
             permissions: principal.permissions,
             requested_task_id: None,
             generation: None,
+            v1_1: false,
             traceparent: None,
         }
     }

@@ -226,6 +226,7 @@ impl Emitter {
         });
         let event = TaskEvent::Status {
             update: TaskStatusUpdateEvent {
+                generation: 0,
                 task_id: self.request.task_id.clone(),
                 context_id: self.request.context_id.clone(),
                 status: TaskStatus {
@@ -295,6 +296,7 @@ impl Emitter {
     ) -> Result<(), AgentError> {
         let event = TaskEvent::Artifact {
             update: TaskArtifactUpdateEvent {
+                generation: 0,
                 task_id: self.request.task_id.clone(),
                 context_id: self.request.context_id.clone(),
                 artifact,

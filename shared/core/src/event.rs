@@ -53,6 +53,7 @@ impl LoggedEvent {
         let mut task = Task::default();
         for logged in events {
             logged.event.apply(&mut task)?;
+            task.generation = logged.seq as i64;
         }
         Ok(task)
     }
@@ -152,6 +153,17 @@ impl TaskEvent {
     }
 }
 
+/// Sets the generation a stream item or push body carries (0: none): the
+/// A2A 1.1 generation of a task is its log's sequence number.
+pub(crate) fn set_generation(response: &mut StreamResponse, generation: i64) {
+    match response {
+        StreamResponse::Task(task) => task.generation = generation,
+        StreamResponse::StatusUpdate(update) => update.generation = generation,
+        StreamResponse::ArtifactUpdate(update) => update.generation = generation,
+        StreamResponse::Message(_) => {}
+    }
+}
+
 fn terminal_error(task: &Task) -> A2AError {
     A2AError::unsupported(format!(
         "Task {} is in terminal state {} and cannot be changed",
@@ -186,6 +198,7 @@ mod tests {
     fn status(state: TaskState, text: Option<&str>) -> TaskEvent {
         TaskEvent::Status {
             update: TaskStatusUpdateEvent {
+                generation: 0,
                 task_id: "t".into(),
                 context_id: "c".into(),
                 status: TaskStatus {

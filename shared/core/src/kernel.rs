@@ -24,9 +24,10 @@ pub(crate) struct Core {
     /// Where [`crate::A2aService::fan_out`] puts push jobs (the store's stream feeds it).
     pub(crate) push: Arc<dyn PushQueue>,
     pub(crate) card: AgentCard,
-    pub(crate) extended_card: AgentCard,
     /// `capabilities.extendedAgentCard` as published.
     pub(crate) offers_extended_card: bool,
+    /// The cards as served, signed with the current keys.
+    pub(crate) signed_cards: crate::card_signing::CardSigner,
     /// Inline executions running in this process.
     pub(crate) executions: Executions,
     /// What durable executions need.

@@ -8,6 +8,7 @@
 
 mod agent;
 mod auth;
+mod card_signing;
 mod config;
 mod config_error;
 mod context;
@@ -45,7 +46,11 @@ pub use auth::{
     ENV_JWT_ISSUER, ENV_JWT_JWKS_TTL_SECS, ENV_JWT_JWKS_URL, ENV_JWT_LEEWAY_SECS,
     ENV_JWT_SCOPE_CANCEL, ENV_JWT_SCOPE_PUSH, ENV_JWT_SCOPE_READ, ENV_JWT_SCOPE_SEND,
 };
-pub use config::{parse_switch, Generations, ServiceConfig, ENV_PROTOCOL_0_3, ENV_PROTOCOL_EARLY};
+pub use card_signing::SignedCards;
+pub use config::{
+    parse_switch, Generations, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
+    ENV_PROTOCOL_EARLY,
+};
 pub use config_error::ConfigError;
 pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;

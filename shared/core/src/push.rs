@@ -77,9 +77,13 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Ok(events) => events.into_iter().find(|e| e.seq == job.seq),
         Err(err) => return retry(format!("store: {err}")),
     };
-    let Some(response) = event.and_then(|e| e.event.to_stream_response()) else {
+    let Some(mut response) = event.and_then(|e| e.event.to_stream_response()) else {
         return JobOutcome::Done;
     };
+    if config.v1_1 {
+        // A config an A2A 1.1 client set: the event's generation, as its stream would carry.
+        crate::event::set_generation(&mut response, job.seq as i64);
+    }
     // Serialised once: the signature's body hash covers exactly these bytes.
     let body = match config.generation {
         None => serde_json::to_vec(&response),

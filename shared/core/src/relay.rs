@@ -83,6 +83,7 @@ pub(crate) async fn relay(
                     timestamp: Some(Timestamp::now()),
                 },
                 metadata: None,
+                generation: 0,
             },
         })
     };
@@ -95,6 +96,7 @@ pub(crate) async fn relay(
                 append,
                 last_chunk,
                 metadata: None,
+                generation: 0,
             },
         };
     let mut events = Vec::new();
@@ -135,6 +137,7 @@ pub(crate) async fn relay(
                         timestamp: Some(Timestamp::now()),
                     },
                     metadata: None,
+                    generation: 0,
                 },
             },
         );

@@ -378,6 +378,52 @@ impl KeySet {
     }
 }
 
+impl KeySet {
+    /// Signatures of `card` (spec §8.4), one per key of the set, the active key's first: a
+    /// verifier that already knows any of the keys (a JWKS cached before a rotation, or
+    /// fetched after one) finds a signature it can check. Each is a JWS with a detached
+    /// payload (the card's canonical form, [`a2a_protocol::signing_payload`]) and a protected
+    /// header of `alg`, `kid`, `typ: JOSE` and, when given, `jku` (where the JWKS is).
+    pub fn sign_card(
+        &self,
+        card: &a2a_protocol::AgentCard,
+        jku: Option<&str>,
+    ) -> Result<Vec<a2a_protocol::AgentCardSignature>, KeyError> {
+        let payload = a2a_protocol::signing_payload(card)
+            .map_err(|e| KeyError::Sign(format!("the card has no canonical form: {e}")))?;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let payload = b64.encode(payload.as_bytes());
+        let active = self.active().kid();
+        let ordered =
+            std::iter::once(self.active()).chain(self.keys.iter().filter(|k| k.kid() != active));
+        ordered
+            .map(|key| {
+                let mut header = serde_json::json!({
+                    "alg": key.algorithm.as_str(),
+                    "kid": key.kid,
+                    "typ": a2a_protocol::CARD_SIGNATURE_TYPE,
+                });
+                if let Some(jku) = jku {
+                    header["jku"] = jku.into();
+                }
+                let protected = b64.encode(header.to_string().as_bytes());
+                let signing_input = format!("{protected}.{payload}");
+                let signature = jsonwebtoken::crypto::sign(
+                    signing_input.as_bytes(),
+                    &key.key,
+                    key.algorithm.jwt(),
+                )
+                .map_err(|e| KeyError::Sign(format!("key {}: {:?}", key.kid, e.kind())))?;
+                Ok(a2a_protocol::AgentCardSignature {
+                    protected,
+                    signature,
+                    header: None,
+                })
+            })
+            .collect()
+    }
+}
+
 /// The SHA-256 of `body`, base64url without padding (the `bodySha256` claim).
 pub fn body_sha256(body: &[u8]) -> String {
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body);

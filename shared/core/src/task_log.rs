@@ -114,6 +114,7 @@ pub(crate) fn ended_status(
 ) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {
@@ -204,11 +205,33 @@ impl TaskLog {
 
     /// The owner's task, or TaskNotFound.
     pub(crate) async fn load(&self, owner: &Owner, task_id: &str) -> Result<StoredTask, A2AError> {
-        self.store
+        let mut head = self
+            .store
             .load_task(owner, task_id)
             .await
             .map_err(store_error)?
-            .ok_or_else(|| A2AError::task_not_found(task_id))
+            .ok_or_else(|| A2AError::task_not_found(task_id))?;
+        // The generation (A2A 1.1) is the version; a head written before it was kept has none.
+        head.task.generation = head.version as i64;
+        Ok(head)
+    }
+
+    /// Waits, at most `max_wait`, for an append to the task after `after_version` (a hint
+    /// only: the caller reads the head again). `true` when this process is stopping instead.
+    pub(crate) async fn wait_for_change(
+        &self,
+        task_id: &str,
+        after_version: u64,
+        max_wait: Duration,
+    ) -> bool {
+        let mut stopping = self.stopping.subscribe();
+        if *stopping.borrow_and_update() {
+            return true;
+        }
+        tokio::select! {
+            () = self.store.wait_for_append(task_id, after_version, max_wait) => false,
+            _ = stopping.changed() => true,
+        }
     }
 
     /// Refuses a client message whose `messageId` the task's history already holds, when a
@@ -234,8 +257,21 @@ impl TaskLog {
     pub(crate) async fn append(
         &self,
         owner: &Owner,
+        head: StoredTask,
+        events: Vec<TaskEvent>,
+    ) -> Result<StoredTask, AppendError> {
+        self.append_at(owner, head, events, false).await
+    }
+
+    /// [`Self::append`]; `exact`: only on top of `head` as given (an A2A 1.1
+    /// `ifGenerationMatch`): a conflict is TaskGenerationMismatchError, not a new attempt on the
+    /// head as it stands now.
+    async fn append_at(
+        &self,
+        owner: &Owner,
         mut head: StoredTask,
         events: Vec<TaskEvent>,
+        exact: bool,
     ) -> Result<StoredTask, AppendError> {
         for _attempt in 0..32 {
             if head.task.status.state.is_terminal() {
@@ -266,6 +302,7 @@ impl TaskLog {
                     event,
                 });
             }
+            next.task.generation = next.version as i64;
             next.expires_at = self.extended_expiry(expires_at);
             match self.store.append_events(&next, expected, &logged).await {
                 Ok(()) => {
@@ -279,6 +316,13 @@ impl TaskLog {
                         .await
                         .map_err(AppendError::Store)?
                         .ok_or_else(|| AppendError::NotFound(next.task.id.clone()))?;
+                    if exact {
+                        return Err(AppendError::Invalid(A2AError::TaskGenerationMismatch {
+                            task_id: head.task.id,
+                            expected: expected as i64,
+                            current: head.version as i64,
+                        }));
+                    }
                 }
                 Err(other) => return Err(AppendError::Store(other)),
             }
@@ -304,6 +348,7 @@ impl TaskLog {
             .collect();
         let now = Timestamp::now();
         let created = Task {
+            generation: 0,
             id: request.task_id.clone(),
             context_id: request.context_id.clone(),
             status: TaskStatus {
@@ -332,6 +377,7 @@ impl TaskLog {
                 event,
             });
         }
+        head.task.generation = head.version as i64;
         let created = if configs.is_empty() {
             self.store.create_task(&head, &logged).await
         } else {
@@ -370,14 +416,16 @@ impl TaskLog {
         self.store.put_reply(&request.task_id, &record).await
     }
 
-    /// Records a client's follow-up message on its task.
+    /// Records a client's follow-up message on its task; `exact`: only on top of `head` as
+    /// given (see [`Self::append_at`]).
     pub(crate) async fn append_user_message(
         &self,
         owner: &Owner,
         head: StoredTask,
         message: Message,
+        exact: bool,
     ) -> Result<StoredTask, A2AError> {
-        self.append(owner, head, vec![TaskEvent::UserMessage { message }])
+        self.append_at(owner, head, vec![TaskEvent::UserMessage { message }], exact)
             .await
             .map_err(A2AError::from)
     }

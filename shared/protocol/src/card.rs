@@ -179,3 +179,41 @@ pub struct AgentCard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }
+
+/// The JOSE `typ` of an agent card signature's protected header (spec §8.4: SHOULD be `JOSE`).
+pub const CARD_SIGNATURE_TYPE: &str = "JOSE";
+
+/// The payload an agent card signature covers (spec §8.4), as text (sign its UTF-8 bytes): the
+/// card without `signatures`, in RFC 8785 canonical form ([`crate::jcs`]), after removing
+/// every empty string, array and object, at any depth. The spec asks for the presence rules of
+/// the proto (defaults omitted, which the card's serialisation already does); the official
+/// Python SDK's verifier also drops empty values, even required ones, so a card is signed over
+/// what that verifier rebuilds.
+pub fn signing_payload(card: &AgentCard) -> Result<String, crate::jcs::JcsError> {
+    let mut value = serde_json::to_value(card).unwrap_or_default();
+    if let Some(members) = value.as_object_mut() {
+        members.remove("signatures");
+    }
+    let cleaned = without_empty(value).unwrap_or_else(|| Value::Object(Default::default()));
+    crate::jcs::canonicalize(&cleaned)
+}
+
+/// `value` without its empty strings, arrays and objects (an object or array that only held
+/// such values is empty in turn); `None` if nothing is left.
+fn without_empty(value: Value) -> Option<Value> {
+    match value {
+        Value::String(s) if s.is_empty() => None,
+        Value::Array(items) => {
+            let items: Vec<Value> = items.into_iter().filter_map(without_empty).collect();
+            (!items.is_empty()).then_some(Value::Array(items))
+        }
+        Value::Object(members) => {
+            let members: serde_json::Map<String, Value> = members
+                .into_iter()
+                .filter_map(|(k, v)| without_empty(v).map(|v| (k, v)))
+                .collect();
+            (!members.is_empty()).then_some(Value::Object(members))
+        }
+        other => Some(other),
+    }
+}

@@ -80,6 +80,17 @@ pub enum A2AError {
     /// The request is larger than the server accepts: 413.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A2A 1.1 (draft): a follow-up's `ifGenerationMatch` is not the task's generation:
+    /// TaskGenerationMismatchError, -32010 / 409.
+    #[error("Task generation mismatch: expected {expected} but the current generation of task {task_id} is {current}")]
+    TaskGenerationMismatch {
+        /// The task the message was for.
+        task_id: String,
+        /// The client's `ifGenerationMatch`.
+        expected: i64,
+        /// The task's generation when the message came.
+        current: i64,
+    },
 }
 
 impl A2AError {
@@ -117,6 +128,7 @@ impl A2AError {
             Self::ExtendedAgentCardNotConfigured => -32007,
             Self::ExtensionSupportRequired(_) => -32008,
             Self::VersionNotSupported(_) => -32009,
+            Self::TaskGenerationMismatch { .. } => -32010,
             Self::ParseError(_) => -32700,
             Self::InvalidRequest(_) => -32600,
             Self::MethodNotFound(_) => -32601,
@@ -138,6 +150,7 @@ impl A2AError {
             Self::Unauthenticated(_) => 401,
             Self::PermissionDenied(_) => 403,
             Self::PayloadTooLarge(_) => 413,
+            Self::TaskGenerationMismatch { .. } => 409,
             Self::ContentTypeNotSupported(_) => 400,
             _ => 400,
         }
@@ -159,6 +172,7 @@ impl A2AError {
             | Self::InvalidRequest(_)
             | Self::InvalidParams(_) => "INVALID_ARGUMENT",
             Self::PayloadTooLarge(_) => "RESOURCE_EXHAUSTED",
+            Self::TaskGenerationMismatch { .. } => "ABORTED",
             Self::InvalidAgentResponse(_) | Self::Internal(_) => "INTERNAL",
             Self::Unauthenticated(_) => "UNAUTHENTICATED",
             Self::PermissionDenied(_) => "PERMISSION_DENIED",
@@ -177,6 +191,7 @@ impl A2AError {
             Self::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             Self::ExtensionSupportRequired(_) => "EXTENSION_SUPPORT_REQUIRED",
             Self::VersionNotSupported(_) => "VERSION_NOT_SUPPORTED",
+            Self::TaskGenerationMismatch { .. } => "TASK_GENERATION_MISMATCH",
             Self::ParseError(_) => "PARSE_ERROR",
             Self::InvalidRequest(_) => "INVALID_REQUEST",
             Self::MethodNotFound(_) => "METHOD_NOT_FOUND",
@@ -202,6 +217,15 @@ impl A2AError {
             Self::TaskNotCancelable { task_id, state } => {
                 metadata.insert("taskId".to_string(), task_id.clone());
                 metadata.insert("state".to_string(), state.clone());
+            }
+            Self::TaskGenerationMismatch {
+                task_id,
+                expected,
+                current,
+            } => {
+                metadata.insert("taskId".to_string(), task_id.clone());
+                metadata.insert("expectedGeneration".to_string(), expected.to_string());
+                metadata.insert("currentGeneration".to_string(), current.to_string());
             }
             _ => {}
         }
@@ -254,6 +278,19 @@ impl A2AError {
             -32007 => Self::ExtendedAgentCardNotConfigured,
             -32008 => Self::ExtensionSupportRequired(message),
             -32009 => Self::VersionNotSupported(message),
+            -32010 => {
+                let generation = |name: &str| {
+                    error["data"][0]["metadata"][name]
+                        .as_str()
+                        .and_then(|g| g.parse().ok())
+                        .unwrap_or_default()
+                };
+                Self::TaskGenerationMismatch {
+                    expected: generation("expectedGeneration"),
+                    current: generation("currentGeneration"),
+                    task_id,
+                }
+            }
             -32700 => Self::ParseError(message),
             -32600 => Self::InvalidRequest(message),
             -32601 => Self::MethodNotFound(message),
@@ -377,6 +414,16 @@ mod tests {
                 -32602,
                 413,
                 "PAYLOAD_TOO_LARGE",
+            ),
+            (
+                A2AError::TaskGenerationMismatch {
+                    task_id: "t1".into(),
+                    expected: 3,
+                    current: 5,
+                },
+                -32010,
+                409,
+                "TASK_GENERATION_MISMATCH",
             ),
         ]
     }

@@ -10,6 +10,8 @@
 pub mod card;
 pub mod compat;
 pub mod error;
+pub mod int64;
+pub mod jcs;
 pub mod jsonrpc;
 pub mod lite;
 pub mod operation;
@@ -25,3 +27,7 @@ pub use types::*;
 
 /// The protocol version this crate speaks, as it appears in `A2A-Version` and in the card.
 pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The A2A 1.1 draft (branch `dev-1.1` of the specification), served to clients that ask for it
+/// with `A2A-Version: 1.1`: task generations, long-polling GetTask, `ifGenerationMatch`.
+pub const PROTOCOL_VERSION_1_1: &str = "1.1";

@@ -144,7 +144,10 @@ pub const OPERATIONS: [OperationSpec; 11] = [
             verb: Get,
             path: "/tasks/{id}",
             body: false,
-            query: &[("historyLength", QueryKind::Int)],
+            query: &[
+                ("historyLength", QueryKind::Int),
+                ("currentGeneration", QueryKind::Text),
+            ],
         }],
     },
     OperationSpec {

@@ -29,6 +29,16 @@ pub struct SendMessageConfiguration {
     #[serde(default, deserialize_with = "null_as_default")]
     #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
+    /// A2A 1.1 (draft): the generation the client last read of the task this message
+    /// continues; another one refuses the message (TaskGenerationMismatchError). Ignored for a
+    /// new task, and for 1.0 clients.
+    #[serde(
+        default,
+        with = "crate::int64::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[serde(alias = "if_generation_match")]
+    pub if_generation_match: Option<i64>,
 }
 
 /// `SendMessage` and `SendStreamingMessage`.
@@ -107,6 +117,15 @@ pub struct GetTaskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
+    /// A2A 1.1 (draft), long-polling: answer once the task's generation is above this one (or
+    /// at the server's bound on waiting). Ignored for 1.0 clients.
+    #[serde(
+        default,
+        with = "crate::int64::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[serde(alias = "current_generation")]
+    pub current_generation: Option<i64>,
 }
 
 impl GetTaskRequest {
@@ -395,6 +414,7 @@ mod tests {
 
     fn push_config() -> TaskPushNotificationConfig {
         TaskPushNotificationConfig {
+            v1_1: false,
             tenant: "tn".into(),
             id: "p".into(),
             task_id: "t".into(),
@@ -499,6 +519,7 @@ mod tests {
             tenant: "tn".into(),
             message: Some(message()),
             configuration: Some(SendMessageConfiguration {
+                if_generation_match: None,
                 accepted_output_modes: vec!["text/plain".into()],
                 task_push_notification_config: Some(push_config()),
                 history_length: Some(3),
@@ -507,6 +528,7 @@ mod tests {
             metadata: metadata(),
         });
         null_reads_as_absent(GetTaskRequest {
+            current_generation: None,
             tenant: "tn".into(),
             id: "t".into(),
             history_length: Some(2),

@@ -236,6 +236,10 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
 /// One piece of content: exactly one of `text`, `raw`, `url` or `data`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -524,6 +528,10 @@ pub struct Task {
     /// Metadata of the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation, 1 on creation and one more per change (our log's
+    /// sequence number). 0 (not sent) for 1.0 clients and for tasks read before it was kept.
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 impl Task {
@@ -557,6 +565,9 @@ pub struct TaskStatusUpdateEvent {
     /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 /// A new artifact, a replacement, or a chunk appended to one.
@@ -592,6 +603,9 @@ pub struct TaskArtifactUpdateEvent {
     /// Metadata of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// A2A 1.1 (draft): the task's generation after this event (0, not sent, for 1.0 clients).
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
+    pub generation: i64,
 }
 
 /// One item of a stream, and the body of a push notification.
@@ -693,6 +707,10 @@ pub struct TaskPushNotificationConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub generation: Option<crate::compat::Generation>,
+    /// Not an A2A field either: set when an A2A 1.1 client set this config, so that its pushes
+    /// carry the task's generation. Cleared from every answer like `generation`.
+    #[serde(default, rename = "x-a2a-lambda-1.1", skip_serializing_if = "is_false")]
+    pub v1_1: bool,
     /// Not an A2A field: the W3C `traceparent` of the request that set this config, kept with
     /// it in the store so that its pushes carry the trace of the work they report (read where
     /// the push is made, at no write of its own). Set and cleared like `generation`.
@@ -761,8 +779,36 @@ mod tests {
         assert_eq!(&back, value, "round trip of {json}");
     }
 
+    #[test]
+    fn generations_are_protojson_int64() {
+        // Written as strings, read from strings or numbers, absent when 0 (1.0 clients).
+        let mut task = Task {
+            id: "t".into(),
+            ..Task::default()
+        };
+        assert!(serde_json::to_value(&task)
+            .unwrap()
+            .get("generation")
+            .is_none());
+        task.generation = 7;
+        let json = serde_json::to_value(&task).unwrap();
+        assert_eq!(json["generation"], "7");
+        round_trip(&task);
+        let read: Task = serde_json::from_value(json!({"id": "t", "generation": 7})).unwrap();
+        assert_eq!(read.generation, 7);
+        let bad = serde_json::from_value::<Task>(json!({"id": "t", "generation": "seven"}));
+        assert!(bad.unwrap_err().to_string().contains("int64"));
+        let get: crate::GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "currentGeneration": "3"})).unwrap();
+        assert_eq!(get.current_generation, Some(3));
+        let get: crate::GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "currentGeneration": null})).unwrap();
+        assert_eq!(get.current_generation, None);
+    }
+
     fn sample_task() -> Task {
         Task {
+            generation: 0,
             id: "t1".into(),
             context_id: "c1".into(),
             status: TaskStatus {
@@ -810,12 +856,14 @@ mod tests {
         round_trip(&StreamResponse::Task(task.clone()));
         round_trip(&StreamResponse::Message(task.history[0].clone()));
         round_trip(&StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            generation: 0,
             task_id: "t1".into(),
             context_id: "c1".into(),
             status: task.status.clone(),
             metadata: None,
         }));
         round_trip(&StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            generation: 0,
             task_id: "t1".into(),
             context_id: "c1".into(),
             artifact: task.artifacts[0].clone(),
@@ -825,6 +873,7 @@ mod tests {
         }));
         round_trip(&SendMessageResponse::Task(task));
         round_trip(&TaskPushNotificationConfig {
+            v1_1: false,
             tenant: String::new(),
             id: "p1".into(),
             task_id: "t1".into(),

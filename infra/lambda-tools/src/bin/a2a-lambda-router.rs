@@ -35,11 +35,18 @@ struct Options {
         default_value = "api-gateway"
     )]
     front_door: FrontDoor,
+    /// With `api-gateway`: the stage every URL starts with (`/a2a`), taken off before routing
+    /// as API Gateway does (the functions run with AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH): the
+    /// API's base path. Ignored with `function-url`, whose function serves its own base path
+    /// (`A2A_BASE_PATH`). Default: none.
+    #[arg(long, env = "A2A_ROUTER_STAGE", default_value = "")]
+    stage: String,
 }
 
 struct App {
     routes: RouteTable,
     front_door: FrontDoor,
+    stage: String,
     watch: String,
     http: reqwest::Client,
 }
@@ -53,7 +60,15 @@ fn skipped(name: &HeaderName) -> bool {
 }
 
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
-    let path = request.uri().path().to_owned();
+    let full = request.uri().path();
+    let path = match app.front_door {
+        FrontDoor::ApiGateway if !app.stage.is_empty() => full
+            .strip_prefix(app.stage.as_str())
+            .filter(|rest| rest.starts_with('/'))
+            .unwrap_or("/no-such-stage")
+            .to_owned(),
+        _ => full.to_owned(),
+    };
     let Some(function) =
         app.routes
             .function_behind(app.front_door, request.method().as_str(), &path)
@@ -115,6 +130,7 @@ async fn main() -> Result<(), String> {
     let app = Arc::new(App {
         routes: RouteTable::parse(&text)?,
         front_door: options.front_door,
+        stage: options.stage.trim_end_matches('/').to_owned(),
         watch: options.watch.trim_end_matches('/').to_owned(),
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())

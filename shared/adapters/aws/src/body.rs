@@ -117,6 +117,9 @@ pub(crate) fn task_of(head: &Item, body: &Item) -> Result<Task, StoreError> {
                 .map_err(|e| StoreError::Backend(format!("stored events: {}", e.message())))?;
         }
     }
+    // The body was written at an older version than the head's: the task's generation
+    // (A2A 1.1) is the head's version, as the log keeps it.
+    task.generation = items::get_n::<u64>(head, attr::VERSION)? as i64;
     Ok(task)
 }
 

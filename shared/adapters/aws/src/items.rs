@@ -463,6 +463,8 @@ pub(crate) fn task_from_item(item: &Item) -> Result<Task, StoreError> {
                 .event
                 .apply(&mut task)
                 .map_err(|e| StoreError::Backend(format!("stored events: {}", e.message())))?;
+            // As the log keeps it on the head it writes (A2A 1.1: its version).
+            task.generation = logged.seq as i64;
         }
         return Ok(task);
     }
@@ -702,6 +704,7 @@ mod tests {
                 at: now,
                 event: a2a_core::TaskEvent::Status {
                     update: a2a_protocol::TaskStatusUpdateEvent {
+                        generation: 0,
                         task_id: done.id.clone(),
                         context_id: done.context_id.clone(),
                         status: done.status.clone(),
@@ -712,7 +715,11 @@ mod tests {
         ];
         let head = StoredTask {
             owner,
-            task: done,
+            // As the log writes a head: its generation (A2A 1.1) is its version.
+            task: Task {
+                generation: 2,
+                ..done
+            },
             version: 2,
             expires_at: Timestamp::from_millis(1_800_000_000_000),
         };

@@ -58,6 +58,8 @@ async fn append(
     for event in events {
         event.apply(&mut next.task).unwrap();
         next.version += 1;
+        // As the log writes a head: its generation (A2A 1.1) is its version.
+        next.task.generation = next.version as i64;
         logged.push(LoggedEvent {
             seq: next.version,
             at: Timestamp::now(),

@@ -29,6 +29,7 @@ fn n(v: impl ToString) -> AttributeValue {
 fn status(task: &Task, state: TaskState) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {

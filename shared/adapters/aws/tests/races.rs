@@ -25,6 +25,7 @@ const CHUNKS: usize = 6;
 fn status(task: &Task, state: TaskState) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {
@@ -221,10 +222,11 @@ async fn race(env: &Env, cancel: Cancel) -> Vec<LoggedEvent> {
         events.len() - 1,
         "nothing after the terminal event"
     );
-    // The head is the fold of the log.
+    // The head is the fold of the log (its generation, A2A 1.1, the last event's).
     let mut folded = Task::default();
     for event in &events {
         event.event.apply(&mut folded).expect("the log replays");
+        folded.generation = event.seq as i64;
     }
     assert_eq!(final_head.task, folded);
     assert_eq!(final_head.version, events.len() as u64);

@@ -36,6 +36,10 @@ pub(crate) struct DiscoverArgs {
     /// Fetch every card afresh (the cache is still updated).
     #[arg(long)]
     refresh: bool,
+    /// Only agents whose card is signed and verifies against the agent's own JWKS (A2A §8.4);
+    /// each card left out says why on stderr.
+    #[arg(long)]
+    require_signature: bool,
 }
 
 /// A card on disk, with what its response said about caching.
@@ -43,6 +47,9 @@ pub(crate) struct DiscoverArgs {
 #[serde(rename_all = "camelCase")]
 struct CachedCard {
     url: String,
+    /// Where the card itself was read (its signature's keys are beside it).
+    #[serde(default)]
+    card_url: Option<String>,
     etag: Option<String>,
     /// Unix seconds until which the card is fresh.
     fresh_until: u64,
@@ -119,12 +126,12 @@ async fn card(
     dir: &Path,
     url: &str,
     refresh: bool,
-) -> Result<(AgentCard, Source), a2a_client::Error> {
+) -> Result<(FetchedCard, Source), a2a_client::Error> {
     let path = cache_file(dir, url);
     let cached = if refresh { None } else { read_cache(&path) };
     if let Some(cached) = &cached {
         if now() < cached.fresh_until {
-            return Ok((cached.card.clone(), Source::Cache));
+            return Ok((from_cache(cached), Source::Cache));
         }
     }
     let etag = cached.as_ref().and_then(|c| c.etag.as_deref());
@@ -133,26 +140,38 @@ async fn card(
             let mut cached = cached.expect("a 304 answers a conditional request");
             cached.fresh_until = fresh_until(max_age);
             write_cache(&path, &cached);
-            Ok((cached.card, Source::Revalidated))
+            Ok((from_cache(&cached), Source::Revalidated))
         }
         CardFetch::Fetched(fetched) => {
-            let FetchedCard {
-                card,
-                etag,
-                max_age,
-                ..
-            } = *fetched;
             write_cache(
                 &path,
                 &CachedCard {
                     url: url.to_string(),
-                    etag,
-                    fresh_until: fresh_until(max_age),
-                    card: card.clone(),
+                    card_url: Some(fetched.url.clone()),
+                    etag: fetched.etag.clone(),
+                    fresh_until: fresh_until(fetched.max_age),
+                    card: fetched.card.clone(),
                 },
             );
-            Ok((card, Source::Network))
+            Ok((*fetched, Source::Network))
         }
+    }
+}
+
+/// A cached card as fetched (a cache written before the card's own URL was kept: the
+/// well-known URL of the agent's).
+fn from_cache(cached: &CachedCard) -> FetchedCard {
+    let card_url = cached.card_url.clone().unwrap_or_else(|| {
+        a2a_client::card_urls(&cached.url)
+            .ok()
+            .and_then(|urls| urls.into_iter().next())
+            .unwrap_or_else(|| cached.url.clone())
+    });
+    FetchedCard {
+        card: cached.card.clone(),
+        url: card_url,
+        etag: cached.etag.clone(),
+        max_age: None,
     }
 }
 
@@ -207,10 +226,21 @@ pub(crate) async fn run(builder: ClientBuilder, out: &Printer, args: DiscoverArg
     let mut failures = 0;
     for url in &urls {
         match card(&resolver, &dir, url, args.refresh).await {
-            Ok((card, source)) => {
-                if args.matches(&card) {
-                    found.push((url, card, source));
+            Ok((fetched, source)) => {
+                if !args.matches(&fetched.card) {
+                    continue;
                 }
+                if args.require_signature {
+                    if let Err(e) = resolver.verify(&fetched).await {
+                        eprintln!(
+                            "{}: left out: {}",
+                            crate::sanitize::line(url),
+                            crate::error_text(&e.to_string())
+                        );
+                        continue;
+                    }
+                }
+                found.push((url, fetched.card, source));
             }
             Err(e) => {
                 failures += 1;

@@ -105,6 +105,10 @@ enum Command {
     Card {
         /// The agent's base URL (or its card's URL); default $A2A_URL.
         url: Option<String>,
+        /// Check the card's signature against the agent's own keys (its JWKS): exit code 4
+        /// unless a signature verifies.
+        #[arg(long)]
+        verify: bool,
         /// The extended card instead (GetExtendedAgentCard; needs credentials).
         #[arg(long)]
         extended: bool,
@@ -116,6 +120,10 @@ enum Command {
         /// [URL] TASK_ID (URL defaults to $A2A_URL).
         #[arg(value_name = "[URL] TASK_ID", num_args = 1..=2, required = true)]
         args: Vec<String>,
+        /// Wait until the task stops (a final state, or one that waits for input), printing
+        /// it once then: long-polling where the agent offers A2A 1.1, else asking every second.
+        #[arg(long)]
+        wait: bool,
         /// How many history messages to include.
         #[arg(long)]
         history: Option<i32>,
@@ -164,6 +172,10 @@ struct SendArgs {
     /// Follow the task live: a status line and artifact text as it arrives.
     #[arg(long)]
     stream: bool,
+    /// With --task: only if the task is still at this generation (A2A 1.1, as `get` prints
+    /// it); a task that changed since refuses the message (TaskGenerationMismatchError).
+    #[arg(long, requires = "task", value_name = "GENERATION")]
+    if_generation: Option<i64>,
     /// Continue this task (a follow-up message).
     #[arg(long)]
     task: Option<String>,
@@ -429,28 +441,55 @@ async fn run(cli: Cli) -> Outcome {
     let g = &cli.global;
     let out = render::Printer::new(g.json);
     match cli.command {
-        Command::Card { url, extended } => {
+        Command::Card {
+            url,
+            verify,
+            extended,
+        } => {
             let url = or_env(url)?;
-            let card = if extended {
-                g.connect(&url).await?.get_extended_agent_card().await?
+            let resolver = g.builder().card_resolver()?;
+            let mut fetched = resolver.resolve(&url).await?;
+            if extended {
+                fetched.card = g.connect(&url).await?.get_extended_agent_card().await?;
+            }
+            let verified = if verify {
+                Some(resolver.verify(&fetched).await?)
             } else {
-                g.builder().card_resolver()?.resolve(&url).await?.card
+                None
             };
-            out.card(&card);
+            out.card(&fetched.card);
+            out.card_signature(&fetched.card, verified.as_ref());
             Ok(())
         }
         Command::Send(args) => send(g, &out, args).await,
-        Command::Get { args, history } => {
+        Command::Get {
+            args,
+            wait,
+            history,
+        } => {
             let (url, rest) = url_and(&args, 1)?;
             let client = g.connect(&url).await?;
-            let task = client
-                .get_task(GetTaskRequest {
-                    id: rest[0].clone(),
-                    history_length: history,
-                    ..GetTaskRequest::default()
-                })
-                .await?;
+            let get = GetTaskRequest {
+                id: rest[0].clone(),
+                history_length: history,
+                ..GetTaskRequest::default()
+            };
+            let mut task = client.get_task(get.clone()).await?;
+            while wait && !stopped(task.status.state) {
+                // A generation of 0 is a server that does not keep them: no long-poll there.
+                task = if client.speaks_1_1() && task.generation > 0 {
+                    let mut poll = get.clone();
+                    poll.current_generation = Some(task.generation);
+                    client.get_task(poll).await?
+                } else {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    client.get_task(get.clone()).await?
+                };
+            }
             out.task(&task);
+            if wait {
+                return finished(task.status.state);
+            }
             Ok(())
         }
         Command::List {
@@ -528,8 +567,16 @@ async fn send(g: &Global, out: &render::Printer, args: SendArgs) -> Outcome {
             .map_err(|e| Failure::Usage(format!("--data is not JSON ({e}): {data}")))?;
         message.parts.push(Part::data(value));
     }
+    if args.if_generation.is_some() && !client.speaks_1_1() {
+        return Err(Failure::Usage(
+            "--if-generation needs an agent that offers A2A 1.1 (its card lists no 1.1 \
+             interface)"
+                .into(),
+        ));
+    }
     let mut configuration = SendMessageConfiguration {
         return_immediately: args.no_wait,
+        if_generation_match: args.if_generation,
         ..SendMessageConfiguration::default()
     };
     if let Some(push_url) = args.push {
@@ -550,6 +597,11 @@ async fn send(g: &Global, out: &render::Printer, args: SendArgs) -> Outcome {
         SendMessageResponse::Task(task) => finished(task.status.state),
         SendMessageResponse::Message(_) => Ok(()),
     }
+}
+
+/// Whether a task stopped: a final state, or one that waits for the client.
+fn stopped(state: TaskState) -> bool {
+    state.is_terminal() || state.is_interrupted()
 }
 
 /// Exit code 5 for a task that did not succeed.

@@ -58,6 +58,29 @@ impl Printer {
         println!("{}", json_pretty(value));
     }
 
+    /// What the card's signature is: checked (`verified`), or only present. JSON output
+    /// carries the card itself; the line goes to stderr there.
+    pub(crate) fn card_signature(
+        &self,
+        card: &AgentCard,
+        verified: Option<&a2a_client::CardSignature>,
+    ) {
+        let text = match (verified, card.signatures.len()) {
+            (Some(v), _) => format!(
+                "signature: verified (key {}, {:?})",
+                line(&v.kid),
+                v.algorithm
+            ),
+            (None, 0) => "signature: none (the card is not signed)".to_string(),
+            (None, n) => format!("signature: {n} signature(s), not checked (--verify checks them)"),
+        };
+        if self.json {
+            eprintln!("{text}");
+        } else {
+            println!("  {text}");
+        }
+    }
+
     pub(crate) fn card(&self, card: &AgentCard) {
         if self.json {
             return self.print_json(card);
@@ -116,6 +139,10 @@ impl Printer {
         println!("task {}  {}", line(&task.id), task.status.state.as_str());
         if !task.context_id.is_empty() {
             println!("  context {}", line(&task.context_id));
+        }
+        if task.generation > 0 {
+            // A2A 1.1: pass it to `send --task … --if-generation` to refuse a stale follow-up.
+            println!("  generation {}", task.generation);
         }
         if let Some(message) = &task.status.message {
             self.message_lines(message);

@@ -11,6 +11,7 @@ use crate::binding::Binding;
 use crate::error::Error;
 use crate::limits::Exchange;
 use crate::transport::parse_url;
+pub use a2a_push_verify::card::CardSignature;
 
 /// Where agents publish their card (A2A 1.0).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -157,6 +158,68 @@ impl CardResolver {
     }
 }
 
+impl CardResolver {
+    /// Checks the signatures of a card as fetched (A2A §8.4) against the agent's own JWKS:
+    /// the `jku` of a signature's protected header when it is on the card's origin (a JWKS
+    /// elsewhere would let anyone sign the card), else `jwks.json` beside the card
+    /// (`…/.well-known/jwks.json`). `Card` error if the card is unsigned or no signature
+    /// verifies, with the reasons.
+    pub async fn verify(&self, fetched: &FetchedCard) -> Result<CardSignature, Error> {
+        let origin = crate::scope::origin_of(&fetched.url);
+        let beside = match fetched.url.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/jwks.json"),
+            None => return Err(Error::Card(format!("{} names no card", fetched.url))),
+        };
+        let mut jwks_url = beside;
+        for signature in &fetched.card.signatures {
+            let jku = a2a_push_verify::card::protected_header(&signature.protected)
+                .and_then(|h| h.jku)
+                .filter(|jku| {
+                    crate::scope::origin_of(jku).is_some() && crate::scope::origin_of(jku) == origin
+                });
+            if let Some(jku) = jku {
+                jwks_url = jku;
+                break;
+            }
+        }
+        if fetched.card.signatures.is_empty() {
+            return Err(Error::Card(format!(
+                "the agent card at {} is not signed",
+                fetched.url
+            )));
+        }
+        let mut builder = self
+            .http
+            .get(parse_url(&jwks_url)?)
+            .header(ACCEPT, "application/json");
+        if let Some(t) = self.timeout {
+            builder = builder.timeout(t);
+        }
+        let what = format!("fetching the agent's keys at {jwks_url}");
+        let exchange = Exchange {
+            what: &what,
+            timeout: self.timeout,
+        };
+        let response = builder.send().await.map_err(|e| exchange.failed(e))?;
+        let status = response.status();
+        let bytes = exchange.read_body(response, self.max_body_bytes).await?;
+        if !status.is_success() {
+            return Err(Error::Card(format!(
+                "the agent's keys at {jwks_url}: HTTP {}",
+                status.as_u16()
+            )));
+        }
+        let jwks: a2a_push_verify::card::JwkSet = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Card(format!("{jwks_url} is not a JWK set: {e}")))?;
+        a2a_push_verify::card::verify_card(
+            &fetched.card,
+            &jwks,
+            a2a_push_verify::card::CARD_ALGORITHMS,
+        )
+        .map_err(|e| Error::Card(format!("the agent card at {}: {e}", fetched.url)))
+    }
+}
+
 /// The card URLs to try for `url`, in order.
 pub fn card_urls(url: &str) -> Result<Vec<String>, Error> {
     let parsed = parse_url(url)?;
@@ -186,6 +249,16 @@ fn max_age(value: &str) -> Option<Duration> {
         .iter()
         .find_map(|d| d.strip_prefix("max-age=")?.trim_matches('"').parse().ok())
         .map(Duration::from_secs)
+}
+
+/// Whether `card` offers `interface` (its URL and binding) in the A2A 1.1 draft too.
+pub(crate) fn offers_1_1(card: &AgentCard, interface: &AgentInterface) -> bool {
+    card.supported_interfaces.iter().any(|i| {
+        i.protocol_version == a2a_protocol::PROTOCOL_VERSION_1_1
+            && i.url == interface.url
+            && i.protocol_binding == interface.protocol_binding
+            && i.tenant == interface.tenant
+    })
 }
 
 /// The interface to use: the first of the card's interfaces whose binding comes earliest in

@@ -167,6 +167,7 @@ pub fn error_name(error: &A2AError) -> &'static str {
         A2AError::Unauthenticated(_) => "UnauthenticatedError",
         A2AError::PermissionDenied(_) => "PermissionDeniedError",
         A2AError::PayloadTooLarge(_) => "PayloadTooLargeError",
+        A2AError::TaskGenerationMismatch { .. } => "TaskGenerationMismatchError",
     }
 }
 
@@ -190,6 +191,7 @@ fn code_of_reason(reason: &str) -> Option<i64> {
         "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => -32007,
         "EXTENSION_SUPPORT_REQUIRED" => -32008,
         "VERSION_NOT_SUPPORTED" => -32009,
+        "TASK_GENERATION_MISMATCH" => -32010,
         "PARSE_ERROR" => -32700,
         "INVALID_REQUEST" => -32600,
         "METHOD_NOT_FOUND" => -32601,

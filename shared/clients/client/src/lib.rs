@@ -67,7 +67,7 @@ pub use a2a_protocol::{
 };
 pub use a2a_protocol::{HttpVerb, Operation};
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
-pub use card::{CardFetch, CardResolver, FetchedCard};
+pub use card::{card_urls, CardFetch, CardResolver, CardSignature, FetchedCard};
 pub use error::{AgentError, Error, Limit};
 pub use limits::Limits;
 pub use sse::{EventReader, SseEvent};
@@ -228,10 +228,16 @@ impl ClientBuilder {
         self.for_card(fetched.card)
     }
 
-    /// Connects to the preferred interface of a card you already have.
+    /// Connects to the preferred interface of a card you already have. When the card also
+    /// offers that interface (same URL and binding) in the A2A 1.1 draft, the client speaks
+    /// 1.1 there (`A2A-Version: 1.1`): task generations, long-polling GetTask
+    /// ([`Client::wait_for_change`]) and `ifGenerationMatch`.
     pub fn for_card(self, card: AgentCard) -> Result<Client, Error> {
         let (interface, binding) = card::choose_interface(&card, &self.preference)?;
-        let interface = interface.clone();
+        let mut interface = interface.clone();
+        if card::offers_1_1(&card, &interface) {
+            interface.protocol_version = a2a_protocol::PROTOCOL_VERSION_1_1.to_string();
+        }
         let mut client = self.build(interface, binding)?;
         client.card = Some(card);
         Ok(client)
@@ -384,6 +390,28 @@ impl Client {
             task_id,
             None,
         ))
+    }
+
+    /// Whether this client speaks the A2A 1.1 draft with the agent (its card offers it).
+    pub fn speaks_1_1(&self) -> bool {
+        self.transport.version() == a2a_protocol::PROTOCOL_VERSION_1_1
+    }
+
+    /// Long-polling GetTask (A2A 1.1): the task once its generation is above `generation`,
+    /// or as it stands when the agent stops holding the request (its bound, a terminal
+    /// task). `Usage` error unless the client speaks 1.1 ([`Self::speaks_1_1`]).
+    pub async fn wait_for_change(&self, id: &str, generation: i64) -> Result<Task, Error> {
+        if !self.speaks_1_1() {
+            return Err(Error::Usage(
+                "the agent does not offer A2A 1.1, which long-polling needs".into(),
+            ));
+        }
+        self.get_task(GetTaskRequest {
+            id: id.to_string(),
+            current_generation: Some(generation),
+            ..GetTaskRequest::default()
+        })
+        .await
     }
 
     /// GetTask.

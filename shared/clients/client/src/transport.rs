@@ -156,6 +156,16 @@ impl Transport {
         }
     }
 
+    /// The version every request says it speaks: the A2A 1.1 draft on an interface that
+    /// offers it (see [`crate::ClientBuilder::for_card`]), else 1.0.
+    pub(crate) fn version(&self) -> &'static str {
+        if self.interface.protocol_version == a2a_protocol::PROTOCOL_VERSION_1_1 {
+            a2a_protocol::PROTOCOL_VERSION_1_1
+        } else {
+            PROTOCOL_VERSION
+        }
+    }
+
     /// The bounds of a stream opened now.
     pub(crate) fn new_stream_bounds(&self) -> StreamBounds {
         StreamBounds {
@@ -460,7 +470,7 @@ impl Transport {
         };
         let builder = builder
             .headers(self.headers.clone())
-            .header("A2A-Version", PROTOCOL_VERSION);
+            .header("A2A-Version", self.version());
         Ok((id, builder))
     }
 }

@@ -29,6 +29,8 @@
 //! This crate replaces `jwks-client`, which is unmaintained and panics under tokio 1: it uses
 //! `jsonwebtoken`'s `jwk` module and `reqwest` instead.
 
+pub mod card;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

@@ -104,6 +104,7 @@ async fn the_child_writes_then_dies() {
         },
         TaskEvent::Status {
             update: TaskStatusUpdateEvent {
+                generation: 0,
                 task_id,
                 context_id,
                 status: TaskStatus {

@@ -3,7 +3,7 @@
 
 use a2a_protocol::{
     A2AError, AgentCapabilities, AgentCard, AgentInterface, GetExtendedAgentCardRequest,
-    PROTOCOL_VERSION,
+    PROTOCOL_VERSION, PROTOCOL_VERSION_1_1,
 };
 
 use super::A2aService;
@@ -55,6 +55,18 @@ pub(super) fn build(config: &ServiceConfig, description: &AgentDescription) -> C
             iface.protocol_version = PROTOCOL_VERSION.to_string();
         }
     }
+    // The same URLs speak the A2A 1.1 draft to clients that ask for it (`A2A-Version: 1.1`),
+    // listed after 1.0: a 1.0 client picks the first entry it speaks, as before.
+    let v1_1: Vec<AgentInterface> = card
+        .supported_interfaces
+        .iter()
+        .filter(|i| i.protocol_version == PROTOCOL_VERSION)
+        .map(|i| AgentInterface {
+            protocol_version: PROTOCOL_VERSION_1_1.to_string(),
+            ..i.clone()
+        })
+        .collect();
+    card.supported_interfaces.extend(v1_1);
     if config.generations.v0_3 {
         // The same URLs speak 0.3 too (told apart by `A2A-Version` and the method names),
         // listed after 1.0 so that clients of both pick their own.
@@ -98,6 +110,6 @@ impl A2aService {
                 "Unauthenticated: the extended agent card requires authentication".into(),
             ));
         }
-        Ok(self.core.extended_card.clone())
+        Ok(self.signed_cards().await.extended_card.clone())
     }
 }

@@ -9,6 +9,7 @@
 //! background work (worker, push delivery, fan-out, sweep, shutdown).
 
 mod card;
+mod generation;
 mod push_configs;
 mod request;
 mod send;
@@ -74,8 +75,11 @@ impl A2aService {
                 log,
                 work,
                 push,
+                signed_cards: crate::card_signing::CardSigner::new(
+                    cards.card.clone(),
+                    cards.extended_card,
+                ),
                 card: cards.card,
-                extended_card: cards.extended_card,
                 offers_extended_card: cards.offers_extended_card,
                 executions: Executions::default(),
                 durable,
@@ -93,6 +97,15 @@ impl A2aService {
         &self.core.card
     }
 
+    /// The public and the extended card as served: signed with the deployment's current
+    /// signing keys (the JWKS's), unsigned when there are none yet.
+    pub async fn signed_cards(&self) -> Arc<crate::SignedCards> {
+        self.core
+            .signed_cards
+            .current(self.core.config.push_signer.as_ref())
+            .await
+    }
+
     /// Runs one operation for `ctx`: the one entry point of every front door. The caller's
     /// permission for the operation ([`Operation::permission`]) is checked here, once, before
     /// anything else: it depends on nothing but the caller, so it reveals nothing about tasks.
@@ -103,7 +116,10 @@ impl A2aService {
     ) -> Result<OperationResponse, A2AError> {
         let operation = request.operation();
         let started = std::time::Instant::now();
-        let result = self.dispatch(ctx, request).await;
+        let result = self
+            .dispatch(ctx, request)
+            .await
+            .map(|response| generation::for_caller(ctx, response));
         self.core
             .config
             .observer

@@ -28,6 +28,7 @@ impl A2aService {
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.require_push_capability()?;
         config.generation = ctx.generation;
+        config.v1_1 = ctx.v1_1;
         config.traceparent = ctx.traceparent.clone();
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
@@ -61,6 +62,7 @@ impl A2aService {
             .await
             .map_err(store_error)?
             .map(without_generation)
+            .map(without_credentials)
             .ok_or_else(|| A2AError::PushConfigNotFound {
                 task_id: request.task_id.clone(),
                 config_id: request.id.clone(),
@@ -83,7 +85,11 @@ impl A2aService {
             .await
             .map_err(store_error)?;
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs: configs.into_iter().map(without_generation).collect(),
+            configs: configs
+                .into_iter()
+                .map(without_generation)
+                .map(without_credentials)
+                .collect(),
             next_page_token: String::new(),
         })
     }
@@ -110,6 +116,19 @@ impl A2aService {
 /// request that did, are the store's business.
 fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
     config.generation = None;
+    config.v1_1 = false;
     config.traceparent = None;
+    config
+}
+
+/// A push config as read back (Get, List), in every protocol generation: without its secrets,
+/// the token and the authentication's credentials (the scheme stays, so a client sees that
+/// there are some). They are written once and never read back: a client that needs to change
+/// them sets the config again (A2A 1.1 draft, spec issue #1988).
+fn without_credentials(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.token.clear();
+    if let Some(auth) = config.authentication.as_mut() {
+        auth.credentials.clear();
+    }
     config
 }

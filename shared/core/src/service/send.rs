@@ -246,6 +246,7 @@ impl A2aService {
             return Ok(None);
         };
         cfg.generation = ctx.generation;
+        cfg.v1_1 = ctx.v1_1;
         cfg.traceparent = ctx.traceparent.clone();
         ctx.require(Permission::Push)?;
         self.require_push_capability()?;
@@ -340,6 +341,7 @@ impl A2aService {
                     head.task.id, head.task.status.state
                 )));
             }
+            super::generation::check_match(ctx, &configuration, &head)?;
             if !message.context_id.is_empty() && message.context_id != head.task.context_id {
                 return Err(A2AError::invalid_params(format!(
                     "message.contextId {} does not match the task's contextId {}",
@@ -388,13 +390,16 @@ impl A2aService {
                 .await?;
         }
 
+        // A 1.1 `ifGenerationMatch` (checked above) holds until the message is recorded.
+        let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
         match (placement, existing) {
             (Placement::Queued, existing) => {
-                self.start_queued(ctx, &sent, agent_request, existing, inline_push, retry)
+                let follow_up = (existing, exact);
+                self.start_queued(ctx, &sent, agent_request, follow_up, inline_push, retry)
                     .await
             }
             (Placement::Inline, Some(head)) => {
-                self.start_inline_follow_up(ctx, &sent, agent_request, head)
+                self.start_inline_follow_up(ctx, &sent, agent_request, head, exact)
                     .await
             }
             (Placement::Inline, None) => {
@@ -411,7 +416,7 @@ impl A2aService {
         ctx: &CallContext,
         sent: &Message,
         agent_request: AgentRequest,
-        existing: Option<StoredTask>,
+        (existing, exact): (Option<StoredTask>, bool),
         inline_push: Option<TaskPushNotificationConfig>,
         retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
@@ -433,7 +438,7 @@ impl A2aService {
             Some(head) => match self
                 .core
                 .log
-                .append_user_message(&ctx.owner, head, agent_request.message.clone())
+                .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
                 .await
             {
                 Ok(head) => head,
@@ -465,6 +470,7 @@ impl A2aService {
         sent: &Message,
         agent_request: AgentRequest,
         head: StoredTask,
+        exact: bool,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
         // The message makes the task active again: lease first (see the emitter). A
@@ -477,7 +483,7 @@ impl A2aService {
         let head = match self
             .core
             .log
-            .append_user_message(&ctx.owner, head, agent_request.message.clone())
+            .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
             .await
         {
             Ok(head) => head,

@@ -19,7 +19,11 @@ impl A2aService {
         request: GetTaskRequest,
     ) -> Result<Task, A2AError> {
         request.validate()?;
-        let mut task = self.load(&ctx.owner, &request.id).await?.task;
+        let mut head = self.load(&ctx.owner, &request.id).await?;
+        if let Some(generation) = request.current_generation.filter(|_| ctx.v1_1) {
+            head = self.hold_until_past(ctx, head, generation).await?;
+        }
+        let mut task = head.task;
         task.truncate_history(request.history_length);
         Ok(task)
     }

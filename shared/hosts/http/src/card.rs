@@ -28,17 +28,36 @@ pub(crate) struct CardDocument {
 }
 
 impl CardDocument {
-    /// Serialises `card` and derives its validators. `Last-Modified` is now: the card is built
-    /// from configuration when the router is, and cannot change afterwards.
-    pub(crate) fn new(card: &AgentCard, max_age: Duration) -> Self {
-        let body = serde_json::to_vec(card).expect("an agent card always serialises to JSON");
-        Self::from_bytes(body, "application/json", max_age)
-    }
-
-    /// A card already turned into JSON (with the fields older generations read).
-    pub(crate) fn from_json(card: &serde_json::Value, max_age: Duration) -> Self {
+    /// A card turned into JSON (with the fields older generations read, if any), and its
+    /// validators. `Last-Modified` is now: the card is built from configuration and signed
+    /// when the router first serves it, and again only when the signing keys change.
+    ///
+    /// A signed card's bytes differ between instances (ES256 signatures are randomised), so
+    /// its ETag is weak and derived from what the signatures sign and which keys sign it,
+    /// never from the signature bytes: every instance serving the same card with the same
+    /// keys gives the same validator.
+    fn card(card: &serde_json::Value, max_age: Duration) -> Self {
         let body = serde_json::to_vec(card).expect("JSON always serialises");
-        Self::from_bytes(body, "application/json", max_age)
+        let signatures = card.get("signatures").and_then(serde_json::Value::as_array);
+        let Some(signatures) = signatures.filter(|s| !s.is_empty()) else {
+            return Self::from_bytes(body, "application/json", max_age);
+        };
+        let mut basis = card.clone();
+        if let Some(members) = basis.as_object_mut() {
+            members.remove("signatures");
+        }
+        let mut basis = serde_json::to_vec(&basis).expect("JSON always serialises");
+        for signature in signatures {
+            basis.extend(
+                signature["protected"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
+        }
+        let mut document = Self::from_bytes(body, "application/json", max_age);
+        document.etag = etag_of(&basis, true);
+        document
     }
 
     /// The JWKS of the push signing keys: every key, so that a push signed by any of them
@@ -52,7 +71,7 @@ impl CardDocument {
         // A strong validator that is the same on every instance serving the same card, so a
         // cached copy validates against any Lambda instance: a hash of the bytes, not a
         // random or time-based value.
-        let etag = format!("\"{:016x}{:08x}\"", fnv1a64(&body), body.len() as u32);
+        let etag = etag_of(&body, false);
         // HTTP-dates have whole seconds; truncate so If-Modified-Since compares exactly.
         let secs = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -62,7 +81,7 @@ impl CardDocument {
         Self {
             body: body.into(),
             content_type: HeaderValue::from_static(content_type),
-            etag: HeaderValue::from_str(&etag).expect("hex digits are a valid header value"),
+            etag,
             last_modified,
             last_modified_header: HeaderValue::from_str(&httpdate::fmt_http_date(last_modified))
                 .expect("an HTTP-date is a valid header value"),
@@ -77,7 +96,11 @@ impl CardDocument {
         let if_none_match: Vec<&HeaderValue> =
             headers.get_all(header::IF_NONE_MATCH).iter().collect();
         if !if_none_match.is_empty() {
-            let ours = self.etag.to_str().unwrap_or_default();
+            let ours = self
+                .etag
+                .to_str()
+                .unwrap_or_default()
+                .trim_start_matches("W/");
             return if_none_match
                 .iter()
                 .filter_map(|v| v.to_str().ok())
@@ -91,6 +114,17 @@ impl CardDocument {
             .and_then(|v| httpdate::parse_http_date(v).ok())
             .is_some_and(|since| self.last_modified <= since)
     }
+}
+
+/// A validator of `bytes`: a hash and the length (weak: `W/` before it).
+fn etag_of(bytes: &[u8], weak: bool) -> HeaderValue {
+    let weak = if weak { "W/" } else { "" };
+    let etag = format!(
+        "{weak}\"{:016x}{:08x}\"",
+        fnv1a64(bytes),
+        bytes.len() as u32
+    );
+    HeaderValue::from_str(&etag).expect("hex digits are a valid header value")
 }
 
 /// 64-bit FNV-1a: tiny, stable across builds and platforms, and plenty for a cache validator
@@ -130,12 +164,16 @@ async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -
     let speaks_1 = crate::context::requested_version(&headers, &uri)
         .and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok())
         .is_some_and(|major| major >= 1);
-    let document = match &app.card_v1 {
-        Some(v1) if speaks_1 => Some(v1),
-        _ => app.card.as_ref(),
+    let Some(cards) = &app.cards else {
+        return serve(None, &headers);
     };
-    let mut response = serve(document, &headers);
-    if app.card_v1.is_some() {
+    let documents = cards.documents(&app.service).await;
+    let document = match &documents.card_v1 {
+        Some(v1) if speaks_1 => v1,
+        _ => &documents.card,
+    };
+    let mut response = serve(Some(document), &headers);
+    if documents.card_v1.is_some() {
         response
             .headers_mut()
             .insert(header::VARY, HeaderValue::from_static("A2A-Version"));
@@ -145,7 +183,87 @@ async fn serve_card(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -
 
 /// `/.well-known/agent.json`: the early card while the early protocol is on, else the card.
 async fn serve_early_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    serve(app.early_card.as_ref().or(app.card.as_ref()), &headers)
+    let Some(cards) = &app.cards else {
+        return serve(None, &headers);
+    };
+    let documents = cards.documents(&app.service).await;
+    serve(
+        Some(documents.early_card.as_ref().unwrap_or(&documents.card)),
+        &headers,
+    )
+}
+
+/// The card's documents as served, built from the service's signed cards, again whenever
+/// those change (a key rotation).
+pub(crate) struct Cards {
+    generations: a2a_core::Generations,
+    max_age: Duration,
+    built: std::sync::Mutex<Option<(Arc<a2a_core::SignedCards>, Arc<Documents>)>>,
+}
+
+/// The card in each form it is served in.
+pub(crate) struct Documents {
+    /// `/.well-known/agent-card.json`: with the 0.3 fields too while 0.3 is on.
+    card: CardDocument,
+    /// The plain 1.0 card, for requests that say `A2A-Version: 1.x`, while 0.3 is on.
+    card_v1: Option<CardDocument>,
+    /// The early protocol's card (`/.well-known/agent.json`), while it is on.
+    early_card: Option<CardDocument>,
+}
+
+impl Cards {
+    pub(crate) fn new(generations: a2a_core::Generations, max_age: Duration) -> Self {
+        Self {
+            generations,
+            max_age,
+            built: std::sync::Mutex::new(None),
+        }
+    }
+
+    async fn documents(&self, service: &a2a_core::A2aService) -> Arc<Documents> {
+        let signed = service.signed_cards().await;
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cards, documents)) = built.as_ref() {
+            if Arc::ptr_eq(cards, &signed) {
+                return documents.clone();
+            }
+        }
+        let documents = Arc::new(self.build(&signed.card));
+        *built = Some((signed, documents.clone()));
+        documents
+    }
+
+    fn build(&self, card: &AgentCard) -> Documents {
+        let json = serde_json::to_value(card).unwrap_or_default();
+        let plain = CardDocument::card(&json, self.max_age);
+        let (card_doc, card_v1) = if self.generations.v0_3 {
+            // The signatures cover the 1.0 card: a verifier reads the 1.0 members it knows.
+            let v03 = a2a_protocol::compat::v03_card(json.clone());
+            (CardDocument::card(&v03, self.max_age), Some(plain))
+        } else {
+            (plain, None)
+        };
+        let early_card = self.generations.early.then(|| {
+            let jsonrpc_url = card
+                .supported_interfaces
+                .iter()
+                .find(|i| i.protocol_binding == a2a_protocol::BINDING_JSONRPC)
+                .map(|i| i.url.clone())
+                .unwrap_or_default();
+            // Early clients know no signatures, and the early card is not what they sign.
+            let mut unsigned = json.clone();
+            if let Some(members) = unsigned.as_object_mut() {
+                members.remove("signatures");
+            }
+            let early = a2a_protocol::compat::early_card(unsigned, &jsonrpc_url);
+            CardDocument::card(&early, self.max_age)
+        });
+        Documents {
+            card: card_doc,
+            card_v1,
+            early_card,
+        }
+    }
 }
 
 async fn serve_jwks(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {

@@ -90,20 +90,21 @@ fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
     uris
 }
 
-/// Checks that the request speaks a version this server serves: any 1.x.
+/// Checks that the request speaks a version this server serves: any 1.x. `Ok(true)` when it
+/// asks for the A2A 1.1 draft (or a later 1.x, served as 1.1), `Ok(false)` for 1.0.
 ///
 /// The version comes from the `A2A-Version` header, else the `A2A-Version` query parameter;
 /// missing or empty means 0.3, which is not served.
-pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), A2AError> {
+pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<bool, A2AError> {
     let Some(requested) = requested_version(headers, uri) else {
         return Err(A2AError::VersionNotSupported(format!(
             "The request has no {VERSION} header, which means protocol version \
              {IMPLICIT_VERSION}; this server speaks A2A 1.0: send {VERSION}: 1.0"
         )));
     };
-    let major = requested.split('.').next().unwrap_or_default();
-    if major.trim().parse::<u32>() == Ok(1) {
-        Ok(())
+    let mut parts = requested.split('.').map(|p| p.trim().parse::<u32>());
+    if parts.next() == Some(Ok(1)) {
+        Ok(matches!(parts.next(), Some(Ok(minor)) if minor >= 1))
     } else {
         Err(A2AError::VersionNotSupported(format!(
             "Protocol version {requested:?} is not supported; this server speaks A2A 1.0"
@@ -165,9 +166,16 @@ mod tests {
     #[test]
     fn versions_with_major_one_are_accepted() {
         let uri: Uri = "/x".parse().unwrap();
-        for v in ["1.0", "1.0.1", "1.1", " 1.0 "] {
+        for (v, v1_1) in [
+            ("1.0", false),
+            ("1.0.1", false),
+            ("1.1", true),
+            (" 1.0 ", false),
+            ("1.2", true),
+            ("1", false),
+        ] {
             let h = headers(&[("a2a-version", v)]);
-            assert!(check_version(&h, &uri).is_ok(), "{v}");
+            assert_eq!(check_version(&h, &uri), Ok(v1_1), "{v}");
         }
         for v in ["0.3", "2.0", "abc", ""] {
             let h = headers(&[("a2a-version", v)]);

@@ -140,7 +140,7 @@ async fn serve_framed(
     }
     tracing::debug!(rpc_method = %name, "JSON-RPC call");
     let outcome = async {
-        check_version(&headers, &uri)?;
+        let v1_1 = check_version(&headers, &uri)?;
         let method =
             method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
         // The tenant travels inside params on this binding.
@@ -149,7 +149,8 @@ async fn serve_framed(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = call_context(&principal, &headers, &tenant);
+        let mut ctx = call_context(&principal, &headers, &tenant);
+        ctx.v1_1 = v1_1;
         crate::invoke(&app, &ctx, method, params, &headers).await
     }
     .await;

@@ -66,6 +66,12 @@ pub struct HttpOptions {
     /// Which browser origins may call (CORS). Off by default: no `Access-Control-*` headers,
     /// and `OPTIONS` is not answered.
     pub cors_origins: CorsOrigins,
+    /// The path prefix the whole surface is served under (`/a2a`: `POST /a2a/message:send`,
+    /// `/a2a/.well-known/agent-card.json`, …), or empty for the root. The card's interface URLs
+    /// must include it (the host's base URL does). A routing convenience, never a security
+    /// boundary (spec `dev-1.1` §11.3.5): every request is authenticated the same way.
+    /// Normalise it with [`base_path`].
+    pub base_path: String,
 }
 
 impl Default for HttpOptions {
@@ -76,6 +82,7 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             card_max_age: Duration::from_secs(300),
             cors_origins: CorsOrigins::Off,
+            base_path: String::new(),
         }
     }
 }
@@ -139,32 +146,13 @@ pub fn router_for(
 
 /// A router serving exactly `surface`.
 pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface) -> Router {
+    let base = options.base_path.clone();
     let generations = service.config().generations;
-    let card_json = serde_json::to_value(service.agent_card()).unwrap_or_default();
-    let card = surface.card.then(|| {
-        if generations.v0_3 {
-            let card = a2a_protocol::compat::v03_card(card_json.clone());
-            card::CardDocument::from_json(&card, options.card_max_age)
-        } else {
-            card::CardDocument::new(service.agent_card(), options.card_max_age)
-        }
-    });
-    // With 0.3 on, the card a 1.0 client asks for (with `A2A-Version: 1.0`) is the plain one.
-    let card_v1 = (surface.card && generations.v0_3)
-        .then(|| card::CardDocument::new(service.agent_card(), options.card_max_age));
-    let early_card = (surface.card && generations.early).then(|| {
-        let jsonrpc_url = service
-            .agent_card()
-            .supported_interfaces
-            .iter()
-            .find(|i| i.protocol_binding == a2a_protocol::BINDING_JSONRPC)
-            .map(|i| i.url.clone())
-            .unwrap_or_default();
-        let card = a2a_protocol::compat::early_card(card_json.clone(), &jsonrpc_url);
-        card::CardDocument::from_json(&card, options.card_max_age)
-    });
+    let cards = surface
+        .card
+        .then(|| card::Cards::new(generations, options.card_max_age));
     // The JWKS is served wherever the card is: receivers find it next to the agent.
-    let jwks = match (&card, &service.config().push_signer) {
+    let jwks = match (&cards, &service.config().push_signer) {
         (Some(_), Some(signer)) => Some(card::Jwks::new(signer.clone(), options.card_max_age)),
         _ => None,
     };
@@ -178,9 +166,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         operations: OperationSet::new(&surface.operations),
         service,
         options,
-        card,
-        card_v1,
-        early_card,
+        cards,
         jwks,
     });
 
@@ -206,8 +192,8 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
             router = rest::mount_v03(router, &app.operations);
         }
     }
-    if app.card.is_some() {
-        router = card::mount(router, app.jwks.is_some(), app.early_card.is_some());
+    if app.cards.is_some() {
+        router = card::mount(router, app.jwks.is_some(), generations.early);
     }
     if surface.relay {
         router = relay::mount(router);
@@ -222,7 +208,39 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         Some(cors) => router.layer(middleware::from_fn_with_state(Arc::new(cors), cors::apply)),
         None => router,
     };
-    router.layer(middleware::from_fn(log_request))
+    let router = router.layer(middleware::from_fn(log_request));
+    match base_path(&base).ok().filter(|p| !p.is_empty()) {
+        // Outside the prefix nothing is served: the same 404 as an unknown route inside it.
+        Some(prefix) => Router::new()
+            .nest(&prefix, router)
+            .fallback(errors::not_found),
+        None => router,
+    }
+}
+
+/// A base path as served: `""` for none (also for `/`), else `/seg/…` without a trailing
+/// slash. `Err` says what is wrong with one that is not a plain path (a query, a fragment, an
+/// empty or dot segment, a character a URL path cannot hold as it is).
+pub fn base_path(path: &str) -> Result<String, String> {
+    let trimmed = path.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let Some(rest) = trimmed.strip_prefix('/') else {
+        return Err(format!("the base path {path:?} must start with /"));
+    };
+    for segment in rest.split('/') {
+        let plain = segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
+        if segment.is_empty() || segment == "." || segment == ".." || !plain {
+            return Err(format!(
+                "the base path {path:?} must be /-separated segments of letters, digits, \
+                 '-', '.', '_' or '~'"
+            ));
+        }
+    }
+    Ok(trimmed.to_string())
 }
 
 /// The early protocol's JSON-RPC paths, served beside the JSON-RPC endpoint while the early
@@ -265,13 +283,9 @@ pub(crate) struct App {
     pub(crate) service: A2aService,
     pub(crate) options: HttpOptions,
     pub(crate) operations: OperationSet,
-    /// The public card, when this router serves it.
-    pub(crate) card: Option<card::CardDocument>,
-    /// The plain 1.0 card, for requests that say `A2A-Version: 1.x`, while 0.3 is on (`card`
-    /// then carries the 0.3 fields too).
-    pub(crate) card_v1: Option<card::CardDocument>,
-    /// The early protocol's card (`/.well-known/agent.json`), when it is on and the card served.
-    pub(crate) early_card: Option<card::CardDocument>,
+    /// The public card's documents (signed, for every generation served), when this router
+    /// serves the card.
+    pub(crate) cards: Option<card::Cards>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.
     pub(crate) jwks: Option<card::Jwks>,
 }

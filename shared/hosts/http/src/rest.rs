@@ -256,10 +256,13 @@ async fn handle(
         // Authentication first: an unauthenticated caller learns nothing else, and its body is
         // never read.
         let principal = authenticate(&app.service.config().auth, &headers, &uri).await?;
-        match dialect {
+        let v1_1 = match dialect {
             None => check_version(&headers, &uri)?,
-            Some(_) => legacy::check_version(&headers, &uri, uri.path())?,
-        }
+            Some(_) => {
+                legacy::check_version(&headers, &uri, uri.path())?;
+                false
+            }
+        };
         // The body is read only once the version is known to be served; a route without body
         // fields (subscribe) does not look at whatever a client sends along.
         let mut params = if candidate.route.body {
@@ -285,6 +288,7 @@ async fn handle(
             .to_owned();
         let mut ctx = call_context(&principal, &headers, &tenant);
         ctx.generation = dialect.map(Dialect::generation);
+        ctx.v1_1 = v1_1;
         Ok::<_, HttpError>(
             crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
         )

@@ -316,6 +316,7 @@ fn http_options(settings: &Settings) -> HttpOptions {
     HttpOptions {
         jsonrpc_path: settings.jsonrpc_path.clone(),
         cors_origins: settings.cors_origins.clone(),
+        base_path: settings.base_path.clone(),
         ..HttpOptions::default()
     }
 }

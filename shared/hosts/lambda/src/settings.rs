@@ -39,6 +39,12 @@ pub(crate) const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
 pub(crate) const ENV_PUBLIC_BASE_URL: &str = "A2A_PUBLIC_BASE_URL";
 /// The JSON-RPC path under the base URL (default `/jsonrpc`).
 pub(crate) const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
+/// The path prefix every request carries and every URL of the card includes (`/a2a`): the
+/// router serves the whole surface under it. Behind a Function URL only; behind API Gateway
+/// the stage is the base path, and API Gateway takes it off before the function sees a path.
+pub(crate) const ENV_BASE_PATH: &str = "A2A_BASE_PATH";
+/// Seconds a long-polling GetTask (A2A 1.1) is held at most: under API Gateway's 29 s.
+pub(crate) const ENV_LONG_POLL_SECS: &str = "A2A_LONG_POLL_SECS";
 /// ARN of the Secrets Manager secret holding the push signing keys (`KeySet::from_json`).
 pub(crate) const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
 /// A local key file instead of the secret (created on first use; local runs only).
@@ -93,6 +99,10 @@ pub struct Settings {
     pub public_base_url: Option<String>,
     /// JSON-RPC path.
     pub jsonrpc_path: String,
+    /// The base path (`A2A_BASE_PATH`, normalised: `/a2a`, or empty).
+    pub base_path: String,
+    /// How long a long-polling GetTask is held at most (`A2A_LONG_POLL_SECS`, default 25).
+    pub long_poll_max_wait: Duration,
     /// Secrets Manager secret of the push signing keys.
     pub push_signing_secret_arn: Option<String>,
     /// Local key file of the push signing keys.
@@ -201,6 +211,9 @@ impl Settings {
             max_stream_duration: secs(ENV_MAX_STREAM_SECS, 840)?,
             public_base_url: get(ENV_PUBLIC_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
             jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
+            base_path: a2a_http::base_path(&get(ENV_BASE_PATH).unwrap_or_default())
+                .map_err(|e| ConfigError::invalid(ENV_BASE_PATH, e))?,
+            long_poll_max_wait: secs(ENV_LONG_POLL_SECS, 25)?,
             push_signing_secret_arn: get(ENV_PUSH_SIGNING_SECRET_ARN),
             push_signing_keys_file: get(ENV_PUSH_SIGNING_KEYS_FILE),
             push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
@@ -313,6 +326,7 @@ impl Settings {
             push_signer: signer,
             lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
+            long_poll_max_wait: self.long_poll_max_wait,
             generations: self.generations,
             observer: Arc::new(self.metrics()),
             remote_poll: self.remote.poll,
@@ -421,8 +435,11 @@ impl Init {
         })
     }
 
-    /// The service for this function, listing the interfaces under `base` on its card.
+    /// The service for this function, listing the interfaces under `base` (the front door's
+    /// URL; the base path is added to it) on its card.
     pub fn service(&self, base: Option<&str>) -> A2aService {
+        let base = base.map(|b| format!("{}{}", b.trim_end_matches('/'), self.settings.base_path));
+        let base = base.as_deref();
         let signer = self
             .keys
             .clone()
@@ -730,6 +747,39 @@ mod tests {
         assert_eq!(config.push_policy, PushPolicy::default());
         assert_eq!(config.interfaces[0].url, "https://x.example/prod/jsonrpc");
         assert_eq!(config.interfaces[1].url, "https://x.example/prod");
+    }
+
+    #[test]
+    fn the_base_path_and_the_long_poll_bound_are_read_and_checked() {
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            Settings::from_lookup(|name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                other => pairs
+                    .iter()
+                    .find(|(k, _)| *k == other)
+                    .map(|(_, v)| (*v).to_string()),
+            })
+        };
+        let defaults = with(&[]).unwrap();
+        assert_eq!(defaults.base_path, "");
+        assert_eq!(defaults.long_poll_max_wait, Duration::from_secs(25));
+        let set = with(&[
+            ("A2A_BASE_PATH", "/agents/a2a/"),
+            ("A2A_LONG_POLL_SECS", "10"),
+        ])
+        .unwrap();
+        assert_eq!(set.base_path, "/agents/a2a");
+        assert_eq!(set.long_poll_max_wait, Duration::from_secs(10));
+        for bad in ["a2a", "/a2a?x=1", "/a/../b", "/a b"] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(Box::new([("A2A_BASE_PATH", bad)]));
+            let err = with(pairs).unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Invalid { setting, .. } if setting == ENV_BASE_PATH),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -138,12 +138,16 @@ fn every_function_role_is_in_the_template_and_vice_versa() {
         .collect();
     assert_eq!(http, routed);
     let globals = &t["Globals"]["Function"];
-    // The functions route on the path as sent, without the stage: with the stage in it, a
-    // `/{stage}/message:send` would read as the `/{tenant}/message:send` route.
-    assert_eq!(
-        globals["Environment"]["Variables"]["AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH"].as_str(),
-        Some("true")
-    );
+    // The functions behind API Gateway route on the path as sent, without the stage: with the
+    // stage in it, a `/{stage}/message:send` would read as the `/{tenant}/message:send` route.
+    // The front function (a Function URL: no stage) goes without, to keep its environment small.
+    for (role, f) in functions(&t) {
+        let ignored = f["Properties"]["Environment"]["Variables"]
+            ["AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH"]
+            .as_str();
+        let expected = routed.contains(&role).then_some("true");
+        assert_eq!(ignored, expected, "{role}");
+    }
     assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
     assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
     assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));

@@ -126,6 +126,14 @@ pub struct Options {
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
+    /// Seconds a long-polling GetTask (A2A 1.1 `currentGeneration`) is held at most before it
+    /// answers with the task as it stands.
+    #[arg(long, env = "A2A_LONG_POLL_SECS", default_value_t = 25)]
+    pub long_poll_secs: u64,
+    /// Serve the whole surface (both bindings, SSE, the card, the JWKS) under this path
+    /// prefix, e.g. `/a2a`; the card's URLs include it.
+    #[arg(long, env = "A2A_BASE_PATH", default_value = "", value_parser = a2a_http::base_path)]
+    pub base_path: String,
     /// Seconds a client has to send a request's line and headers; a connection that stays
     /// silent or half-sent longer is closed.
     #[arg(long, env = "A2A_HEADER_TIMEOUT_SECS", default_value_t = 10)]
@@ -505,9 +513,10 @@ pub async fn serve(
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let base = format!("http://{addr}");
+    let base = format!("http://{addr}{}", options.base_path);
     let http_options = HttpOptions {
         cors_origins: options.cors_origins.clone().unwrap_or_default(),
+        base_path: options.base_path.clone(),
         ..HttpOptions::default()
     };
     let config = ServiceConfig {
@@ -528,6 +537,7 @@ pub async fn serve(
         retention: Duration::from_secs(options.retention_days.max(1) * 24 * 3600),
         message_id_reuse: options.message_id_reuse,
         max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
+        long_poll_max_wait: Duration::from_secs(options.long_poll_secs),
         background_inline: true,
         push_policy: PushPolicy {
             allowed_hosts: options.push_allow_hosts.clone(),

@@ -79,9 +79,13 @@ pub fn new_task(
         history: vec![Message::user_text(unique("msg"), "hello")],
         ..Default::default()
     };
+    // The head as the log writes it: its generation (A2A 1.1) is its version.
     let head = StoredTask {
         owner: owner.clone(),
-        task: task.clone(),
+        task: Task {
+            generation: 1,
+            ..task.clone()
+        },
         version: 1,
         expires_at,
     };
@@ -113,6 +117,7 @@ async fn create<S: TaskStore + ?Sized>(store: &S, owner: &Owner) -> StoredTask {
 fn status_event(task: &Task, state: TaskState, at: Timestamp) -> TaskEvent {
     TaskEvent::Status {
         update: TaskStatusUpdateEvent {
+            generation: 0,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: TaskStatus {
@@ -156,6 +161,7 @@ fn advance(head: &StoredTask, changes: Vec<TaskEvent>) -> (StoredTask, Vec<Logge
             event,
         });
     }
+    next.task.generation = next.version as i64;
     (next, logged)
 }
 

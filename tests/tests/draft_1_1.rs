@@ -1,0 +1,375 @@
+//! The A2A 1.1 draft (spec branch `dev-1.1`), for clients that say `A2A-Version: 1.1`, on
+//! both bindings: task generations (the log's sequence numbers, the same in GetTask, ListTasks,
+//! stream events and SSE ids), long-polling GetTask (`currentGeneration`), `ifGenerationMatch`
+//! (TaskGenerationMismatchError, -32010 / 409); a 1.0 client sees none of it. And, in every
+//! generation, push config secrets are never read back.
+
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
+use a2a_e2e::*;
+use reqwest::header::CONTENT_TYPE;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+both_bindings!(
+    generations_are_log_positions_for_1_1_clients_only,
+    streams_carry_the_generation_of_each_event,
+    long_poll_answers_once_the_generation_passes,
+    long_poll_answers_at_once_when_passed_or_terminal,
+    if_generation_match_refuses_a_stale_follow_up,
+    push_config_secrets_are_not_read_back,
+);
+
+/// An operation called with `A2A-Version: version`: JSON-RPC method `op`, or its REST route.
+async fn call(
+    server: &Client,
+    b: Binding,
+    version: &str,
+    op: &str,
+    params: Value,
+) -> Result<Value, ApiError> {
+    match b {
+        Binding::JsonRpc => {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": op, "params": params});
+            let raw = server
+                .send_raw(
+                    server
+                        .http()
+                        .post(server.jsonrpc_url())
+                        .header("A2A-Version", version)
+                        .header(CONTENT_TYPE, "application/json")
+                        .body(body.to_string()),
+                )
+                .await;
+            assert_eq!(raw.status, 200, "{op}: {}", raw.body);
+            match raw.body.get("error") {
+                Some(error) => Err(ApiError::from_rpc_error(error)),
+                None => Ok(raw.body["result"].clone()),
+            }
+        }
+        Binding::Rest => {
+            let (method, path, body) = rest_route(op, &params);
+            let mut builder = server
+                .http()
+                .request(method, server.url(&path))
+                .header("A2A-Version", version);
+            if let Some(body) = body {
+                builder = builder
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.to_string());
+            }
+            let raw = server.send_raw(builder).await;
+            if (200..300).contains(&raw.status) {
+                Ok(raw.body)
+            } else {
+                Err(ApiError::from_rest(raw.status, &raw.body))
+            }
+        }
+    }
+}
+
+/// The REST form of the operations these tests call.
+fn rest_route(op: &str, params: &Value) -> (Method, String, Option<Value>) {
+    let id = params["id"].as_str().unwrap_or_default();
+    let task = params["taskId"].as_str().unwrap_or_default();
+    match op {
+        "SendMessage" => (Method::POST, "/message:send".into(), Some(params.clone())),
+        "GetTask" => {
+            let mut query = params.clone();
+            query.as_object_mut().unwrap().remove("id");
+            (
+                Method::GET,
+                format!("/tasks/{id}{}", query_string(&query)),
+                None,
+            )
+        }
+        "ListTasks" => (Method::GET, format!("/tasks{}", query_string(params)), None),
+        "CreateTaskPushNotificationConfig" => (
+            Method::POST,
+            format!("/tasks/{task}/pushNotificationConfigs"),
+            Some(params.clone()),
+        ),
+        "GetTaskPushNotificationConfig" => (
+            Method::GET,
+            format!("/tasks/{task}/pushNotificationConfigs/{id}"),
+            None,
+        ),
+        "ListTaskPushNotificationConfigs" => (
+            Method::GET,
+            format!("/tasks/{task}/pushNotificationConfigs"),
+            None,
+        ),
+        other => panic!("no REST route for {other} in this test"),
+    }
+}
+
+/// A 1.1 `generation` as a number (ProtoJSON writes int64 as a string).
+#[track_caller]
+fn generation(object: &Value) -> i64 {
+    object["generation"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a generation (int64 as a string): {object}"))
+        .parse()
+        .unwrap()
+}
+
+/// A task parked in INPUT_REQUIRED (the reference agent's `hold`), as a 1.1 client sees it.
+async fn held(server: &Client, b: Binding) -> Value {
+    let sent = call(server, b, "1.1", "SendMessage", send_request("hold")).await;
+    let task = task_of(&ok(sent)).clone();
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    task
+}
+
+async fn generations_are_log_positions_for_1_1_clients_only(b: Binding) {
+    let server = Server::start().await;
+    let task = held(&server, b).await;
+    let id = id_of(&task);
+    // Created (1), then the agent's INPUT_REQUIRED status (2).
+    assert_eq!(generation(&task), 2, "{task}");
+    let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
+    assert_eq!(generation(&got), 2, "{got}");
+    let listed = ok(call(&server, b, "1.1", "ListTasks", json!({})).await);
+    let in_list = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(generation(in_list), 2, "{listed}");
+
+    // A 1.0 client: the same task, without a generation anywhere.
+    let got = ok(call(&server, b, "1.0", "GetTask", json!({"id": id})).await);
+    assert!(got.get("generation").is_none(), "{got}");
+    let listed = ok(call(&server, b, "1.0", "ListTasks", json!({})).await);
+    assert!(!listed.to_string().contains("generation"), "{listed}");
+    let sent = ok(call(&server, b, "1.0", "SendMessage", send_request("hello")).await);
+    assert!(!sent.to_string().contains("generation"), "{sent}");
+}
+
+async fn streams_carry_the_generation_of_each_event(b: Binding) {
+    let server = Server::start().await;
+    for version in ["1.1", "1.0"] {
+        let request = send_request("slow 3 20");
+        let builder = match b {
+            Binding::JsonRpc => server
+                .http()
+                .post(server.jsonrpc_url())
+                .header(CONTENT_TYPE, "application/json")
+                .body(json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": request}).to_string()),
+            Binding::Rest => server
+                .http()
+                .post(server.url("/message:stream"))
+                .header(CONTENT_TYPE, "application/json")
+                .body(request.to_string()),
+        }
+        .header("A2A-Version", version);
+        let mut stream = open_sse(b, builder).await.expect("a stream");
+        let events = stream.collect_to_end(EVENT_TIMEOUT).await;
+        assert!(
+            events.len() >= 5,
+            "task, working, 3 chunks, completed: {events:?}"
+        );
+        let mut last = 0;
+        for event in &events {
+            let payload = event.payload();
+            let (kind, body) = payload.as_object().unwrap().iter().next().unwrap();
+            if version == "1.0" {
+                assert!(body.get("generation").is_none(), "{payload}");
+                continue;
+            }
+            // The SSE id is the event's position in the log, and so its generation.
+            assert_eq!(generation(body), event.seq() as i64, "{kind}: {payload}");
+            assert!(generation(body) > last, "generations increase: {events:?}");
+            last = generation(body);
+        }
+    }
+}
+
+async fn long_poll_answers_once_the_generation_passes(b: Binding) {
+    let server = Server::start().await;
+    let task = held(&server, b).await;
+    let id = id_of(&task);
+    let current = generation(&task);
+    let poll = {
+        let server: Client = (*server).clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            call(
+                &server,
+                b,
+                "1.1",
+                "GetTask",
+                json!({"id": id, "currentGeneration": current.to_string()}),
+            )
+            .await
+        })
+    };
+    // The follow-up moves the task on; the held GetTask answers with a later generation.
+    let follow = ok(call(&server, b, "1.1", "SendMessage", follow_up(&id, "done")).await);
+    assert_eq!(state(task_of(&follow)), "TASK_STATE_COMPLETED", "{follow}");
+    let polled = ok(poll.await.unwrap());
+    assert!(generation(&polled) > current, "{polled}");
+    assert_eq!(polled["id"], id.as_str());
+}
+
+async fn long_poll_answers_at_once_when_passed_or_terminal(b: Binding) {
+    // A short bound: a poll on a task that does not change answers at it, as it stands.
+    let server = Server::start_with_env(&[("A2A_LONG_POLL_SECS", "1")]).await;
+    let task = held(&server, b).await;
+    let id = id_of(&task);
+    let current = generation(&task);
+    let started = std::time::Instant::now();
+    let polled = ok(call(
+        &server,
+        b,
+        "1.1",
+        "GetTask",
+        json!({"id": id, "currentGeneration": current}),
+    )
+    .await);
+    assert_eq!(generation(&polled), current, "{polled}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "held until the bound"
+    );
+    // A generation already passed: the task as it stands.
+    let polled = ok(call(
+        &server,
+        b,
+        "1.1",
+        "GetTask",
+        json!({"id": id, "currentGeneration": current - 1}),
+    )
+    .await);
+    assert_eq!(generation(&polled), current, "{polled}");
+    // A terminal task never changes again: no waiting for it.
+    let done = task_of(&ok(call(
+        &server,
+        b,
+        "1.1",
+        "SendMessage",
+        send_request("hello"),
+    )
+    .await))
+    .clone();
+    let polled = ok(call(
+        &server,
+        b,
+        "1.1",
+        "GetTask",
+        json!({"id": id_of(&done), "currentGeneration": generation(&done) + 5}),
+    )
+    .await);
+    assert_eq!(state(&polled), "TASK_STATE_COMPLETED");
+    // A malformed generation is the client's error.
+    let bad = err(call(
+        &server,
+        b,
+        "1.1",
+        "GetTask",
+        json!({"id": id, "currentGeneration": "soon"}),
+    )
+    .await);
+    bad.assert_is(-32602, 400, "INVALID_PARAMS");
+}
+
+async fn if_generation_match_refuses_a_stale_follow_up(b: Binding) {
+    let server = Server::start().await;
+    let task = held(&server, b).await;
+    let id = id_of(&task);
+    let current = generation(&task);
+    let mut stale = follow_up(&id, "late");
+    stale["configuration"] = json!({"ifGenerationMatch": (current - 1).to_string()});
+    let refused = err(call(&server, b, "1.1", "SendMessage", stale.clone()).await);
+    refused.assert_is(-32010, 409, "TASK_GENERATION_MISMATCH");
+    let info = refused.error_info().unwrap();
+    assert_eq!(info["metadata"]["taskId"], id.as_str(), "{info}");
+    assert_eq!(
+        info["metadata"]["expectedGeneration"],
+        (current - 1).to_string()
+    );
+    assert_eq!(info["metadata"]["currentGeneration"], current.to_string());
+    // Nothing changed.
+    let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
+    assert_eq!(generation(&got), current, "{got}");
+    assert_eq!(state(&got), "TASK_STATE_INPUT_REQUIRED");
+
+    // A 1.0 client's configuration has no such field: the same stale value is not looked at.
+    // (Sent on a task of its own, so the 1.1 checks below find this one as it was.)
+    let other = held(&server, b).await;
+    let mut from_1_0 = follow_up(&id_of(&other), "late");
+    from_1_0["configuration"] = json!({"ifGenerationMatch": "1"});
+    let answered = ok(call(&server, b, "1.0", "SendMessage", from_1_0).await);
+    assert_eq!(
+        state(task_of(&answered)),
+        "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+
+    // The current generation: accepted.
+    let mut fresh = follow_up(&id, "now");
+    fresh["configuration"] = json!({"ifGenerationMatch": current});
+    let answered = ok(call(&server, b, "1.1", "SendMessage", fresh).await);
+    let answered = task_of(&answered);
+    assert_eq!(state(answered), "TASK_STATE_COMPLETED", "{answered}");
+    assert!(generation(answered) > current);
+    // A new task ignores it.
+    let new = send_request_with("hello", json!({"ifGenerationMatch": "42"}));
+    let answered = ok(call(&server, b, "1.1", "SendMessage", new).await);
+    assert_eq!(
+        state(task_of(&answered)),
+        "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+}
+
+async fn push_config_secrets_are_not_read_back(b: Binding) {
+    let server = Server::start().await;
+    let task = held(&server, b).await;
+    let id = id_of(&task);
+    for version in ["1.0", "1.1"] {
+        let config = json!({
+            "taskId": id,
+            "url": "http://127.0.0.1:9/hook",
+            "token": "tok-secret",
+            "authentication": {"scheme": "Bearer", "credentials": "cred-secret"},
+        });
+        let created = ok(call(
+            &server,
+            b,
+            version,
+            "CreateTaskPushNotificationConfig",
+            config,
+        )
+        .await);
+        let config_id = created["id"].as_str().unwrap().to_owned();
+        let got = ok(call(
+            &server,
+            b,
+            version,
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": config_id}),
+        )
+        .await);
+        assert_eq!(got["url"], "http://127.0.0.1:9/hook", "{got}");
+        assert_eq!(got["authentication"]["scheme"], "Bearer", "{got}");
+        let listed = ok(call(
+            &server,
+            b,
+            version,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": id}),
+        )
+        .await);
+        for answer in [&got, &listed] {
+            let text = answer.to_string();
+            assert!(
+                !text.contains("tok-secret") && !text.contains("cred-secret"),
+                "{version}: {text}"
+            );
+            assert!(!text.contains("x-a2a-lambda"), "{text}");
+        }
+    }
+}
