@@ -35,6 +35,7 @@ use crate::ports::{
 };
 use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
 use crate::request::AgentError;
+use crate::task_log::AppendError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
 const PUSHED_POLL_FACTOR: u64 = 10;
@@ -353,6 +354,20 @@ impl Emitter {
         )
         .await
         {
+            // Our task ended while the message was on its way (canceled): the cancel could not
+            // know the remote's task yet, so it is canceled here.
+            if matches!(err, AppendError::Terminal(_))
+                && !task.id.is_empty()
+                && !task.status.state.is_terminal()
+            {
+                if let Err(err) = env
+                    .remote
+                    .cancel_task(&remote, run.traceparent.as_deref())
+                    .await
+                {
+                    tracing::warn!(task_id = %self.task_id(), remote = %remote.task_id, error = %err, "could not cancel the remote task");
+                }
+            }
             return Err(err.into());
         }
         if stopped_anew(&task, &remote) {
