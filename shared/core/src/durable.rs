@@ -642,11 +642,12 @@ fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
 }
 
 /// A failed save of the record: a conflict means another run of this execution went on.
+/// A record that changed under this run (another run of the execution went on, or a push or a
+/// deadline ended its wait and queued the resumption) stops this run quietly: whoever wrote it
+/// carries the task on, and ending the task FAILED here would end their work too.
 fn save_failure(err: StoreError) -> AgentError {
     match err {
-        StoreError::Conflict => AgentError::Failed(
-            "Another run of this task's execution went on meanwhile; this one stops.".into(),
-        ),
+        StoreError::Conflict => AgentError::Parked,
         err => store_failure(err),
     }
 }
