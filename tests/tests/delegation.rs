@@ -87,7 +87,15 @@ async fn streamed_chunks_arrive_while_the_remote_still_works() {
     let mut text = String::new();
     let mut remote_state_at_first_chunk = None;
     let mut last_state = None;
-    while let Some(event) = stream.next_event().await {
+    // Each chunk crosses two servers and a push on the emulator, which a loaded test run can
+    // hold up past the usual wait for one event.
+    let per_event = if on_dynamodb() { WITHIN } else { EVENT_TIMEOUT };
+    loop {
+        let event = match stream.next_within(per_event).await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(err) => panic!("waiting for an SSE event: {err:?}"),
+        };
         let payload = event.payload();
         if let Some(update) = payload.get("artifactUpdate") {
             let chunk = artifact_text(&update["artifact"]);
@@ -416,7 +424,15 @@ async fn the_python_sdk_server_as_the_other_agent() {
         .expect("stream");
     let mut text = String::new();
     let mut last_state = None;
-    while let Some(event) = stream.next_event().await {
+    // Each chunk crosses two servers and a push on the emulator, which a loaded test run can
+    // hold up past the usual wait for one event.
+    let per_event = if on_dynamodb() { WITHIN } else { EVENT_TIMEOUT };
+    loop {
+        let event = match stream.next_within(per_event).await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(err) => panic!("waiting for an SSE event: {err:?}"),
+        };
         let payload = event.payload();
         if let Some(update) = payload.get("artifactUpdate") {
             if update["append"].as_bool() != Some(true) {
