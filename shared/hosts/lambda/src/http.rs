@@ -151,10 +151,16 @@ impl HttpFunction {
         matches!(self, Self::Channel | Self::Front)
     }
 
-    /// What the function does with the push signing keys: the functions serving the card
-    /// publish them (read-only), the others do not read them.
+    /// What the function does with the push signing keys: the functions serving a card (the
+    /// public one, or the extended one over JSON-RPC) publish and sign with them (read-only),
+    /// the others do not read them.
     pub fn key_use(self) -> KeyUse {
-        if self.surface().card {
+        let surface = self.surface();
+        if surface.card
+            || surface
+                .operations
+                .contains(&a2a_protocol::Operation::GetExtendedAgentCard)
+        {
             KeyUse::Publish
         } else {
             KeyUse::None

@@ -541,7 +541,8 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
-            "card" => "ApiKeysSecret,PushSigningKeysSecret",
+            // The rpc function signs the extended card it serves over JSON-RPC.
+            "card" | "rpc" => "ApiKeysSecret,PushSigningKeysSecret",
             // The front function serves the A2A-Lite channels too, when they are on.
             "front" => "ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret",
             // The chats' tokens are its credentials: it authenticates no A2A caller.
