@@ -100,7 +100,15 @@ async fn a_queued_job_in_flight_is_finished_after_a_restart() {
     let response = ok(server
         .send(
             Binding::JsonRpc,
-            send_request_with("job 2 2000", json!({"returnImmediately": true})),
+            // Long enough on the emulator that a loaded run still kills it mid-job.
+            send_request_with(
+                if on_dynamodb() {
+                    "job 2 6000"
+                } else {
+                    "job 2 2000"
+                },
+                json!({"returnImmediately": true}),
+            ),
         )
         .await);
     let id = id_of(task_of(&response));
@@ -132,7 +140,7 @@ async fn a_queued_job_in_flight_is_finished_after_a_restart() {
     let still = ok(server.get_task(Binding::Rest, &id, None).await);
     assert_eq!(state(&still), "TASK_STATE_WORKING", "{still}");
 
-    let done = server.await_terminal(&id, Duration::from_secs(30)).await;
+    let done = server.await_terminal(&id, Duration::from_secs(60)).await;
     assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
     let arts = artifacts(&done);
     assert_eq!(arts.len(), 1, "one report, not two: {done}");
