@@ -57,6 +57,27 @@ impl ConfigError {
     }
 }
 
+/// The duration `setting` holds as a whole number of seconds (`value`, as read), or `default`
+/// when it is not set.
+pub fn seconds_setting(
+    setting: &str,
+    value: Option<&str>,
+    default: std::time::Duration,
+) -> Result<std::time::Duration, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .map(std::time::Duration::from_secs)
+            .map_err(|_| {
+                ConfigError::invalid(
+                    setting,
+                    format!("must be a whole number of seconds, not {v:?}"),
+                )
+            }),
+    }
+}
+
 /// Hosts whose own errors are text (a `main` printing its reason) take a configuration error
 /// as its message.
 impl From<ConfigError> for String {

@@ -51,7 +51,7 @@ pub use config::{
     parse_switch, Generations, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
     ENV_PROTOCOL_EARLY,
 };
-pub use config_error::ConfigError;
+pub use config_error::{seconds_setting, ConfigError};
 pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;
 pub use emitter::Emitter;

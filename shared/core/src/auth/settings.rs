@@ -147,16 +147,8 @@ impl AuthSettings {
                 .transpose()
                 .map(Option::unwrap_or_default)
         }
-        let secs = |name: &str, default: Duration| -> Result<Duration, ConfigError> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v.parse::<u64>().map(Duration::from_secs).map_err(|_| {
-                    ConfigError::invalid(
-                        name,
-                        format!("must be a whole number of seconds, not {v:?}"),
-                    )
-                }),
-            }
+        let secs = |name: &str, default: Duration| {
+            crate::seconds_setting(name, get(name).as_deref(), default)
         };
         let list = |name: &str| -> Vec<String> {
             get(name)

@@ -36,15 +36,11 @@ impl RemoteSettings {
     pub(crate) fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, a2a_core::ConfigError> {
-        let poll = match get(ENV_REMOTE_POLL_SECS) {
-            None => 30,
-            Some(v) => v.parse::<u64>().map_err(|_| {
-                a2a_core::ConfigError::invalid(
-                    ENV_REMOTE_POLL_SECS,
-                    format!("must be a whole number of seconds, not {v:?}"),
-                )
-            })?,
-        };
+        let poll = a2a_core::seconds_setting(
+            ENV_REMOTE_POLL_SECS,
+            get(ENV_REMOTE_POLL_SECS).as_deref(),
+            Duration::from_secs(30),
+        )?;
         Ok(Self {
             allow_hosts: get(ENV_AGENT_ALLOW_HOSTS)
                 .map(|v| {
@@ -56,7 +52,7 @@ impl RemoteSettings {
                 .unwrap_or_default(),
             allow_http: get(ENV_AGENT_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
             credentials_secret_arn: get(ENV_AGENT_CREDENTIALS_SECRET_ARN),
-            poll: Duration::from_secs(poll.max(1)),
+            poll: poll.max(Duration::from_secs(1)),
         })
     }
 

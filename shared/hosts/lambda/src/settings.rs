@@ -158,19 +158,9 @@ impl Settings {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let secs = |name: &str, default: u64| -> Result<Duration, ConfigError> {
-            match get(name) {
-                None => Ok(Duration::from_secs(default)),
-                Some(v) => v
-                    .parse::<u64>()
-                    .map(|n| Duration::from_secs(n.max(1)))
-                    .map_err(|_| {
-                        ConfigError::invalid(
-                            name,
-                            format!("must be a whole number of seconds, not {v:?}"),
-                        )
-                    }),
-            }
+        let secs = |name: &str, default: u64| {
+            a2a_core::seconds_setting(name, get(name).as_deref(), Duration::from_secs(default))
+                .map(|d| d.max(Duration::from_secs(1)))
         };
         let switch = |name: &str| -> Result<bool, ConfigError> {
             get(name).map_or(Ok(true), |v| {
