@@ -140,9 +140,36 @@ impl A2aService {
         if let Err(err) = relay(&self.core.log, &owner, task_id, &relayed).await {
             tracing::warn!(task_id, error = ?err, "could not relay a remote push");
         }
-        let Some(task) = state_task.filter(|t| stopped_anew(t, &remote)) else {
+        let Some(mut task) = state_task.filter(|t| stopped_anew(t, &remote)) else {
             return Ok(true);
         };
+        if !matches!(update, StreamResponse::Task(_)) {
+            // A status update says the remote stopped, not what its artifacts ended as: its
+            // chunk pushes may come out of order (a push service delivers in parallel) or
+            // not at all. The remote's task as it stopped settles ours (changed artifacts
+            // replaced whole), and the resumed call gets all of it; pushes that come after
+            // the wait is over are dropped (above). Unreachable now: the pushes stand.
+            match self
+                .core
+                .durable
+                .remote
+                .get_task(&remote, record.traceparent.as_deref())
+                .await
+            {
+                Ok(full) if full.id == task.id && stopped_anew(&full, &remote) => {
+                    if let Err(err) =
+                        relay(&self.core.log, &owner, task_id, &RemoteUpdate::Task(&full)).await
+                    {
+                        tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
+                    }
+                    task = full;
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(task_id, error = %err, "could not read a remote task as it stopped");
+                }
+            }
+        }
         let value = serde_json::to_value(&task).unwrap_or(Value::Null);
         let token = token.to_owned();
         let accepts = move |record: &DurableExecution| {
