@@ -343,6 +343,50 @@ async fn a_remote_that_never_finishes_ends_ours_failed_at_the_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_out_of_order_leave_our_answer_whole() {
+    if !store_ready() {
+        return;
+    }
+    // A push service may deliver out of order (the kit's own does, on SQS): a chunk after a
+    // later one, the end before a chunk. The remote's task as it ended settles ours.
+    let other = HostileAgent::start(Hostility::OutOfOrderPushes).await;
+    let ours = delegating(60).await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} anything", other.base),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let task = ours.await_terminal(&id_of(task_of(&answer)), WITHIN).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(artifact_texts(&task), ["chunk-1 chunk-2 "], "{task}");
+    let asked: Vec<String> = other
+        .requests()
+        .iter()
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter_map(|call| call["method"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        asked.iter().any(|m| m == "GetTask"),
+        "the end was read back: {asked:?}"
+    );
+    // Every push was taken (the late chunk too, or it was told our task moved on), and the
+    // late chunk changed nothing.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while other.push_results().len() < 4 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let results = other.push_results();
+    assert_eq!(results[..3], [200, 200, 200], "{results:?}");
+    assert!(matches!(results[3], 200 | 410), "{results:?}");
+    let after = ok(ours.get_task(Binding::JsonRpc, &id_of(&task), None).await);
+    assert_eq!(artifact_texts(&after), ["chunk-1 chunk-2 "], "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_follows_the_call_to_the_other_agent() {
     if !store_ready() {
         return;
