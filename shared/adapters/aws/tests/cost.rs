@@ -660,28 +660,8 @@ async fn cost_per_operation() {
     };
     let task = bench.send("queued job", Some(queued.clone())).await;
     let sent = bench.row("SendMessage, queued (returnImmediately)").await;
-    let queue = bench
-        .env
-        .adapters()
-        .work
-        .queue()
-        .clone()
-        .with_meter(bench.meter.clone());
-    let received = queue
-        .receive(1, Duration::from_secs(2), None)
-        .await
-        .expect("receive");
-    let job: WorkJob = serde_json::from_str(&received[0].body).expect("a WorkJob");
+    let job = bench.work().await;
     assert_eq!(job.task_id, task.id);
-    let outcome = bench
-        .service
-        .run_work_job(&job, received[0].receive_count)
-        .await;
-    assert_eq!(outcome, a2a_core::JobOutcome::Done);
-    queue
-        .delete(&received[0].receipt_handle)
-        .await
-        .expect("delete");
     let worked = bench
         .row("worker: receive + run queued echo + delete")
         .await;
