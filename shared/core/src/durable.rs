@@ -35,6 +35,7 @@ use crate::ports::{
 };
 use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
 use crate::request::AgentError;
+use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
@@ -249,6 +250,27 @@ impl Emitter {
         // every update come twice).
         let kept_token = continued.as_ref().and_then(|r| r.push_token.clone());
         let token = kept_token.clone().unwrap_or_else(crate::new_id);
+        // A room cannot answer with a task id: its task is named here, after this task, so that
+        // the room's answers find this wait (`A2aService::relay_room`).
+        let room_task = match (&continued, RoomAddress::is_room(&call.agent)) {
+            (None, true) => match outbound_task_id(
+                &owner,
+                self.task_id(),
+                &format!("{}-{index}", run.trigger_seq),
+            ) {
+                Some(id) => Some(id),
+                None => {
+                    let value = failure_value(
+                        "Calling a room failed: this caller's name is too long to put in an \
+                         A2A-Lite task id",
+                    );
+                    run.push_step(index, name, value.clone());
+                    self.save(&mut run).await?;
+                    return decode(name, value);
+                }
+            },
+            _ => None,
+        };
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         let pending = RemoteTaskRef {
@@ -256,6 +278,7 @@ impl Emitter {
             task_id: continued
                 .as_ref()
                 .map(|r| r.task_id.clone())
+                .or(room_task)
                 .unwrap_or_default(),
             context_id: continued
                 .as_ref()

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_channels::{AgentsByAddress, RoomAgents};
 use a2a_core::{PushPolicy, RemoteAgents};
 use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 
@@ -78,7 +79,12 @@ impl RemoteSettings {
             credentials,
             ..RemoteAgentSettings::cloud()
         })?;
-        Ok(Arc::new(client))
+        // Rooms (`lite:<channel>:<room>`) are not wired on Lambda yet: a call to one is refused
+        // at once, saying so, instead of reaching the HTTP client as a URL it cannot read.
+        Ok(Arc::new(AgentsByAddress::new(
+            RoomAgents::default(),
+            Arc::new(client),
+        )))
     }
 }
 
