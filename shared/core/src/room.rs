@@ -97,24 +97,41 @@ impl OutboundTask {
                 .filter(|s| !s.is_empty())
         };
         Some(Self {
-            task_id: text(task)?,
+            task_id: task_of(task)?,
             owner: Owner(text(owner)?),
         })
     }
 }
 
 /// The A2A-Lite task id of the call that step `step` (digits and `-`: the execution and the
-/// step's index) of our task `task_id` makes to a room: `a2a.<step>.<task>.<owner>` (task and
-/// owner in base64url), so the room's answers lead back to the waiting task with nothing
-/// remembered. `None` when it would be longer than a marker
-/// may carry (an owner of more than about 60 bytes).
+/// step's index) of our task `task_id` makes to a room: `a2a.<step>.<task>.<owner>`, the owner
+/// in base64url and the task as `u` and its UUID's 16 bytes in base64url (`s` and the id's text
+/// in base64url if it is not a UUID), so the room's answers lead back to the waiting task with
+/// nothing remembered. `None` when it would be longer than a marker may carry (an owner of more
+/// than about 70 bytes).
 pub fn outbound_task_id(owner: &Owner, task_id: &str, step: &str) -> Option<String> {
+    let task = match uuid::Uuid::parse_str(task_id) {
+        Ok(id) if id.hyphenated().to_string() == task_id => {
+            format!("u{}", URL_SAFE_NO_PAD.encode(id.as_bytes()))
+        }
+        _ => format!("s{}", URL_SAFE_NO_PAD.encode(task_id)),
+    };
     let id = format!(
-        "{OUTBOUND_PREFIX}.{step}.{}.{}",
-        URL_SAFE_NO_PAD.encode(task_id),
+        "{OUTBOUND_PREFIX}.{step}.{task}.{}",
         URL_SAFE_NO_PAD.encode(owner.as_str())
     );
     (id.chars().count() <= MAX_LITE_TASK_ID_LEN).then_some(id)
+}
+
+/// Our task id as [`outbound_task_id`] wrote it.
+fn task_of(field: &str) -> Option<String> {
+    let bytes = |b64: &str| URL_SAFE_NO_PAD.decode(b64).ok();
+    let text = match field.split_at_checked(1)? {
+        ("u", b64) => uuid::Uuid::from_slice(&bytes(b64)?).ok()?.to_string(),
+        ("s", b64) => String::from_utf8(bytes(b64)?).ok()?,
+        _ => return None,
+    };
+    (!text.is_empty()).then_some(text)
 }
 
 /// What a room agent's message about task `lite_id` means for the call waiting on it, as the
@@ -258,6 +275,20 @@ mod tests {
         ] {
             assert_eq!(OutboundTask::parse(forged), None, "{forged}");
         }
+        // Ids that are not UUIDs (or not in their usual form) come back as they were.
+        for task in ["task-1", "5F1C0A7E-0000-4000-8000-000000000001"] {
+            let id = outbound_task_id(&owner, task, "1-0").expect("short enough");
+            assert_eq!(OutboundTask::parse(&id).expect("ours").task_id, task);
+        }
+        // An owner of 70 bytes (a JWT issuer and subject) still fits.
+        let jwt = Owner(format!(
+            "jwt:27:https://issuer.example.org/{}",
+            "s".repeat(36)
+        ));
+        assert_eq!(jwt.as_str().len(), 70);
+        let id =
+            outbound_task_id(&jwt, "5f1c0a7e-0000-4000-8000-000000000001", "12-3").expect("fits");
+        assert_eq!(OutboundTask::parse(&id).expect("ours").owner, jwt);
         let long = Owner("x".repeat(200));
         assert_eq!(outbound_task_id(&long, "t", "1-0"), None);
     }
