@@ -67,7 +67,9 @@ fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, AgentError
 /// A call to another A2A agent ([`Emitter::call_agent`]).
 #[derive(Debug, Clone)]
 pub struct AgentCall {
-    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it.
+    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it. Or a chat
+    /// room's address, `lite:<channel>:<room>`: the A2A-Lite agent there is given the task
+    /// (see `a2a_core::lite::RoomAddress`).
     pub agent: String,
     /// What to send (its ids are set by the call).
     pub message: Message,

@@ -122,4 +122,20 @@ mod tests {
             "{err}"
         );
     }
+
+    #[tokio::test]
+    async fn a_room_is_refused_clearly_on_lambda() {
+        let settings = RemoteSettings::from_lookup(|_| None).expect("defaults");
+        let agents = settings.client(None).expect("the client");
+        let message = a2a_protocol::Message::user_text("m1", "hello");
+        let err = agents
+            .send("lite:webhook:general", message, None, None)
+            .await
+            .expect_err("rooms are not reachable on Lambda");
+        assert!(
+            matches!(&err, a2a_core::RemoteError::Refused(why)
+                if why.contains("rooms are not reachable from this deployment")),
+            "{err}"
+        );
+    }
 }
