@@ -379,9 +379,11 @@ impl Emitter {
         )
         .await
         {
-            // Our task ended while the message was on its way (canceled): the cancel could not
-            // know the remote's task yet, so it is canceled here.
-            if matches!(err, AppendError::Terminal(_))
+            // Our task was canceled while the message was on its way: the cancel could not
+            // know the remote's task yet, so it is canceled here. Our task ended any other way
+            // only if the remote's own answer (a fast remote, a room) ended the wait and a
+            // resumed run finished it: the remote is done, and a cancel would only confuse it.
+            if matches!(&err, AppendError::Terminal(ours) if ours.status.state == TaskState::Canceled)
                 && !task.id.is_empty()
                 && !task.status.state.is_terminal()
             {

@@ -255,3 +255,23 @@ async fn a_room_of_a_channel_not_served_is_refused_clearly() {
     );
     assert_eq!(s.chat.count(), 0);
 }
+
+#[tokio::test]
+async fn a_task_another_deployment_gives_the_room_is_work_for_us() {
+    let s = setup();
+    // The id of another deployment's call (its task and owner are not in this store).
+    let theirs =
+        a2a_core::lite::outbound_task_id(&Owner::anonymous(""), "their-task", "1-0").unwrap();
+    let task = format!("[A2A:task id={theirs}]\nhello from another kit");
+    let handled = s
+        .bridge
+        .receive("webhook", said_in("general", "other-kit", "e1", &task))
+        .await
+        .unwrap();
+    assert!(matches!(handled, Handled::Started(_)), "{handled:?}");
+    let (_, ack) = s.chat.nth(1).await;
+    assert!(
+        ack.starts_with(&format!("[A2A:ack task={theirs}]")),
+        "{ack}"
+    );
+}

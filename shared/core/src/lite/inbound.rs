@@ -65,12 +65,19 @@ impl LiteBridge {
         };
         match &lite.kind {
             LiteKind::Discover => Ok(self.describe(channel, &message).await),
-            // Our own call's message (a chat that echoes the bridge's posts): never work for us.
-            LiteKind::Task { id, .. } if OutboundTask::parse(id).is_some() => {
-                Ok(Handled::Ignored("a task this deployment gave"))
-            }
             LiteKind::Task { id, skill, .. } => {
                 let (id, skill) = (id.clone(), skill.clone());
+                // Our own call's message (a chat that echoes the bridge's posts): never work
+                // for us. The same kind of id from another deployment is a task like any other.
+                if OutboundTask::parse(&id).is_some()
+                    && self
+                        .inner
+                        .service
+                        .gave_room_task(&room_address(channel, &message), &id)
+                        .await?
+                {
+                    return Ok(Handled::Ignored("a task this deployment gave"));
+                }
                 self.task(channel, &message, &lite, &id, skill.as_deref())
                     .await
             }
@@ -106,16 +113,8 @@ impl LiteBridge {
         let Some(update) = room_update(lite) else {
             return Ok(Handled::Ignored("a room's word that changes nothing"));
         };
-        let room = RoomAddress {
-            channel: channel.port.name().to_owned(),
-            room: message.room.clone(),
-        };
-        match self
-            .inner
-            .service
-            .relay_room(&room.to_string(), lite_id, &update)
-            .await
-        {
+        let room = room_address(channel, message);
+        match self.inner.service.relay_room(&room, lite_id, &update).await {
             Ok(true) => Ok(Handled::Relayed(lite_id.to_owned())),
             Ok(false) => Ok(Handled::Ignored("an answer no task of ours waits for here")),
             Err(err) if is_internal(&err) => Err(err),
@@ -369,6 +368,15 @@ impl LiteBridge {
         };
         Ok(self.refuse(channel, message, None, why).await)
     }
+}
+
+/// The address of the room `message` was said in, as calls to it name it.
+fn room_address(channel: &Channel, message: &ChatMessage) -> String {
+    RoomAddress {
+        channel: channel.port.name().to_owned(),
+        room: message.room.clone(),
+    }
+    .to_string()
 }
 
 /// What the agent is asked: the body, or the skill's name when the body is empty.

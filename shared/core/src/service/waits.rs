@@ -158,6 +158,32 @@ impl A2aService {
             .await
     }
 
+    /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
+    /// `room` (`lite:<channel>:<room>`): the task it names waits, or waited, for it there. A
+    /// chat that shows the bridge its own `[A2A:task]` is then not taken as work for us, while
+    /// the same kind of id from another deployment is.
+    pub async fn gave_room_task(&self, room: &str, lite_id: &str) -> Result<bool, A2AError> {
+        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
+            return Ok(false);
+        };
+        let Some(record) = self
+            .core
+            .store
+            .load_execution(&ours.owner, &ours.task_id)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(false);
+        };
+        let waiting = record.wait.iter().filter_map(|w| match &w.what {
+            WaitFor::RemoteTask { remote, .. } => Some(remote),
+            _ => None,
+        });
+        Ok(waiting
+            .chain(record.remotes.values())
+            .any(|r| r.agent == room && r.task_id == lite_id))
+    }
+
     /// Relays `update` of the remote task `remote` into the owner's task `task_id`, whose
     /// wait (with `token`) follows it; when it says the remote task stopped, ends the wait and
     /// queues the resumption.

@@ -1081,6 +1081,8 @@ async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
         "e9",
     )
     .await;
+    // Another deployment's call, with such an id: a task for us like any other.
+    receive("[A2A:task id=a2a.1-0.sdGhlaXJz.YW5vbnltb3Vz]\nwork", "e10").await;
     let config = plain
         .store
         .list_push_configs(&owner, &live)
