@@ -17,8 +17,8 @@
 //!   relayed into that task (`A2aService::relay_room`), if it waits for X in this very room.
 //! - Malformed markers get a plain reply saying why, and start nothing. Chat without a marker,
 //!   and the types a requester receives (`card`, `ack`, `status`, `result`), start nothing and
-//!   get no reply (nor does an answer to a task of ours): the bridge's own messages are of those kinds, so it can never answer itself
-//!   or another bridge in a loop.
+//!   get no reply (nor does an answer to a task of ours): the bridge's own messages are of
+//!   those kinds, so it can never answer itself or another bridge in a loop.
 //!
 //! Status and result messages need no process left running: each task of a room gets a push
 //! config whose URL is the bridge's own receiver (`events_url`, served by the channel's host)
