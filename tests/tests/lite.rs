@@ -676,3 +676,33 @@ async fn a_room_agents_question_failure_and_our_cancel_go_both_ways() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_agent_that_never_answers_is_canceled_at_the_timeout() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[
+        ("A2A_DELEGATE_TIMEOUT_SECS", "2"),
+        ("A2A_SWEEP_INTERVAL_SECS", "1"),
+        ("A2A_REMOTE_POLL_SECS", "1"),
+    ])
+    .await;
+    let ours = give(&room.server, "delegate lite:webhook:agents anyone there?").await;
+    let (x, _) = task_given(&mut room, "agents", &ours).await;
+    // Its polls read the room's task as it was given (nothing relayed, nothing stopped); at the
+    // call's timeout the room is told to cancel, and ours fails saying why.
+    let cancel = room.heard().await;
+    assert!(
+        matches!(&cancel.lite().kind, LiteKind::Cancel { task, .. } if *task == x),
+        "{}",
+        cancel.text
+    );
+    let task = room.server.await_terminal(&ours, EVENT_TIMEOUT).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    let why = message_text(&task["status"]["message"]);
+    assert!(
+        why.contains("lite:webhook:agents did not finish within 2 s"),
+        "{why}"
+    );
+}

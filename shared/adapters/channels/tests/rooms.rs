@@ -244,13 +244,20 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
 }
 
 #[tokio::test]
-async fn a_room_of_a_channel_not_served_is_refused_clearly() {
+async fn a_room_of_a_channel_not_served_or_no_room_is_refused_clearly() {
     let s = setup();
     let task = send(&s, "delegate lite:matrix:!room:example.org hello", false).await;
     assert_eq!(task.status.state, TaskState::Failed);
     let why = task.status.message.unwrap().parts[0].text.clone().unwrap();
     assert!(
         why.contains("rooms are not reachable from this deployment"),
+        "{why}"
+    );
+    let task = send(&s, "delegate lite:webhook hello", false).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let why = task.status.message.unwrap().parts[0].text.clone().unwrap();
+    assert!(
+        why.contains("lite:webhook is not a room's address: write lite:<channel>:<room>"),
         "{why}"
     );
     assert_eq!(s.chat.count(), 0);
