@@ -574,6 +574,9 @@ async fn delegate_gives_a_room_agent_a_task_and_makes_its_result_ours() {
     let ours = give(&room.server, "delegate lite:webhook:agents do the thing").await;
     let (x, body) = task_given(&mut room, "agents", &ours).await;
     assert_eq!(body, "do the thing");
+    // A chat that shows the bridge its own post: not a task for us (nothing is acked, below).
+    let echo = format!("[A2A:task id={x}]\n{body}");
+    assert_eq!(room.say_in("agents", "a2a-bot", &echo).await, 200);
 
     // The room agent acknowledges and works: its progress is ours as soon as it is said.
     assert_eq!(
