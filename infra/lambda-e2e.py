@@ -13,7 +13,9 @@ subscribe with Last-Event-ID; cancel; a push delivered by the push function to a
 `/jsonrpc/`; a job whose worker process dies mid-run ending terminal after SQS redelivers it to
 a fresh worker (`infra/lambda-local.sh restart-watch` replaces the dead process); the signed card;
 the A2A 1.1 draft (long-polling GetTask on both bindings, ifGenerationMatch); push config secrets
-not read back.
+not read back; a delegated task waiting for a slow remote agent (an a2a-local on 127.0.0.1) with
+no function running, its worker killed mid-wait, and the invocations and billed milliseconds of
+every function meanwhile (A2A_E2E_DELEGATE_SECS, 60 by default).
 """
 import http.client
 import http.server
@@ -399,6 +401,178 @@ def worker_dies():
           f"({retries} retried while the dead worker's lease ran out); COMPLETED {took:.0f} s after the kill")
 
 
+INVOKERS = ("router.log", "poller-work.log", "poller-push.log", "poller-stream.log")
+
+
+def log_offsets():
+    """Where each invoker's log ends now (the router, the SQS pollers, the stream poller)."""
+    return {name: os.path.getsize(os.path.join(STATE, name)) for name in INVOKERS}
+
+
+def log_since(name, offsets):
+    with open(os.path.join(STATE, name), errors="replace") as f:
+        f.seek(offsets[name])
+        return re.sub(r"\x1b\[[0-9;]*m", "", f.read())  # tracing's colours
+
+
+def invocations(offsets, task=None):
+    """{function: [invocations, billed ms]} of every invocation that ended since `offsets` (only
+    those for `task`, if given), as the invokers log them (`invocation ended function=…
+    billed_ms=… tasks=…`, a2a_lambda_tools::Invocation: from the event handed over to the
+    answer's last byte, rounded up to the millisecond)."""
+    seen = {}
+    for name in INVOKERS:
+        found = re.findall(r"invocation ended function=(\S+) billed_ms=(\d+) tasks=(\S+)", log_since(name, offsets))
+        for function, ms, tasks in found:
+            if task is not None and task not in tasks.split(","):
+                continue
+            count = seen.setdefault(function, [0, 0])
+            count[0] += 1
+            count[1] += int(ms)
+    return seen
+
+
+def workers_in_flight(offsets, task):
+    """Worker invocations for `task` handed their job since `offsets` that have not answered."""
+    text = log_since("poller-work.log", offsets)
+    handed = len(re.findall(rf"received function=worker message_id=\S+ task_id={re.escape(task)} ", text))
+    return handed - invocations(offsets, task).get("worker", [0])[0]
+
+
+def free_port():
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def remote_agent(tmp):
+    """A second agent on 127.0.0.1 for ours to call: a2a-local on its own embedded store (the
+    functions allow 127.0.0.1 and http for agents: a2a-lambda-setup's env file). Its pushes to
+    our relay route go through the router to the send function (the front one behind a Function
+    URL), as a remote agent's would reach the deployed stack."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("A2A_", "AWS_"))}
+    env["RUST_LOG"] = "warn"
+    log = open(os.path.join(STATE, "remote-agent.log"), "ab")
+    proc = subprocess.Popen([os.path.join(target_dir(), "debug", "a2a-local"), "--addr", f"127.0.0.1:{port}",
+                             "--data-dir", tmp], env=env, stdout=log, stderr=log, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/.well-known/agent-card.json", timeout=5).read()
+            return proc, url
+        except (urllib.error.URLError, ConnectionError):
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError(f"the remote agent did not start (see {log.name})")
+            time.sleep(0.2)
+
+
+def remote_tasks(url):
+    req = urllib.request.Request(url + "/tasks?pageSize=5", headers=HEADERS)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def delegation(seconds, kill):
+    """Our task delegates `slow 3 …` (`seconds` long) to a remote a2a-local and is queued
+    (returnImmediately): the worker sends to the remote and parks; the remote's pushes reach
+    our relay route (the send function behind API Gateway, the front one behind a Function URL)
+    and stream into our task; when the remote ends, a resume job runs the worker again and our
+    task completes with its answer. Followed through the invokers' logs, not by polling, so
+    that the window holds only the task's own invocations. With `kill`, the worker process is
+    killed as soon as the task parks and replaced (as Lambda replaces a lost environment).
+    Returns (seconds waited, {function: [invocations, billed ms]} from the send to the end)."""
+    import tempfile
+    chunks = 3
+    step_ms = seconds * 1000 // chunks
+    with tempfile.TemporaryDirectory() as tmp:
+        remote, remote_url = remote_agent(tmp)
+        try:
+            offsets = log_offsets()
+            work_offset = offsets["poller-work.log"]
+            t = call("POST", "/message:send", message(
+                f"delegate {remote_url} slow {chunks} {step_ms}", returnImmediately=True))["task"]
+            tid = t["id"]
+
+            def done_jobs():
+                return sum(1 for _, what in deliveries(tid, work_offset) if what == "done, deleted")
+
+            # Parked: the worker's invocation that sent to the remote has ended (its job done).
+            deadline = time.time() + 60
+            while done_jobs() < 1:
+                assert time.time() < deadline, f"the worker never parked: {deliveries(tid, work_offset)}"
+                time.sleep(0.2)
+            parked = time.monotonic()
+            assert [x["status"]["state"] for x in remote_tasks(remote_url)["tasks"]] == ["TASK_STATE_WORKING"]
+            if kill:
+                for pid in worker_pids():
+                    os.kill(pid, signal.SIGKILL)
+                deadline = time.time() + 10
+                while worker_pids() and time.time() < deadline:
+                    time.sleep(0.1)
+                assert not worker_pids(), "the worker did not die"
+                subprocess.run([os.path.join(ROOT, "infra", "lambda-local.sh"), "restart-watch"], check=True,
+                               stdout=subprocess.DEVNULL)
+            else:
+                # Mid-wait: the remote's first pushes (WORKING, a chunk) relayed by the send
+                # function while it still works, and no worker invocation running.
+                deadline = time.time() + seconds + 30
+                while invocations(offsets, tid).get(relay_function(), [0])[0] < 2:
+                    assert time.time() < deadline, invocations(offsets, tid)
+                    time.sleep(0.2)
+                assert workers_in_flight(offsets, tid) == 0, log_since("poller-work.log", offsets)[-2000:]
+                assert remote_tasks(remote_url)["tasks"][0]["status"]["state"] == "TASK_STATE_WORKING"
+            # The end: the resume job done (it answers a moment after the task ends).
+            deadline = time.time() + seconds + 120
+            while done_jobs() < 2:
+                assert time.time() < deadline, f"no resume: {deliveries(tid, work_offset)}"
+                time.sleep(0.2)
+            waited = time.monotonic() - parked
+            counts = invocations(offsets, tid)
+        finally:
+            remote.terminate()
+            remote.wait(10)
+    task = call("GET", f"/tasks/{tid}")
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    texts = ["".join(p.get("text", "") for p in a["parts"]) for a in task.get("artifacts", [])]
+    assert texts == ["".join(f"chunk-{i} " for i in range(1, chunks + 1))], texts
+    # Two worker invocations for the task: the one that sent and parked, and the resume.
+    runs = [n for n, what in deliveries(tid, work_offset) if what == "received"]
+    assert runs == [1, 1], deliveries(tid, work_offset)
+    return waited, counts
+
+
+def relay_function():
+    return "front" if front_door() == "FunctionUrl" else "send"
+
+
+def delegate_waits():
+    """A delegated task waits for a slow agent with no function running (issue 28's wait for
+    free): while the remote works A2A_E2E_DELEGATE_SECS (60 by default), the only invocations
+    are the relay route's, one per push the remote sends, and the worker runs twice (the send
+    and the resume). Prints every function's invocations and billed milliseconds."""
+    seconds = int(os.environ.get("A2A_E2E_DELEGATE_SECS", "60"))
+    waited, counts = delegation(seconds, kill=False)
+    assert counts.get("worker", [0])[0] == 2, counts
+    relayed = counts.get(relay_function(), [0])[0]
+    # The remote's pushes: WORKING, three chunks, COMPLETED.
+    assert 4 <= relayed <= 6, counts
+    # The task has no push config: the fan-out and push functions have nothing of it.
+    mine = counts
+    billed = sum(ms for _, ms in mine.values())
+    detail = ", ".join(f"{f} {n} ({ms} ms)" for f, (n, ms) in sorted(mine.items()))
+    print(f"     waited {waited:.0f} s for the remote; invocations from the send to the end: {detail}; "
+          f"{billed} ms billed in all (debug build under cargo lambda watch)")
+
+
+def delegate_worker_dies():
+    """The worker process is gone while a delegated task waits: the remote's answer still
+    completes the task, through a fresh worker."""
+    waited, _ = delegation(20, kill=True)
+    print(f"     the worker was killed as the task parked and replaced; COMPLETED {waited:.0f} s later")
+
+
 def signed_card():
     """The card function signs the card with the keys it reads (it never creates one)."""
     c = call("GET", "/.well-known/agent-card.json")
@@ -500,6 +674,8 @@ CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
           ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),
+          ("a delegated task waits for free", delegate_waits),
+          ("the worker dies while a delegated task waits", delegate_worker_dies),
           ("worker dies mid-run", worker_dies)]
 
 

@@ -58,6 +58,12 @@ pub enum Hostility {
     /// A task that never finishes: SendMessage and GetTask answer it WORKING forever, and no
     /// push ever comes; CancelTask cancels it.
     NeverFinishes,
+    /// Pushes out of order: SendMessage answers task `t1` WORKING, then the agent pushes (to
+    /// the push config the send carried) its second chunk, its first (which starts the
+    /// artifact afresh), its end as a status update without artifacts, and a late third chunk;
+    /// GetTask answers the task as it ended, with both chunks. [`HostileAgent::push_results`]
+    /// has the HTTP status of each push.
+    OutOfOrderPushes,
 }
 
 /// A request the agent got.
@@ -74,6 +80,7 @@ pub struct HostileAgent {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    pushes: Arc<Mutex<Vec<u16>>>,
     server: JoinHandle<()>,
 }
 
@@ -81,6 +88,7 @@ struct Shared {
     base: String,
     hostility: Hostility,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    pushes: Arc<Mutex<Vec<u16>>>,
 }
 
 impl HostileAgent {
@@ -91,10 +99,12 @@ impl HostileAgent {
             .expect("bind 127.0.0.1:0");
         let base = format!("http://{}", listener.local_addr().expect("local address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let pushes = Arc::new(Mutex::new(Vec::new()));
         let shared = Arc::new(Shared {
             base: base.clone(),
             hostility,
             requests: requests.clone(),
+            pushes: pushes.clone(),
         });
         let app = Router::new().fallback(handle).with_state(shared);
         let server = tokio::spawn(async move {
@@ -103,8 +113,17 @@ impl HostileAgent {
         HostileAgent {
             base,
             requests,
+            pushes,
             server,
         }
+    }
+
+    /// The HTTP status of each push the agent made so far (0: no answer), in order.
+    pub fn push_results(&self) -> Vec<u16> {
+        self.pushes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Every request so far.
@@ -245,7 +264,20 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         |result: Value| json_response(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     let evil = matches!(shared.hostility, Hostility::Escapes);
     let stuck = matches!(shared.hostility, Hostility::NeverFinishes);
+    let scrambled = matches!(shared.hostility, Hostility::OutOfOrderPushes);
     match method {
+        "SendMessage" if scrambled => {
+            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
+            let url = config["url"].as_str().unwrap_or_default().to_owned();
+            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            tokio::spawn(push_out_of_order(url, token, shared.pushes.clone()));
+            result(json!({"task": {"id": "t1", "contextId": "c1",
+                "status": {"state": "TASK_STATE_WORKING"}}}))
+        }
+        "GetTask" if scrambled => result(json!({"id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "answer",
+                "parts": [{"text": "chunk-1 "}, {"text": "chunk-2 "}]}]})),
         "SendMessage" if stuck => {
             result(json!({"task": task("t1", "TASK_STATE_WORKING", "working")}))
         }
@@ -266,6 +298,38 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         }
         _ => json_response(&json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": "no such method"}})),
+    }
+}
+
+/// The pushes of [`Hostility::OutOfOrderPushes`], one after the other's answer.
+async fn push_out_of_order(url: String, token: String, results: Arc<Mutex<Vec<u16>>>) {
+    let chunk = |text: &str, append: bool| {
+        json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1", "append": append,
+            "artifact": {"artifactId": "answer", "parts": [{"text": text}]}}})
+    };
+    let pushes = [
+        chunk("chunk-2 ", true),
+        chunk("chunk-1 ", false),
+        json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        chunk("chunk-3 ", true),
+    ];
+    // It works a moment before its first push: the call that sent to it has parked by then.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let http = reqwest::Client::new();
+    for push in pushes {
+        let status = http
+            .post(&url)
+            .header("X-A2A-Notification-Token", &token)
+            .json(&push)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_or(0, |r| r.status().as_u16());
+        results
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(status);
     }
 }
 

@@ -116,6 +116,37 @@ impl RouteTable {
     }
 }
 
+/// One invocation of a function, from the moment it is handed its event (or request) until its
+/// answer is complete (for a streamed response, its last byte): on drop it logs the function,
+/// the milliseconds Lambda would bill, rounded up as Lambda rounds them, and the tasks the
+/// invocation was for where the invoker knows them (`invocation ended function=… billed_ms=…
+/// tasks=…`). `infra/lambda-e2e.py` adds these up to show what a durable wait costs: the
+/// router, the SQS pollers and the stream poller each log one per invocation they make.
+#[derive(Debug)]
+pub struct Invocation {
+    function: String,
+    tasks: String,
+    started: std::time::Instant,
+}
+
+impl Invocation {
+    /// Starts timing an invocation of `function` for `tasks` (comma-separated ids, or `-`).
+    pub fn start(function: &str, tasks: &str) -> Self {
+        Self {
+            function: function.to_owned(),
+            tasks: tasks.to_owned(),
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for Invocation {
+    fn drop(&mut self) {
+        let billed_ms = self.started.elapsed().as_micros().div_ceil(1000);
+        tracing::info!(function = %self.function, billed_ms, tasks = %self.tasks, "invocation ended");
+    }
+}
+
 /// The URLs of the work and push dead-letter queues of `resources`, which the template passes to
 /// the queue functions (`A2A_WORK_DLQ_URL`, `A2A_PUSH_DLQ_URL`): they never look them up.
 pub async fn dead_letter_queue_urls(

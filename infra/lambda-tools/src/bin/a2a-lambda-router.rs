@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use a2a_lambda_tools::{FrontDoor, RouteTable};
+use a2a_lambda_tools::{FrontDoor, Invocation, RouteTable};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode};
@@ -88,6 +88,12 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(b) => b,
         Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
     };
+    // The task a relayed push is for (the relay route's first segment), for the log.
+    let task = path
+        .strip_prefix("/a2a-relay/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("-");
+    let invocation = Invocation::start(function, task);
     let mut upstream = app.http.request(parts.method, &url).body(body);
     for (name, value) in &parts.headers {
         if !skipped(name) {
@@ -114,7 +120,12 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
             out = out.header(name, value);
         }
     }
-    let stream = response.bytes_stream().map_err(std::io::Error::other);
+    // The invocation lasts until the function's answer is complete: the guard goes with the
+    // stream and logs when it is dropped, after the last byte (or the client left).
+    let stream = response.bytes_stream().map_err(move |err| {
+        let _ = &invocation;
+        std::io::Error::other(err)
+    });
     out.body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
 }

@@ -47,7 +47,7 @@ async fn main() -> Result<(), String> {
     let dlq_urls = a2a_lambda_tools::dead_letter_queue_urls(&clients, &resources).await?;
     let mut env = String::from(
         "# Written by infra/lambda-local.sh (a2a-lambda-setup): the environment of every function\n\
-         # under `cargo lambda watch`. Local only: the push allow-list and plain http webhooks\n\
+         # under `cargo lambda watch`. Local only: the push and agent allow-lists and plain http\n\
          # are never set by template.yaml.\n",
     );
     let vars = [
@@ -67,6 +67,10 @@ async fn main() -> Result<(), String> {
         ),
         ("A2A_PUSH_ALLOW_HOSTS", "127.0.0.1,localhost,::1".into()),
         ("A2A_PUSH_ALLOW_HTTP", "true".into()),
+        // The agents the functions call (`delegate`) on 127.0.0.1 too, over plain http: the
+        // Lambda suite's remote agent is an a2a-local there.
+        ("A2A_AGENT_ALLOW_HOSTS", "127.0.0.1,localhost".into()),
+        ("A2A_AGENT_ALLOW_HTTP", "true".into()),
         (
             "A2A_WORK_VISIBILITY_SECS",
             o.work_visibility_secs.to_string(),

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use a2a_aws::{AwsClients, ReceivedMessage, SqsQueue};
+use a2a_lambda_tools::Invocation;
 use clap::Parser;
 use serde_json::{json, Value};
 
@@ -116,6 +117,8 @@ async fn invoke(
     event: Value,
 ) {
     {
+        let tasks: Vec<String> = messages.iter().map(task_of).collect();
+        let invocation = Invocation::start(function, &tasks.join(","));
         let failed: Option<Vec<String>> = match http.post(url).json(&event).send().await {
             Ok(r) if r.status().is_success() => match r.json::<Value>().await {
                 Ok(v) => Some(
@@ -143,6 +146,8 @@ async fn invoke(
             }
         };
         // An invocation that failed as a whole leaves every message to come back later.
+        // The function has answered: what follows (deletes) is the event source's own work.
+        drop(invocation);
         let Some(failed) = failed else {
             for m in messages {
                 tracing::info!(

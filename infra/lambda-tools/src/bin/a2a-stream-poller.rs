@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use a2a_aws::fanout::{passes_filter, Checkpoints, StreamPoller};
+use a2a_lambda_tools::Invocation;
 use clap::Parser;
 use serde_json::{json, Value};
 
@@ -32,6 +33,7 @@ struct Options {
 async fn invoke(http: &reqwest::Client, url: &str, function: &str, records: Vec<Value>) -> bool {
     let count = records.len();
     let event = json!({ "Records": records });
+    let _invocation = Invocation::start(function, "-");
     match http.post(url).json(&event).send().await {
         Ok(r) if r.status().is_success() => match r.json::<Value>().await {
             Ok(v) => {

@@ -16,8 +16,9 @@ use std::time::Duration;
 use a2a_aws::fanout::{self, Checkpoints, StreamPoller};
 use a2a_aws::{Meter, Summary};
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    OperationRequest, OperationResponse, Placement, ServiceConfig, WorkJob,
+    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
+    OperationRequest, OperationResponse, Placement, RemoteAgents, RemoteError, RemoteSent,
+    ServiceConfig, WorkJob,
 };
 use a2a_protocol::{
     Artifact, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
@@ -45,7 +46,7 @@ impl Agent for CostAgent {
     }
 
     fn placement(&self, request: &AgentRequest) -> Placement {
-        if request.text().starts_with("queued") {
+        if request.text().starts_with("queued") || request.text() == "delegate" {
             Placement::Queued
         } else {
             Placement::Inline
@@ -54,6 +55,13 @@ impl Agent for CostAgent {
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
         let text = request.text().to_owned();
+        if text == "delegate" {
+            // Hands the work to another agent and waits for it without running (issue 28).
+            emitter.working(None).await?;
+            let call = AgentCall::text(OTHER_AGENT, "do the work", Duration::from_secs(600));
+            let theirs = emitter.call_agent("delegate", call).await?;
+            return emitter.status(theirs.status.state, None).await;
+        }
         if let Some(args) = text.strip_prefix("grow ") {
             // `grow KB N`: an artifact of KB kilobytes that does not compress, then N small
             // chunks of another, each written before the next: a long stream into a large task.
@@ -109,6 +117,84 @@ impl Agent for CostAgent {
     }
 }
 
+/// The agent `delegate` calls. The cost measured is ours (the store and the queues); the other
+/// agent stands behind the `RemoteAgents` port: its task works, then has two chunks and ends,
+/// and the test pushes those to the relay entry point as the relay route would.
+const OTHER_AGENT: &str = "https://other-agent.example";
+
+/// The other agent of `delegate`: keeps the push config our call sends it, and answers GetTask
+/// with its task as it ended.
+#[derive(Debug, Default)]
+struct OtherAgent {
+    push: std::sync::Mutex<Option<TaskPushNotificationConfig>>,
+}
+
+impl OtherAgent {
+    fn task(state: TaskState, chunks: &[&str]) -> Task {
+        Task {
+            id: "their-task".into(),
+            context_id: "their-context".into(),
+            status: a2a_protocol::TaskStatus {
+                state,
+                ..Default::default()
+            },
+            artifacts: if chunks.is_empty() {
+                Vec::new()
+            } else {
+                vec![Artifact {
+                    artifact_id: "answer".into(),
+                    parts: chunks.iter().map(|c| Part::text(*c)).collect(),
+                    ..Default::default()
+                }]
+            },
+            ..Default::default()
+        }
+    }
+}
+
+#[async_trait]
+impl RemoteAgents for OtherAgent {
+    async fn send(
+        &self,
+        _agent: &str,
+        _message: Message,
+        push: Option<TaskPushNotificationConfig>,
+        _traceparent: Option<&str>,
+    ) -> Result<RemoteSent, RemoteError> {
+        *self.push.lock().expect("lock") = push;
+        Ok(RemoteSent {
+            answer: SendMessageResponse::Task(Self::task(TaskState::Working, &[])),
+            pushes: true,
+        })
+    }
+
+    async fn get_task(
+        &self,
+        _remote: &a2a_core::RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<Task, RemoteError> {
+        Ok(Self::task(TaskState::Completed, &["chunk-1 ", "chunk-2 "]))
+    }
+
+    async fn cancel_task(
+        &self,
+        _remote: &a2a_core::RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<(), RemoteError> {
+        Ok(())
+    }
+
+    async fn verify_push(
+        &self,
+        _agent: &str,
+        _audience: &str,
+        _signature: &str,
+        _body: &[u8],
+    ) -> Result<(), RemoteError> {
+        Ok(())
+    }
+}
+
 struct Bench {
     env: Env,
     /// The service's store (the same head cache): for a follower's poll.
@@ -119,6 +205,7 @@ struct Bench {
     service: A2aService,
     ctx: CallContext,
     rows: Vec<(String, Summary)>,
+    other: Arc<OtherAgent>,
 }
 
 impl Bench {
@@ -127,9 +214,18 @@ impl Bench {
         let env = Env::new().await?;
         let meter = Meter::new();
         let adapters = env.adapters().with_meter(&meter);
+        let other = Arc::new(OtherAgent::default());
         let config = ServiceConfig {
             // As on Lambda: inline work that would outlive the response is queued instead.
             background_inline: false,
+            // The REST interface names the relay route's base.
+            interfaces: vec![a2a_protocol::AgentInterface {
+                url: "https://agent.example".into(),
+                protocol_binding: a2a_protocol::BINDING_HTTP_JSON.into(),
+                protocol_version: "1.0".into(),
+                tenant: String::new(),
+            }],
+            remote_agents: other.clone(),
             ..ServiceConfig::default()
         };
         let store = adapters.store.clone();
@@ -151,6 +247,7 @@ impl Bench {
             service,
             ctx: CallContext::anonymous(""),
             rows: Vec::new(),
+            other,
         })
     }
 
@@ -258,6 +355,53 @@ impl Bench {
             self.stream.commit(&batch).await.expect("commit");
         }
         passed
+    }
+
+    /// Plays the worker function: receives one job from the work queue, runs it, deletes it.
+    async fn work(&self) -> WorkJob {
+        let queue = self
+            .env
+            .adapters()
+            .work
+            .queue()
+            .clone()
+            .with_meter(self.meter.clone());
+        let received = queue
+            .receive(1, Duration::from_secs(2), None)
+            .await
+            .expect("receive");
+        let job: WorkJob = serde_json::from_str(&received[0].body).expect("a WorkJob");
+        let outcome = self
+            .service
+            .run_work_job(&job, received[0].receive_count)
+            .await;
+        assert_eq!(outcome, a2a_core::JobOutcome::Done, "{job:?}");
+        queue
+            .delete(&received[0].receipt_handle)
+            .await
+            .expect("delete");
+        job
+    }
+
+    /// Plays the relay route: the other agent pushes `update` to the URL our call gave it.
+    async fn pushed(&self, update: serde_json::Value) {
+        let config = self
+            .other
+            .push
+            .lock()
+            .expect("lock")
+            .clone()
+            .expect("the call sent a push config");
+        let mut segments = config.url.rsplit('/');
+        let owner = segments.next().expect("owner segment");
+        let task_id = segments.next().expect("task segment");
+        let body = serde_json::to_vec(&update).expect("json");
+        let live = self
+            .service
+            .relay_push(task_id, owner, &config.token, None, &body)
+            .await
+            .expect("relayed");
+        assert!(live, "the task still waits");
     }
 
     fn table(&self) -> String {
@@ -545,6 +689,59 @@ async fn cost_per_operation() {
     let queued_wru = sent.estimated_wru + worked.estimated_wru;
     assert!(queued_wru <= 6.0, "queued echo: {queued_wru} WRU");
 
+    // A delegated task: queued, the worker calls the other agent and parks; the other agent's
+    // pushes come to the relay route (two chunks, then its end, which reads its task once and
+    // queues the resume); the resume completes ours. Nothing runs, and nothing is billed, in
+    // between.
+    let delegated = bench.send("delegate", Some(queued.clone())).await;
+    let d_sent = bench.row("delegate: SendMessage (returnImmediately)").await;
+    let job = bench.work().await;
+    assert_eq!(job.task_id, delegated.id);
+    let d_parked = bench
+        .row("delegate: worker calls the other agent and parks")
+        .await;
+    let chunk = |text: &str, append: bool| {
+        serde_json::json!({"artifactUpdate": {"taskId": "their-task", "contextId": "their-context",
+            "artifact": {"artifactId": "answer", "parts": [{"text": text}]}, "append": append}})
+    };
+    bench.pushed(chunk("chunk-1 ", false)).await;
+    let d_chunk = bench.row("delegate: relay route, one pushed chunk").await;
+    bench.pushed(chunk("chunk-2 ", true)).await;
+    let d_chunk2 = bench.row("delegate: relay route, another chunk").await;
+    bench
+        .pushed(serde_json::json!({"statusUpdate": {"taskId": "their-task",
+            "contextId": "their-context", "status": {"state": "TASK_STATE_COMPLETED"}}}))
+        .await;
+    let d_ended = bench
+        .row("delegate: relay route, the other task ended → resume job")
+        .await;
+    let job = bench.work().await;
+    assert!(job.resume, "{job:?}");
+    let d_resumed = bench
+        .row("delegate: worker resumes and completes our task")
+        .await;
+    let owner = a2a_core::Owner::anonymous("");
+    let done = a2a_core::TaskLogStore::load_task(&bench.store, &owner, &delegated.id)
+        .await
+        .expect("load")
+        .expect("the task");
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    assert_eq!(done.task.artifacts.len(), 1, "{:?}", done.task.artifacts);
+    let delegation = [
+        &d_sent, &d_parked, &d_chunk, &d_chunk2, &d_ended, &d_resumed,
+    ];
+    let d_wru: f64 = delegation.iter().map(|s| s.estimated_wru).sum();
+    let d_rru: f64 = delegation.iter().map(|s| s.estimated_rru).sum();
+    let d_dynamodb: u32 = delegation.iter().map(|s| s.dynamodb_requests()).sum();
+    let d_sqs: u32 = delegation.iter().map(|s| s.sqs_requests()).sum();
+    // Each relayed chunk is one write, as if our agent had streamed it.
+    assert_eq!(d_chunk.dynamodb_writes(), 1, "{d_chunk}");
+    assert_eq!(d_chunk.sqs_requests(), 0, "{d_chunk}");
+    // Two work jobs (the start and the resume), each received and deleted, and the safety-net
+    // poll queued when it parks (delayed by ten polls: the remote pushes; it comes back after
+    // the task ended and finds nothing to do, two more requests not counted here).
+    assert_eq!(d_sqs, 7, "queue requests of a delegated task");
+
     // CancelTask of a queued task that has not run yet.
     let waiting = bench.send("queued later", Some(queued)).await;
     bench.meter.take();
@@ -567,7 +764,9 @@ async fn cost_per_operation() {
         table,
         "\nPer streamed event (15 − 5 chunks, /10): {per_event_writes:.1} write request, \
          {per_event_wru:.1} est. WRU\n\
-         Queued echo end to end (send + worker): {queued_wru:.1} est. WRU"
+         Queued echo end to end (send + worker): {queued_wru:.1} est. WRU\n\
+         A delegated task end to end (two relayed chunks): {d_dynamodb} DynamoDB requests, \
+         {d_sqs} SQS requests, {d_wru:.1} est. WRU, {d_rru:.1} est. RRU"
     );
     for (kb, per_append, poll) in &large {
         let _ = writeln!(

@@ -114,7 +114,8 @@ impl A2aService {
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
-        self.take_remote_update(&owner, task_id, &remote, token, &update)
+        let traceparent = record.traceparent.as_deref();
+        self.take_remote_update(&owner, task_id, &remote, token, &update, traceparent)
             .await
     }
 
@@ -154,8 +155,16 @@ impl A2aService {
         let Some((remote, token)) = waiting else {
             return Ok(false);
         };
-        self.take_remote_update(&ours.owner, &ours.task_id, &remote, &token, update)
-            .await
+        let traceparent = record.traceparent.as_deref();
+        self.take_remote_update(
+            &ours.owner,
+            &ours.task_id,
+            &remote,
+            &token,
+            update,
+            traceparent,
+        )
+        .await
     }
 
     /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
@@ -186,7 +195,7 @@ impl A2aService {
 
     /// Relays `update` of the remote task `remote` into the owner's task `task_id`, whose
     /// wait (with `token`) follows it; when it says the remote task stopped, ends the wait and
-    /// queues the resumption.
+    /// queues the resumption (`traceparent`: the execution's, for the remote's GetTask).
     async fn take_remote_update(
         &self,
         owner: &Owner,
@@ -194,6 +203,7 @@ impl A2aService {
         remote: &RemoteTaskRef,
         token: &str,
         update: &StreamResponse,
+        traceparent: Option<&str>,
     ) -> Result<bool, A2AError> {
         let (remote_task, state_task) = match update {
             StreamResponse::Task(task) => (task.id.clone(), Some(task.clone())),
@@ -223,9 +233,30 @@ impl A2aService {
         if let Err(err) = relay(&self.core.log, owner, task_id, &relayed).await {
             tracing::warn!(task_id, error = ?err, "could not relay a remote push");
         }
-        let Some(task) = state_task.filter(|t| stopped_anew(t, remote)) else {
+        let Some(mut task) = state_task.filter(|t| stopped_anew(t, remote)) else {
             return Ok(true);
         };
+        if !matches!(update, StreamResponse::Task(_)) {
+            // A status update says the remote stopped, not what its artifacts ended as: its
+            // chunk pushes may come out of order (a push service delivers in parallel) or
+            // not at all. The remote's task as it stopped settles ours (changed artifacts
+            // replaced whole), and the resumed call gets all of it; pushes that come after
+            // the wait is over are dropped (above). Unreachable now: the pushes stand.
+            match self.core.durable.remote.get_task(remote, traceparent).await {
+                Ok(full) if full.id == task.id && stopped_anew(&full, remote) => {
+                    if let Err(err) =
+                        relay(&self.core.log, owner, task_id, &RemoteUpdate::Task(&full)).await
+                    {
+                        tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
+                    }
+                    task = full;
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(task_id, error = %err, "could not read a remote task as it stopped");
+                }
+            }
+        }
         let value = serde_json::to_value(&task).unwrap_or(Value::Null);
         let token = token.to_owned();
         let accepts = move |record: &DurableExecution| {

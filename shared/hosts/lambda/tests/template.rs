@@ -520,10 +520,20 @@ fn table_and_queues_match_the_resource_definitions() {
 }
 
 /// The stack's secrets a function's policies name (conditions included), in order.
-fn secrets_in_policies(function: &Value) -> String {
-    let policies = &untag(function)["Properties"]["Policies"];
-    let text = serde_norway::to_string(policies).expect("policies serialise");
+fn secrets_in_policies(t: &Value, function: &Value) -> String {
+    let function = untag(function);
+    let mut text =
+        serde_norway::to_string(&function["Properties"]["Policies"]).expect("policies serialise");
+    // A function with a role of its own (the worker, the fan-out): that role's policies.
+    if let Some(role) = function["Properties"]["Role"]
+        .as_str()
+        .and_then(|r| r.strip_suffix(".Arn"))
+    {
+        let policies = &untag(&t["Resources"][role])["Properties"]["Policies"];
+        text.push_str(&serde_norway::to_string(policies).expect("policies serialise"));
+    }
     [
+        "AgentCredentialsSecretArn",
         "ApiKeysSecret",
         "LiteChannelSecret",
         "PushSigningKeysSecret",
@@ -538,20 +548,27 @@ fn secrets_in_policies(function: &Value) -> String {
 fn only_the_functions_that_need_a_secret_may_read_it() {
     let t = template();
     for (role, function) in functions(&t) {
+        // The functions that run the agent (inline, queued, in a room) or cancel its calls
+        // read the credentials of the agents it calls (AgentCredentialsSecretArn).
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
+            "card" => "ApiKeysSecret,PushSigningKeysSecret",
             // The rpc function signs the extended card it serves over JSON-RPC.
-            "card" | "rpc" => "ApiKeysSecret,PushSigningKeysSecret",
+            "rpc" => "AgentCredentialsSecretArn,ApiKeysSecret,PushSigningKeysSecret",
             // The front function serves the A2A-Lite channels too, when they are on.
-            "front" => "ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret",
+            "front" => {
+                "AgentCredentialsSecretArn,ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret"
+            }
             // The chats' tokens are its credentials: it authenticates no A2A caller.
-            "channel" => "LiteChannelSecret",
+            "channel" => "AgentCredentialsSecretArn,LiteChannelSecret",
             "push" => "PushSigningKeysSecret",
-            "worker" | "fanout" => "",
+            "worker" => "AgentCredentialsSecretArn",
+            "fanout" => "",
+            "send" | "stream" | "cancel" => "AgentCredentialsSecretArn,ApiKeysSecret",
             _ => "ApiKeysSecret",
         };
-        assert_eq!(secrets_in_policies(&function), expected, "{role}");
+        assert_eq!(secrets_in_policies(&t, &function), expected, "{role}");
     }
     // Every function reads its auth settings from the globals (the template's parameters).
     let env = &untag(&t)["Globals"]["Function"]["Environment"]["Variables"];
@@ -1991,14 +2008,16 @@ fn max_len(
     }
 }
 
-/// Your own secrets (`PushSigningKeySecretArn`, `ApiKeySecretArn`) encrypted with your own KMS
+/// Your own secrets (`PushSigningKeySecretArn`, `ApiKeySecretArn`, `AgentCredentialsSecretArn`,
+/// `LiteChannelSecretArn`) encrypted with your own KMS
 /// key: Secrets Manager decrypts them with the caller's permission, so every function that
 /// reads a secret may decrypt with the key `SecretsKmsKeyArn` names, through Secrets Manager
 /// only; a function that reads no secret may not, and without the parameter nobody may.
 #[test]
 fn functions_that_read_secrets_may_decrypt_them_with_your_kms_key() {
     let key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
-    let with_key: [&[(&str, &str)]; 3] = [
+    let credentials = "arn:aws:secretsmanager:us-east-1:123456789012:secret:agents-AbCdEf";
+    let with_key: [&[(&str, &str)]; 5] = [
         &[("SecretsKmsKeyArn", key)],
         &[("SecretsKmsKeyArn", key), ("FrontDoor", "FunctionUrl")],
         &[
@@ -2006,6 +2025,19 @@ fn functions_that_read_secrets_may_decrypt_them_with_your_kms_key() {
             ("AuthMode", "jwt"),
             ("JwtIssuer", "https://issuer.example"),
             ("JwtAudience", "a2a"),
+        ],
+        // The agents' credentials: the functions that run the agent read them, the worker too.
+        &[
+            ("SecretsKmsKeyArn", key),
+            ("AuthMode", "jwt"),
+            ("JwtIssuer", "https://issuer.example"),
+            ("JwtAudience", "a2a"),
+            ("AgentCredentialsSecretArn", credentials),
+        ],
+        &[
+            ("SecretsKmsKeyArn", key),
+            ("AgentCredentialsSecretArn", credentials),
+            ("LiteChannels", "on"),
         ],
     ];
     let cases = with_key
