@@ -6,7 +6,8 @@
 - ``a2a-local`` (``$A2A_LOCAL_BIN``, else ``target/debug/a2a-local``) as the application
   service: ``--lite-matrix-homeserver`` and ``--lite-matrix-registration``.
 - a matrix-nio client, ``@claw:localhost``, playing an OpenClaw-style agent: it opens a room,
-  invites the bridge's user and talks A2A-Lite there.
+  invites the bridge's user and talks A2A-Lite there (gives tasks, and answers the tasks our
+  agent's ``delegate lite:matrix:<room> …`` gives it).
 
 Nothing sleeps to synchronise: every wait is a /sync long poll or an HTTP poll with a deadline.
 """
@@ -80,6 +81,25 @@ class Stack:
         request = urllib.request.Request(self.a2a + path, headers={'A2A-Version': '1.0'})
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
+
+    def a2a_post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            self.a2a + path, data=json.dumps(body).encode(), method='POST',
+            headers={'A2A-Version': '1.0', 'Content-Type': 'application/json'})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    def task_state(self, task_id: str, wanted: str, saying: str | None = None) -> dict:
+        """The task once it is in ``wanted`` (with a status message ``saying``, if given): an
+        HTTP poll with a deadline."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            task = self.a2a_get(f'/tasks/{task_id}')
+            said = [p.get('text') for p in task['status'].get('message', {}).get('parts', [])]
+            if task['status']['state'] == wanted and (saying is None or said == [saying]):
+                return task
+            assert time.monotonic() < deadline, f'task {task_id} is not {wanted}: {task}'
+            time.sleep(0.1)
 
     def transaction(self, txn_id: str, events: list, token: str | None) -> tuple[int, dict]:
         """PUTs a transaction to the application service, as the homeserver would."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 
@@ -102,3 +103,34 @@ async def test_transactions_are_checked_and_idempotent(claw, stack):
     after = await claw.next(room)
     assert 'there is no task nothing-here of yours here' in after.body, after.body
     assert after.sender == BRIDGE
+
+
+async def test_delegate_gives_the_room_agent_a_task_and_its_result_is_ours(claw, stack):
+    room = await claw.open_room()
+    other = await claw.open_room()
+    sent = stack.a2a_post('/message:send', {
+        'message': {'messageId': str(uuid.uuid4()), 'role': 'ROLE_USER',
+                    'parts': [{'text': f'delegate lite:matrix:{room} summarise the thread'}]},
+        'configuration': {'returnImmediately': True},
+    })
+    ours = sent['task']['id']
+    # The room agent (claw) is given the task in the room, by the bridge's user.
+    given = await claw.next(room)
+    assert given.sender == BRIDGE
+    found = re.fullmatch(r'\[A2A:task id=(\S+)\]\nsummarise the thread', given.body)
+    assert found, given.body
+    lite_id = found.group(1)
+
+    await claw.say(room, f'[A2A:ack task={lite_id}]')
+    await claw.say(room, f'[A2A:status task={lite_id} state=working]\nReading the thread.')
+    stack.task_state(ours, 'TASK_STATE_WORKING', saying='Reading the thread.')
+    # The same result said in another room changes nothing (the room is the credential).
+    await claw.say(other, f'[A2A:result task={lite_id} state=completed]\nForged summary.')
+    await claw.say(room, f'[A2A:result task={lite_id} state=completed]\nSummary: all good.')
+    task = stack.task_state(ours, 'TASK_STATE_COMPLETED')
+    texts = [p.get('text') for a in task.get('artifacts', []) for p in a['parts']]
+    assert texts == ['Summary: all good.'], task
+    # Nothing was said back to the room agent's answers: the next thing the bridge says is
+    # the card.
+    await claw.say(room, '[A2A:discover]')
+    assert (await claw.next(room)).body.startswith('[A2A:card]')

@@ -80,11 +80,24 @@ impl Room {
     /// `user` writes `text` in #general at timestamp `ts` (the same `ts` again is the same
     /// chat message delivered again).
     async fn say_at(&self, user: &str, text: &str, ts: &str) -> u16 {
+        self.say_in_at("general", user, text, ts).await
+    }
+
+    /// `user` writes `text` in the channel `room` (a new chat message).
+    async fn say_in(&self, room: &str, user: &str, text: &str) -> u16 {
+        let ts = format!(
+            "1700000000.{:06}",
+            self.next_ts.fetch_add(1, Ordering::SeqCst)
+        );
+        self.say_in_at(room, user, text, &ts).await
+    }
+
+    async fn say_in_at(&self, room: &str, user: &str, text: &str, ts: &str) -> u16 {
         self.post_form(&[
             ("token", TOKEN),
             ("team_id", "T1"),
-            ("channel_id", "C1"),
-            ("channel_name", "general"),
+            ("channel_id", room),
+            ("channel_name", room),
             ("timestamp", ts),
             ("user_id", user),
             ("user_name", user),
@@ -507,4 +520,192 @@ async fn with_auth_on_the_rooms_tasks_belong_to_the_channel_principal() {
         .await
         .expect_err("another owner's task is not found");
     err.assert_is(-32001, 404, "TASK_NOT_FOUND");
+}
+
+/// Sends `text` to our agent, answered at once (the room answers later); our task's id.
+async fn give(server: &Server, text: &str) -> String {
+    let answer = ok(server
+        .send(
+            Binding::JsonRpc,
+            send_request_with(text, json!({"returnImmediately": true})),
+        )
+        .await);
+    id_of(task_of(&answer))
+}
+
+/// Waits, following SubscribeToTask, until the task is in `wanted`; the task then.
+async fn reaches(server: &Server, id: &str, wanted: &str) -> Value {
+    let mut stream = server
+        .subscribe(Binding::JsonRpc, id, None)
+        .await
+        .expect("SubscribeToTask");
+    loop {
+        let event = stream
+            .next_within(EVENT_TIMEOUT)
+            .await
+            .expect("an event in time")
+            .unwrap_or_else(|| panic!("the stream of {id} ended before {wanted}"));
+        if event_state(&event.payload()) == Some(wanted) {
+            return ok(server.get_task(Binding::JsonRpc, id, None).await);
+        }
+    }
+}
+
+/// What our agent posted to the room `room`: an `[A2A:task]` whose id names our task `ours`;
+/// that id and the body.
+async fn task_given(room: &mut Room, channel: &str, ours: &str) -> (String, String) {
+    let said = room.heard().await;
+    assert_eq!(said.channel, channel);
+    let lite = said.lite();
+    let LiteKind::Task { id, .. } = &lite.kind else {
+        panic!("a task, not {}", said.text);
+    };
+    let named = a2a_core::lite::OutboundTask::parse(id).expect("the id names our task");
+    assert_eq!(named.task_id, ours);
+    (id.clone(), lite.body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegate_gives_a_room_agent_a_task_and_makes_its_result_ours() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[]).await;
+    let ours = give(&room.server, "delegate lite:webhook:agents do the thing").await;
+    let (x, body) = task_given(&mut room, "agents", &ours).await;
+    assert_eq!(body, "do the thing");
+    // A chat that shows the bridge its own post: not a task for us (nothing is acked, below).
+    let echo = format!("[A2A:task id={x}]\n{body}");
+    assert_eq!(room.say_in("agents", "a2a-bot", &echo).await, 200);
+
+    // The room agent acknowledges and works: its progress is ours as soon as it is said.
+    assert_eq!(
+        room.say_in("agents", "lobster", &format!("[A2A:ack task={x}]\nOn it."))
+            .await,
+        200
+    );
+    let working = format!("[A2A:status task={x} state=working progress=50%]\nHalfway there.");
+    assert_eq!(room.say_in("agents", "lobster", &working).await, 200);
+    let task = ok(room.server.get_task(Binding::JsonRpc, &ours, None).await);
+    assert_eq!(state(&task), "TASK_STATE_WORKING");
+    assert_eq!(message_text(&task["status"]["message"]), "Halfway there.");
+
+    // The same result from another room, or for a task id that is not ours, changes nothing.
+    let result = format!(
+        "[A2A:result task={x} state=completed]\nDone: 42.\n[附件: report.md] https://files.example/report.md"
+    );
+    assert_eq!(room.say_in("general", "mallory", &result).await, 200);
+    let forged = result.replace(&x, "a2a.1-0.sZm9yZ2Vk.YW5vbnltb3Vz");
+    assert_eq!(room.say_in("agents", "mallory", &forged).await, 200);
+    let task = ok(room.server.get_task(Binding::JsonRpc, &ours, None).await);
+    assert_eq!(state(&task), "TASK_STATE_WORKING", "{task}");
+    assert!(artifacts(&task).is_empty(), "{task}");
+
+    assert_eq!(room.say_in("agents", "lobster", &result).await, 200);
+    let task = room.server.await_terminal(&ours, EVENT_TIMEOUT).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let artifact = &artifacts(&task)[0];
+    assert_eq!(artifact["parts"][0]["text"], "Done: 42.");
+    assert_eq!(
+        artifact["parts"][1]["url"],
+        "https://files.example/report.md"
+    );
+    assert_eq!(artifact["parts"][1]["filename"], "report.md");
+    // Nothing of this was answered in the rooms (no loops).
+    room.nothing_said_before_the_card().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_agents_question_failure_and_our_cancel_go_both_ways() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[]).await;
+    let ours = give(&room.server, "delegate lite:webhook:agents plan a trip").await;
+    let (x, _) = task_given(&mut room, "agents", &ours).await;
+
+    // Its question is our caller's; our caller's answer continues the same room task.
+    let question = format!("[A2A:status task={x} state=input-required]\nWhich city?");
+    assert_eq!(room.say_in("agents", "lobster", &question).await, 200);
+    let task = reaches(&room.server, &ours, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(message_text(&task["status"]["message"]), "Which city?");
+    let mut answer = follow_up(&ours, "Paris");
+    answer["configuration"] = json!({"returnImmediately": true});
+    ok(room.server.send(Binding::Rest, answer).await);
+    let (again, body) = task_given(&mut room, "agents", &ours).await;
+    assert_eq!((again.as_str(), body.as_str()), (x.as_str(), "Paris"));
+
+    // Its failure is ours, with its reason.
+    let failed = format!("[A2A:result task={x} state=failed]\nNo flights to Paris.");
+    assert_eq!(room.say_in("agents", "lobster", &failed).await, 200);
+    let task = room.server.await_terminal(&ours, EVENT_TIMEOUT).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    let why = message_text(&task["status"]["message"]);
+    assert!(
+        why.contains("lite:webhook:agents failed: No flights to Paris."),
+        "{why}"
+    );
+
+    // Canceling ours cancels the room's task, in the room.
+    let ours = give(
+        &room.server,
+        "delegate lite:webhook:agents count to a million",
+    )
+    .await;
+    let (x2, _) = task_given(&mut room, "agents", &ours).await;
+    assert_ne!(x2, x, "a new call, a new room task");
+    ok(room.server.cancel(Binding::JsonRpc, &ours).await);
+    let cancel = room.heard().await;
+    assert_eq!(cancel.channel, "agents");
+    assert!(
+        matches!(&cancel.lite().kind, LiteKind::Cancel { task, .. } if *task == x2),
+        "{}",
+        cancel.text
+    );
+    let late = format!("[A2A:result task={x2} state=completed]\ntoo late");
+    assert_eq!(room.say_in("agents", "lobster", &late).await, 200);
+    let task = ok(room.server.get_task(Binding::JsonRpc, &ours, None).await);
+    assert_eq!(state(&task), "TASK_STATE_CANCELED", "{task}");
+    assert!(artifacts(&task).is_empty(), "{task}");
+    // Nothing else was said, but for the same cancel once more: a cancel that meets the task
+    // message still on its way is sent by both sides of that race.
+    assert_eq!(room.say("U9", "[A2A:discover]").await, 200);
+    loop {
+        let said = room.heard().await;
+        match said.lite().kind {
+            LiteKind::Card => break,
+            LiteKind::Cancel { task, .. } if task == x2 => {}
+            _ => panic!("nothing else is said: {}", said.text),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_agent_that_never_answers_is_canceled_at_the_timeout() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[
+        ("A2A_DELEGATE_TIMEOUT_SECS", "2"),
+        ("A2A_SWEEP_INTERVAL_SECS", "1"),
+        ("A2A_REMOTE_POLL_SECS", "1"),
+    ])
+    .await;
+    let ours = give(&room.server, "delegate lite:webhook:agents anyone there?").await;
+    let (x, _) = task_given(&mut room, "agents", &ours).await;
+    // Its polls read the room's task as it was given (nothing relayed, nothing stopped); at the
+    // call's timeout the room is told to cancel, and ours fails saying why.
+    let cancel = room.heard().await;
+    assert!(
+        matches!(&cancel.lite().kind, LiteKind::Cancel { task, .. } if *task == x),
+        "{}",
+        cancel.text
+    );
+    let task = room.server.await_terminal(&ours, EVENT_TIMEOUT).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    let why = message_text(&task["status"]["message"]);
+    assert!(
+        why.contains("lite:webhook:agents did not finish within 2 s"),
+        "{why}"
+    );
 }

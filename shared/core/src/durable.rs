@@ -35,6 +35,7 @@ use crate::ports::{
 };
 use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
 use crate::request::AgentError;
+use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
@@ -66,7 +67,9 @@ fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, AgentError
 /// A call to another A2A agent ([`Emitter::call_agent`]).
 #[derive(Debug, Clone)]
 pub struct AgentCall {
-    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it.
+    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it. Or a chat
+    /// room's address, `lite:<channel>:<room>`: the A2A-Lite agent there is given the task
+    /// (see `a2a_core::lite::RoomAddress`).
     pub agent: String,
     /// What to send (its ids are set by the call).
     pub message: Message,
@@ -249,6 +252,27 @@ impl Emitter {
         // every update come twice).
         let kept_token = continued.as_ref().and_then(|r| r.push_token.clone());
         let token = kept_token.clone().unwrap_or_else(crate::new_id);
+        // A room cannot answer with a task id: its task is named here, after this task, so that
+        // the room's answers find this wait (`A2aService::relay_room`).
+        let room_task = match (&continued, RoomAddress::is_room(&call.agent)) {
+            (None, true) => match outbound_task_id(
+                &owner,
+                self.task_id(),
+                &format!("{}-{index}", run.trigger_seq),
+            ) {
+                Some(id) => Some(id),
+                None => {
+                    let value = failure_value(
+                        "Calling a room failed: this caller's name is too long to put in an \
+                         A2A-Lite task id",
+                    );
+                    run.push_step(index, name, value.clone());
+                    self.save(&mut run).await?;
+                    return decode(name, value);
+                }
+            },
+            _ => None,
+        };
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         let pending = RemoteTaskRef {
@@ -256,6 +280,7 @@ impl Emitter {
             task_id: continued
                 .as_ref()
                 .map(|r| r.task_id.clone())
+                .or(room_task)
                 .unwrap_or_default(),
             context_id: continued
                 .as_ref()
@@ -354,9 +379,11 @@ impl Emitter {
         )
         .await
         {
-            // Our task ended while the message was on its way (canceled): the cancel could not
-            // know the remote's task yet, so it is canceled here.
-            if matches!(err, AppendError::Terminal(_))
+            // Our task was canceled while the message was on its way: the cancel could not
+            // know the remote's task yet, so it is canceled here. Our task ended any other way
+            // only if the remote's own answer (a fast remote, a room) ended the wait and a
+            // resumed run finished it: the remote is done, and a cancel would only confuse it.
+            if matches!(&err, AppendError::Terminal(ours) if ours.status.state == TaskState::Canceled)
                 && !task.id.is_empty()
                 && !task.status.state.is_terminal()
             {
@@ -603,13 +630,17 @@ impl Emitter {
 }
 
 /// A wait that a push ended before the run that sent the message recorded the remote's
-/// answer still names no remote task: the pushed task is that task, and it pushes to us with
-/// the wait's token (a poll needs the task's id, so only a push can have ended such a wait).
+/// answer: the record does not know the remote task yet (its wait names none, or, for a room,
+/// only the id this call gave it). The pushed task is that task, and it pushes to us with the
+/// wait's token (a poll needs the task's id, and a room's poll never ends a wait, so only a
+/// push can have ended such a wait). Once the answer is recorded, the record knows the task,
+/// with whether it pushes.
 fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
     let WaitFor::RemoteTask { remote, token, .. } = what else {
         return;
     };
-    if !remote.task_id.is_empty() || task.id.is_empty() {
+    let named_by_us = RoomAddress::is_room(&remote.agent) && remote.task_id == task.id;
+    if !(remote.task_id.is_empty() || named_by_us) || task.id.is_empty() {
         return;
     }
     let remotes = &mut run.record_mut().remotes;

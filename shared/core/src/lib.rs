@@ -29,6 +29,7 @@ mod push_policy;
 mod relay;
 mod remote;
 mod request;
+mod room;
 mod service;
 mod signing;
 mod task_log;

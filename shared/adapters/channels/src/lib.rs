@@ -13,16 +13,18 @@
 //! [`LiteChannels`] from [`LiteSettings`] and merge [`LiteChannels::router`] into theirs.
 
 pub mod matrix;
+mod rooms;
 mod routes;
 pub mod settings;
 pub mod webhook;
 
 use std::sync::Arc;
 
-use a2a_core::lite::{Channel, LiteBridge, LiteBridgeConfig};
-use a2a_core::{A2aService, CallContext, Permissions, Principal};
+use a2a_core::lite::{Channel, ChannelPort, LiteBridge, LiteBridgeConfig};
+use a2a_core::{A2aService, CallContext, Permissions, Principal, PushPolicy, RemoteAgents};
 
 pub use matrix::{MatrixChannel, MATRIX_CHANNEL};
+pub use rooms::{AgentsByAddress, RoomAgents};
 pub use settings::{LiteSettings, MatrixSettings, WebhookSettings, DEFAULT_PRINCIPAL};
 pub use webhook::{WebhookChannel, WEBHOOK_CHANNEL};
 
@@ -122,6 +124,24 @@ impl LiteChannels {
     pub fn bridge(&self) -> &LiteBridge {
         &self.inner.bridge
     }
+}
+
+/// The remote agents of a host with the channels of `settings`: rooms of those channels
+/// (`lite:<channel>:<room>`) are called through them, every other agent through `agents`.
+/// Without channels, a call to a room is refused, saying rooms are not reachable here.
+pub fn remote_agents(
+    settings: &LiteSettings,
+    policy: &PushPolicy,
+    agents: Arc<dyn RemoteAgents>,
+) -> Result<AgentsByAddress, String> {
+    let mut ports: Vec<Arc<dyn ChannelPort>> = Vec::new();
+    if let Some(w) = &settings.webhook {
+        ports.push(Arc::new(WebhookChannel::new(&w.reply_url, policy)?));
+    }
+    if let Some(m) = &settings.matrix {
+        ports.push(Arc::new(MatrixChannel::new(m, policy)?));
+    }
+    Ok(AgentsByAddress::new(RoomAgents::new(ports), agents))
 }
 
 /// Who the channels act as: with auth on, `principal` (default [`DEFAULT_PRINCIPAL`]), an

@@ -368,7 +368,7 @@ impl Agent for ReferenceAgent {
                 skill("hold", "Hold", "Parks the task in INPUT_REQUIRED; any follow-up completes it.", &["hold"]),
                 skill("job", "Queued job", "Runs on the worker: a progress update per step, then a report: `job [STEPS=3] [STEP_MS=1000]`.", &["job 3 1000"]),
                 skill("fail", "Fail", "Ends the task FAILED with an explanation.", &["fail"]),
-                skill("delegate", "Delegate", "Sends TEXT to the A2A agent at AGENT_URL and makes its answer ours (artifacts, input-required, failure, cancel): `delegate <AGENT_URL> <TEXT…>`.", &["delegate http://127.0.0.1:9001 slow 5 200"]),
+                skill("delegate", "Delegate", "Sends TEXT to the A2A agent at AGENT_URL, or to the A2A-Lite agent of a chat room (AGENT_URL `lite:webhook:<channel>` or `lite:matrix:<room id>`), and makes its answer ours (artifacts, input-required, failure, cancel): `delegate <AGENT_URL> <TEXT…>`.", &["delegate http://127.0.0.1:9001 slow 5 200", "delegate lite:webhook:general summarise the thread"]),
             ],
             // Shown only on the extended card, to authenticated callers: the test scenarios
             // are for the people running the agent, not for every visitor of the public card.

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::events::EventTarget;
 use super::{ids, Channel, ChatMessage, LiteBridge};
+use crate::room::{room_update, OutboundTask, RoomAddress};
 
 /// The longest chat message the bridge reads, in bytes: more is refused with a reply.
 pub const MAX_CHAT_MESSAGE_BYTES: usize = 64 * 1024;
@@ -31,6 +32,9 @@ pub enum Handled {
     Repeated(String),
     /// A `cancel` cancelled the A2A task with this id (its `result` comes as for any end).
     Cancelled(String),
+    /// A room agent's `status` or `result` about the task with this A2A-Lite id, which one of
+    /// our agents gave the room: relayed into the task waiting for it.
+    Relayed(String),
 }
 
 impl LiteBridge {
@@ -63,6 +67,17 @@ impl LiteBridge {
             LiteKind::Discover => Ok(self.describe(channel, &message).await),
             LiteKind::Task { id, skill, .. } => {
                 let (id, skill) = (id.clone(), skill.clone());
+                // Our own call's message (a chat that echoes the bridge's posts): never work
+                // for us. The same kind of id from another deployment is a task like any other.
+                if OutboundTask::parse(&id).is_some()
+                    && self
+                        .inner
+                        .service
+                        .gave_room_task(&room_address(channel, &message), &id)
+                        .await?
+                {
+                    return Ok(Handled::Ignored("a task this deployment gave"));
+                }
                 self.task(channel, &message, &lite, &id, skill.as_deref())
                     .await
             }
@@ -70,12 +85,40 @@ impl LiteBridge {
                 self.cancel(channel, &message, task, reason.as_deref())
                     .await
             }
-            // What a requester receives: for the side that gives tasks, not this one.
+            // A room agent's answer to a task our agent gave it.
+            LiteKind::Status { task, .. } | LiteKind::Result { task, .. }
+                if OutboundTask::parse(task).is_some() =>
+            {
+                self.answer(channel, &message, &lite, task).await
+            }
+            // What a requester receives, about tasks not ours: for the side that gave them.
             LiteKind::Card
             | LiteKind::Ack { .. }
             | LiteKind::Status { .. }
             | LiteKind::Result { .. } => Ok(Handled::Ignored("a message for requesters")),
             LiteKind::Other { .. } => Ok(Handled::Ignored("a type this version does not know")),
+        }
+    }
+
+    /// A room agent's `status` or `result` about `lite_id`, a task one of our agents gave this
+    /// room: relayed into the waiting task if it waits for it here. Never answered in the room
+    /// (an answer to an answer could loop): one not taken changes nothing.
+    async fn answer(
+        &self,
+        channel: &Channel,
+        message: &ChatMessage,
+        lite: &LiteMessage,
+        lite_id: &str,
+    ) -> Result<Handled, A2AError> {
+        let Some(update) = room_update(lite) else {
+            return Ok(Handled::Ignored("a room's word that changes nothing"));
+        };
+        let room = room_address(channel, message);
+        match self.inner.service.relay_room(&room, lite_id, &update).await {
+            Ok(true) => Ok(Handled::Relayed(lite_id.to_owned())),
+            Ok(false) => Ok(Handled::Ignored("an answer no task of ours waits for here")),
+            Err(err) if is_internal(&err) => Err(err),
+            Err(_) => Ok(Handled::Ignored("an answer that does not fit the task")),
         }
     }
 
@@ -325,6 +368,15 @@ impl LiteBridge {
         };
         Ok(self.refuse(channel, message, None, why).await)
     }
+}
+
+/// The address of the room `message` was said in, as calls to it name it.
+fn room_address(channel: &Channel, message: &ChatMessage) -> String {
+    RoomAddress {
+        channel: channel.port.name().to_owned(),
+        room: message.room.clone(),
+    }
+    .to_string()
 }
 
 /// What the agent is asked: the body, or the skill's name when the body is empty.

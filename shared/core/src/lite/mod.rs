@@ -12,10 +12,13 @@
 //!   inline in a long-lived process, on the worker on Lambda). A `task` naming a task that
 //!   waits for input continues it.
 //! - `[A2A:cancel task=X]` → CancelTask.
+//! - `[A2A:status task=X]`, `[A2A:result task=X]` about a task one of our agents gave the room
+//!   (`delegate lite:<channel>:<room> …`: X names our waiting task, see [`OutboundTask`]) are
+//!   relayed into that task (`A2aService::relay_room`), if it waits for X in this very room.
 //! - Malformed markers get a plain reply saying why, and start nothing. Chat without a marker,
 //!   and the types a requester receives (`card`, `ack`, `status`, `result`), start nothing and
-//!   get no reply: the bridge's own messages are of those kinds, so it can never answer itself
-//!   or another bridge in a loop.
+//!   get no reply (nor does an answer to a task of ours): the bridge's own messages are of
+//!   those kinds, so it can never answer itself or another bridge in a loop.
 //!
 //! Status and result messages need no process left running: each task of a room gets a push
 //! config whose URL is the bridge's own receiver (`events_url`, served by the channel's host)
@@ -37,6 +40,7 @@ use async_trait::async_trait;
 use crate::context::CallContext;
 use crate::service::A2aService;
 
+pub use crate::room::{outbound_task_id, room_update, OutboundTask, RoomAddress, ROOM_SCHEME};
 pub use events::{DeliveryError, EventTarget};
 pub use inbound::{Handled, MAX_CHAT_MESSAGE_BYTES};
 

@@ -509,7 +509,8 @@ pub enum WaitOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteTaskRef {
-    /// The agent's base URL (its card is at `/.well-known/agent-card.json` under it).
+    /// The agent's base URL (its card is at `/.well-known/agent-card.json` under it), or the
+    /// address of a chat room, `lite:<channel>:<room>`, whose A2A-Lite agent has the task.
     pub agent: String,
     /// Its task's id.
     pub task_id: String,

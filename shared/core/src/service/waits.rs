@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use super::A2aService;
 use crate::journal::relay_owner;
-use crate::ports::{DurableExecution, Owner, StoreError, WaitFor, WaitOutcome, WorkJob};
+use crate::ports::{
+    DurableExecution, Owner, RemoteTaskRef, StoreError, WaitFor, WaitOutcome, WorkJob,
+};
 use crate::relay::{relay, stopped_anew, RemoteUpdate};
 use crate::task_log::store_error;
 use crate::worker::{advance, rearm, Advanced};
@@ -112,7 +114,98 @@ impl A2aService {
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
-        let (remote_task, state_task) = match &update {
+        let traceparent = record.traceparent.as_deref();
+        self.take_remote_update(&owner, task_id, &remote, token, &update, traceparent)
+            .await
+    }
+
+    /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
+    /// the room task `lite_id`, seen in the room at `room` (`lite:<channel>:<room>`). The id
+    /// names our waiting task (`lite::outbound_task_id`); the room is the credential: the
+    /// update counts only if that task waits for exactly this room task in exactly this room.
+    /// Returns whether it was taken; anything else (an id not ours, a task that waits for
+    /// nothing or for another room, a late word on a call that returned) changes nothing and
+    /// is `false`.
+    pub async fn relay_room(
+        &self,
+        room: &str,
+        lite_id: &str,
+        update: &StreamResponse,
+    ) -> Result<bool, A2AError> {
+        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
+            return Ok(false);
+        };
+        let Some(record) = self
+            .core
+            .store
+            .load_execution(&ours.owner, &ours.task_id)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(false);
+        };
+        let waiting = record.wait.as_ref().and_then(|w| match &w.what {
+            WaitFor::RemoteTask { remote, token, .. }
+                if w.outcome.is_none() && remote.agent == room && remote.task_id == lite_id =>
+            {
+                Some((remote.clone(), token.clone()))
+            }
+            _ => None,
+        });
+        let Some((remote, token)) = waiting else {
+            return Ok(false);
+        };
+        let traceparent = record.traceparent.as_deref();
+        self.take_remote_update(
+            &ours.owner,
+            &ours.task_id,
+            &remote,
+            &token,
+            update,
+            traceparent,
+        )
+        .await
+    }
+
+    /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
+    /// `room` (`lite:<channel>:<room>`): the task it names waits, or waited, for it there. A
+    /// chat that shows the bridge its own `[A2A:task]` is then not taken as work for us, while
+    /// the same kind of id from another deployment is.
+    pub async fn gave_room_task(&self, room: &str, lite_id: &str) -> Result<bool, A2AError> {
+        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
+            return Ok(false);
+        };
+        let Some(record) = self
+            .core
+            .store
+            .load_execution(&ours.owner, &ours.task_id)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(false);
+        };
+        let waiting = record.wait.iter().filter_map(|w| match &w.what {
+            WaitFor::RemoteTask { remote, .. } => Some(remote),
+            _ => None,
+        });
+        Ok(waiting
+            .chain(record.remotes.values())
+            .any(|r| r.agent == room && r.task_id == lite_id))
+    }
+
+    /// Relays `update` of the remote task `remote` into the owner's task `task_id`, whose
+    /// wait (with `token`) follows it; when it says the remote task stopped, ends the wait and
+    /// queues the resumption (`traceparent`: the execution's, for the remote's GetTask).
+    async fn take_remote_update(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        remote: &RemoteTaskRef,
+        token: &str,
+        update: &StreamResponse,
+        traceparent: Option<&str>,
+    ) -> Result<bool, A2AError> {
+        let (remote_task, state_task) = match update {
             StreamResponse::Task(task) => (task.id.clone(), Some(task.clone())),
             StreamResponse::StatusUpdate(u) => (
                 u.task_id.clone(),
@@ -131,16 +224,16 @@ impl A2aService {
                 "the push is about another task than the one this wait follows",
             ));
         }
-        let relayed = match &update {
+        let relayed = match update {
             StreamResponse::Task(task) => RemoteUpdate::Task(task),
             StreamResponse::StatusUpdate(u) => RemoteUpdate::Status(u),
             StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
             StreamResponse::Message(_) => return Ok(true),
         };
-        if let Err(err) = relay(&self.core.log, &owner, task_id, &relayed).await {
+        if let Err(err) = relay(&self.core.log, owner, task_id, &relayed).await {
             tracing::warn!(task_id, error = ?err, "could not relay a remote push");
         }
-        let Some(mut task) = state_task.filter(|t| stopped_anew(t, &remote)) else {
+        let Some(mut task) = state_task.filter(|t| stopped_anew(t, remote)) else {
             return Ok(true);
         };
         if !matches!(update, StreamResponse::Task(_)) {
@@ -149,16 +242,10 @@ impl A2aService {
             // not at all. The remote's task as it stopped settles ours (changed artifacts
             // replaced whole), and the resumed call gets all of it; pushes that come after
             // the wait is over are dropped (above). Unreachable now: the pushes stand.
-            match self
-                .core
-                .durable
-                .remote
-                .get_task(&remote, record.traceparent.as_deref())
-                .await
-            {
-                Ok(full) if full.id == task.id && stopped_anew(&full, &remote) => {
+            match self.core.durable.remote.get_task(remote, traceparent).await {
+                Ok(full) if full.id == task.id && stopped_anew(&full, remote) => {
                     if let Err(err) =
-                        relay(&self.core.log, &owner, task_id, &RemoteUpdate::Task(&full)).await
+                        relay(&self.core.log, owner, task_id, &RemoteUpdate::Task(&full)).await
                     {
                         tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
                     }
@@ -178,7 +265,7 @@ impl A2aService {
                     && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if *t == token)
             })
         };
-        self.end_wait(&owner, task_id, accepts, WaitOutcome::Done { value })
+        self.end_wait(owner, task_id, accepts, WaitOutcome::Done { value })
             .await
             .map(|_| true)
             .map_err(store_error)

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_channels::{AgentsByAddress, RoomAgents};
 use a2a_core::{PushPolicy, RemoteAgents};
 use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 
@@ -78,7 +79,12 @@ impl RemoteSettings {
             credentials,
             ..RemoteAgentSettings::cloud()
         })?;
-        Ok(Arc::new(client))
+        // Rooms (`lite:<channel>:<room>`) are not wired on Lambda yet: a call to one is refused
+        // at once, saying so, instead of reaching the HTTP client as a URL it cannot read.
+        Ok(Arc::new(AgentsByAddress::new(
+            RoomAgents::default(),
+            Arc::new(client),
+        )))
     }
 }
 
@@ -113,6 +119,22 @@ mod tests {
         .expect_err("a poll that is no number");
         assert!(
             matches!(&err, a2a_core::ConfigError::Invalid { setting, .. } if setting == ENV_REMOTE_POLL_SECS),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_room_is_refused_clearly_on_lambda() {
+        let settings = RemoteSettings::from_lookup(|_| None).expect("defaults");
+        let agents = settings.client(None).expect("the client");
+        let message = a2a_protocol::Message::user_text("m1", "hello");
+        let err = agents
+            .send("lite:webhook:general", message, None, None)
+            .await
+            .expect_err("rooms are not reachable on Lambda");
+        assert!(
+            matches!(&err, a2a_core::RemoteError::Refused(why)
+                if why.contains("rooms are not reachable from this deployment")),
             "{err}"
         );
     }

@@ -1074,6 +1074,15 @@ async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
     receive("[A2A:cancel task=t1]", "e6").await;
     receive("[A2A:cancel task=t1]", "e7").await;
     receive("[A2A:cancel task=nothing]", "e8").await;
+    // A room agent's answer naming a task of ours (rooms are not called from Lambda yet: no
+    // task waits for it, and reading its execution record is all it costs).
+    receive(
+        "[A2A:result task=a2a.1-0.sZm9yZ2Vk.YW5vbnltb3Vz state=completed]\nforged",
+        "e9",
+    )
+    .await;
+    // Another deployment's call, with such an id: a task for us like any other.
+    receive("[A2A:task id=a2a.1-0.sdGhlaXJz.YW5vbnltb3Vz]\nwork", "e10").await;
     let config = plain
         .store
         .list_push_configs(&owner, &live)

@@ -508,7 +508,16 @@ pub async fn serve(
         .map_err(|e| format!("cannot load the push signing keys: {e}"))?;
     let auth = options.auth.build(&options.data_dir)?;
     let lite = options.lite.settings()?;
-    let remote_agents = Arc::new(remote_agents(&options)?);
+    let push_policy = PushPolicy {
+        allowed_hosts: options.push_allow_hosts.clone(),
+        require_https: false,
+    };
+    // Rooms of the channels (`lite:<channel>:<room>`) are agents too.
+    let remote_agents = Arc::new(a2a_channels::remote_agents(
+        &lite,
+        &push_policy,
+        Arc::new(remote_agents(&options)?),
+    )?);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
@@ -539,10 +548,7 @@ pub async fn serve(
         max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
         long_poll_max_wait: Duration::from_secs(options.long_poll_secs),
         background_inline: true,
-        push_policy: PushPolicy {
-            allowed_hosts: options.push_allow_hosts.clone(),
-            require_https: false,
-        },
+        push_policy,
         push_sender: Arc::new(WebhookClient::new()),
         // The issuer is the base URL: receivers find the JWKS at `{iss}/.well-known/jwks.json`.
         push_signer: Some(PushSigner::new(keys, base.clone())),
