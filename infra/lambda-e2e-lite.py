@@ -14,7 +14,9 @@ from the push function (the task's push comes back to /a2a-lite/events and becom
 message there). Covers: a wrong token is 401 and nothing else; discover gets the card; a task
 gets an ack and its result; a queued job its working status and result; a task waiting for
 input continues; a cancel ends a job; malformed markers get a plain reply; a forged push is
-refused; the tasks belong to the channel's principal (GetTask with its token, 404 for another).
+refused; the tasks belong to the channel's principal (GetTask with its token, 404 for another);
+an A2A task of ours delegating to an agent in the room (`delegate lite:webhook:general …`: the
+worker posts the room task, the room's result through the webhook completes ours).
 """
 import http.server
 import json
@@ -23,6 +25,7 @@ import queue
 import re
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -111,6 +114,14 @@ def a2a_get(path, token):
         return e.code, None
 
 
+def a2a_post(path, token, body):
+    req = urllib.request.Request(BASE + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"A2A-Version": "1.0", "Content-Type": "application/json",
+                                          "Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)
+
+
 def task_of(ack):
     found = re.search(r"A2A task ([0-9a-f-]{36})", ack)
     check(found is not None, f"the ack names the A2A task: {ack}")
@@ -172,6 +183,32 @@ def main():
     say("[A2A:task id=h1]\nmy answer")
     check(heard() == "[A2A:ack task=h1]\nReceived your answer.", "the answer is acknowledged")
     check(heard() == "[A2A:result task=h1 state=completed]\nmy answer", "and completes the task")
+
+    # Before the long job below (cargo lambda watch runs one worker: a canceled job holds it
+    # until its step ends). The other direction: an A2A task of ours delegates to an agent in the room. The worker
+    # posts the room task; the room agent's result (this script, as another user) comes in
+    # through the webhook, ends the durable wait, and a resume completes ours.
+    sent = a2a_post("/message:send", TOKEN, {
+        "message": {"role": "ROLE_USER", "messageId": str(uuid.uuid4()),
+                    "parts": [{"text": "delegate lite:webhook:general summarise the thread"}]},
+        "configuration": {"returnImmediately": True}})
+    ours = sent["task"]["id"]
+    given = heard()
+    found = re.match(r"\[A2A:task id=(\S+)\]\nsummarise the thread$", given)
+    check(found is not None, f"our delegate gives the room a task: {given}")
+    room_task = found.group(1)
+    say(f"[A2A:status task={room_task} state=working]\nreading it", user="Uroomagent")
+    say(f"[A2A:result task={room_task} state=completed]\nthe thread, summarised", user="Uroomagent")
+    deadline = time.time() + WAIT_S
+    while True:
+        status, task = a2a_get(f"/tasks/{ours}", TOKEN)
+        state = task["status"]["state"] if status == 200 else status
+        if state in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED") or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    check(state == "TASK_STATE_COMPLETED", f"the room's result completes our task ({state})")
+    texts = ["".join(p.get("text", "") for p in a["parts"]) for a in task.get("artifacts", [])]
+    check(texts == ["the thread, summarised"], f"with the room's result as its artifact: {texts}")
 
     say("[A2A:task id=c1]\njob 3 60000")
     heard()  # the ack

@@ -1,4 +1,5 @@
-//! The A2A-Lite channels of the channel function (and of the front function): their settings,
+//! The A2A-Lite channels of the channel function (and of the front function), whose rooms every
+//! function that runs the agent may call: their settings,
 //! from a Secrets Manager secret (or, for local runs, the environment), and their routes.
 
 use a2a_channels::{LiteChannels, LiteSettings};
@@ -14,20 +15,9 @@ use crate::settings::read_secret;
 /// (`A2A_LITE_WEBHOOK_TOKEN`, …): local runs only.
 pub const ENV_LITE_SECRET_ARN: &str = "A2A_LITE_SECRET_ARN";
 
-/// The channels a function serves, read once in its init phase: a channel's token changed in
-/// the secret reaches new instances (a redeploy, or the instances Lambda starts anew).
-pub(crate) async fn lite_settings() -> Result<LiteSettings, ConfigError> {
-    let lookup = |name: &str| std::env::var(name).ok();
-    if lookup(ENV_LITE_SECRET_ARN).is_none_or(|v| v.trim().is_empty()) {
-        return lite_settings_from(lookup, None).await;
-    }
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
-    lite_settings_from(lookup, Some(&sdk)).await
-}
-
-/// The channels the environment `lookup` describes: the secret named by
+/// The channels the environment `lookup` describes, read once in a function's init phase (a
+/// channel's token changed in the secret reaches new instances: a redeploy, or the instances
+/// Lambda starts anew): the secret named by
 /// [`ENV_LITE_SECRET_ARN`] (read through `sdk`) over the `A2A_LITE_*` variables. An unreadable
 /// or invalid secret is an error naming the secret, never what it holds.
 pub async fn lite_settings_from(

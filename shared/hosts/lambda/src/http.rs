@@ -211,7 +211,7 @@ fn path_shape(path: &str) -> String {
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::for_callers(agent, function.key_use()).await?;
     let lite = if function.serves_channels() {
-        crate::channel::lite_settings().await?
+        init.lite.clone()
     } else {
         LiteSettings::default()
     };

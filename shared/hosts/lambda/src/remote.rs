@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_channels::{AgentsByAddress, RoomAgents};
+use a2a_channels::LiteSettings;
 use a2a_core::{PushPolicy, RemoteAgents};
 use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 
@@ -61,9 +61,14 @@ impl RemoteSettings {
     /// file relaxes them, with the credentials document `credentials` (the text of the secret
     /// [`Self::credentials_secret_arn`] names, read once per instance: a changed secret reaches
     /// new instances). A broken document stops the function at init, never quoted.
+    /// Rooms (`lite:<channel>:<room>`) are called through the channels of `lite` (posting
+    /// through `room_policy`, the push policy: the chat's URLs are checked as webhooks are);
+    /// without channels a call to a room is refused, saying so.
     pub(crate) fn client(
         &self,
         credentials: Option<&str>,
+        lite: &LiteSettings,
+        room_policy: &PushPolicy,
     ) -> Result<Arc<dyn RemoteAgents>, String> {
         let credentials = match credentials {
             Some(text) => AgentCredentials::from_json(text).map_err(|e| {
@@ -79,12 +84,11 @@ impl RemoteSettings {
             credentials,
             ..RemoteAgentSettings::cloud()
         })?;
-        // Rooms (`lite:<channel>:<room>`) are not wired on Lambda yet: a call to one is refused
-        // at once, saying so, instead of reaching the HTTP client as a URL it cannot read.
-        Ok(Arc::new(AgentsByAddress::new(
-            RoomAgents::default(),
+        Ok(Arc::new(a2a_channels::remote_agents(
+            lite,
+            room_policy,
             Arc::new(client),
-        )))
+        )?))
     }
 }
 
@@ -124,14 +128,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_room_is_refused_clearly_on_lambda() {
+    async fn a_room_of_no_channel_is_refused_clearly() {
         let settings = RemoteSettings::from_lookup(|_| None).expect("defaults");
-        let agents = settings.client(None).expect("the client");
+        let agents = settings
+            .client(None, &LiteSettings::default(), &PushPolicy::default())
+            .expect("the client");
         let message = a2a_protocol::Message::user_text("m1", "hello");
         let err = agents
             .send("lite:webhook:general", message, None, None)
             .await
-            .expect_err("rooms are not reachable on Lambda");
+            .expect_err("no channel, no room");
         assert!(
             matches!(&err, a2a_core::RemoteError::Refused(why)
                 if why.contains("rooms are not reachable from this deployment")),

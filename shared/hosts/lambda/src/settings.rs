@@ -18,6 +18,7 @@ use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_
 
 use crate::remote::RemoteSettings;
 use crate::Error;
+use a2a_channels::LiteSettings;
 
 /// Turn A2A 0.3 (`on`/`off`) and the early protocol on or off; both on by default. The same
 /// variables as `a2a-local` reads.
@@ -342,8 +343,12 @@ pub struct Init {
     pub auth: Auth,
     /// The agent (with the card overrides applied).
     pub agent: Arc<dyn Agent>,
-    /// The network adapter of the agent's calls to other agents.
+    /// The network adapter of the agent's calls to other agents (and rooms).
     pub remote_agents: Arc<dyn RemoteAgents>,
+    /// The A2A-Lite channels of the deployment (none without `A2A_LITE_SECRET_ARN` or the
+    /// local `A2A_LITE_*` variables): the rooms the agent calls, and the channel routes of the
+    /// functions that serve them.
+    pub lite: LiteSettings,
 }
 
 /// What a function does with the push signing keys.
@@ -412,7 +417,19 @@ impl Init {
             ),
             None => None,
         };
-        let remote_agents = settings.remote.client(agent_credentials.as_deref())?;
+        // The rooms the agent may call (`lite:<channel>:<room>`): the A2A-Lite channels of the
+        // deployment, when it has them (the secret `A2A_LITE_SECRET_ARN` names, read once per
+        // instance; locally the `A2A_LITE_*` variables).
+        let lite =
+            crate::channel::lite_settings_from(|name| std::env::var(name).ok(), Some(&sdk)).await?;
+        let room_policy = PushPolicy {
+            allowed_hosts: settings.push_allow_hosts.clone(),
+            require_https: !settings.push_allow_http,
+        };
+        let remote_agents =
+            settings
+                .remote
+                .client(agent_credentials.as_deref(), &lite, &room_policy)?;
         Ok(Self {
             settings,
             sdk,
@@ -422,6 +439,7 @@ impl Init {
             auth,
             agent,
             remote_agents,
+            lite,
         })
     }
 

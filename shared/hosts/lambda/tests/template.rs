@@ -549,13 +549,16 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
     let t = template();
     for (role, function) in functions(&t) {
         // The functions that run the agent (inline, queued, in a room) or cancel its calls
-        // read the credentials of the agents it calls (AgentCredentialsSecretArn).
+        // read the credentials of the agents it calls (AgentCredentialsSecretArn) and the
+        // A2A-Lite channels, whose rooms it may call.
         let expected = match role.as_str() {
             // The card publishes the signing keys and, like every function behind the front
             // door, authenticates callers.
             "card" => "ApiKeysSecret,PushSigningKeysSecret",
             // The rpc function signs the extended card it serves over JSON-RPC.
-            "rpc" => "AgentCredentialsSecretArn,ApiKeysSecret,PushSigningKeysSecret",
+            "rpc" => {
+                "AgentCredentialsSecretArn,ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret"
+            }
             // The front function serves the A2A-Lite channels too, when they are on.
             "front" => {
                 "AgentCredentialsSecretArn,ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret"
@@ -563,9 +566,11 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
             // The chats' tokens are its credentials: it authenticates no A2A caller.
             "channel" => "AgentCredentialsSecretArn,LiteChannelSecret",
             "push" => "PushSigningKeysSecret",
-            "worker" => "AgentCredentialsSecretArn",
+            "worker" => "AgentCredentialsSecretArn,LiteChannelSecret",
             "fanout" => "",
-            "send" | "stream" | "cancel" => "AgentCredentialsSecretArn,ApiKeysSecret",
+            "send" | "stream" | "cancel" => {
+                "AgentCredentialsSecretArn,ApiKeysSecret,LiteChannelSecret"
+            }
             _ => "ApiKeysSecret",
         };
         assert_eq!(secrets_in_policies(&t, &function), expected, "{role}");
