@@ -222,6 +222,22 @@ impl Emitter {
                         if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
                             remember_pushed(&mut run, name, &what, &task);
                             mark_stop(&mut run, name, &task);
+                            // The remote's task as it stopped settles ours once more, now
+                            // that the wait is over and later pushes are dropped: a push
+                            // taken while the wait was ending (a retried or late chunk) may
+                            // have changed an artifact after the stop was relayed. Only what
+                            // differs is written; this step is recorded, so a replay does
+                            // not come here again.
+                            if let Err(err) = relay(
+                                &self.log,
+                                &self.owner,
+                                self.task_id(),
+                                &RemoteUpdate::Task(&task),
+                            )
+                            .await
+                            {
+                                tracing::warn!(task_id = %self.task_id(), error = ?err, "could not settle the remote task's artifacts");
+                            }
                         }
                         value
                     }
