@@ -6,7 +6,7 @@ use a2a_channels::{LiteChannels, LiteSettings};
 use a2a_core::{A2aService, ConfigError};
 use axum::Router;
 
-use crate::settings::read_secret;
+use crate::secret::read_secret;
 
 /// ARN of the Secrets Manager secret holding the channels (JSON: `{"webhook": {"token",
 /// "replyUrl"}, "matrix": {"homeserverUrl", "asToken", "hsToken", "senderLocalpart"}}`;

@@ -23,6 +23,7 @@ mod function;
 mod http;
 pub mod metrics;
 mod remote;
+mod secret;
 mod settings;
 mod sqs;
 

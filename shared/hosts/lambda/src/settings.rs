@@ -17,6 +17,7 @@ use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
 use crate::remote::RemoteSettings;
+use crate::secret::read_secret;
 use crate::Error;
 use a2a_channels::LiteSettings;
 
@@ -521,33 +522,6 @@ impl ApiKeySource for SecretApiKeys {
     fn refresh(&self) -> Duration {
         self.refresh
     }
-}
-
-/// The text of a Secrets Manager secret. The error says which secret failed and why, never
-/// what it holds.
-pub(crate) async fn read_secret(
-    client: &aws_sdk_secretsmanager::Client,
-    arn: &str,
-    what: &str,
-) -> Result<String, ConfigError> {
-    let secret = || format!("the {what} secret");
-    let out = client
-        .get_secret_value()
-        .secret_id(arn)
-        .send()
-        .await
-        .map_err(|e| {
-            ConfigError::unreadable(
-                secret(),
-                format!(
-                    "cannot be read: {}",
-                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
-                ),
-            )
-        })?;
-    out.secret_string()
-        .map(str::to_owned)
-        .ok_or_else(|| ConfigError::unreadable(secret(), "has no SecretString"))
 }
 
 /// Where a function's push signing keys come from, for `key_use`: the Secrets Manager secret
