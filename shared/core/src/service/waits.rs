@@ -132,16 +132,7 @@ impl A2aService {
         lite_id: &str,
         update: &StreamResponse,
     ) -> Result<bool, A2AError> {
-        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
-            return Ok(false);
-        };
-        let Some(record) = self
-            .core
-            .store
-            .load_execution(&ours.owner, &ours.task_id)
-            .await
-            .map_err(store_error)?
-        else {
+        let Some((ours, record)) = self.outbound_record(lite_id).await? else {
             return Ok(false);
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
@@ -167,21 +158,30 @@ impl A2aService {
         .await
     }
 
+    /// The task of ours a room task id names, and its durable record: `None` when the id is
+    /// not one of ours or the task has no execution.
+    async fn outbound_record(
+        &self,
+        lite_id: &str,
+    ) -> Result<Option<(crate::room::OutboundTask, DurableExecution)>, A2AError> {
+        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
+            return Ok(None);
+        };
+        let record = self
+            .core
+            .store
+            .load_execution(&ours.owner, &ours.task_id)
+            .await
+            .map_err(store_error)?;
+        Ok(record.map(|record| (ours, record)))
+    }
+
     /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
     /// `room` (`lite:<channel>:<room>`): the task it names waits, or waited, for it there. A
     /// chat that shows the bridge its own `[A2A:task]` is then not taken as work for us, while
     /// the same kind of id from another deployment is.
     pub async fn gave_room_task(&self, room: &str, lite_id: &str) -> Result<bool, A2AError> {
-        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
-            return Ok(false);
-        };
-        let Some(record) = self
-            .core
-            .store
-            .load_execution(&ours.owner, &ours.task_id)
-            .await
-            .map_err(store_error)?
-        else {
+        let Some((_, record)) = self.outbound_record(lite_id).await? else {
             return Ok(false);
         };
         let waiting = record.wait.iter().filter_map(|w| match &w.what {
