@@ -306,6 +306,31 @@ async fn a_delegating_server_killed_mid_wait_finishes_the_task_after_a_restart()
     assert_eq!(artifact_texts(&task), ["job finished: 3 steps"]);
 }
 
+/// Our task delegating `anything` to the test server `other` (queued), once it ended.
+async fn delegated_to(ours: &Server, other: &HostileAgent) -> Value {
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} anything", other.base),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    ours.await_terminal(&id_of(task_of(&answer)), WITHIN).await
+}
+
+/// The JSON-RPC methods the test server `other` was called with, in order.
+fn methods_called(other: &HostileAgent) -> Vec<String> {
+    other
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/rpc")
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter_map(|call| call["method"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_that_never_finishes_ends_ours_failed_at_the_timeout() {
     if !store_ready() {
@@ -313,29 +338,14 @@ async fn a_remote_that_never_finishes_ends_ours_failed_at_the_timeout() {
     }
     let stuck = HostileAgent::start(Hostility::NeverFinishes).await;
     let ours = delegating(3).await;
-    let answer = ok(ours
-        .send(
-            Binding::JsonRpc,
-            send_request_with(
-                &format!("delegate {} anything", stuck.base),
-                json!({"returnImmediately": true}),
-            ),
-        )
-        .await);
-    let task = ours.await_terminal(&id_of(task_of(&answer)), WITHIN).await;
+    let task = delegated_to(&ours, &stuck).await;
     assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
     let reason = message_text(&task["status"]["message"]);
     assert!(
         reason.contains("did not finish within 3 s") && reason.contains("canceled"),
         "{reason}"
     );
-    let methods: Vec<String> = stuck
-        .requests()
-        .iter()
-        .filter(|r| r.path == "/rpc")
-        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
-        .filter_map(|call| call["method"].as_str().map(str::to_owned))
-        .collect();
+    let methods = methods_called(&stuck);
     assert_eq!(methods.first().map(String::as_str), Some("SendMessage"));
     assert_eq!(
         methods.last().map(String::as_str),
@@ -353,24 +363,10 @@ async fn pushes_out_of_order_leave_our_answer_whole() {
     // later one, the end before a chunk. The remote's task as it ended settles ours.
     let other = HostileAgent::start(Hostility::OutOfOrderPushes).await;
     let ours = delegating(60).await;
-    let answer = ok(ours
-        .send(
-            Binding::JsonRpc,
-            send_request_with(
-                &format!("delegate {} anything", other.base),
-                json!({"returnImmediately": true}),
-            ),
-        )
-        .await);
-    let task = ours.await_terminal(&id_of(task_of(&answer)), WITHIN).await;
+    let task = delegated_to(&ours, &other).await;
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(artifact_texts(&task), ["chunk-1 chunk-2 "], "{task}");
-    let asked: Vec<String> = other
-        .requests()
-        .iter()
-        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
-        .filter_map(|call| call["method"].as_str().map(str::to_owned))
-        .collect();
+    let asked = methods_called(&other);
     assert!(
         asked.iter().any(|m| m == "GetTask"),
         "the end was read back: {asked:?}"
