@@ -7,7 +7,12 @@
 //! function as the binary of its name and sets `AWS_LAMBDA_FUNCTION_NAME` to that name.
 
 /// Runs this process as the function the environment names, serving `a2a_agent::agent()`.
-#[tokio::main]
+///
+/// On one thread: an instance handles one invocation at a time, on a fraction of a vCPU at the
+/// memory sizes the template picks, so a multi-thread runtime's workers would only add
+/// hand-offs between threads to every request (docs/lambda.md, "Cold start"). Work the
+/// handler spawns runs while the handler awaits it, as the functions require anyway.
+#[tokio::main(flavor = "current_thread")]
 pub async fn main() -> Result<(), a2a_lambda_glue::Error> {
     a2a_lambda_glue::run(a2a_agent::agent()).await
 }
