@@ -21,6 +21,8 @@
 # Environment: A2A_BENCH_BIN (a built a2a-local to measure instead of building one),
 # A2A_BENCH_FILL (a built bench-fill; default: beside the binary, or built), BENCH_SECS,
 # BENCH_CONNECTIONS, BENCH_THREADS, BENCH_STREAMS, BENCH_STREAM_EVENTS, BENCH_SCALE_TASKS (N),
+# BENCH_SCALE_STORE=DIR (keep the preloaded store there: filled when it holds another N or
+# nothing, copied for each run; the directory is replaced when refilled),
 # and BENCH_PERF=FILE: record a CPU profile (perf) of the JSON-RPC send run, top frames into FILE
 # (of the preloaded store's run with --scale).
 # The load generator is wrk (Debian package; installed with apt-get when missing).
@@ -404,7 +406,26 @@ if [ -n "$scale" ]; then
   # The same runs on a store that already holds $scale finished tasks of the same owner.
   stop_server
   echo
-  "$fill" "$work/filled" "$scale"
+  if [ -n "${BENCH_SCALE_STORE:-}" ]; then
+    # A preloaded store kept between runs: filled once (a million tasks take minutes), then
+    # copied, so every run starts from the same file and none writes into the kept one.
+    if [ "$(cat "$BENCH_SCALE_STORE/bench-fill-tasks" 2>/dev/null)" != "$scale" ]; then
+      if [ -f "$BENCH_SCALE_STORE/bench-fill-tasks" ]; then
+        rm -rf "$BENCH_SCALE_STORE"
+      elif [ -e "$BENCH_SCALE_STORE" ] && [ -n "$(ls -A "$BENCH_SCALE_STORE")" ]; then
+        echo "bench: $BENCH_SCALE_STORE holds something other than a preloaded store" >&2; exit 2
+      fi
+      "$fill" "$BENCH_SCALE_STORE" "$scale"
+      echo "$scale" >"$BENCH_SCALE_STORE/bench-fill-tasks"
+    fi
+    cp -r "$BENCH_SCALE_STORE" "$work/filled"
+    # On disk before the server starts: otherwise its first checkpoint's fsync waits for the
+    # copy's gigabytes to be written back, and the runs measure that.
+    sync "$work/filled"/*
+    echo "bench: a copy of the store preloaded with $scale tasks in $BENCH_SCALE_STORE"
+  else
+    "$fill" "$work/filled" "$scale"
+  fi
   start_server "$work/filled"
   rss_fresh[filled]=$(rss_mb "$server")
   run_suite filled
