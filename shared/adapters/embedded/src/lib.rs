@@ -334,6 +334,13 @@ const WAL_PAGES_MAX: i32 = 8 * CHECKPOINT_PAGES;
 /// whatever a slow pass left behind.
 const CAUGHT_UP_PAGES: i32 = 512;
 
+/// How many pages, copied since the database file was last flushed, the pass during a pause may
+/// find to flush: more, and the checkpoint thread flushes and copies once more first.
+const PAUSE_COPY_PAGES: i32 = 64;
+
+/// How many times at most the checkpoint thread flushes and copies before it asks for a pause.
+const PRESYNC_ROUNDS_MAX: usize = 4;
+
 /// The writer's side of checkpointing ([`checkpoint_in_background`]): the checkpoint thread
 /// asks for a pause, the writer (between two batches) says it paused and waits to be let go.
 struct CheckpointPause {
@@ -366,8 +373,9 @@ impl CheckpointPause {
 /// end, the thread asks the writer to pause between two batches for one last short pass,
 /// which completes the checkpoint. That pass `fsync`s the database file (SQLite does when a
 /// checkpoint completes, not on the passes before), so the thread first flushes what the
-/// earlier passes copied, and copies what came meanwhile, without the writer waiting: measured
-/// with a million tasks, the pauses went from 40–150 ms to a few. Should the writer outpace
+/// earlier passes copied, and copies what came meanwhile, without the writer waiting, again
+/// while a round copied more than [`PAUSE_COPY_PAGES`] (at most [`PRESYNC_ROUNDS_MAX`] rounds):
+/// measured with a million tasks, the pauses went from 40–150 ms to a few. Should the writer outpace
 /// the passes (the log past [`WAL_PAGES_MAX`] pages), it pauses however far behind they are.
 /// SQLite's own
 /// automatic checkpoint would copy and `fsync` inside the committing write, every 1,000 pages,
@@ -424,11 +432,19 @@ fn checkpoint_in_background(
                             || (log >= RESTART_PAGES && log - copied <= CAUGHT_UP_PAGES) =>
                     {
                         // What the pause's pass would flush, flushed before it: the earlier
-                        // passes' pages, then a pass for what came meanwhile.
-                        if let Err(e) = database.sync_data() {
-                            tracing::warn!(error = %e, "the store's checkpoint failed");
+                        // passes' pages, then a pass for what came meanwhile, again while
+                        // that pass copied more than a pause should flush (the fsync during
+                        // the pause costs about a page's write per page copied since the last).
+                        let mut before = copied;
+                        for _ in 0..PRESYNC_ROUNDS_MAX {
+                            if let Err(e) = database.sync_data() {
+                                tracing::warn!(error = %e, "the store's checkpoint failed");
+                            }
+                            match pass() {
+                                Ok((_, now)) if now - before > PAUSE_COPY_PAGES => before = now,
+                                _ => break,
+                            }
                         }
-                        let _ = pass();
                         asked.store(true, Ordering::Release);
                         // The writer pauses at its next batch (or never: it has stopped).
                         if paused.recv().is_ok() {
