@@ -142,7 +142,9 @@ impl DynamoTaskStore {
             return Err(StoreError::Conflict);
         }
         self.heads.put(&head.task.id, summary);
-        Ok(())
+        // After the head: a create that lost its condition counts nothing.
+        self.count_task(&head.owner, &head.task.id, None, head.expires_at.millis())
+            .await
     }
 
     /// The summary of the head of `task_id` at `expected`, from the cache or read.
@@ -527,7 +529,9 @@ impl TaskLogStore for DynamoTaskStore {
                 body: body::body_ref(&item)?,
             },
         );
-        Ok(())
+        // A task whose expiry moved moves in its owner's counts.
+        self.count_task(&head.owner, task_id, Some(old.expires), exp)
+            .await
     }
 
     /// [`TaskLogStore::load_task`].
