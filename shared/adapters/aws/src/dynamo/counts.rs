@@ -92,6 +92,14 @@ impl DynamoTaskStore {
         Ok(())
     }
 
+    /// Takes back the count of a new task whose create was refused (best effort: a count
+    /// left behind says one task too many until `exp`).
+    pub(super) async fn uncount_task(&self, owner: &Owner, task_id: &str, exp: i64) {
+        if let Err(err) = self.add_to_count(owner, exp, shard_of(task_id), -1).await {
+            tracing::warn!(task_id, error = %err, "a refused create's ListTasks count stays");
+        }
+    }
+
     /// `ADD` of `by` to one count item, which expires with the tasks it counts.
     async fn add_to_count(
         &self,
