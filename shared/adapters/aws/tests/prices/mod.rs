@@ -157,13 +157,17 @@ pub(crate) fn per_million_billed(
     }
 }
 
+/// The DynamoDB round trips a blocking echo waits for: its requests but its count's
+/// `UpdateItem`, written beside its head's `PutItem` at the same time.
+pub(crate) fn echo_round_trips(echo: &Summary) -> u32 {
+    let beside = echo.dynamodb.get("UpdateItem").copied().unwrap_or(0);
+    echo.dynamodb_requests().saturating_sub(beside)
+}
+
 /// The per-million table for a blocking echo whose measured cost is `echo`, per front door,
 /// beside what it would cost with a cheaper idempotency read, without it, and on provisioned capacity.
 pub(crate) fn blocking_echo_table(echo: &Summary) -> String {
-    // The echo's count (`UpdateItem`) is written beside its head's `PutItem`, at the same
-    // time: a request, but no round trip of its own to wait for.
-    let beside = echo.dynamodb.get("UpdateItem").copied().unwrap_or(0);
-    let waits = echo.dynamodb_requests().saturating_sub(beside);
+    let waits = echo_round_trips(echo);
     let mut out = String::new();
     let _ = writeln!(
         out,
