@@ -63,8 +63,10 @@ impl DynamoTaskStore {
                     self.count(owner, query, now).await?
                 };
                 // Counts that agree with the index hold every task of the owner (none from
-                // before they were kept is left): read them from now on.
-                if counts.is_some_and(|counts| counts.total == total) {
+                // before they were kept is left): read them from now on. Not on an empty
+                // owner: while a deploy rolls, a function still on older code may be creating
+                // the owner's first tasks uncounted.
+                if total > 0 && counts.is_some_and(|counts| counts.total == total) {
                     self.mark_counts_complete(owner).await?;
                 }
                 total
