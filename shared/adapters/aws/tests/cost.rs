@@ -22,9 +22,9 @@ use a2a_core::{
 };
 use a2a_protocol::{
     Artifact, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTasksRequest, Message, Part, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
-    TaskState,
+    ListTasksRequest, ListTasksResponse, Message, Part, SendMessageConfiguration,
+    SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRef, TaskState,
 };
 use async_trait::async_trait;
 use common::Env;
@@ -268,6 +268,22 @@ impl Bench {
         let summary = Summary::of(&calls);
         self.rows.push((operation.to_owned(), summary.clone()));
         summary
+    }
+
+    /// The first page of `page_size` of the owner's tasks.
+    async fn list_page(&self, page_size: i32) -> ListTasksResponse {
+        let page = ListTasksRequest {
+            page_size: Some(page_size),
+            ..Default::default()
+        };
+        match self
+            .service
+            .call(&self.ctx, OperationRequest::ListTasks(page))
+            .await
+        {
+            Ok(OperationResponse::Tasks(listed)) => listed,
+            other => panic!("ListTasks failed: {other:?}"),
+        }
     }
 
     async fn send(&self, text: &str, configuration: Option<SendMessageConfiguration>) -> Task {
@@ -525,17 +541,7 @@ async fn cost_per_operation() {
         bench.send("echo more", None).await;
     }
     bench.meter.take();
-    let page = ListTasksRequest {
-        page_size: Some(2),
-        ..Default::default()
-    };
-    let Ok(OperationResponse::Tasks(listed)) = bench
-        .service
-        .call(&bench.ctx, OperationRequest::ListTasks(page))
-        .await
-    else {
-        panic!("ListTasks failed");
-    };
+    let listed = bench.list_page(2).await;
     assert_eq!(listed.tasks.len(), 2);
     assert_eq!(listed.total_size, 5);
     let s = bench
@@ -557,17 +563,7 @@ async fn cost_per_operation() {
         }
         owned_now = owned;
         bench.meter.take();
-        let page = ListTasksRequest {
-            page_size: Some(50),
-            ..Default::default()
-        };
-        let Ok(OperationResponse::Tasks(listed)) = bench
-            .service
-            .call(&bench.ctx, OperationRequest::ListTasks(page))
-            .await
-        else {
-            panic!("ListTasks failed");
-        };
+        let listed = bench.list_page(50).await;
         assert_eq!(listed.tasks.len(), 50);
         assert_eq!(listed.total_size, owned);
         let s = bench

@@ -175,14 +175,14 @@ impl PushQueue for NoPush {
     }
 }
 
+/// How long `linger` works between its two artifacts.
+const LINGER: Duration = Duration::from_millis(1000);
+
 /// An agent with durable steps, chosen by the message text:
 /// - `steps`: WORKING, a step, a 30 ms durable sleep, another step, COMPLETED with both;
 /// - `signal`: WORKING, then the payload of the signal `go` (timeout from the text's second
 ///   word, in ms), COMPLETED with it;
 /// - `linger`: WORKING, an artifact, 1 s of plain work, a second artifact, COMPLETED.
-/// How long `linger` works between its two artifacts.
-const LINGER: Duration = Duration::from_millis(1000);
-
 #[derive(Default)]
 struct Durable {
     starts: AtomicUsize,
