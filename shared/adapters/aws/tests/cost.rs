@@ -581,6 +581,30 @@ async fn cost_per_operation() {
         "read units do not grow with the owner's tasks: {small} / {large}"
     );
     assert_eq!(large.dynamodb_writes(), 0, "{large}");
+    // A filter has no count: the oldest task's context, among 400, is found by reading the
+    // owner's index entries in growing rounds (200, then 400) and counted on the index.
+    let page = ListTasksRequest {
+        context_id: echo.context_id.clone(),
+        page_size: Some(50),
+        ..Default::default()
+    };
+    let Ok(OperationResponse::Tasks(listed)) = bench
+        .service
+        .call(&bench.ctx, OperationRequest::ListTasks(page))
+        .await
+    else {
+        panic!("ListTasks failed");
+    };
+    assert_eq!(listed.tasks.len(), 1);
+    assert_eq!(listed.total_size, 1);
+    let s = bench
+        .row("ListTasks, contextId of 1 task among 400 (no count: reads the index)")
+        .await;
+    assert_eq!(
+        s.dynamodb.get("Query"),
+        Some(&2),
+        "two rounds, no count query: {s}"
+    );
 
     // Push config CRUD.
     let config = TaskPushNotificationConfig {

@@ -17,8 +17,10 @@ use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 use crate::resources::BY_OWNER_INDEX;
 
-/// Evaluated items per ListTasks query round when a context or state filter may drop most of
-/// them: index entries are ~150 bytes, so a round reads at most a few read units.
+/// Evaluated items in the first ListTasks query round when a context or state filter may drop
+/// most of them: index entries are ~150 bytes, so it reads at most a few read units. Each
+/// further round evaluates twice as many (DynamoDB stops a page at 1 MB anyway), so a sparse
+/// filter over many tasks takes tens of round trips, not thousands.
 const FILTERED_ROUND: i32 = 200;
 
 impl DynamoTaskStore {
@@ -107,9 +109,11 @@ impl DynamoTaskStore {
         now: i64,
     ) -> Result<(Vec<String>, bool), StoreError> {
         let filtered = query.context_id.is_some() || query.state.is_some();
-        let limit = |found: usize| {
+        let mut round = 0u32;
+        let mut limit = |found: usize| {
+            round += 1;
             if filtered {
-                FILTERED_ROUND
+                FILTERED_ROUND.saturating_mul(1_i32 << (round - 1).min(10))
             } else {
                 // One more than the page tells whether a next page exists.
                 i32::try_from(want + 1 - found).unwrap_or(i32::MAX)
