@@ -144,6 +144,16 @@ fn push_config_of(
     config
 }
 
+/// The expiry of what is written at `now_ms` (see [`TaskLog`]'s `expires_at`): `retention`
+/// later, rounded up to a whole step of a sixteenth of the retention (at least a millisecond),
+/// so a task lives at most that much longer than the retention.
+fn expiry_at(now_ms: i64, retention: Duration) -> i64 {
+    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX / 2);
+    let step = (retention / 16).max(1);
+    let at = now_ms.saturating_add(retention);
+    at.div_euclid(step) * step + if at.rem_euclid(step) == 0 { 0 } else { step }
+}
+
 /// Writes to the event log with conditional appends. Holds only the store and the setting
 /// writing needs, so the agent's emitter, the worker and the operations can all share it. The
 /// push fan-out of what it writes is the store's (see [`TaskStore`]): atomic with the write.
@@ -183,8 +193,12 @@ impl TaskLog {
         self.stopping.send_replace(true);
     }
 
+    /// The expiry of what is written now: a full retention from now, rounded up to the next
+    /// whole [`expiry_step`]. So the tasks written within one step share their expiry, and a
+    /// store can count an owner's live tasks per expiry (DynamoDB keeps ListTasks' counts that
+    /// way) in at most `retention / step + 1` live groups, however many tasks there are.
     fn expires_at(&self) -> Timestamp {
-        Timestamp::from_millis(Timestamp::now().millis() + self.retention.as_millis() as i64)
+        Timestamp::from_millis(expiry_at(Timestamp::now().millis(), self.retention))
     }
 
     /// The expiry an append gives a task that expires at `current`: a full retention from now,
@@ -561,5 +575,26 @@ impl TaskLog {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiries_are_a_retention_away_rounded_up_to_a_sixteenth_of_it() {
+        let day = Duration::from_secs(24 * 3600);
+        let step = 24 * 3600 * 1000 / 16;
+        for now in [0, 1, step - 1, step, 7 * step + 3, 1_795_726_661_458] {
+            let at = expiry_at(now, day);
+            let earliest = now + 24 * 3600 * 1000;
+            assert!(at >= earliest && at < earliest + step, "{now}: {at}");
+            assert_eq!(at % step, 0, "{now}: {at}");
+        }
+        // Within one step, every write gets the same expiry.
+        assert_eq!(expiry_at(10 * step + 1, day), expiry_at(11 * step - 1, day));
+        // A retention under 16 ms still moves by whole milliseconds.
+        assert_eq!(expiry_at(5, Duration::from_millis(3)), 8);
     }
 }

@@ -38,6 +38,7 @@ contract_tests!(
     list_empty,
     list_cursor_survives_expiry_of_previous_page,
     list_filters,
+    list_total_size_follows_every_change,
     list_invalid_page_token,
     push_config_crud,
     push_delivery_records,

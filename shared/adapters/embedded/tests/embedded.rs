@@ -773,3 +773,112 @@ async fn purge_keeps_expired_inline_leases_for_the_sweep() {
         .await
         .expect("lease"));
 }
+
+/// ListTasks' `totalSize` of an owner, unfiltered and of one state.
+async fn totals(store: &SqliteStore, owner: &Owner) -> (usize, usize) {
+    let all = a2a_core::TaskQuery {
+        page_size: 1,
+        ..Default::default()
+    };
+    let working = a2a_core::TaskQuery {
+        state: Some(TaskState::Working),
+        ..all.clone()
+    };
+    (
+        store
+            .list_tasks(owner, &all)
+            .await
+            .expect("list")
+            .total_size,
+        store
+            .list_tasks(owner, &working)
+            .await
+            .expect("list")
+            .total_size,
+    )
+}
+
+/// The purge deletes expired rows, which the kept counts still held: `totalSize` is the same
+/// before and after it.
+#[tokio::test]
+async fn total_size_is_the_same_before_and_after_the_purge() {
+    let (_dir, store) = open();
+    let owner = owner();
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    for expires_at in [past, past, in_hours(1), in_hours(1), in_hours(1)] {
+        let (head, events) = new_task(&owner, expires_at);
+        store.create_task(&head, &events).await.expect("create");
+    }
+    assert_eq!(totals(&store, &owner).await, (3, 3));
+    assert_eq!(store.purge_expired().await.expect("purge"), 2);
+    assert_eq!(totals(&store, &owner).await, (3, 3));
+}
+
+/// A file written before the kept counts (schema version 6) gets them when it is opened,
+/// taken from the tasks it holds, and keeps them from then on.
+#[tokio::test]
+async fn a_version_6_file_is_upgraded_with_the_counts_of_its_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let owner = owner();
+    {
+        let store = SqliteStore::open(dir.path()).expect("open");
+        for _ in 0..3 {
+            let (head, events) = new_task(&owner, in_hours(1));
+            store.create_task(&head, &events).await.expect("create");
+        }
+    }
+    {
+        // Roll the file back to what version 6 wrote: no counts, no triggers, the old index.
+        let conn = rusqlite::Connection::open(dir.path().join(DB_FILE_NAME)).expect("sqlite");
+        conn.execute_batch(
+            "DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete;
+             DROP TRIGGER task_counts_update; DROP TABLE task_counts;
+             DROP INDEX tasks_by_expiry_owner;
+             CREATE INDEX tasks_by_expiry ON tasks (expires_at_ms);
+             PRAGMA user_version = 6;",
+        )
+        .expect("downgrade");
+    }
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    assert_eq!(totals(&store, &owner).await, (3, 3));
+    let (head, events) = new_task(&owner, in_hours(1));
+    store.create_task(&head, &events).await.expect("create");
+    assert_eq!(totals(&store, &owner).await, (4, 4));
+}
+
+/// `create_tasks` writes every task of a batch as `create_task` would, or none of them when
+/// one id is taken.
+#[tokio::test]
+async fn create_tasks_writes_all_of_a_batch_or_none() {
+    let (_dir, store) = open();
+    let owner = owner();
+    let batch: Vec<_> = (0..3).map(|_| new_task(&owner, in_hours(1))).collect();
+    store.create_tasks(&batch).await.expect("create_tasks");
+    for (head, events) in &batch {
+        assert_eq!(
+            store.load_task(&owner, &head.task.id).await.expect("load"),
+            Some(head.clone())
+        );
+        assert_eq!(
+            &store
+                .read_events(&owner, &head.task.id, 0, 10)
+                .await
+                .expect("read"),
+            events
+        );
+    }
+    let fresh = new_task(&owner, in_hours(1));
+    let taken = batch[1].clone();
+    assert_eq!(
+        store.create_tasks(&[fresh.clone(), taken]).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        store
+            .load_task(&owner, &fresh.0.task.id)
+            .await
+            .expect("load"),
+        None
+    );
+    assert_eq!(totals(&store, &owner).await, (3, 3));
+}

@@ -175,11 +175,14 @@ impl PushQueue for NoPush {
     }
 }
 
+/// How long `linger` works between its two artifacts.
+const LINGER: Duration = Duration::from_millis(1000);
+
 /// An agent with durable steps, chosen by the message text:
 /// - `steps`: WORKING, a step, a 30 ms durable sleep, another step, COMPLETED with both;
 /// - `signal`: WORKING, then the payload of the signal `go` (timeout from the text's second
 ///   word, in ms), COMPLETED with it;
-/// - `linger`: WORKING, an artifact, 300 ms of plain work, a second artifact, COMPLETED.
+/// - `linger`: WORKING, an artifact, 1 s of plain work, a second artifact, COMPLETED.
 #[derive(Default)]
 struct Durable {
     starts: AtomicUsize,
@@ -230,7 +233,7 @@ impl Agent for Durable {
                     ..Artifact::default()
                 };
                 e.artifact(part("one "), false, false).await?;
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                tokio::time::sleep(LINGER).await;
                 e.artifact(part("two"), true, true).await?;
                 e.complete(Some("lingered")).await
             }
@@ -477,7 +480,8 @@ pub async fn a_handed_over_execution_finishes_on_the_worker(store: Arc<dyn TaskS
     let queue = Arc::new(Kept::default());
     let config = ServiceConfig {
         background_inline: false,
-        blocking_timeout: Duration::from_millis(100),
+        // Long enough for the task's first writes on a loaded emulator, well short of LINGER.
+        blocking_timeout: Duration::from_millis(400),
         ..ServiceConfig::default()
     };
     let service = service(store.clone(), agent.clone(), queue.clone(), config);
@@ -494,8 +498,9 @@ pub async fn a_handed_over_execution_finishes_on_the_worker(store: Arc<dyn TaskS
     let jobs = queue.take(&answer.id);
     assert_eq!(jobs.len(), 1, "handed over before the answer: {jobs:?}");
     assert!(jobs[0].0.resume);
-    // Nothing of the request runs any more: the first run never gets to its second artifact.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Nothing of the request runs any more: the first run never gets to its second artifact
+    // (it would have by now).
+    tokio::time::sleep(LINGER + Duration::from_millis(200)).await;
     let midway = events(&*store, &ctx.owner, &answer.id).await;
     assert_eq!(
         count(&midway, |e| matches!(e, TaskEvent::Artifact { .. })),

@@ -467,6 +467,7 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     list_empty(store).await;
     list_cursor_survives_expiry_of_previous_page(store).await;
     list_filters(store).await;
+    list_total_size_follows_every_change(store).await;
     list_invalid_page_token(store).await;
     push_config_crud(store).await;
     push_delivery_records(store).await;
@@ -1096,6 +1097,121 @@ pub async fn list_filters<S: TaskStore + ?Sized>(store: &S) {
         Vec::new(),
     )
     .await;
+}
+
+/// `total_size` of an unfiltered and of a state-filtered ListTasks stays exact through every
+/// change a task goes through: creates (born terminal too), a status change, a task that
+/// expires through an append, one created already expired, and an expired task's id taken
+/// again. Stores that keep counts instead of counting on every call keep them here.
+pub async fn list_total_size_follows_every_change<S: TaskStore + ?Sized>(store: &S) {
+    use TaskState::{Completed, Submitted, Working};
+    let owner = fresh_owner();
+    let totals = |state: Option<TaskState>| {
+        let q = TaskQuery { state, ..query(1) };
+        let owner = owner.clone();
+        async move {
+            store
+                .list_tasks(&owner, &q)
+                .await
+                .expect("list_tasks")
+                .total_size
+        }
+    };
+    let check = |all: usize, submitted: usize, working: usize, completed: usize| async move {
+        assert_eq!(
+            (
+                totals(None).await,
+                totals(Some(Submitted)).await,
+                totals(Some(Working)).await,
+                totals(Some(Completed)).await
+            ),
+            (all, submitted, working, completed),
+            "total_size: all, submitted, working, completed"
+        );
+    };
+    check(0, 0, 0, 0).await;
+
+    let first = create(store, &owner).await;
+    let second = create(store, &owner).await;
+    let (submitted, mut events) = new_task(
+        &owner,
+        &unique("task"),
+        &unique("ctx"),
+        Submitted,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    let (born_done, more) = advance(
+        &submitted,
+        vec![status_event(&submitted.task, Completed, Timestamp::now())],
+    );
+    events.extend(more);
+    store
+        .create_task(&born_done, &events)
+        .await
+        .expect("create_task");
+    check(3, 2, 0, 1).await;
+
+    // A status change moves a task from one state's count to another's.
+    let working = append(
+        store,
+        &first,
+        vec![status_event(&first.task, Working, Timestamp::now())],
+    )
+    .await;
+    check(3, 1, 1, 1).await;
+    // An append that changes no state changes no count.
+    let working = append(store, &working, vec![artifact_event(&working.task, "a")]).await;
+    check(3, 1, 1, 1).await;
+
+    // A task that expires through an append leaves every count.
+    let (mut gone, events) = advance(&working, vec![artifact_event(&working.task, "b")]);
+    gone.expires_at = expired();
+    store
+        .append_events(&gone, working.version, &events)
+        .await
+        .expect("append_events");
+    check(2, 1, 0, 1).await;
+
+    // A task created already expired is never counted.
+    let (dead, events) = new_task(
+        &owner,
+        &unique("task"),
+        "ctx",
+        Working,
+        Timestamp::now(),
+        expired(),
+    );
+    store
+        .create_task(&dead, &events)
+        .await
+        .expect("create_task");
+    check(2, 1, 0, 1).await;
+
+    // The id of an expired task is free: taken again, it counts once, in its new state.
+    let (again, events) = new_task(
+        &owner,
+        &dead.task.id,
+        "ctx",
+        Completed,
+        Timestamp::now(),
+        hours_from_now(24),
+    );
+    store
+        .create_task(&again, &events)
+        .await
+        .expect("create_task");
+    check(3, 1, 0, 2).await;
+
+    // Another owner's tasks are not counted, and a finished task moves to its end state.
+    create(store, &fresh_owner()).await;
+    append(
+        store,
+        &second,
+        vec![status_event(&second.task, Completed, Timestamp::now())],
+    )
+    .await;
+    check(3, 0, 0, 3).await;
 }
 
 /// Lists every page of `q` and compares with `want`; `total_size` must count all matches.

@@ -1,5 +1,7 @@
 //! ListTasks: the owner's tasks on the by-owner index, newest status first, then their heads
-//! in one batch read; a count of the matches when the page does not already tell it.
+//! in one batch read; the total from the owner's counts ([`super::counts`]), or a count of the
+//! matches when a filter has none (or the counts are not complete yet) and the page does not
+//! already tell it.
 
 use std::collections::HashMap;
 
@@ -15,8 +17,10 @@ use crate::items::{self, attr, n, s, Item};
 use crate::now_ms;
 use crate::resources::BY_OWNER_INDEX;
 
-/// Evaluated items per ListTasks query round when a context or state filter may drop most of
-/// them: index entries are ~150 bytes, so a round reads at most a few read units.
+/// Evaluated items in the first ListTasks query round when a context or state filter may drop
+/// most of them: index entries are ~150 bytes, so it reads at most a few read units. Each
+/// further round evaluates twice as many (DynamoDB stops a page at 1 MB anyway), so a sparse
+/// filter over many tasks takes tens of round trips, not thousands.
 const FILTERED_ROUND: i32 = 200;
 
 impl DynamoTaskStore {
@@ -34,14 +38,41 @@ impl DynamoTaskStore {
         // Validated upstream; a zero would only make the page useless.
         let page_size = query.page_size.clamp(1, 100);
         let now = now_ms();
-        let (keys, more) = self
-            .list_keys(owner, query, start.as_deref(), page_size, now)
-            .await?;
-        // A first page that holds every match already knows the total: skip the count.
-        let total_size = if start.is_none() && !more {
-            keys.len()
+        // Without a filter the total is in the owner's counts, read beside the page's keys: two
+        // round trips in all (this, then the heads).
+        let counted = query.context_id.is_none()
+            && query.state.is_none()
+            && query.status_timestamp_after.is_none();
+        let ((keys, more), counts) = if counted {
+            let (keys, counts) = tokio::join!(
+                self.list_keys(owner, query, start.as_deref(), page_size, now),
+                self.read_counts(owner, now)
+            );
+            (keys?, Some(counts?))
         } else {
-            self.count(owner, query, now).await?
+            let keys = self
+                .list_keys(owner, query, start.as_deref(), page_size, now)
+                .await?;
+            (keys, None)
+        };
+        let total_size = match &counts {
+            Some(counts) if counts.complete => counts.total,
+            _ => {
+                // A first page that holds every match already knows the total: skip the count.
+                let total = if start.is_none() && !more {
+                    keys.len()
+                } else {
+                    self.count(owner, query, now).await?
+                };
+                // Counts that agree with the index hold every task of the owner (none from
+                // before they were kept is left): read them from now on. Not on an empty
+                // owner: while a deploy rolls, a function still on older code may be creating
+                // the owner's first tasks uncounted.
+                if total > 0 && counts.is_some_and(|counts| counts.total == total) {
+                    self.mark_counts_complete(owner).await?;
+                }
+                total
+            }
         };
         let task_ids: Vec<String> = keys
             .iter()
@@ -78,9 +109,11 @@ impl DynamoTaskStore {
         now: i64,
     ) -> Result<(Vec<String>, bool), StoreError> {
         let filtered = query.context_id.is_some() || query.state.is_some();
-        let limit = |found: usize| {
+        let mut round = 0u32;
+        let mut limit = |found: usize| {
+            round += 1;
             if filtered {
-                FILTERED_ROUND
+                FILTERED_ROUND.saturating_mul(1_i32 << (round - 1).min(10))
             } else {
                 // One more than the page tells whether a next page exists.
                 i32::try_from(want + 1 - found).unwrap_or(i32::MAX)

@@ -137,11 +137,23 @@ impl DynamoTaskStore {
         items::check_size(&item, || format!("task {}", head.task.id))?;
         let index_wru = write_units(index_entry_size(&item));
         let summary = HeadSummary::of_item(&item)?;
-        let created = self.put_new_indexed(item, index_wru).await?;
-        if !created {
+        // The count is written beside the head, not after it: the send waits for one round
+        // trip, not two. A create its condition refused takes its count back.
+        let (owner, task_id, exp) = (&head.owner, &head.task.id, head.expires_at.millis());
+        let (created, counted) = tokio::join!(
+            self.put_new_indexed(item, index_wru),
+            self.count_task(owner, task_id, None, exp)
+        );
+        if !created? {
+            if counted.is_ok() {
+                self.uncount_task(owner, task_id, exp).await;
+            }
             return Err(StoreError::Conflict);
         }
-        self.heads.put(&head.task.id, summary);
+        self.heads.put(task_id, summary);
+        if let Err(err) = counted {
+            tracing::warn!(task_id, error = %err, "the new task is missing from its owner's ListTasks count until it expires");
+        }
         Ok(())
     }
 
@@ -527,6 +539,14 @@ impl TaskLogStore for DynamoTaskStore {
                 body: body::body_ref(&item)?,
             },
         );
+        // A task whose expiry moved moves in its owner's counts. The append is made: a count
+        // that failed leaves the total off by one until the older expiry passes, not the task.
+        if let Err(err) = self
+            .count_task(&head.owner, task_id, Some(old.expires), exp)
+            .await
+        {
+            tracing::warn!(task_id, error = %err, "a task's ListTasks count did not move with its expiry");
+        }
         Ok(())
     }
 

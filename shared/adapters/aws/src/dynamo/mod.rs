@@ -12,6 +12,7 @@
 //! [`a2a_core::PushConfigStore`], [`a2a_core::LeaseStore`], [`a2a_core::ExecutionStore`] in
 //! [`executions`]).
 
+mod counts;
 mod executions;
 mod leases;
 mod list;

@@ -243,7 +243,7 @@ pub(crate) fn bill(echo: &Summary) -> String {
         let t: Totals = per_million(
             door,
             HTTP_MEMORY_MB,
-            echo.dynamodb_requests(),
+            super::echo_round_trips(echo),
             echo.estimated_wru,
             echo.estimated_rru,
             echo.sqs_requests(),

@@ -220,6 +220,90 @@ impl FanOut {
     }
 }
 
+/// A create, serialised before it enters the writer: the head row, its event rows and its push
+/// fan-out.
+struct NewTask {
+    row: HeadRow,
+    events: Vec<EventRow>,
+    fan_out: FanOut,
+}
+
+impl NewTask {
+    fn new(head: &StoredTask, events: &[LoggedEvent]) -> Result<Self, DbError> {
+        let fan_out = FanOut::new(head, events);
+        // Nothing is ever appended to a task born terminal (a blocking echo): its events ride
+        // in its head row.
+        let (row, events) = if head.task.status.state.is_terminal() {
+            check_seqs(events, 0, head.version)?;
+            (HeadRow::born_terminal(head, events)?, Vec::new())
+        } else {
+            (HeadRow::new(head)?, EventRow::all(events, 0, head.version)?)
+        };
+        Ok(Self {
+            row,
+            events,
+            fan_out,
+        })
+    }
+
+    /// Inserts the task in `tx` if its id is free; returns how many push jobs it enqueued.
+    fn insert(&self, tx: &Connection, now: i64) -> Result<usize, DbError> {
+        let task_id = &self.row.task_id;
+        let existing: Option<i64> = tx
+            .query_row_cached(
+                "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
+                [task_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match existing {
+            Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
+            // An expired task is gone as far as readers are concerned; the purge just has not
+            // reclaimed it yet. Its id is free again.
+            Some(_) => {
+                tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [task_id])?;
+                tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [task_id])?;
+            }
+            None => {}
+        }
+        // A live reply record holds the id as a live task would (idempotent SendMessage).
+        if reply_holds(tx, task_id, now)? {
+            return Err(StoreError::Conflict.into());
+        }
+        self.row.insert(tx)?;
+        EventRow::insert_all(&self.events, tx, task_id)?;
+        self.fan_out.enqueue(tx, now)
+    }
+}
+
+impl SqliteStore {
+    /// Creates many tasks in one transaction, each as [`TaskLogStore::create_task`] would
+    /// (the same rows, checks and push fan-out): all of them, or none and `Conflict` if one's
+    /// id is taken. For bulk loads (the benchmark fills a store with a million tasks this
+    /// way): one commit for the lot instead of one per task. The writer runs nothing else
+    /// meanwhile, so keep batches to thousands.
+    pub async fn create_tasks(
+        &self,
+        tasks: &[(StoredTask, Vec<LoggedEvent>)],
+    ) -> Result<(), StoreError> {
+        let creates = tasks
+            .iter()
+            .map(|(head, events)| NewTask::new(head, events))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pushed = self
+            .write(move |tx| {
+                let now = now_ms();
+                creates
+                    .iter()
+                    .map(|create| create.insert(tx, now))
+                    .sum::<Result<usize, DbError>>()
+            })
+            .await?;
+        self.push_enqueued(pushed);
+        Ok(())
+    }
+}
+
 /// Whether a live reply record holds `task_id`; an expired one is deleted (its id is free).
 fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbError> {
     let expires: Option<i64> = conn
@@ -271,6 +355,147 @@ fn send_record(
         version: u64::try_from(version).unwrap_or(0),
         expires_at: Timestamp::from_millis(expires_at_ms),
     })))
+}
+
+/// Whether a ListTasks query's `totalSize` comes from the kept counts ([`counted_total`]):
+/// no context and no timestamp filter. Its page is then one short index range too.
+fn counted(query: &TaskQuery) -> bool {
+    query.context_id.is_none() && query.status_timestamp_after.is_none()
+}
+
+/// A ListTasks page of `owner`'s tasks: keyset paging on the by-owner indexes, newest status
+/// first, and the matches' count, in one read transaction.
+fn list_page(
+    conn: &mut Connection,
+    owner: &str,
+    query: &TaskQuery,
+    cursor: Option<Cursor>,
+) -> Result<TaskPage, DbError> {
+    // The query is validated upstream; a zero would only make the page useless.
+    let page_size = query.page_size.max(1);
+    let now = now_ms();
+    let mut filter = String::from("owner = ?1 AND expires_at_ms > ?2");
+    let mut args: Vec<Value> = vec![owner.to_owned().into(), now.into()];
+    if let Some(context_id) = query.context_id.clone() {
+        args.push(context_id.into());
+        filter.push_str(&format!(" AND context_id = ?{}", args.len()));
+    }
+    if let Some(state) = query.state {
+        args.push(state.as_str().to_owned().into());
+        filter.push_str(&format!(" AND state = ?{}", args.len()));
+    }
+    if let Some(after) = query.status_timestamp_after {
+        args.push(after.millis().into());
+        filter.push_str(&format!(" AND status_ts_ms >= ?{}", args.len()));
+    }
+
+    // One read transaction, so the count and the page see the same snapshot.
+    let tx = conn.transaction()?;
+    let total = if counted(query) {
+        counted_total(&tx, owner, query.state.map(|s| s.as_str()), now)?
+    } else {
+        tx.query_row_cached(
+            &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
+            params_from_iter(&args),
+            |r| r.get(0),
+        )?
+    };
+
+    // Keyset paging: continue strictly after the last task of the previous page. This
+    // stays correct when tasks of earlier pages were deleted or expired meanwhile.
+    if let Some(cursor) = cursor {
+        args.push(cursor.ts.into());
+        args.push(cursor.id.into());
+        filter.push_str(&format!(
+            " AND (status_ts_ms, task_id) < (?{}, ?{})",
+            args.len() - 1,
+            args.len()
+        ));
+    }
+    // One more row than the page tells whether a next page exists.
+    args.push(i64::try_from(page_size + 1).unwrap_or(i64::MAX).into());
+    let sql = format!(
+        "SELECT head, events, status_ts_ms, task_id FROM tasks WHERE {filter}
+         ORDER BY status_ts_ms DESC, task_id DESC LIMIT ?{}",
+        args.len()
+    );
+    let mut rows = {
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let rows = stmt
+            .query_map(params_from_iter(&args), |r| {
+                Ok((
+                    (r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?),
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        rows
+    };
+    tx.finish()?;
+
+    let next_page_token = if rows.len() > page_size {
+        rows.truncate(page_size);
+        match rows.last() {
+            Some((_, ts, id)) => Cursor {
+                ts: *ts,
+                id: id.clone(),
+            }
+            .encode()?,
+            None => String::new(),
+        }
+    } else {
+        String::new()
+    };
+    let tasks = rows
+        .iter()
+        .map(|((head, events), _, _)| task_of_row(head, events.as_deref()))
+        .collect::<Result<Vec<Task>, _>>()?;
+    Ok(TaskPage {
+        tasks,
+        next_page_token,
+        total_size: usize::try_from(total).unwrap_or(0),
+    })
+}
+
+/// How many live tasks `owner` has (in `state`, if given), without a scan: the rows
+/// `task_counts` counts (schema v6) less those expired and not yet purged, which the expiry
+/// index holds ahead of every live entry.
+fn counted_total(
+    conn: &Connection,
+    owner: &str,
+    state: Option<&str>,
+    now: i64,
+) -> Result<i64, DbError> {
+    let (rows, expired): (i64, i64) = match state {
+        None => (
+            conn.query_row_cached(
+                "SELECT COALESCE(SUM(n), 0) FROM task_counts WHERE owner = ?1",
+                [owner],
+                |r| r.get(0),
+            )?,
+            conn.query_row_cached(
+                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
+                 WHERE expires_at_ms <= ?2 AND owner = ?1",
+                params![owner, now],
+                |r| r.get(0),
+            )?,
+        ),
+        Some(state) => (
+            conn.query_row_cached(
+                "SELECT COALESCE(SUM(n), 0) FROM task_counts WHERE owner = ?1 AND state = ?2",
+                [owner, state],
+                |r| r.get(0),
+            )?,
+            conn.query_row_cached(
+                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
+                 WHERE expires_at_ms <= ?3 AND owner = ?1 AND state = ?2",
+                params![owner, state, now],
+                |r| r.get(0),
+            )?,
+        ),
+    };
+    Ok((rows - expired).max(0))
 }
 
 /// The status timestamp a task is listed by, in ms (0 when it has none).
@@ -329,45 +554,9 @@ impl TaskLogStore for SqliteStore {
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        // Nothing is ever appended to a task born terminal (a blocking echo): its events ride
-        // in its head row.
-        let fan_out = FanOut::new(head, events);
-        let (row, events) = if head.task.status.state.is_terminal() {
-            check_seqs(events, 0, head.version)?;
-            (HeadRow::born_terminal(head, events)?, Vec::new())
-        } else {
-            (HeadRow::new(head)?, EventRow::all(events, 0, head.version)?)
-        };
-        let (task_id, version) = (row.task_id.clone(), head.version);
-        let pushed = self
-            .write(move |tx| {
-                let now = now_ms();
-                let existing: Option<i64> = tx
-                    .query_row_cached(
-                        "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
-                        [&row.task_id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                match existing {
-                    Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
-                    // An expired task is gone as far as readers are concerned; the purge just
-                    // has not reclaimed it yet. Its id is free again.
-                    Some(_) => {
-                        tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [&row.task_id])?;
-                        tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [&row.task_id])?;
-                    }
-                    None => {}
-                }
-                // A live reply record holds the id as a live task would (idempotent SendMessage).
-                if reply_holds(tx, &row.task_id, now)? {
-                    return Err(StoreError::Conflict.into());
-                }
-                row.insert(tx)?;
-                EventRow::insert_all(&events, tx, &row.task_id)?;
-                fan_out.enqueue(tx, now)
-            })
-            .await?;
+        let create = NewTask::new(head, events)?;
+        let (task_id, version) = (create.row.task_id.clone(), head.version);
+        let pushed = self.write(move |tx| create.insert(tx, now_ms())).await?;
         self.inner.appends.wrote(&task_id, version);
         self.push_enqueued(pushed);
         Ok(())
@@ -552,90 +741,14 @@ impl TaskLogStore for SqliteStore {
         let cursor = Cursor::decode(&query.page_token)?;
         let owner = owner.as_str().to_owned();
         let query = query.clone();
-        // The query is validated upstream; a zero would only make the page useless.
-        let page_size = query.page_size.max(1);
-        self.read_blocking(move |conn| {
-            let now = now_ms();
-            let mut filter = String::from("owner = ?1 AND expires_at_ms > ?2");
-            let mut args: Vec<Value> = vec![owner.into(), now.into()];
-            if let Some(context_id) = query.context_id {
-                args.push(context_id.into());
-                filter.push_str(&format!(" AND context_id = ?{}", args.len()));
-            }
-            if let Some(state) = query.state {
-                args.push(state.as_str().to_owned().into());
-                filter.push_str(&format!(" AND state = ?{}", args.len()));
-            }
-            if let Some(after) = query.status_timestamp_after {
-                args.push(after.millis().into());
-                filter.push_str(&format!(" AND status_ts_ms >= ?{}", args.len()));
-            }
-
-            // One read transaction, so the count and the page see the same snapshot.
-            let tx = conn.transaction()?;
-            let total: i64 = tx.query_row_cached(
-                &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
-                params_from_iter(&args),
-                |r| r.get(0),
-            )?;
-
-            // Keyset paging: continue strictly after the last task of the previous page. This
-            // stays correct when tasks of earlier pages were deleted or expired meanwhile.
-            if let Some(cursor) = cursor {
-                args.push(cursor.ts.into());
-                args.push(cursor.id.into());
-                filter.push_str(&format!(
-                    " AND (status_ts_ms, task_id) < (?{}, ?{})",
-                    args.len() - 1,
-                    args.len()
-                ));
-            }
-            // One more row than the page tells whether a next page exists.
-            args.push(i64::try_from(page_size + 1).unwrap_or(i64::MAX).into());
-            let sql = format!(
-                "SELECT head, events, status_ts_ms, task_id FROM tasks WHERE {filter}
-                 ORDER BY status_ts_ms DESC, task_id DESC LIMIT ?{}",
-                args.len()
-            );
-            let mut rows = {
-                let mut stmt = tx.prepare_cached(&sql)?;
-                let rows = stmt
-                    .query_map(params_from_iter(&args), |r| {
-                        Ok((
-                            (r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?),
-                            r.get::<_, i64>(2)?,
-                            r.get::<_, String>(3)?,
-                        ))
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?;
-                rows
-            };
-            tx.finish()?;
-
-            let next_page_token = if rows.len() > page_size {
-                rows.truncate(page_size);
-                match rows.last() {
-                    Some((_, ts, id)) => Cursor {
-                        ts: *ts,
-                        id: id.clone(),
-                    }
-                    .encode()?,
-                    None => String::new(),
-                }
-            } else {
-                String::new()
-            };
-            let tasks = rows
-                .iter()
-                .map(|((head, events), _, _)| task_of_row(head, events.as_deref()))
-                .collect::<Result<Vec<Task>, _>>()?;
-            Ok(TaskPage {
-                tasks,
-                next_page_token,
-                total_size: usize::try_from(total).unwrap_or(0),
-            })
-        })
-        .await
+        if counted(&query) {
+            // A page and a few count rows: as quick as a GetTask, so it runs where GetTask does.
+            self.read(move |conn| list_page(conn, &owner, &query, cursor))
+                .await
+        } else {
+            self.read_blocking(move |conn| list_page(conn, &owner, &query, cursor))
+                .await
+        }
     }
 
     async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
