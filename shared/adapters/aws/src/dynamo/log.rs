@@ -157,6 +157,50 @@ impl DynamoTaskStore {
         Ok(())
     }
 
+    /// Whether the head of `task_id` is the write `ours` describes ([`written_by`]). A write
+    /// whose condition failed may have failed on itself: the SDK tries a request again when an
+    /// attempt got no answer in time, and the first attempt may have landed all the same. Its
+    /// retry then finds the head it wrote, and must not be taken for another writer's (the core
+    /// would write its events a second time on top of themselves).
+    async fn head_holds(&self, task_id: &str, ours: &Item) -> Result<bool, StoreError> {
+        // Without its events a write cannot be told from another writer's at that version.
+        if !ours.contains_key(attr::HEAD_EVENTS) {
+            return Ok(false);
+        }
+        let Some(stored) = self
+            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
+            .await?
+        else {
+            return Ok(false);
+        };
+        Ok(ours
+            .iter()
+            .all(|(name, value)| stored.get(name) == Some(value)))
+    }
+
+    /// Whether the stored head of `head`'s task is `head`'s version and carries `events`, each
+    /// as made (its sequence number, moment and content): this very append, made before.
+    async fn already_appended(
+        &self,
+        head: &StoredTask,
+        events: &[LoggedEvent],
+    ) -> Result<bool, StoreError> {
+        let Some(item) = self
+            .get(items::key(items::task_pk(&head.task.id), items::HEAD_SK))
+            .await?
+        else {
+            return Ok(false);
+        };
+        if item.contains_key(attr::REPLY) || !item.contains_key(attr::VERSION) {
+            return Ok(false);
+        }
+        let stored = HeadSummary::of_item(&item)?;
+        Ok(!events.is_empty()
+            && stored.version == head.version
+            && stored.owner == head.owner.as_str()
+            && events.iter().all(|e| stored.carried.contains(e)))
+    }
+
     /// The summary of the head of `task_id` at `expected`, from the cache or read.
     /// `None` when the stored head is not that one (a conflict, whatever it is instead).
     async fn summary_at(
@@ -381,7 +425,13 @@ impl TaskLogStore for DynamoTaskStore {
         items::check_seqs(head, expected_version, events)?;
         let task_id = &head.task.id;
         let Some(old) = self.summary_at(head, expected_version).await? else {
-            return Err(StoreError::Conflict);
+            // The same append made again (its first try's answer was lost) finds its own
+            // events on the head: done, not a conflict.
+            return if self.already_appended(head, events).await? {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict)
+            };
         };
         let label = || format!("task {task_id}");
         let carried: Vec<LoggedEvent> = old.carried.iter().chain(events).cloned().collect();
@@ -521,7 +571,7 @@ impl TaskLogStore for DynamoTaskStore {
             |_| wru + index_wru,
             wru,
         )?;
-        if written.is_none() {
+        if written.is_none() && !self.head_holds(task_id, &written_by(&item)).await? {
             self.heads.forget(task_id);
             return Err(StoreError::Conflict);
         }
@@ -729,4 +779,13 @@ impl TaskLogStore for DynamoTaskStore {
             pause = (pause * 2).min(MAX_POLL);
         }
     }
+}
+
+/// What tells a head write apart from any other: the version it writes, its owner and the
+/// events it carries (each stamped with the moment it was made).
+fn written_by(item: &Item) -> Item {
+    [attr::VERSION, attr::OWNER, attr::HEAD_EVENTS]
+        .into_iter()
+        .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
+        .collect()
 }
