@@ -6,6 +6,16 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_aws::DynamoTaskStore;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
 use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore};
 use a2a_protocol::{
     Artifact, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, Timestamp,
@@ -99,6 +109,118 @@ async fn an_append_sent_twice_is_one_append_and_another_writer_still_conflicts()
     assert_eq!(loaded.version, next.version);
     assert_eq!(loaded.task.artifacts, next.task.artifacts, "the chunk once");
     let log = store
+        .read_events(&owner, &head.task.id, 0, 100)
+        .await
+        .expect("read");
+    assert_eq!(log.len(), 2, "created and one chunk: {log:?}");
+    env.cleanup().await;
+}
+
+/// A proxy in front of the emulator that lets the first `UpdateItem` through to it and then
+/// keeps the answer back until the client's attempt has timed out: the write lands, and the
+/// SDK tries it again on a new connection, as on a connection that went stale.
+async fn answer_losing_proxy(emulator: &str) -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let hold = Arc::new(AtomicBool::new(false));
+    let upstream = emulator
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let held = hold.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (upstream, held) = (upstream.clone(), held.clone());
+            tokio::spawn(async move {
+                let Some(request) = read_request(&mut client).await else {
+                    return;
+                };
+                let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                let keep_back = text.contains("x-amz-target: dynamodb_20120810.updateitem")
+                    && held.swap(false, Ordering::SeqCst);
+                let Ok(mut server) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let mut answer = Vec::new();
+                if server.write_all(&request).await.is_err()
+                    || server.read_to_end(&mut answer).await.is_err()
+                {
+                    return;
+                }
+                if keep_back {
+                    // Past the client's attempt timeout, then nothing.
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    return;
+                }
+                let _ = client.write_all(&answer).await;
+            });
+        }
+    });
+    (format!("http://{address}"), hold)
+}
+
+/// One HTTP request: its head and its `content-length` body.
+async fn read_request(client: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = client.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buf[..n]);
+        if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if request.len() >= end + 4 + length {
+                return Some(request);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_append_whose_answer_was_lost_is_written_once() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let emulator = std::env::var("AWS_ENDPOINT_URL").expect("the emulator's address");
+    let (proxy, hold) = answer_losing_proxy(&emulator).await;
+    let sdk = a2a_test_support::emulator("a2a-aws")
+        .await
+        .expect("emulator");
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        .endpoint_url(proxy)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_millis(700))
+                .operation_timeout(Duration::from_secs(10))
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .build();
+    let store = DynamoTaskStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        &env.config.table,
+    );
+    let owner = Owner::new("", &a2a_core::new_id());
+    let (head, events) = new_task(&owner);
+    store.create_task(&head, &events).await.expect("create");
+
+    let (next, logged) = chunk(&head, "one ");
+    hold.store(true, Ordering::SeqCst);
+    assert_eq!(
+        store.append_events(&next, head.version, &logged).await,
+        Ok(()),
+        "the retry finds its own write"
+    );
+    assert!(!hold.load(Ordering::SeqCst), "the answer was kept back");
+    let log = env
+        .store()
         .read_events(&owner, &head.task.id, 0, 100)
         .await
         .expect("read");
