@@ -185,20 +185,28 @@ impl DynamoTaskStore {
         head: &StoredTask,
         events: &[LoggedEvent],
     ) -> Result<bool, StoreError> {
-        let Some(item) = self
-            .get(items::key(items::task_pk(&head.task.id), items::HEAD_SK))
-            .await?
-        else {
+        let Some(stored) = self.stored_summary(&head.task.id).await? else {
             return Ok(false);
         };
-        if item.contains_key(attr::REPLY) || !item.contains_key(attr::VERSION) {
-            return Ok(false);
-        }
-        let stored = HeadSummary::of_item(&item)?;
         Ok(!events.is_empty()
             && stored.version == head.version
             && stored.owner == head.owner.as_str()
             && events.iter().all(|e| stored.carried.contains(e)))
+    }
+
+    /// The summary of the stored head of `task_id` (a consistent read); `None` when there is
+    /// none, or a reply record or a head of an older layout is there instead.
+    async fn stored_summary(&self, task_id: &str) -> Result<Option<HeadSummary>, StoreError> {
+        let Some(item) = self
+            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
+            .await?
+        else {
+            return Ok(None);
+        };
+        if item.contains_key(attr::REPLY) || !item.contains_key(attr::VERSION) {
+            return Ok(None);
+        }
+        HeadSummary::of_item(&item).map(Some)
     }
 
     /// The summary of the head of `task_id` at `expected`, from the cache or read.
@@ -213,16 +221,9 @@ impl DynamoTaskStore {
         if let Some(summary) = self.heads.get(task_id).filter(|s| matches(s)) {
             return Ok(Some(summary));
         }
-        let Some(item) = self
-            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
-            .await?
-        else {
+        let Some(summary) = self.stored_summary(task_id).await? else {
             return Ok(None);
         };
-        if item.contains_key(attr::REPLY) || !item.contains_key(attr::VERSION) {
-            return Ok(None);
-        }
-        let summary = HeadSummary::of_item(&item)?;
         if !matches(&summary) || summary.expires <= now_ms() {
             return Ok(None);
         }
