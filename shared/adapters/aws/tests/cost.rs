@@ -272,13 +272,18 @@ impl Bench {
 
     /// The first page of `page_size` of the owner's tasks.
     async fn list_page(&self, page_size: i32) -> ListTasksResponse {
-        let page = ListTasksRequest {
+        self.list(ListTasksRequest {
             page_size: Some(page_size),
             ..Default::default()
-        };
+        })
+        .await
+    }
+
+    /// The owner's tasks as `request` asks for them.
+    async fn list(&self, request: ListTasksRequest) -> ListTasksResponse {
         match self
             .service
-            .call(&self.ctx, OperationRequest::ListTasks(page))
+            .call(&self.ctx, OperationRequest::ListTasks(request))
             .await
         {
             Ok(OperationResponse::Tasks(listed)) => listed,
@@ -515,25 +520,13 @@ async fn cost_per_operation() {
 
     // ListTasks: the owner's first marks its counts complete (they agree with the page, which
     // holds every task), once.
-    let page = ListTasksRequest {
-        page_size: Some(10),
-        ..Default::default()
-    };
-    bench
-        .service
-        .call(&bench.ctx, OperationRequest::ListTasks(page.clone()))
-        .await
-        .expect("ListTasks");
+    bench.list_page(10).await;
     let s = bench
         .row("ListTasks, the owner's first (3 tasks: marks its counts complete)")
         .await;
     assert_eq!(s.dynamodb.get("PutItem"), Some(&1), "the mark: {s}");
     // Then a page holding everything, then a page of a longer list.
-    bench
-        .service
-        .call(&bench.ctx, OperationRequest::ListTasks(page))
-        .await
-        .expect("ListTasks");
+    bench.list_page(10).await;
     let s = bench.row("ListTasks, one page holds all (3 tasks)").await;
     assert_eq!(s.dynamodb_writes(), 0);
     // Three echoes so far: two more make five.
@@ -588,13 +581,7 @@ async fn cost_per_operation() {
         page_size: Some(50),
         ..Default::default()
     };
-    let Ok(OperationResponse::Tasks(listed)) = bench
-        .service
-        .call(&bench.ctx, OperationRequest::ListTasks(page))
-        .await
-    else {
-        panic!("ListTasks failed");
-    };
+    let listed = bench.list(page).await;
     assert_eq!(listed.tasks.len(), 1);
     assert_eq!(listed.total_size, 1);
     let s = bench
