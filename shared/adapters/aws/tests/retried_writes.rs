@@ -17,35 +17,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore};
-use a2a_protocol::{
-    Artifact, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, Timestamp,
-};
+use a2a_protocol::{Artifact, Part, TaskArtifactUpdateEvent, TaskState, Timestamp};
 use common::Env;
 
+/// A working task of `owner`, an hour from expiry (the store contract's, as the core makes it).
 fn new_task(owner: &Owner) -> (StoredTask, Vec<LoggedEvent>) {
     let now = Timestamp::now();
-    let task = Task {
-        id: a2a_core::new_id(),
-        context_id: a2a_core::new_id(),
-        status: TaskStatus {
-            state: TaskState::Working,
-            message: None,
-            timestamp: Some(now),
-        },
-        ..Default::default()
-    };
-    let head = StoredTask {
-        owner: owner.clone(),
-        task: task.clone(),
-        version: 1,
-        expires_at: Timestamp::from_millis(now.millis() + 3_600_000),
-    };
-    let events = vec![LoggedEvent {
-        seq: 1,
-        at: now,
-        event: TaskEvent::Created { task },
-    }];
-    (head, events)
+    a2a_store_contract::new_task(
+        owner,
+        &a2a_core::new_id(),
+        &a2a_core::new_id(),
+        TaskState::Working,
+        now,
+        Timestamp::from_millis(now.millis() + 3_600_000),
+    )
 }
 
 fn chunk(head: &StoredTask, text: &str) -> (StoredTask, Vec<LoggedEvent>) {
