@@ -116,9 +116,10 @@ step "End-to-end tests again, with a2a-local on DynamoDB + SQS (moto)"
 # Still the whole workspace's selection (the same build), running only a2a-e2e's tests.
 export A2A_E2E_STORE=dynamodb
 if cargo nextest --version >/dev/null 2>&1; then
-  # One retry: on two loaded cores moto sometimes answers past the adapters' call limits (an
-  # INTERNAL_ERROR in a test that passes alone). A test that passes only on its retry is
-  # listed as FLAKY in the summary, so it is seen, not hidden.
+  # One retry, a safety net: on two loaded cores moto once answered past the adapters' call
+  # limits (an INTERNAL_ERROR in a test that passes alone; infra/moto_server.py's SQS receives
+  # were why). A test that passes only on its retry is listed as FLAKY in the summary, so it is
+  # seen, not hidden; moto's slow requests are in .venv-moto/moto.log.
   cargo nextest run --locked --no-fail-fast --retries 1 --workspace -E 'package(a2a-e2e)'
 else
   # Plain cargo test cannot pick one package's tests out of a workspace selection: list the
@@ -137,6 +138,7 @@ for line in sys.stdin:
   [ "$status" = 0 ]
 fi
 unset A2A_E2E_STORE
+echo "moto answered $(grep -c 'slow request' "$root/.venv-moto/moto.log" || true) requests in over a second so far (.venv-moto/moto.log)"
 
 step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
 # The same build as above (the whole workspace), so nothing is compiled again.
