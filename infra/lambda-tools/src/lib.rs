@@ -170,6 +170,51 @@ pub async fn dead_letter_queue_urls(
     Ok(urls)
 }
 
+/// Hop-by-hop headers, and those the HTTP stack sets itself: never copied by [`forward`].
+fn hop_by_hop(name: &axum::http::HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "host" | "connection" | "content-length" | "transfer-encoding" | "keep-alive"
+    )
+}
+
+/// The largest request body [`forward`] relays.
+const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
+
+/// Sends `request` (its method, its headers but the hop-by-hop ones, and its body) to `url`
+/// and answers with what came back, the body streamed. A body over 16 MiB is answered 413
+/// here. `Err` when `url` cannot be reached: the caller says so in its own terms.
+pub async fn forward(
+    http: &reqwest::Client,
+    url: &str,
+    request: axum::extract::Request,
+) -> Result<axum::response::Response, reqwest::Error> {
+    use axum::response::IntoResponse;
+    use futures::TryStreamExt;
+
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, MAX_FORWARDED_BODY).await else {
+        return Ok(axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response());
+    };
+    let mut upstream = http.request(parts.method, url).body(body);
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name) {
+            upstream = upstream.header(name, value);
+        }
+    }
+    let response = upstream.send().await?;
+    let mut out = axum::response::Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        if !hop_by_hop(name) {
+            out = out.header(name, value);
+        }
+    }
+    let stream = response.bytes_stream().map_err(std::io::Error::other);
+    Ok(out
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_else(|_| axum::http::StatusCode::BAD_GATEWAY.into_response()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,5 +376,65 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `forward` over real sockets: what the upstream sees and what comes back.
+    #[tokio::test(flavor = "current_thread")]
+    async fn forward_relays_all_but_hop_by_hop_headers() {
+        use axum::http::{HeaderMap, StatusCode};
+
+        let upstream =
+            axum::Router::new().fallback(|headers: HeaderMap, body: String| async move {
+                let seen = format!(
+                    "target={} connection={} body={body}",
+                    headers
+                        .get("x-amz-target")
+                        .map_or("-", |v| v.to_str().unwrap_or("?")),
+                    headers
+                        .get("connection")
+                        .map_or("-", |v| v.to_str().unwrap_or("?")),
+                );
+                (StatusCode::CREATED, [("x-amzn-requestid", "r1")], seen)
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, upstream).await });
+        let http = reqwest::Client::new();
+        let url = format!("http://{address}/q");
+
+        let request = axum::http::Request::post("/q")
+            .header("x-amz-target", "DynamoDB_20120810.GetItem")
+            .header("connection", "close")
+            .body(axum::body::Body::from("{}"))
+            .unwrap();
+        let response = forward(&http, &url, request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED);
+        assert_eq!(response.headers()["x-amzn-requestid"], "r1");
+        assert!(response.headers().get("connection").is_none());
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(
+            &body[..],
+            b"target=DynamoDB_20120810.GetItem connection=- body={}"
+        );
+
+        let too_big = axum::http::Request::post("/q")
+            .body(axum::body::Body::from(vec![b'x'; MAX_FORWARDED_BODY + 1]))
+            .unwrap();
+        let response = forward(&http, &url, too_big).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+        let nobody = format!("http://{}/q", free_address().await);
+        let request = axum::http::Request::get("/q")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert!(forward(&http, &nobody, request).await.is_err());
+    }
+
+    /// An address nothing listens on.
+    async fn free_address() -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
     }
 }

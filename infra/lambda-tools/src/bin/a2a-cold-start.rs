@@ -13,7 +13,9 @@
 //! With `AWS_ENDPOINT_URL` set (moto: `eval "$(infra/moto.sh env-start)"`), it creates a table,
 //! the queues and a push signing secret there, so the first requests do their real AWS calls;
 //! without, the functions get a local key file and an endpoint that refuses connections (the
-//! requests that need AWS then fail fast, and the table says so). Prints a Markdown table.
+//! requests that need AWS then fail fast, and the table says so). The functions reach the
+//! emulator through a relay in this process that keeps their connections open, as the AWS
+//! services do (`--direct`: straight to the emulator). Prints a Markdown table.
 //!
 //! `cargo build -p a2a-function` (or `--release`, or `cargo lambda build --release`) first;
 //! `--bin-dir` names where the binary is: a directory holding `a2a-function`, or cargo lambda's
@@ -65,6 +67,12 @@ struct Options {
     /// never checked.
     #[arg(long)]
     check: bool,
+    /// Let the functions call the emulator directly. By default they call it through a relay
+    /// in this process that keeps their connections open, as DynamoDB and SQS do: moto's
+    /// server closes every connection after one answer, which would charge each AWS call a
+    /// connect and a close (CPU in the function's process) that the services never cost.
+    #[arg(long)]
+    direct: bool,
 }
 
 /// The one binary of every function (`functions/`).
@@ -559,6 +567,49 @@ fn median(mut values: Vec<Duration>) -> Option<Duration> {
     values.get(values.len() / 2).copied()
 }
 
+/// Serves on 127.0.0.1 a relay that forwards every request to `emulator` and keeps its
+/// clients' connections open (see `--direct`); returns its address.
+async fn keep_alive_relay(emulator: String) -> Result<SocketAddr, String> {
+    let emulator = emulator.trim_end_matches('/').to_owned();
+    let http = reqwest::Client::new();
+    let app = Router::new().fallback(move |request: axum::extract::Request| {
+        let url = format!(
+            "{emulator}{}",
+            request.uri().path_and_query().map_or("/", |p| p.as_str())
+        );
+        let http = http.clone();
+        async move {
+            let response = match a2a_lambda_tools::forward(&http, &url, request).await {
+                Ok(response) => response,
+                Err(e) => {
+                    return (
+                        StatusCode::BAD_GATEWAY,
+                        format!("emulator not reachable: {e}"),
+                    )
+                        .into_response()
+                }
+            };
+            // The whole answer in one write, with its length, as the services answer: a
+            // streamed one would wake the function once per piece.
+            let (parts, body) = response.into_parts();
+            match axum::body::to_bytes(body, usize::MAX).await {
+                Ok(body) => Response::from_parts(parts, axum::body::Body::from(body)),
+                Err(e) => {
+                    (StatusCode::BAD_GATEWAY, format!("emulator answer cut: {e}")).into_response()
+                }
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot start the relay: {e}"))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(address)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let o = Options::parse();
@@ -583,12 +634,23 @@ async fn main() -> Result<(), String> {
     };
     let dir = std::env::temp_dir().join(format!("a2a-cold-start-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let env = environment(&dir).await?;
-    let with_aws = std::env::var("AWS_ENDPOINT_URL").is_ok();
+    let mut env = environment(&dir).await?;
+    let emulator = std::env::var("AWS_ENDPOINT_URL").ok();
+    let with_aws = emulator.is_some();
+    let relayed = match emulator {
+        Some(emulator) if !o.direct => {
+            let relay = keep_alive_relay(emulator).await?;
+            env.push(("AWS_ENDPOINT_URL".into(), format!("http://{relay}")));
+            true
+        }
+        _ => false,
+    };
     println!(
         "binary: {} (role: A2A_FUNCTION) · AWS: {} · {} run(s) per function, median",
         binary.display(),
-        if with_aws {
+        if relayed {
+            "emulator, through a keep-alive relay"
+        } else if with_aws {
             "emulator"
         } else {
             "none (calls fail fast)"

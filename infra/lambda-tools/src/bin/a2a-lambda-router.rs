@@ -10,7 +10,7 @@ use std::sync::Arc;
 use a2a_lambda_tools::{FrontDoor, Invocation, RouteTable};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clap::Parser;
 use futures::TryStreamExt;
@@ -51,14 +51,6 @@ struct App {
     http: reqwest::Client,
 }
 
-/// Hop-by-hop headers, and those the HTTP stack sets itself.
-fn skipped(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "host" | "connection" | "content-length" | "transfer-encoding" | "keep-alive"
-    )
-}
-
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let full = request.uri().path();
     let path = match app.front_door {
@@ -83,25 +75,21 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         .map(|q| format!("?{q}"))
         .unwrap_or_default();
     let url = format!("{}/lambda-url/{function}{path}{query}", app.watch);
-    let (parts, body) = request.into_parts();
-    let body = match axum::body::to_bytes(body, 16 * 1024 * 1024).await {
-        Ok(b) => b,
-        Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
-    };
     // The task a relayed push is for (the relay route's first segment), for the log.
     let task = path
         .strip_prefix("/a2a-relay/")
         .and_then(|rest| rest.split('/').next())
         .unwrap_or("-");
     let invocation = Invocation::start(function, task);
-    let mut upstream = app.http.request(parts.method, &url).body(body);
-    for (name, value) in &parts.headers {
-        if !skipped(name) {
-            upstream = upstream.header(name, value);
-        }
-    }
-    let response = match upstream.send().await {
-        Ok(r) => r,
+    match a2a_lambda_tools::forward(&app.http, &url, request).await {
+        // The invocation lasts until the function's answer is complete: the guard goes with
+        // the stream and logs when it is dropped, after the last byte (or the client left).
+        Ok(response) => response.map(|body| {
+            Body::from_stream(body.into_data_stream().map_err(move |err| {
+                let _ = &invocation;
+                err
+            }))
+        }),
         Err(err) => {
             // Not the URL: its query may hold an API key.
             tracing::error!(
@@ -111,23 +99,9 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
                 error = %err.without_url(),
                 "function is not reachable"
             );
-            return (StatusCode::BAD_GATEWAY, "function not reachable").into_response();
-        }
-    };
-    let mut out = Response::builder().status(response.status());
-    for (name, value) in response.headers() {
-        if !skipped(name) {
-            out = out.header(name, value);
+            (StatusCode::BAD_GATEWAY, "function not reachable").into_response()
         }
     }
-    // The invocation lasts until the function's answer is complete: the guard goes with the
-    // stream and logs when it is dropped, after the last byte (or the client left).
-    let stream = response.bytes_stream().map_err(move |err| {
-        let _ = &invocation;
-        std::io::Error::other(err)
-    });
-    out.body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
 }
 
 #[tokio::main]
