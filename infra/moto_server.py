@@ -47,6 +47,16 @@ from moto.moto_server.werkzeug_app import (
 )
 
 
+def whole_body(result):
+    """The whole body of a WSGI application's result, which is then closed."""
+    try:
+        return b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+
+
 def serialise_dynamodb(app):
     lock = threading.Lock()
 
@@ -55,13 +65,7 @@ def serialise_dynamodb(app):
             return app(environ, start_response)
         with lock:
             # Produce the whole response inside the lock: the work may happen lazily.
-            result = app(environ, start_response)
-            try:
-                body = b"".join(result)
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+            body = whole_body(app(environ, start_response))
         return [body]
 
     return wrapped
@@ -75,13 +79,7 @@ def whole_response(app, environ):
         answer["status"], answer["headers"] = status, headers
         return lambda _data: None
 
-    result = app(environ, start_response)
-    try:
-        body = b"".join(result)
-    finally:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
+    body = whole_body(app(environ, start_response))
     return answer["status"], answer["headers"], body
 
 
@@ -190,11 +188,7 @@ def report_slow_requests(app):
 
     def wrapped(environ, start_response):
         started = time.monotonic()
-        result = app(environ, start_response)
-        body = b"".join(result)
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
+        body = whole_body(app(environ, start_response))
         took = time.monotonic() - started
         target = environ.get("HTTP_X_AMZ_TARGET") or environ.get("PATH_INFO", "")
         # A long poll is slow on purpose.
