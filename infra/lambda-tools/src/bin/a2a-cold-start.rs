@@ -7,6 +7,7 @@
 //!   caller's wait on a cold instance, beyond init),
 //! - with `--warm N`, the **warm request CPU**: the CPU time of each of N more requests the same
 //!   instance answers after its first (what a warm invocation bills, beside its waits), and
+//!   the **warm request** wall time, from its event's hand-over to the end of its answer, and
 //! - **peak RSS**: the most memory the process held (`VmHWM`), read after its first answer: what
 //!   the function's `MemorySize` must hold (docs/lambda.md, "Memory").
 //!
@@ -172,9 +173,10 @@ struct Seen {
     /// Events handed over so far, and answers received.
     served: usize,
     answers: usize,
-    /// The CPU time used at the first warm event's hand-over, and after the last warm answer.
-    warm_from: Option<Duration>,
-    warm_to: Option<Duration>,
+    /// The CPU time used at the first warm event's hand-over, and after the last warm answer,
+    /// with when each happened.
+    warm_from: Option<(Instant, Option<Duration>)>,
+    warm_to: Option<(Instant, Option<Duration>)>,
 }
 
 struct Runtime {
@@ -215,7 +217,7 @@ async fn next(State(rt): State<Arc<Runtime>>) -> Response {
         if seen.first_next.is_none() {
             seen.first_next = Some((at, cpu));
         } else if seen.served == 1 {
-            seen.warm_from = cpu;
+            seen.warm_from = Some((at, cpu));
         }
         seen.served += 1;
         seen.served <= 1 + rt.warm
@@ -263,7 +265,7 @@ fn answered(rt: &Runtime, outcome: String) -> StatusCode {
         if seen.answers == 1 {
             seen.answered = Some((at, outcome, cpu));
         } else if seen.answers == 1 + rt.warm {
-            seen.warm_to = cpu;
+            seen.warm_to = Some((at, cpu));
         }
     }
     rt.changed.notify_waiters();
@@ -332,6 +334,9 @@ struct Run {
     first_cpu: Option<Duration>,
     /// The mean CPU time of a warm request (`--warm`).
     warm_cpu: Option<Duration>,
+    /// The mean wall time of a warm request, from its event's hand-over to the end of its
+    /// answer (`--warm`).
+    warm: Option<Duration>,
     outcome: String,
 }
 
@@ -434,9 +439,15 @@ async fn cold_start(
                 .map(|(end, start)| end.saturating_sub(start)),
             warm_cpu: seen
                 .warm_to
-                .zip(seen.warm_from)
+                .and_then(|(_, cpu)| cpu)
+                .zip(seen.warm_from.and_then(|(_, cpu)| cpu))
                 .filter(|_| warm > 0)
                 .map(|(end, start)| end.saturating_sub(start) / warm as u32),
+            warm: seen
+                .warm_to
+                .zip(seen.warm_from)
+                .filter(|_| warm > 0)
+                .map(|((end, _), (start, _))| (end - start) / warm as u32),
             outcome: outcome.clone(),
         },
         None => Run {
@@ -458,6 +469,7 @@ impl Run {
             first: None,
             first_cpu: None,
             warm_cpu: None,
+            warm: None,
             outcome: String::new(),
         }
     }
@@ -659,9 +671,9 @@ async fn main() -> Result<(), String> {
     );
     println!();
     println!(
-        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | warm request CPU, ms | peak RSS, MiB | first answer |"
+        "| function | init (exec → first /next), ms | init CPU, ms | first request, ms | first request CPU, ms | warm request CPU, ms | warm request, ms | peak RSS, MiB | first answer |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut failed: Vec<String> = Vec::new();
     for function in &functions {
         let mut inits = Vec::new();
@@ -669,6 +681,7 @@ async fn main() -> Result<(), String> {
         let mut firsts = Vec::new();
         let mut first_cpus = Vec::new();
         let mut warm_cpus = Vec::new();
+        let mut warms = Vec::new();
         let mut rss = Vec::new();
         let mut outcome = String::new();
         for _ in 0..o.runs.max(1) {
@@ -685,6 +698,7 @@ async fn main() -> Result<(), String> {
             firsts.extend(run.first);
             first_cpus.extend(run.first_cpu);
             warm_cpus.extend(run.warm_cpu);
+            warms.extend(run.warm);
             rss.extend(run.peak_rss_kib);
             let incomplete = run.first.is_none() || (o.warm > 0 && run.warm_cpu.is_none());
             if incomplete && !failed.iter().any(|f| f.starts_with(function.as_str())) {
@@ -693,12 +707,13 @@ async fn main() -> Result<(), String> {
             outcome = run.outcome;
         }
         println!(
-            "| {function} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {function} | {} | {} | {} | {} | {} | {} | {} | {} |",
             ms(median(inits)),
             ms(median(init_cpus)),
             ms(median(firsts)),
             ms(median(first_cpus)),
             ms(median(warm_cpus)),
+            ms(median(warms)),
             peak_rss_cell(&rss),
             outcome.replace('|', "\\|")
         );

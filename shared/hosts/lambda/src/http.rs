@@ -220,7 +220,7 @@ pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result
         let handler = handler.clone();
         async move {
             if function.streaming() {
-                lambda_http::run_with_streaming_response(handler).await
+                crate::streamed::run(handler).await
             } else {
                 lambda_http::run(handler).await
             }

@@ -26,6 +26,7 @@ mod remote;
 mod secret;
 mod settings;
 mod sqs;
+mod streamed;
 
 pub use channel::{lite_settings_from, ENV_LITE_SECRET_ARN};
 pub use fanout::{run_fanout, FanoutBatch};
