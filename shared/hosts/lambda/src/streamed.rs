@@ -12,8 +12,8 @@
 //!
 //! Here `lambda_runtime` still asks for the invocations, and [`Answers`] answers them on a
 //! connection of its own with `TCP_NODELAY`: an answer whose body is whole (every answer but an
-//! SSE stream) goes as one chunk holding prelude, NULs and body, in one write; a stream's
-//! prelude goes at once and each event as the agent produces it.
+//! SSE stream) goes in one write, prelude, NULs and body together; a stream's prelude goes at
+//! once and each event as the agent produces it.
 
 use std::convert::Infallible;
 use std::future::{ready, Future};
@@ -144,35 +144,45 @@ where
     }
 }
 
-/// Hands `response` to the Runtime API as invocation `request_id`'s streamed answer.
+/// Hands `response` to the Runtime API as invocation `request_id`'s streamed answer: the
+/// prelude, the NULs and the body each in a chunk of their own (`cargo lambda watch` reads the
+/// first two chunks as prelude and separator; Lambda reads the bytes, whatever the chunks), all
+/// in one write when the body is whole.
 async fn answer(
     api: &PooledClient,
     request_id: &str,
     response: Response<Body>,
 ) -> Result<(), BoxError> {
     let (parts, body) = response.into_parts();
-    let mut head = serde_json::to_vec(&prelude(parts.status, parts.headers))?;
-    head.extend_from_slice(&PRELUDE_END);
-    let body = if body.size_hint().exact().is_some() {
-        // Whole (every answer but a stream): prelude and body in one chunk, one write.
+    let prelude = serde_json::to_vec(&prelude(parts.status, parts.headers))?;
+    let head = futures::stream::iter([
+        Ok(Bytes::from(prelude)),
+        Ok(Bytes::from_static(&PRELUDE_END)),
+    ]);
+    let rest = if body.size_hint().exact().is_some() {
+        // Whole (every answer but a stream): ready with the prelude, so they leave together.
         let whole = axum::body::to_bytes(body, usize::MAX).await?;
-        head.extend_from_slice(&whole);
-        ApiBody::from(head)
+        futures::stream::iter([Ok(whole)]).boxed()
     } else {
-        // A stream: the prelude now, then each piece as it comes. A body that fails ends the
-        // stream there (its events so far were delivered); the failure is logged.
-        let rest = body.into_data_stream().take_while(|piece| {
-            ready(match piece {
-                Ok(_) => true,
-                Err(e) => {
-                    tracing::error!(error = %e, "a streamed answer failed; ending it");
-                    false
-                }
+        // A stream: each piece as it comes. A body that fails ends the stream there (its
+        // events so far were delivered); the failure is logged.
+        body.into_data_stream()
+            .take_while(|piece| {
+                ready(match piece {
+                    Ok(_) => true,
+                    Err(e) => {
+                        tracing::error!(error = %e, "a streamed answer failed; ending it");
+                        false
+                    }
+                })
             })
-        });
-        let pieces = futures::stream::once(ready(Ok(Bytes::from(head)))).chain(rest);
-        ApiBody::new(Body::from_stream(pieces))
+            .boxed()
     };
+    // An empty piece would read as the end of a chunked body.
+    let pieces = head
+        .chain(rest)
+        .filter(|piece| ready(!matches!(piece, Ok(bytes) if bytes.is_empty())));
+    let body = ApiBody::new(Body::from_stream(pieces));
     let request = build_request()
         .method(Method::POST)
         .uri(format!(
@@ -260,10 +270,26 @@ mod tests {
         reads
     }
 
+    /// The chunks of a chunked body, up to its last (empty) one.
+    fn dechunk(mut body: &str) -> Vec<String> {
+        let mut chunks = Vec::new();
+        loop {
+            let (size, rest) = body.split_once("\r\n").unwrap();
+            let size = usize::from_str_radix(size, 16).unwrap();
+            if size == 0 {
+                assert_eq!(rest, "\r\n", "nothing after the last chunk");
+                return chunks;
+            }
+            chunks.push(rest[..size].to_owned());
+            assert_eq!(&rest[size..size + 2], "\r\n");
+            body = &rest[size + 2..];
+        }
+    }
+
     const ACCEPTED: &[u8] = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n";
 
     #[tokio::test]
-    async fn a_whole_answer_goes_in_one_chunk_and_one_write() {
+    async fn a_whole_answer_goes_in_one_write() {
         let (listener, api) = runtime_api_on_loopback().await;
         let response = Response::builder()
             .status(404)
@@ -291,11 +317,11 @@ mod tests {
             "{head}"
         );
         assert!(head.contains("transfer-encoding: chunked"), "{head}");
-        // One chunk: its size, the prelude, eight NULs, the body; then the last chunk.
-        let (size, rest) = body.split_once("\r\n").unwrap();
-        let size = usize::from_str_radix(size, 16).unwrap();
-        assert_eq!(rest.len(), size + "\r\n0\r\n\r\n".len(), "{body:?}");
-        let (prelude, answer_body) = rest[..size].split_once("\0\0\0\0\0\0\0\0").unwrap();
+        // Three chunks, the prelude, eight NULs and the body, then the last chunk.
+        let chunks = dechunk(body);
+        assert_eq!(chunks.len(), 3, "{body:?}");
+        assert_eq!(chunks[1], "\0\0\0\0\0\0\0\0");
+        let (prelude, answer_body) = (&chunks[0], &chunks[2]);
         let prelude: serde_json::Value = serde_json::from_str(prelude).unwrap();
         assert_eq!(prelude["statusCode"], 404);
         assert_eq!(prelude["cookies"], serde_json::json!(["a=1"]));
