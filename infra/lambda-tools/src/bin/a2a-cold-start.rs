@@ -574,6 +574,14 @@ fn ms(d: Option<Duration>) -> String {
     )
 }
 
+/// Milliseconds to the hundredth: a warm request's CPU is about one.
+fn ms2(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "-".into(),
+        |d| format!("{:.2}", d.as_secs_f64() * 1000.0),
+    )
+}
+
 fn median(mut values: Vec<Duration>) -> Option<Duration> {
     values.sort();
     values.get(values.len() / 2).copied()
@@ -712,7 +720,7 @@ async fn main() -> Result<(), String> {
             ms(median(init_cpus)),
             ms(median(firsts)),
             ms(median(first_cpus)),
-            ms(median(warm_cpus)),
+            ms2(median(warm_cpus)),
             ms(median(warms)),
             peak_rss_cell(&rss),
             outcome.replace('|', "\\|")

@@ -9,7 +9,6 @@
 //! (`{"S": …}`, `{"N": "…"}`, binary as base64).
 
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use a2a_core::{AppendedEvents, LoggedEvent, Owner, StoreError};
@@ -75,9 +74,7 @@ pub fn appended_in_record(record: &Value) -> Result<Option<AppendedEvents>, Stri
     let deflated = STANDARD
         .decode(packed)
         .map_err(|e| format!("the head's events are not base64: {e}"))?;
-    let mut text = Vec::new();
-    flate2::read::DeflateDecoder::new(deflated.as_slice())
-        .read_to_end(&mut text)
+    let text = crate::items::inflate(&deflated)
         .map_err(|e| format!("the head's events do not inflate: {e}"))?;
     let carried: Vec<LoggedEvent> =
         serde_json::from_slice(&text).map_err(|e| format!("the head's events: {e}"))?;

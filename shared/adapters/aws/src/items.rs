@@ -27,6 +27,7 @@
 //! Older layouts are read as they are: heads with the task as JSON text (`task`), heads with
 //! `tb` and no `evs`, and one `E#<seq>` item per event (`ev`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use a2a_core::{
@@ -34,12 +35,12 @@ use a2a_core::{
     StoredTask,
 };
 use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
-use std::io::Read as _;
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use serde::{Deserialize, Serialize};
 
 /// A DynamoDB item.
@@ -236,12 +237,9 @@ fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Sto
 /// `value` as deflated JSON: the text of a task repeats (the user's message, the status
 /// message, the artifact) and so do its ids, which deflate stores once.
 pub(crate) fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
-    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
-    serde_json::to_writer(&mut encoder, value)
+    let json = serde_json::to_vec(value)
         .map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))?;
-    let bytes = encoder
-        .finish()
-        .map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
+    let bytes = deflate(&json).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
     Ok(AttributeValue::B(Blob::new(bytes)))
 }
 
@@ -255,11 +253,60 @@ pub(crate) fn unpacked<T: for<'a> Deserialize<'a>>(
             "stored item lacks binary attribute {name}"
         )));
     };
-    let mut json = Vec::new();
-    flate2::read::DeflateDecoder::new(blob.as_ref())
-        .read_to_end(&mut json)
+    let json = inflate(blob.as_ref())
         .map_err(|e| StoreError::Backend(format!("stored {what}: inflate: {e}")))?;
     serde_json::from_slice(&json).map_err(|e| StoreError::Backend(format!("stored {what}: {e}")))
+}
+
+thread_local! {
+    /// A compressor and a decompressor per thread, reset between uses. A new compressor
+    /// allocates and zeroes about 300 KB (miniz's window and hash tables), a decompressor
+    /// about 40 KB: for a task of a few hundred bytes that cost more than the deflating, and
+    /// on Lambda (one thread, one task per request) it showed in every send and read.
+    static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::best(), false));
+    static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(false));
+}
+
+/// `data` deflated (raw deflate, no header), at the best compression.
+pub(crate) fn deflate(data: &[u8]) -> Result<Vec<u8>, String> {
+    DEFLATE.with_borrow_mut(|compress| {
+        compress.reset();
+        let mut out = Vec::with_capacity(data.len() / 2 + 64);
+        loop {
+            let read = compress.total_in() as usize;
+            let status = compress
+                .compress_vec(&data[read..], &mut out, FlushCompress::Finish)
+                .map_err(|e| e.to_string())?;
+            if status == Status::StreamEnd {
+                return Ok(out);
+            }
+            // The output is full: room for as much again.
+            out.reserve(out.capacity().max(64));
+        }
+    })
+}
+
+/// `deflated` (raw deflate) inflated.
+pub(crate) fn inflate(deflated: &[u8]) -> Result<Vec<u8>, String> {
+    INFLATE.with_borrow_mut(|decompress| {
+        decompress.reset(false);
+        let mut out = Vec::with_capacity(deflated.len() * 4 + 64);
+        loop {
+            let (read, written) = (decompress.total_in(), decompress.total_out());
+            let status = decompress
+                // Not `Finish`: with it, miniz wants the whole output in one buffer.
+                .decompress_vec(&deflated[read as usize..], &mut out, FlushDecompress::None)
+                .map_err(|e| e.to_string())?;
+            if status == Status::StreamEnd {
+                return Ok(out);
+            }
+            if out.len() == out.capacity() {
+                out.reserve(out.capacity());
+            } else if decompress.total_in() == read && decompress.total_out() == written {
+                return Err("the deflated data ends before its end".into());
+            }
+        }
+    })
 }
 
 /// The status timestamp a task is listed by, in ms (0 when it has none).
@@ -610,6 +657,48 @@ pub(crate) fn task_id_of_gsi_sk(gsi_sk: &str) -> &str {
 mod tests {
     use super::*;
     use a2a_protocol::TaskState;
+
+    #[test]
+    fn deflate_and_inflate_round_trip_whatever_the_size() {
+        // Empty, small, and large enough to outgrow the first output buffer both ways (text
+        // that deflates well inflates to many times its deflated size; noise does not deflate).
+        let mut noise = Vec::new();
+        let mut x: u32 = 1;
+        for _ in 0..200_000 {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            noise.push((x >> 24) as u8);
+        }
+        let inputs = [
+            Vec::new(),
+            br#"{"id":"t1","status":{"state":"TASK_STATE_COMPLETED"}}"#.to_vec(),
+            "the same words again and again "
+                .repeat(50_000)
+                .into_bytes(),
+            noise,
+        ];
+        // Twice each, in turns: the thread's compressor and decompressor are reused.
+        for input in inputs.iter().chain(inputs.iter()) {
+            let deflated = deflate(input).unwrap();
+            assert_eq!(&inflate(&deflated).unwrap(), input);
+            let mut reference = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::DeflateDecoder::new(deflated.as_slice()),
+                &mut reference,
+            )
+            .unwrap();
+            assert_eq!(&reference, input, "plain deflate, readable by any inflater");
+        }
+    }
+
+    #[test]
+    fn inflating_cut_or_corrupt_data_is_an_error() {
+        let deflated = deflate(&"a task's text ".repeat(1_000).into_bytes()).unwrap();
+        let cut = inflate(&deflated[..deflated.len() / 2]).unwrap_err();
+        assert!(cut.contains("ends before its end"), "{cut}");
+        assert!(inflate(&[0xff; 64]).is_err());
+        // The decompressor is still good after a failure.
+        assert_eq!(inflate(&deflate(b"after").unwrap()).unwrap(), b"after");
+    }
 
     #[test]
     fn keys_sort_in_log_and_time_order() {
