@@ -6,7 +6,8 @@
 //! - [`Init`]: what a function builds once, in the init phase: the AWS clients, the adapters,
 //!   the service configuration and (for the functions that need them) the push signing keys;
 //! - [`serve_http`]: an HTTP function, serving the slice of the A2A surface of its
-//!   [`HttpFunction`] through `lambda_http`, buffered or with response streaming (SSE);
+//!   [`HttpFunction`] through `lambda_http`, buffered, or with response streaming (SSE) handed
+//!   to the Runtime API in as few writes as it takes (`streamed.rs`);
 //! - [`run_worker`] and [`run_push`]: the SQS functions, with partial batch failures;
 //! - [`run_fanout`]: the consumer of the task table's stream, which turns each write of a task
 //!   with push configs into its push jobs;
