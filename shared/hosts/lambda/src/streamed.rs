@@ -8,7 +8,7 @@
 //! after the first waits for the Runtime API to acknowledge the one before, and a delayed ACK
 //! holds that for about 40 ms. Every answer of those functions, a plain GetTask as much as a
 //! stream, reached its caller 40+ ms after its work was done, and the extra writes and wake-ups
-//! cost CPU (`a2a-cold-start`, docs/lambda.md, "Streaming functions").
+//! cost CPU (`a2a-cold-start`; docs/lambda.md, "Streaming").
 //!
 //! Here `lambda_runtime` still asks for the invocations, and [`Answers`] answers them on a
 //! connection of its own with `TCP_NODELAY`: an answer whose body is whole (every answer but an
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes, HttpBody};
-use axum::http::header::{CONTENT_TYPE, SET_COOKIE, TRAILER, TRANSFER_ENCODING};
+use axum::http::header::{CONTENT_TYPE, SET_COOKIE, TRANSFER_ENCODING};
 use axum::http::{HeaderValue, Method, Response};
 use futures::{FutureExt, StreamExt};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -190,10 +190,6 @@ async fn answer(
         ))
         .header("Lambda-Runtime-Function-Response-Mode", "streaming")
         .header(TRANSFER_ENCODING, "chunked")
-        .header(
-            TRAILER,
-            "Lambda-Runtime-Function-Error-Type, Lambda-Runtime-Function-Error-Body",
-        )
         .header(
             CONTENT_TYPE,
             "application/vnd.awslambda.http-integration-response",
