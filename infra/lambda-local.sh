@@ -128,12 +128,15 @@ wait_for() { # url seconds
   return 1
 }
 
-# Starts every function, one cheap request each, all awaited: watch starts a function (`cargo
-# run` of its binary) on its first request, and no test should pay that start, or time out on
-# it. Any HTTP answer will do (an HTTP function answers a path it does not serve with 404, or
+# Starts every function, one cheap request each, one after the other: watch starts a function
+# (`cargo run` of its binary) on its first request, and no test should pay that start, or time
+# out on it. One at a time, because a dozen `cargo run`s started together contend for cargo's
+# locks, and twice one of them (`stream`'s) never got past them: no "Running" line, and its
+# first request waited out the 300 s. Each takes about a second once the binaries are built.
+# Any HTTP answer will do (an HTTP function answers a path it does not serve with 404, or
 # 401 with auth on); the queue functions get an empty SQS batch through the Invoke API.
 warm_functions() {
-  local pids=() names=() f i failed="" http
+  local f failed="" http
   # Behind a Function URL only the front function serves HTTP.
   if [ "$(cat "$STATE/front-door" 2>/dev/null)" = FunctionUrl ]; then
     http=$(python3 -c 'import json; print(json.load(open("shared/hosts/lambda/routes.json"))["frontFunction"]["name"])')
@@ -141,16 +144,12 @@ warm_functions() {
     http=$(python3 -c 'import json; print(" ".join(json.load(open("shared/hosts/lambda/routes.json"))["functions"]))')
   fi
   for f in $http; do
-    curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" &
-    pids+=($!); names+=("$f")
+    curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" ||
+      failed="$failed $f"
   done
   for f in $(python3 -c 'import json; r=json.load(open("shared/hosts/lambda/routes.json")); print(" ".join(list(r["queueFunctions"]) + list(r["streamFunctions"])))'); do
     curl -fsS -o /dev/null --max-time 300 -X POST -H 'Content-Type: application/json' \
-      -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" &
-    pids+=($!); names+=("$f")
-  done
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || failed="$failed ${names[$i]}"
+      -d '{"Records": []}' "$WATCH/2015-03-31/functions/$f/invocations" || failed="$failed $f"
   done
   if [ -n "$failed" ]; then
     say "functions that did not answer their first request:$failed; see $STATE/watch.log"
