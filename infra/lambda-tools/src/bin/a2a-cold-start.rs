@@ -568,17 +568,18 @@ async fn environment(dir: &Path) -> Result<Vec<(String, String)>, String> {
 }
 
 fn ms(d: Option<Duration>) -> String {
-    d.map_or_else(
-        || "-".into(),
-        |d| format!("{:.1}", d.as_secs_f64() * 1000.0),
-    )
+    ms_to(d, 1)
 }
 
 /// Milliseconds to the hundredth: a warm request's CPU is about one.
 fn ms2(d: Option<Duration>) -> String {
+    ms_to(d, 2)
+}
+
+fn ms_to(d: Option<Duration>, places: usize) -> String {
     d.map_or_else(
         || "-".into(),
-        |d| format!("{:.2}", d.as_secs_f64() * 1000.0),
+        |d| format!("{:.places$}", d.as_secs_f64() * 1000.0),
     )
 }
 
