@@ -67,10 +67,48 @@ pub(crate) fn new_task_id(owner: &Owner, sent: &Message, reuse: MessageIdReuse) 
     }
 }
 
+/// The bits a task id's context id flips ([`context_id_for`]): none of a UUID's version and
+/// variant bits, so the context id is a UUID of the same kind.
+const CONTEXT_MASK: u128 = 0x5a3c_96e1_0f2b_0d47_2e81_b9c4_7d06_53fa;
+
 /// The context id a new task gets when its message names none. Derived from the task id, so a
-/// repeat can tell whether the original message named a context.
-pub(crate) fn context_id_for(task_id: &str) -> String {
+/// repeat can tell whether the original message named a context, and reversibly, so that a
+/// store can find the task that started a context from the context id alone
+/// ([`context_origin`]): it then need not index the many contexts that hold one task.
+pub fn context_id_for(task_id: &str) -> String {
+    match canonical_uuid(task_id) {
+        Some(id) => Uuid::from_u128(id.as_u128() ^ CONTEXT_MASK).to_string(),
+        None => legacy_context_id_for(task_id),
+    }
+}
+
+/// The context id [`context_id_for`] gave before it was reversible (and still gives a task id
+/// that is not a UUID): a repeat of a message recorded then must still be recognised.
+fn legacy_context_id_for(task_id: &str) -> String {
     Uuid::new_v5(&NAMESPACE, format!("context:{task_id}").as_bytes()).to_string()
+}
+
+/// `text` as a UUID, if it is one written the way this crate writes them (lowercase, hyphens),
+/// so that the id made from it and back is `text` again.
+fn canonical_uuid(text: &str) -> Option<Uuid> {
+    Uuid::parse_str(text)
+        .ok()
+        .filter(|id| id.hyphenated().to_string() == text)
+}
+
+/// The id of the task whose new context is `context_id`, if the server made it for that task
+/// ([`context_id_for`]): the one task of the context that a store may have left out of its
+/// index by context (every later task of the context names it). The task may not exist, or be
+/// another's, or be in another context: a store reads it and checks.
+pub fn context_origin(context_id: &str) -> Option<String> {
+    let id = canonical_uuid(context_id)?;
+    Some(Uuid::from_u128(id.as_u128() ^ CONTEXT_MASK).to_string())
+}
+
+/// Whether the server made `context_id` for the task `task_id` when it created it: the task
+/// [`context_origin`] finds from the context id.
+pub fn starts_own_context(task_id: &str, context_id: &str) -> bool {
+    context_origin(context_id).as_deref() == Some(task_id)
 }
 
 /// The id of the inline push config (sent without one) of a new task.
@@ -100,7 +138,9 @@ pub(crate) fn check_repeat(
     let same_context = if sent.context_id.is_empty() {
         // A follow-up may leave out the context it is in; a new message that named none got
         // the derived one.
-        !created || recorded.context_id == context_id_for(&recorded.task_id)
+        !created
+            || recorded.context_id == context_id_for(&recorded.task_id)
+            || recorded.context_id == legacy_context_id_for(&recorded.task_id)
     } else {
         sent.context_id == recorded.context_id
     };
@@ -138,6 +178,30 @@ mod tests {
     }
 
     #[test]
+    fn a_made_context_leads_back_to_its_task() {
+        let task = task_id_for(&owner("alice"), "m1");
+        let context = context_id_for(&task);
+        let parsed = Uuid::parse_str(&context).expect("a UUID");
+        assert_eq!(parsed.get_version_num(), 5, "the task id's version is kept");
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+        assert_eq!(context_origin(&context).as_deref(), Some(task.as_str()));
+        assert!(starts_own_context(&task, &context));
+        let fresh = crate::new_id();
+        assert!(starts_own_context(&fresh, &context_id_for(&fresh)));
+        // A context the client named, or another task's, is not this task's own.
+        assert!(!starts_own_context(&task, "my-conversation"));
+        assert!(!starts_own_context(&task, &context_id_for(&fresh)));
+        assert_eq!(context_origin("my-conversation"), None);
+        // Not canonical: the id made back would not be the text.
+        assert_eq!(context_origin(&context.to_uppercase()), None);
+        // A task id that is not a UUID gets a context that leads nowhere.
+        assert!(!starts_own_context(
+            "lite:room:1",
+            &context_id_for("lite:room:1")
+        ));
+    }
+
+    #[test]
     fn a_repeat_must_carry_the_same_body_and_ids() {
         let alice = owner("alice");
         let sent = Message::user_text("m1", "hello");
@@ -148,6 +212,12 @@ mod tests {
             ..sent.clone()
         };
         check_repeat(&task_id, &sent, &recorded).expect("same message");
+        // Recorded before context ids were reversible: still the same message.
+        let recorded_before = Message {
+            context_id: legacy_context_id_for(&task_id),
+            ..recorded.clone()
+        };
+        check_repeat(&task_id, &sent, &recorded_before).expect("same message, older context id");
 
         let other_text = Message::user_text("m1", "hello!");
         let err = check_repeat(&task_id, &other_text, &recorded).unwrap_err();

@@ -57,7 +57,7 @@ pub use context::{checked_traceparent, CallContext};
 pub use durable::AgentCall;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
-pub use idempotency::MessageIdReuse;
+pub use idempotency::{context_id_for, context_origin, starts_own_context, MessageIdReuse};
 pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settled, Settlement};
 pub use journal::RELAY_PATH;
 pub use observe::{NoObserver, Observer};

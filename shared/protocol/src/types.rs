@@ -21,6 +21,9 @@ macro_rules! proto_enum {
         }
 
         impl $name {
+            /// Every value, in proto number order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
             /// The proto name, as written on the wire.
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => $text),+ }
