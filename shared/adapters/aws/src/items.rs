@@ -34,7 +34,7 @@ use a2a_core::{
     LoggedEvent, Owner, PushAttemptResult, PushDeliveryState, SendRecord, StoreError, StoredReply,
     StoredTask,
 };
-use a2a_protocol::{Task, TaskPushNotificationConfig, Timestamp};
+use a2a_protocol::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -80,6 +80,9 @@ pub(crate) mod attr {
     pub(crate) const HEAD_EVENTS: &str = "evs";
     /// Head: the version before its last write (the events after it are that write's).
     pub(crate) const PREV_VERSION: &str = "nv";
+    /// Head: a random mark of the append that wrote it (N), which tells that writer's retry
+    /// its own write from another's with the same events.
+    pub(crate) const WRITE_ID: &str = "wid";
     /// Split head: its body item's sort key, version and deflated size.
     pub(crate) const BODY_KEY: &str = "bsk";
     pub(crate) const BODY_VERSION: &str = "bv";
@@ -88,8 +91,15 @@ pub(crate) mod attr {
     pub(crate) const CONFIG_IDS: &str = "pcs";
     /// Head: `"1"` while the task has push configs: what the stream's filter matches.
     pub(crate) const PUSH_FLAG: &str = "pf";
-    /// Head: partition key of the by-owner index (the owner).
+    /// Head: partition key of the by-owner index: the owner and the task's state
+    /// ([`super::state_partition`]; the bare owner on heads written before, and for a task
+    /// without a state).
     pub(crate) const GSI_PK: &str = "gpk";
+    /// Head of a task in a context that holds more than it: partition key of the by-context
+    /// index ([`super::context_partition`]). Absent on the task that a context was made for
+    /// (found from the context id itself, `a2a_core::context_origin`), so a context of one
+    /// task costs no index entry.
+    pub(crate) const CONTEXT_PK: &str = "cpk";
     /// Head: sort key of the by-owner index (status timestamp and task id).
     pub(crate) const GSI_SK: &str = "gsk";
     /// Reply record (at a head's key, instead of a head): the recorded direct reply as JSON.
@@ -143,6 +153,36 @@ pub(crate) fn delivery_sk(config_id: &str) -> String {
 
 /// Sort key of the by-owner index: the status timestamp, zero-padded to 15 digits so string
 /// order is time order (until the year 33658), then the task id to break ties.
+/// The by-owner index partition of an owner's tasks in `state` (its wire name): `S<number>#`
+/// and the owner, so ListTasks filtered by state reads that state's tasks alone. Owner keys
+/// start with a digit, so no owner's bare key (the partition of heads written before, and of
+/// a task without a state) is ever one of these.
+pub(crate) fn state_partition(owner: &str, state: &str) -> String {
+    match TaskState::parse(state) {
+        Some(state) if state != TaskState::Unspecified => {
+            format!("S{}#{owner}", state.number())
+        }
+        _ => owner.to_owned(),
+    }
+}
+
+/// Every partition of the by-owner index that may hold `owner`'s tasks: one per state, then
+/// the bare owner's.
+pub(crate) fn owner_partitions(owner: &str) -> Vec<String> {
+    TaskState::ALL
+        .iter()
+        .filter(|s| **s != TaskState::Unspecified)
+        .map(|s| state_partition(owner, s.as_str()))
+        .chain([owner.to_owned()])
+        .collect()
+}
+
+/// The by-context index partition of `owner`'s tasks in `context_id` (the owner
+/// length-prefixed, so no two pairs collide).
+pub(crate) fn context_partition(owner: &str, context_id: &str) -> String {
+    format!("{}:{owner}{context_id}", owner.len())
+}
+
 pub(crate) fn gsi_sk(status_ts_ms: i64, task_id: &str) -> String {
     format!("{}#{task_id}", ts_prefix(status_ts_ms))
 }
@@ -371,9 +411,21 @@ pub(crate) fn head_keys(head: &StoredTask) -> Result<Item, StoreError> {
         (attr::STATUS_TS.to_owned(), n(ts)),
         (attr::EXPIRES.to_owned(), n(exp)),
         (attr::TTL.to_owned(), n(ttl_secs(exp))),
-        (attr::GSI_PK.to_owned(), s(head.owner.as_str())),
+        (
+            attr::GSI_PK.to_owned(),
+            s(state_partition(
+                head.owner.as_str(),
+                task.status.state.as_str(),
+            )),
+        ),
         (attr::GSI_SK.to_owned(), s(gsi_sk(ts, &task.id))),
     ]);
+    if !a2a_core::starts_own_context(&task.id, &task.context_id) {
+        item.insert(
+            attr::CONTEXT_PK.to_owned(),
+            s(context_partition(head.owner.as_str(), &task.context_id)),
+        );
+    }
     Ok(item)
 }
 
@@ -656,7 +708,6 @@ pub(crate) fn task_id_of_gsi_sk(gsi_sk: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2a_protocol::TaskState;
 
     #[test]
     fn deflate_and_inflate_round_trip_whatever_the_size() {

@@ -15,8 +15,13 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::{AwsClients, AwsConfig};
 
-/// Name of the by-owner index that serves ListTasks.
+/// Name of the by-owner index that serves ListTasks: one partition per owner and state.
 pub const BY_OWNER_INDEX: &str = "by_owner";
+
+/// Name of the by-context index that serves ListTasks filtered by `contextId`: sparse, it holds
+/// the tasks of contexts with more than one task (the task a context was made for is found
+/// from the context id).
+pub const BY_CONTEXT_INDEX: &str = "by_context";
 
 /// The attribute DynamoDB's TTL deletes items by (seconds since the epoch).
 pub const TTL_ATTRIBUTE: &str = "ttl";
@@ -25,6 +30,10 @@ pub const TTL_ATTRIBUTE: &str = "ttl";
 /// itself is not copied (heads are fetched by key for the page), so a head write costs the
 /// index one small write instead of a second copy of the whole task.
 pub const BY_OWNER_PROJECTED: [&str; 3] = ["ctx", "st", "exp"];
+
+/// Attributes the by-context index copies besides its keys: what a ListTasks by context still
+/// filters on (its state, its expiry).
+pub const BY_CONTEXT_PROJECTED: [&str; 2] = ["st", "exp"];
 
 /// Receives of a work job before SQS moves it to the dead-letter queue: a backstop only, well
 /// above the core's `max_job_attempts` (5). The core counts its own attempts (on the task's
@@ -188,12 +197,20 @@ impl Resources {
                 name: format!("{prefix}-tasks"),
                 partition_key: "pk",
                 sort_key: "sk",
-                indexes: vec![IndexDefinition {
-                    name: BY_OWNER_INDEX,
-                    partition_key: "gpk",
-                    sort_key: "gsk",
-                    projected: BY_OWNER_PROJECTED.to_vec(),
-                }],
+                indexes: vec![
+                    IndexDefinition {
+                        name: BY_OWNER_INDEX,
+                        partition_key: "gpk",
+                        sort_key: "gsk",
+                        projected: BY_OWNER_PROJECTED.to_vec(),
+                    },
+                    IndexDefinition {
+                        name: BY_CONTEXT_INDEX,
+                        partition_key: "cpk",
+                        sort_key: "gsk",
+                        projected: BY_CONTEXT_PROJECTED.to_vec(),
+                    },
+                ],
                 ttl_attribute: TTL_ATTRIBUTE,
                 billing_mode: "PAY_PER_REQUEST",
                 stream_view_type: "NEW_IMAGE",
@@ -463,7 +480,7 @@ mod tests {
     fn definitions_agree_with_the_core_and_sqs_rules() {
         let r = Resources::named("x");
         assert_eq!(r.table.name, "x-tasks");
-        assert_eq!(r.table.key_attributes(), ["pk", "sk", "gpk", "gsk"]);
+        assert_eq!(r.table.key_attributes(), ["pk", "sk", "gpk", "gsk", "cpk"]);
         // FIFO names end in .fifo, and a FIFO queue's dead-letter queue is FIFO too.
         assert!(r.push_queue.fifo && r.push_queue.name.ends_with(".fifo"));
         assert!(r.push_dead_letter_queue.fifo && r.push_dead_letter_queue.name.ends_with(".fifo"));

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 
 use a2a_aws::fanout::{appended_in_records, passes_filter, Checkpoints, StreamPoller};
-use a2a_core::{LoggedEvent, Owner, StoredTask, TaskEvent, TaskLogStore};
+use a2a_core::{LoggedEvent, Owner, StoredTask, TaskEvent, TaskLogStore, TaskQuery};
 use a2a_protocol::{
     Artifact, Message, Part, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState,
     TaskStatus, TaskStatusUpdateEvent, Timestamp,
@@ -209,4 +209,202 @@ async fn a_task_of_the_previous_layout_reads_appends_and_fans_out() {
     assert_eq!(writes[0].events, appended);
     assert_eq!(writes[0].config_ids, ["hook"]);
     env.cleanup().await;
+}
+
+/// A head as the layout before the split index wrote it: in the bare owner's partition of the
+/// by-owner index, with no by-context entry, and (like a task written before the counts) in no
+/// count.
+async fn put_unsplit_head(env: &Env, owner: &Owner, task: &Task, exp: i64) {
+    let mut deflate =
+        flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    deflate
+        .write_all(&serde_json::to_vec(task).expect("a task serialises"))
+        .expect("deflate");
+    let ts = task.status.timestamp.expect("a status timestamp").millis();
+    let head = HashMap::from([
+        ("pk".to_owned(), s(format!("T#{}", task.id))),
+        ("sk".to_owned(), s("H")),
+        ("own".to_owned(), s(owner.as_str())),
+        ("exp".to_owned(), n(exp)),
+        ("ttl".to_owned(), n(exp / 1000 + 1)),
+        ("v".to_owned(), n(1)),
+        ("nv".to_owned(), n(0)),
+        ("ctx".to_owned(), s(&task.context_id)),
+        ("st".to_owned(), s(task.status.state.as_str())),
+        ("ts".to_owned(), n(ts)),
+        ("gpk".to_owned(), s(owner.as_str())),
+        ("gsk".to_owned(), s(format!("{ts:015}#{}", task.id))),
+        (
+            "tb".to_owned(),
+            AttributeValue::B(Blob::new(deflate.finish().expect("deflate"))),
+        ),
+    ]);
+    env.clients
+        .dynamodb
+        .put_item()
+        .table_name(&env.config.table)
+        .set_item(Some(head))
+        .send()
+        .await
+        .expect("PutItem of the head");
+}
+
+/// A task `id` in `context` and `state`, its status `age_ms` old.
+fn task_in(id: &str, context: &str, state: TaskState, age_ms: i64) -> Task {
+    Task {
+        id: id.into(),
+        context_id: context.into(),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: Some(Timestamp::from_millis(Timestamp::now().millis() - age_ms)),
+        },
+        ..Default::default()
+    }
+}
+
+/// Task ids of every page of `query`, and the first page's total.
+async fn listed(
+    store: &a2a_aws::DynamoTaskStore,
+    owner: &Owner,
+    query: TaskQuery,
+) -> (Vec<String>, usize) {
+    let mut query = TaskQuery {
+        page_size: 1,
+        ..query
+    };
+    let mut ids = Vec::new();
+    let mut total = None;
+    loop {
+        let page = store.list_tasks(owner, &query).await.expect("ListTasks");
+        total.get_or_insert(page.total_size);
+        ids.extend(page.tasks.into_iter().map(|t| t.id));
+        if page.next_page_token.is_empty() {
+            return (ids, total.unwrap_or_default());
+        }
+        query.page_token = page.next_page_token;
+    }
+}
+
+#[tokio::test]
+async fn tasks_written_before_the_split_index_are_listed_by_every_filter() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let store = env.store();
+    let owner = Owner::new("", &format!("migrating-{}", a2a_core::new_id()));
+    let exp = Timestamp::now().millis() + 3_600_000;
+    let conversation = format!("conversation-{}", a2a_core::new_id());
+
+    // Two tasks of the layout before (oldest), two of this one (newest).
+    let old_working = task_in(
+        &a2a_core::new_id(),
+        &conversation,
+        TaskState::Working,
+        40_000,
+    );
+    let old_done = task_in(
+        &a2a_core::new_id(),
+        "old-own-context",
+        TaskState::Completed,
+        30_000,
+    );
+    for task in [&old_working, &old_done] {
+        put_unsplit_head(&env, &owner, task, exp).await;
+    }
+    let mut new_ids = Vec::new();
+    for (context, state, age) in [
+        (conversation.as_str(), TaskState::Working, 20_000),
+        ("another", TaskState::Completed, 10_000),
+    ] {
+        let id = a2a_core::new_id();
+        let head = StoredTask {
+            owner: owner.clone(),
+            task: task_in(&id, context, state, age),
+            version: 1,
+            expires_at: Timestamp::from_millis(exp),
+        };
+        let created = LoggedEvent {
+            seq: 1,
+            at: Timestamp::now(),
+            event: TaskEvent::Created {
+                task: head.task.clone(),
+            },
+        };
+        store.create_task(&head, &[created]).await.unwrap();
+        new_ids.push(id);
+    }
+    let by_state = |state| TaskQuery {
+        state: Some(state),
+        ..Default::default()
+    };
+    let by_context = TaskQuery {
+        context_id: Some(conversation.clone()),
+        ..Default::default()
+    };
+    let all = TaskQuery::default();
+
+    assert_eq!(
+        listed(&store, &owner, all.clone()).await,
+        (
+            vec![
+                new_ids[1].clone(),
+                new_ids[0].clone(),
+                old_done.id.clone(),
+                old_working.id.clone()
+            ],
+            4
+        )
+    );
+    assert_eq!(
+        listed(&store, &owner, by_state(TaskState::Working)).await,
+        (vec![new_ids[0].clone(), old_working.id.clone()], 2)
+    );
+    assert_eq!(
+        listed(&store, &owner, by_context.clone()).await,
+        (vec![new_ids[0].clone(), old_working.id.clone()], 2)
+    );
+
+    // Its first append moves the old head into its new state's partition and gives it its
+    // by-context entry: still listed once by each filter.
+    let current = StoredTask {
+        owner: owner.clone(),
+        task: old_working.clone(),
+        version: 1,
+        expires_at: Timestamp::from_millis(exp),
+    };
+    let mut next = current.clone();
+    let event = status(&old_working, TaskState::Completed);
+    event.apply(&mut next.task).unwrap();
+    next.version = 2;
+    let appended = LoggedEvent {
+        seq: 2,
+        at: Timestamp::now(),
+        event,
+    };
+    store.append_events(&next, 1, &[appended]).await.unwrap();
+    let (ids, total) = listed(&store, &owner, all).await;
+    assert_eq!((ids.len(), total), (4, 4), "{ids:?}");
+    assert_eq!(ids[0], old_working.id, "newest status first");
+    // It left WORKING without ever having been counted there: the count of WORKING says
+    // none, the index one, and the index is what ListTasks answers from.
+    assert_eq!(
+        listed(&store, &owner, by_state(TaskState::Working)).await,
+        (vec![new_ids[0].clone()], 1)
+    );
+    assert_eq!(
+        listed(&store, &owner, by_state(TaskState::Completed)).await,
+        (
+            vec![
+                old_working.id.clone(),
+                new_ids[1].clone(),
+                old_done.id.clone()
+            ],
+            3
+        )
+    );
+    assert_eq!(
+        listed(&store, &owner, by_context).await,
+        (vec![old_working.id.clone(), new_ids[0].clone()], 2)
+    );
 }

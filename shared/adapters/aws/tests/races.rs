@@ -230,7 +230,44 @@ async fn race(env: &Env, cancel: Cancel) -> Vec<LoggedEvent> {
     }
     assert_eq!(final_head.task, folded);
     assert_eq!(final_head.version, events.len() as u64);
+    // Every refused append took its count move back: the owner's counts hold the task once,
+    // in its final state.
+    let final_state = final_head.task.status.state.number();
+    assert_eq!(
+        owner_counts(env, &owner).await,
+        std::collections::BTreeMap::from([("n".to_owned(), 1), (format!("n{final_state}"), 1)]),
+        "the owner's counts (in all, per state) after {seqs:?}"
+    );
     events
+}
+
+/// The owner's ListTasks counts as stored, summed over expiries and shards, without the zeros.
+async fn owner_counts(env: &Env, owner: &Owner) -> std::collections::BTreeMap<String, i64> {
+    let out = env
+        .clients
+        .dynamodb
+        .query()
+        .table_name(&env.config.table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("C#{}", owner.as_str())),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("the counts");
+    let mut sums = std::collections::BTreeMap::new();
+    for item in out.items() {
+        for (name, value) in item {
+            let counts = name.starts_with('n') && name[1..].bytes().all(|b| b.is_ascii_digit());
+            if let (true, Ok(number)) = (counts, value.as_n()) {
+                *sums.entry(name.clone()).or_default() += number.parse::<i64>().expect("a count");
+            }
+        }
+    }
+    sums.retain(|_, sum| *sum != 0);
+    sums
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

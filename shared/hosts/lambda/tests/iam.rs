@@ -283,7 +283,10 @@ impl Translated {
         for policy in role["Policies"].as_array().into_iter().flatten() {
             for s in policy["PolicyDocument"]["Statement"].as_array().unwrap() {
                 assert_eq!(s["Effect"], "Allow");
-                let resource = json_logical(&s["Resource"]);
+                let resources: Vec<String> = match &s["Resource"] {
+                    serde_json::Value::Array(list) => list.iter().map(json_logical).collect(),
+                    one => vec![json_logical(one)],
+                };
                 let actions: Vec<&str> = match &s["Action"] {
                     serde_json::Value::Array(actions) => {
                         actions.iter().map(|a| a.as_str().unwrap()).collect()
@@ -293,7 +296,9 @@ impl Translated {
                 };
                 for action in actions {
                     if !action.starts_with("secretsmanager:") && !action.starts_with("kms:") {
-                        grants.insert((action.to_owned(), resource.clone()));
+                        for resource in &resources {
+                            grants.insert((action.to_owned(), resource.clone()));
+                        }
                     }
                 }
             }
@@ -799,7 +804,12 @@ async fn drive_all(service: &A2aService, operation: Operation, fixture: &Fixture
             send_json(&a2a_core::new_id(), "queued", Some(live), false, true),
         ],
         O::GetTask => vec![json!({"id": live}), json!({"id": missing})],
-        O::ListTasks => vec![json!({}), json!({"pageSize": 1})],
+        O::ListTasks => vec![
+            json!({}),
+            json!({"pageSize": 1}),
+            json!({"status": "TASK_STATE_COMPLETED", "pageSize": 1}),
+            json!({"contextId": "a-conversation", "pageSize": 1}),
+        ],
         O::CancelTask => vec![
             json!({"id": fixture.cancel}),
             json!({"id": done}),

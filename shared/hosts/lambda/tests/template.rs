@@ -1090,7 +1090,10 @@ fn table_resources(function: &Value) -> Vec<&Value> {
                 .unwrap()
                 .contains("dynamodb:")
         })
-        .map(|s| &s["Resource"])
+        .flat_map(|s| match &s["Resource"] {
+            Value::Sequence(list) => list.iter().collect(),
+            one => vec![one],
+        })
         .collect()
 }
 
@@ -1143,7 +1146,8 @@ fn an_existing_table_replaces_the_stack_s_own_everywhere() {
             }
             assert!(
                 arn == "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${ExistingTableName}"
-                    || arn.ends_with("table/${ExistingTableName}/index/by_owner"),
+                    || arn.ends_with("table/${ExistingTableName}/index/by_owner")
+                    || arn.ends_with("table/${ExistingTableName}/index/by_context"),
                 "{role}: {arn}"
             );
             granted += 1;
@@ -1452,15 +1456,18 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
         .is_empty(),
         "an existing table's billing is its own"
     );
+    // A target and a policy for reads and for writes, of the table and of each index.
     let created = scaling(&provisioned);
-    assert_eq!(created.len(), 8, "{created:?}");
+    assert_eq!(created.len(), 12, "{created:?}");
 
-    // The capacity the table and its index start with, only when provisioned.
+    // The capacity the table and its indexes start with, only when provisioned.
     let table = &t["Resources"]["TasksTable"]["Properties"];
-    let index = &table["GlobalSecondaryIndexes"][0];
+    let indexes = table["GlobalSecondaryIndexes"].as_sequence().unwrap();
+    assert_eq!(indexes.len(), 2);
     for throughput in [
         &table["ProvisionedThroughput"],
-        &index["ProvisionedThroughput"],
+        &indexes[0]["ProvisionedThroughput"],
+        &indexes[1]["ProvisionedThroughput"],
     ] {
         assert_eq!(tag_of(throughput).as_deref(), Some("If"));
         let branches = untag(throughput).as_sequence().unwrap();
@@ -1477,7 +1484,8 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
     }
 
     // One target and one policy per (table or index, read or write).
-    let index_name = str_of(&index["IndexName"]);
+    let index_names: BTreeSet<String> = indexes.iter().map(|i| str_of(&i["IndexName"])).collect();
+    let mut scaled = BTreeSet::new();
     let mut dimensions = BTreeSet::new();
     for (logical, target) in &targets {
         assert!(created.contains(logical), "{logical}");
@@ -1492,11 +1500,19 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
             other => panic!("{logical} scales {other}"),
         };
         let resource = str_of(&p["ResourceId"]);
-        let expected = match scope {
-            "table" => "table/${TasksTable}".to_owned(),
-            _ => format!("table/${{TasksTable}}/index/{index_name}"),
-        };
-        assert_eq!(resource, expected, "{logical}");
+        match scope {
+            "table" => assert_eq!(resource, "table/${TasksTable}", "{logical}"),
+            _ => {
+                let index = resource
+                    .strip_prefix("table/${TasksTable}/index/")
+                    .unwrap_or_else(|| panic!("{logical} scales {resource}"));
+                assert!(index_names.contains(index), "{logical} scales {resource}");
+            }
+        }
+        assert!(
+            scaled.insert((resource, capacity)),
+            "{logical}: one target per resource and capacity"
+        );
         assert_eq!(
             str_of(&p["MinCapacity"]),
             format!("Provisioned{capacity}CapacityMin")
@@ -1526,6 +1542,7 @@ fn the_table_is_billed_on_demand_unless_provisioned_capacity_is_asked_for() {
         dimensions.insert(dimension);
     }
     assert_eq!(dimensions.len(), 4, "{dimensions:?}");
+    assert_eq!(scaled.len(), 2 * (1 + index_names.len()), "{scaled:?}");
     for name in [
         "ProvisionedReadCapacityMin",
         "ProvisionedReadCapacityMax",

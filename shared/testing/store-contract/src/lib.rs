@@ -1087,6 +1087,77 @@ pub async fn list_filters<S: TaskStore + ?Sized>(store: &S) {
         Vec::new(),
     )
     .await;
+    // A context the server made for a task (which a store may find from the context id
+    // rather than index), continued by a later task that names it, between the others.
+    let started = a2a_core::new_id();
+    let made = a2a_core::context_id_for(&started);
+    let mut in_made = Vec::new();
+    for (id, state, at) in [
+        (started, TaskState::Completed, 500),
+        (unique("task"), TaskState::Working, 3_500),
+    ] {
+        let (head, events) = new_task(
+            &owner,
+            &id,
+            &made,
+            state,
+            Timestamp::from_millis(base + at),
+            hours_from_now(24),
+        );
+        store
+            .create_task(&head, &events)
+            .await
+            .expect("create_task");
+        in_made.push(id);
+    }
+    check_query(
+        store,
+        &owner,
+        TaskQuery {
+            context_id: Some(made.clone()),
+            ..query(1)
+        },
+        vec![in_made[1].clone(), in_made[0].clone()],
+    )
+    .await;
+    for (state, want) in [
+        (TaskState::Completed, &in_made[0]),
+        (TaskState::Working, &in_made[1]),
+    ] {
+        check_query(
+            store,
+            &owner,
+            TaskQuery {
+                context_id: Some(made.clone()),
+                state: Some(state),
+                ..query(1)
+            },
+            vec![want.clone()],
+        )
+        .await;
+    }
+    check_query(
+        store,
+        &owner,
+        TaskQuery {
+            context_id: Some(made.clone()),
+            status_timestamp_after: Some(Timestamp::from_millis(base + 1_000)),
+            ..query(1)
+        },
+        vec![in_made[1].clone()],
+    )
+    .await;
+    // Another owner's list by that context finds neither.
+    check_query(
+        store,
+        &fresh_owner(),
+        TaskQuery {
+            context_id: Some(made),
+            ..query(10)
+        },
+        Vec::new(),
+    )
+    .await;
     check_query(
         store,
         &owner,

@@ -8,8 +8,9 @@
 //! tasks stop being visible; the core rounds expiries up to a sixteenth of the retention, so an
 //! owner has at most 17 live expiries (times the shards) whatever the number of tasks. Items
 //! whose expiry has passed are skipped by the key condition, and DynamoDB's TTL deletes them.
-//! A state change moves no count: a state (or context, or timestamp) filter still counts its
-//! matches on the index.
+//! Each item also counts its tasks per state (`n<state number>`), for ListTasks filtered by
+//! state: a create adds to both in the same write, a state change moves the task between two
+//! states of its item (one `UpdateItem`, 1 WRU).
 //!
 //! **Why a write of its own, not a transaction or the stream** (docs/cost.md, "ListTasks at
 //! scale"): the count is one `UpdateItem ADD` after the head's `PutItem` (1 WRU; in a
@@ -19,11 +20,18 @@
 //! lag the write. Here a crash between the head's write and its count's (the only window)
 //! leaves one task uncounted until its expiry passes, and nothing else.
 //!
-//! Tasks written before the counts existed are in no count. ListTasks uses the counts once the
-//! owner's item `~complete` says they hold every live task: until then it counts on the index as
-//! before, and writes that item the first time both agree.
+//! Tasks written before the counts existed are in no count (and those written before the
+//! per-state counts in no state's). ListTasks uses a count once the owner's item `~complete`
+//! (for a state, `~complete#<number>`) says it holds every live task it should: until then it
+//! counts on the index, and writes that item the first time both agree. A task counted before
+//! the per-state counts that changes state takes one from its old state's count without ever
+//! having added to it: that count then disagrees with the index until the task's expiry
+//! passes, and is not used before (the disagreement is what keeps it out).
 
-use a2a_core::{Owner, StoreError};
+use std::collections::{HashMap, HashSet};
+
+use a2a_core::{Owner, StoreError, StoredTask};
+use a2a_protocol::TaskState;
 
 use super::table::{backend, capacity, condition_failed, names, values, Next, ReadCost};
 use super::DynamoTaskStore;
@@ -39,6 +47,19 @@ const COMPLETE_SK: &str = "~complete";
 
 /// The attribute of a count item that counts its tasks.
 const ALL: &str = "n";
+
+/// The attribute of a count item that counts its tasks in `state` (its wire name), if the state
+/// is one: `n<number>`.
+fn state_attr(state: &str) -> Option<String> {
+    TaskState::parse(state)
+        .filter(|s| *s != TaskState::Unspecified)
+        .map(|s| format!("{ALL}{}", s.number()))
+}
+
+/// The sort key of the item that says the owner's count of tasks in `state` holds them all.
+fn state_complete_sk(state: TaskState) -> String {
+    format!("{COMPLETE_SK}#{}", state.number())
+}
 
 /// The partition of an owner's counts.
 fn counts_pk(owner: &str) -> String {
@@ -61,6 +82,25 @@ fn shard_of(task_id: &str) -> u64 {
     hash % SHARDS
 }
 
+/// Where a task counts: the item of its expiry, under its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Counted<'a> {
+    /// The task's expiry, ms.
+    pub(super) expires: i64,
+    /// Its state's wire name (empty on a head that has none).
+    pub(super) state: &'a str,
+}
+
+impl Counted<'_> {
+    /// Where `head` counts.
+    pub(super) fn of(head: &StoredTask) -> Counted<'static> {
+        Counted {
+            expires: head.expires_at.millis(),
+            state: head.task.status.state.as_str(),
+        }
+    }
+}
+
 /// An owner's counts as one query read them.
 #[derive(Debug, Default)]
 pub(super) struct OwnerCounts {
@@ -68,57 +108,97 @@ pub(super) struct OwnerCounts {
     pub(super) complete: bool,
     /// How many live tasks they count.
     pub(super) total: usize,
+    /// How many live tasks they count in each state, by state number.
+    by_state: HashMap<i32, i64>,
+    /// The states whose count holds every live task of the owner in that state.
+    complete_states: HashSet<i32>,
+}
+
+impl OwnerCounts {
+    /// The count of the owner's live tasks in `state`, if it holds them all.
+    pub(super) fn in_state(&self, state: TaskState) -> Option<usize> {
+        self.complete_states
+            .contains(&state.number())
+            .then(|| self.state_total(state))
+    }
+
+    /// The count of the owner's live tasks in `state`, complete or not.
+    pub(super) fn state_total(&self, state: TaskState) -> usize {
+        let total = self.by_state.get(&state.number()).copied().unwrap_or(0);
+        usize::try_from(total).unwrap_or(0)
+    }
 }
 
 impl DynamoTaskStore {
-    /// Moves task `task_id` of `owner` in its owner's counts from expiry `before` (`None`: a
-    /// new task) to `after` (ms): one `UpdateItem` per count item that changes, none when the
-    /// expiry stays.
+    /// Moves task `task_id` of `owner` in its owner's counts from `before` (`None`: a new
+    /// task) to `after`: one `UpdateItem` per count item that changes (a new state in the same
+    /// expiry is one), none when neither expiry nor state changes.
     pub(super) async fn count_task(
         &self,
         owner: &Owner,
         task_id: &str,
-        before: Option<i64>,
-        after: i64,
+        before: Option<Counted<'_>>,
+        after: Counted<'_>,
     ) -> Result<(), StoreError> {
-        if before == Some(after) {
-            return Ok(());
-        }
         let shard = shard_of(task_id);
-        self.add_to_count(owner, after, shard, 1).await?;
-        if let Some(before) = before {
-            self.add_to_count(owner, before, shard, -1).await?;
+        match before {
+            Some(before) if before == after => Ok(()),
+            Some(before) if before.expires == after.expires => {
+                let mut adds = Vec::new();
+                adds.extend(state_attr(before.state).map(|a| (a, -1)));
+                adds.extend(state_attr(after.state).map(|a| (a, 1)));
+                self.add_to_count(owner, after.expires, shard, adds).await
+            }
+            before => {
+                self.add_to_count(owner, after.expires, shard, task_adds(after.state, 1))
+                    .await?;
+                if let Some(before) = before {
+                    let adds = task_adds(before.state, -1);
+                    self.add_to_count(owner, before.expires, shard, adds)
+                        .await?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     /// Takes back the count of a new task whose create was refused (best effort: a count
-    /// left behind says one task too many until `exp`).
-    pub(super) async fn uncount_task(&self, owner: &Owner, task_id: &str, exp: i64) {
-        if let Err(err) = self.add_to_count(owner, exp, shard_of(task_id), -1).await {
+    /// left behind says one task too many until its expiry).
+    pub(super) async fn uncount_task(&self, owner: &Owner, task_id: &str, counted: Counted<'_>) {
+        let adds = task_adds(counted.state, -1);
+        let shard = shard_of(task_id);
+        if let Err(err) = self.add_to_count(owner, counted.expires, shard, adds).await {
             tracing::warn!(task_id, error = %err, "a refused create's ListTasks count stays");
         }
     }
 
-    /// `ADD` of `by` to one count item, which expires with the tasks it counts.
+    /// `ADD`s of `adds` (attribute, amount) to one count item, which expires with the tasks it
+    /// counts.
     async fn add_to_count(
         &self,
         owner: &Owner,
         exp: i64,
         shard: u64,
-        by: i64,
+        adds: Vec<(String, i64)>,
     ) -> Result<(), StoreError> {
+        if adds.is_empty() {
+            return Ok(());
+        }
+        let additions: Vec<String> = (0..adds.len()).map(|i| format!("#a{i} :by{i}")).collect();
+        let mut attribute_names = names(&[attr::TTL]);
+        let mut attribute_values = values([(":ttl", n(items::ttl_secs(exp)))]);
+        for (i, (name, by)) in adds.into_iter().enumerate() {
+            attribute_names.insert(format!("#a{i}"), name);
+            attribute_values.insert(format!(":by{i}"), n(by));
+        }
         let out = self
             .client
             .update_item()
             .table_name(&*self.table)
             .set_key(Some(counts_key(owner.as_str(), exp, shard)))
-            .update_expression("ADD #n :by SET #ttl = :ttl")
-            .set_expression_attribute_names(Some(names(&[ALL, attr::TTL])))
-            .set_expression_attribute_values(Some(values([
-                (":by", n(by)),
-                (":ttl", n(items::ttl_secs(exp))),
-            ])))
+            .update_expression(format!("ADD {} SET #ttl = :ttl", additions.join(", ")))
+            .set_expression_attribute_names(Some(attribute_names))
+            .set_expression_attribute_values(Some(attribute_values))
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await
@@ -152,10 +232,27 @@ impl DynamoTaskStore {
         let mut total: i64 = 0;
         self.query_pages(query, ReadCost::Eventual, |page| {
             for item in page.items() {
-                if items::get_s(item, attr::SK)? == COMPLETE_SK {
+                let sk = items::get_s(item, attr::SK)?;
+                if sk == COMPLETE_SK {
                     counts.complete = true;
+                } else if let Some(state) = sk.strip_prefix(COMPLETE_SK).and_then(|r| {
+                    r.strip_prefix('#')
+                        .and_then(|number| number.parse::<i32>().ok())
+                }) {
+                    counts.complete_states.insert(state);
                 } else {
-                    total += items::get_n::<i64>(item, ALL)?;
+                    // A task never counted that changes state makes an item with state
+                    // counts alone.
+                    if item.contains_key(ALL) {
+                        total += items::get_n::<i64>(item, ALL)?;
+                    }
+                    for state in TaskState::ALL {
+                        if let Some(name) = state_attr(state.as_str()) {
+                            if let Ok(count) = items::get_n::<i64>(item, &name) {
+                                *counts.by_state.entry(state.number()).or_default() += count;
+                            }
+                        }
+                    }
                 }
             }
             Ok(Next::More(None))
@@ -165,14 +262,20 @@ impl DynamoTaskStore {
         Ok(counts)
     }
 
-    /// Records that the owner's counts hold every live task (ListTasks found them equal to a
-    /// count on the index): from then on ListTasks reads them instead of counting.
-    pub(super) async fn mark_counts_complete(&self, owner: &Owner) -> Result<(), StoreError> {
+    /// Records that the owner's counts (of `state`'s tasks, or of all) hold every live task
+    /// (ListTasks found them equal to a count on the index): from then on ListTasks reads them
+    /// instead of counting.
+    pub(super) async fn mark_counts_complete(
+        &self,
+        owner: &Owner,
+        state: Option<TaskState>,
+    ) -> Result<(), StoreError> {
+        let sk = state.map_or_else(|| COMPLETE_SK.to_owned(), state_complete_sk);
         let result = self
             .client
             .put_item()
             .table_name(&*self.table)
-            .set_item(Some(items::key(counts_pk(owner.as_str()), COMPLETE_SK)))
+            .set_item(Some(items::key(counts_pk(owner.as_str()), sk)))
             .condition_expression("attribute_not_exists(#pk)")
             .set_expression_attribute_names(Some(names(&["pk"])))
             .set_return_consumed_capacity(self.return_capacity())
@@ -191,6 +294,14 @@ impl DynamoTaskStore {
             Err(err) => Err(backend("PutItem", &err)),
         }
     }
+}
+
+/// The additions that count (`by` 1) or uncount (-1) a task in `state`: in all, and in its
+/// state.
+fn task_adds(state: &str, by: i64) -> Vec<(String, i64)> {
+    let mut adds = vec![(ALL.to_owned(), by)];
+    adds.extend(state_attr(state).map(|name| (name, by)));
+    adds
 }
 
 #[cfg(test)]
@@ -212,5 +323,17 @@ mod tests {
         assert_eq!(sk.as_deref().ok(), Some("001700000000000#3"));
         assert!("001700000000000#3" > "001699999999999#~");
         assert!("001700000000000#3" < COMPLETE_SK);
+        assert!(COMPLETE_SK < state_complete_sk(TaskState::Working).as_str());
+    }
+
+    #[test]
+    fn a_task_counts_in_all_and_in_its_state() {
+        assert_eq!(
+            task_adds("TASK_STATE_COMPLETED", 1),
+            [("n".to_owned(), 1), ("n3".to_owned(), 1)]
+        );
+        // A head without a state counts in all only.
+        assert_eq!(task_adds("", -1), [("n".to_owned(), -1)]);
+        assert_eq!(state_attr("TASK_STATE_UNSPECIFIED"), None);
     }
 }

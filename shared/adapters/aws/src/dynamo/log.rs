@@ -15,6 +15,7 @@ use a2a_protocol::TaskPushNotificationConfig;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
+use super::counts::Counted;
 use super::table::{backend, capacity, names, read_units, values, write_units, Next, ReadCost};
 use super::{DynamoTaskStore, FIRST_POLL, MAX_POLL};
 use crate::body::{self, BodyRef};
@@ -38,6 +39,10 @@ pub(super) struct HeadSummary {
     state: String,
     status_ts: i64,
     expires: i64,
+    /// Its partition of the by-owner index ([`items::state_partition`]).
+    partition: String,
+    /// Whether it has an entry in the by-context index ([`attr::CONTEXT_PK`]).
+    in_context_index: bool,
     /// The item's size, for the write's estimated units (DynamoDB bills an update by the larger
     /// of the old and the new item).
     size: usize,
@@ -58,6 +63,10 @@ impl HeadSummary {
                 .to_owned(),
             status_ts: items::get_n(item, attr::STATUS_TS).unwrap_or_default(),
             expires: items::get_n(item, attr::EXPIRES)?,
+            partition: items::get_s(item, attr::GSI_PK)
+                .unwrap_or_default()
+                .to_owned(),
+            in_context_index: item.contains_key(attr::CONTEXT_PK),
             size: items::item_size(item),
             carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
             legacy: !item.contains_key(attr::PREV_VERSION),
@@ -101,19 +110,42 @@ impl HeadCache {
 
 /// The size of a head's entry in the by-owner index: keys plus the projected attributes.
 fn index_entry_size(head: &Item) -> usize {
-    [
-        attr::PK,
-        attr::SK,
-        attr::GSI_PK,
-        attr::GSI_SK,
-        attr::CONTEXT,
-        attr::STATE,
-        attr::EXPIRES,
-    ]
-    .iter()
-    .filter_map(|name| head.get_key_value(*name))
-    .map(|(k, v)| items::item_size(&HashMap::from([(k.clone(), v.clone())])))
-    .sum()
+    entry_size(
+        head,
+        &[
+            attr::PK,
+            attr::SK,
+            attr::GSI_PK,
+            attr::GSI_SK,
+            attr::CONTEXT,
+            attr::STATE,
+            attr::EXPIRES,
+        ],
+    )
+}
+
+/// The size of a head's entry in the by-context index (none without [`attr::CONTEXT_PK`]).
+fn context_entry_size(head: &Item) -> usize {
+    entry_size(
+        head,
+        &[
+            attr::PK,
+            attr::SK,
+            attr::CONTEXT_PK,
+            attr::GSI_SK,
+            attr::STATE,
+            attr::EXPIRES,
+        ],
+    )
+}
+
+/// The size of the attributes `names` of `head`.
+fn entry_size(head: &Item, names: &[&str]) -> usize {
+    names
+        .iter()
+        .filter_map(|name| head.get_key_value(*name))
+        .map(|(k, v)| items::item_size(&HashMap::from([(k.clone(), v.clone())])))
+        .sum()
 }
 
 impl DynamoTaskStore {
@@ -135,18 +167,22 @@ impl DynamoTaskStore {
             item.insert(attr::PUSH_FLAG.to_owned(), s("1"));
         }
         items::check_size(&item, || format!("task {}", head.task.id))?;
-        let index_wru = write_units(index_entry_size(&item));
+        let mut index_wru = write_units(index_entry_size(&item));
+        if item.contains_key(attr::CONTEXT_PK) {
+            index_wru += write_units(context_entry_size(&item));
+        }
         let summary = HeadSummary::of_item(&item)?;
         // The count is written beside the head, not after it: the send waits for one round
         // trip, not two. A create its condition refused takes its count back.
-        let (owner, task_id, exp) = (&head.owner, &head.task.id, head.expires_at.millis());
+        let (owner, task_id) = (&head.owner, &head.task.id);
+        let counted_as = Counted::of(head);
         let (created, counted) = tokio::join!(
             self.put_new_indexed(item, index_wru),
-            self.count_task(owner, task_id, None, exp)
+            self.count_task(owner, task_id, None, counted_as)
         );
         if !created? {
             if counted.is_ok() {
-                self.uncount_task(owner, task_id, exp).await;
+                self.uncount_task(owner, task_id, counted_as).await;
             }
             return Err(StoreError::Conflict);
         }
@@ -436,7 +472,7 @@ impl TaskLogStore for DynamoTaskStore {
         };
         let label = || format!("task {task_id}");
         let carried: Vec<LoggedEvent> = old.carried.iter().chain(events).cloned().collect();
-        let (item, carried) = match self
+        let (mut item, carried) = match self
             .append_split(head, &old, events, &carried, expected_version)
             .await?
         {
@@ -465,6 +501,10 @@ impl TaskLogStore for DynamoTaskStore {
                 }
             }
         };
+        // This write's own mark: a writer whose condition failed tells its own write (landed
+        // on an attempt whose answer was lost) from another writer's with the same events
+        // (two duplicate deliveries in the same millisecond), which it must not count again.
+        item.insert(attr::WRITE_ID.to_owned(), n(write_id()));
         items::check_size(&item, label)?;
         let new_size = items::item_size(&item);
 
@@ -473,7 +513,12 @@ impl TaskLogStore for DynamoTaskStore {
         let ts = items::status_ts_ms(&head.task);
         let state = head.task.status.state.as_str();
         let exp = head.expires_at.millis();
-        let mut set = vec![attr::VERSION, attr::PREV_VERSION, attr::HEAD_EVENTS];
+        let mut set = vec![
+            attr::VERSION,
+            attr::PREV_VERSION,
+            attr::HEAD_EVENTS,
+            attr::WRITE_ID,
+        ];
         let mut remove = vec![attr::TASK];
         if item.contains_key(attr::TASK_BODY) {
             set.push(attr::TASK_BODY);
@@ -483,9 +528,15 @@ impl TaskLogStore for DynamoTaskStore {
         if item.contains_key(attr::BODY_KEY) {
             set.extend([attr::BODY_KEY, attr::BODY_VERSION, attr::BODY_SIZE]);
         }
-        let key_moves = ts != old.status_ts;
-        if key_moves {
+        // A new state moves the task to that state's partition of the by-owner index (a head
+        // written before that index was split moves at its first append).
+        let sort_key_moves = ts != old.status_ts;
+        let partition_moves = items::get_s(&item, attr::GSI_PK)? != old.partition;
+        if sort_key_moves {
             set.extend([attr::STATUS_TS, attr::GSI_SK]);
+        }
+        if partition_moves {
+            set.push(attr::GSI_PK);
         }
         if state != old.state {
             set.push(attr::STATE);
@@ -493,13 +544,29 @@ impl TaskLogStore for DynamoTaskStore {
         if exp != old.expires {
             set.extend([attr::EXPIRES, attr::TTL]);
         }
-        let index_wru = if key_moves {
+        let projected_change = state != old.state || exp != old.expires;
+        let mut index_wru = if sort_key_moves || partition_moves {
             2.0
-        } else if state != old.state || exp != old.expires {
+        } else if projected_change {
             1.0
         } else {
             0.0
         } * write_units(index_entry_size(&item));
+        // A task of a context the index knows keeps its entry there in step; a head written
+        // before that index gets its entry at its first append.
+        if item.contains_key(attr::CONTEXT_PK) {
+            let entry_writes = if !old.in_context_index {
+                set.push(attr::CONTEXT_PK);
+                1.0
+            } else if sort_key_moves {
+                2.0
+            } else if projected_change {
+                1.0
+            } else {
+                0.0
+            };
+            index_wru += entry_writes * write_units(context_entry_size(&item));
+        }
 
         // The first append to a head of an older layout puts the ids of the task's push configs
         // on it (ADD: a union, so a config put meanwhile is kept), so that its stream records
@@ -553,7 +620,7 @@ impl TaskLogStore for DynamoTaskStore {
             all_names.push(attr::EXPIRES);
         }
         let wru = write_units(old.size.max(new_size));
-        let result = self
+        let update = self
             .client
             .update_item()
             .table_name(&*self.table)
@@ -563,18 +630,50 @@ impl TaskLogStore for DynamoTaskStore {
             .set_expression_attribute_names(Some(names(&all_names)))
             .set_expression_attribute_values(Some(expression_values))
             .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        let written = self.conditional(
+            .send();
+        // A task whose expiry or state moves moves in its owner's counts, in a write sent
+        // beside the head's (the append waits for one round trip, not two), taken back if the
+        // head's write did not land. A count that failed leaves a total off by one until the
+        // older expiry passes, not the task.
+        let (before, after) = (
+            Counted {
+                expires: old.expires,
+                state: &old.state,
+            },
+            Counted::of(head),
+        );
+        let (result, counted) = tokio::join!(
+            update,
+            self.count_task(&head.owner, task_id, Some(before), after)
+        );
+        if let Err(err) = &counted {
+            tracing::warn!(task_id, error = %err, "a task's ListTasks count did not move with it");
+        }
+        let landed = match self.conditional(
             "UpdateItem",
             result,
             |out| out.consumed_capacity(),
             |_| wru + index_wru,
             wru,
-        )?;
-        if written.is_none() && !self.head_holds(task_id, &written_by(&item)).await? {
+        ) {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => self.head_holds(task_id, &written_by(&item)).await,
+            Err(err) => Err(err),
+        };
+        if !matches!(landed, Ok(true)) {
+            if counted.is_ok() {
+                if let Err(err) = self
+                    .count_task(&head.owner, task_id, Some(after), before)
+                    .await
+                {
+                    tracing::warn!(task_id, error = %err, "a refused append's ListTasks count move stays");
+                }
+            }
             self.heads.forget(task_id);
-            return Err(StoreError::Conflict);
+            return match landed {
+                Ok(_) => Err(StoreError::Conflict),
+                Err(err) => Err(err),
+            };
         }
         self.heads.put(
             task_id,
@@ -584,20 +683,14 @@ impl TaskLogStore for DynamoTaskStore {
                 state: state.to_owned(),
                 status_ts: ts,
                 expires: exp,
+                partition: items::get_s(&item, attr::GSI_PK)?.to_owned(),
+                in_context_index: item.contains_key(attr::CONTEXT_PK),
                 size: new_size,
                 carried: Arc::new(carried),
                 legacy: false,
                 body: body::body_ref(&item)?,
             },
         );
-        // A task whose expiry moved moves in its owner's counts. The append is made: a count
-        // that failed leaves the total off by one until the older expiry passes, not the task.
-        if let Err(err) = self
-            .count_task(&head.owner, task_id, Some(old.expires), exp)
-            .await
-        {
-            tracing::warn!(task_id, error = %err, "a task's ListTasks count did not move with its expiry");
-        }
         Ok(())
     }
 
@@ -782,10 +875,24 @@ impl TaskLogStore for DynamoTaskStore {
     }
 }
 
-/// What tells a head write apart from any other: the version it writes, its owner and the
-/// events it carries (each stamped with the moment it was made).
+/// A random mark for one head write ([`attr::WRITE_ID`]).
+fn write_id() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    // Each `RandomState` is keyed afresh (per thread, then incremented), so two writes, here
+    // or in another process, draw different marks but for a 1 in 2^32 chance.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish() as u32
+}
+
+/// What tells a head write apart from any other: the version it writes, its owner, the events
+/// it carries (each stamped with the moment it was made) and its own mark.
 fn written_by(item: &Item) -> Item {
-    [attr::VERSION, attr::OWNER, attr::HEAD_EVENTS]
+    [attr::VERSION, attr::OWNER, attr::HEAD_EVENTS, attr::WRITE_ID]
         .into_iter()
         .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
         .collect()
