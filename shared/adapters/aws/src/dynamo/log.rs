@@ -892,8 +892,13 @@ fn write_id() -> u32 {
 /// What tells a head write apart from any other: the version it writes, its owner, the events
 /// it carries (each stamped with the moment it was made) and its own mark.
 fn written_by(item: &Item) -> Item {
-    [attr::VERSION, attr::OWNER, attr::HEAD_EVENTS, attr::WRITE_ID]
-        .into_iter()
-        .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
-        .collect()
+    [
+        attr::VERSION,
+        attr::OWNER,
+        attr::HEAD_EVENTS,
+        attr::WRITE_ID,
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
+    .collect()
 }
