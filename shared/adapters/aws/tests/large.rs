@@ -72,21 +72,8 @@ async fn append(
 
 /// How many items of each kind the task's partition holds: bodies (`B#`), archives (`E#`).
 async fn items_of(env: &Env, task_id: &str) -> (usize, usize) {
-    let out = env
-        .clients
-        .dynamodb
-        .query()
-        .table_name(&env.config.table)
-        .key_condition_expression("pk = :pk")
-        .expression_attribute_values(
-            ":pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("T#{task_id}")),
-        )
-        .send()
-        .await
-        .unwrap();
-    let sks: Vec<String> = out
-        .items()
+    let items = env.partition(format!("T#{task_id}")).await;
+    let sks: Vec<String> = items
         .iter()
         .filter_map(|i| i.get("sk")?.as_s().ok().cloned())
         .collect();

@@ -243,22 +243,9 @@ async fn race(env: &Env, cancel: Cancel) -> Vec<LoggedEvent> {
 
 /// The owner's ListTasks counts as stored, summed over expiries and shards, without the zeros.
 async fn owner_counts(env: &Env, owner: &Owner) -> std::collections::BTreeMap<String, i64> {
-    let out = env
-        .clients
-        .dynamodb
-        .query()
-        .table_name(&env.config.table)
-        .key_condition_expression("pk = :pk")
-        .expression_attribute_values(
-            ":pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("C#{}", owner.as_str())),
-        )
-        .consistent_read(true)
-        .send()
-        .await
-        .expect("the counts");
+    let items = env.partition(format!("C#{}", owner.as_str())).await;
     let mut sums = std::collections::BTreeMap::new();
-    for item in out.items() {
+    for item in &items {
         for (name, value) in item {
             let counts = name.starts_with('n') && name[1..].bytes().all(|b| b.is_ascii_digit());
             if let (true, Ok(number)) = (counts, value.as_n()) {

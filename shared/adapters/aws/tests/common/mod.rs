@@ -21,6 +21,26 @@ pub(crate) struct Env {
 }
 
 impl Env {
+    /// Every item of the table's partition `pk`, read consistently (one page: the tests'
+    /// partitions are small).
+    pub(crate) async fn partition(
+        &self,
+        pk: String,
+    ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        let out = self
+            .clients
+            .dynamodb
+            .query()
+            .table_name(&self.config.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S(pk))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("Query of a partition");
+        out.items().to_vec()
+    }
+
     /// `None` without an emulator: the test skips.
     pub(crate) async fn new() -> Option<Self> {
         let clients = clients().await?;
