@@ -167,13 +167,18 @@ impl SqliteStore {
     /// survives a crash or `kill -9` of the process; only an OS crash or power loss may lose
     /// the last commits. Each commit therefore costs no `fsync`; checkpoints do.
     pub fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_with(data_dir, LogLimits::SERVER)
+    }
+
+    /// [`Self::open`] with the write-ahead log kept within `limits`.
+    fn open_with(data_dir: &Path, limits: LogLimits) -> Result<SqliteStore, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Backend(format!("cannot create the data directory: {e}")))?;
         let path = data_dir.join(DB_FILE_NAME);
         let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
-        let checkpoint = checkpoint_in_background(&mut conn, &path)?;
+        let checkpoint = checkpoint_in_background(&mut conn, &path, limits)?;
         let (writer, jobs) = mpsc::channel();
         std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
@@ -321,13 +326,37 @@ const CHECKPOINT_PAGES: i32 = 8_000;
 
 /// How many pages the write-ahead log holds before the checkpoint thread has the writer pause
 /// for a last pass once it has nearly caught up, so that the log starts again from its start
-/// (see [`checkpoint_in_background`]): each pause costs a few milliseconds, so they should be
-/// seconds apart (a blocking echo writes about three pages on a store of a million tasks).
-const RESTART_PAGES: i32 = 4 * CHECKPOINT_PAGES;
+/// (see [`checkpoint_in_background`]). A pause lasts as long as the disk takes to flush (1–50 ms
+/// on a busy shared disk, whatever it flushes), so pauses must be rare enough that the writes
+/// they hold are well under 1 %: at the ~14,000 blocking echoes a second of a two-CPU machine
+/// (about three pages each with a million tasks) this is one pause every ~4 s, and a log of up
+/// to 640 MB while under such load (readers only look up the part not copied yet).
+const RESTART_PAGES: i32 = 20 * CHECKPOINT_PAGES;
 
 /// How many pages the write-ahead log may hold at most: beyond, the writer pauses for a
 /// checkpoint to complete however far behind it is.
-const WAL_PAGES_MAX: i32 = 8 * CHECKPOINT_PAGES;
+const WAL_PAGES_MAX: i32 = 30 * CHECKPOINT_PAGES;
+
+/// When the checkpoint thread copies the log and when it has the writer pause
+/// ([`checkpoint_in_background`]), in pages of the write-ahead log.
+#[derive(Debug, Clone, Copy)]
+struct LogLimits {
+    /// Passes start ([`CHECKPOINT_PAGES`]).
+    checkpoint: i32,
+    /// The writer pauses once a pass nearly caught up ([`RESTART_PAGES`]).
+    restart: i32,
+    /// The writer pauses however far behind the passes are ([`WAL_PAGES_MAX`]).
+    max: i32,
+}
+
+impl LogLimits {
+    /// The server's.
+    const SERVER: LogLimits = LogLimits {
+        checkpoint: CHECKPOINT_PAGES,
+        restart: RESTART_PAGES,
+        max: WAL_PAGES_MAX,
+    };
+}
 
 /// How few pages a checkpoint may have left to copy for the writer to pause while it copies
 /// them: a pause then lasts one short pass, where a pause at [`WAL_PAGES_MAX`] waits for
@@ -384,12 +413,13 @@ impl CheckpointPause {
 fn checkpoint_in_background(
     conn: &mut Connection,
     path: &Path,
+    limits: LogLimits,
 ) -> Result<CheckpointPause, DbError> {
     // Turning the automatic checkpoint off replaces SQLite's own WAL hook: set it first.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     let (due, checkpoints) = mpsc::sync_channel::<()>(1);
     conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
-        if pages >= CHECKPOINT_PAGES {
+        if pages >= limits.checkpoint {
             // A full channel means a pass is already due: nothing to add.
             let _ = due.try_send(());
         }
@@ -428,8 +458,8 @@ fn checkpoint_in_background(
             while checkpoints.recv().is_ok() {
                 match pass() {
                     Ok((log, copied))
-                        if log >= WAL_PAGES_MAX
-                            || (log >= RESTART_PAGES && log - copied <= CAUGHT_UP_PAGES) =>
+                        if log >= limits.max
+                            || (log >= limits.restart && log - copied <= CAUGHT_UP_PAGES) =>
                     {
                         // What the pause's pass would flush, flushed before it: the earlier
                         // passes' pages, then a pass for what came meanwhile, again while
@@ -739,5 +769,73 @@ async fn wait_tick(rx: &mut watch::Receiver<u64>, until: tokio::time::Instant) {
             }
         }
         () = tokio::time::sleep_until(tick) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_core::{Owner, TaskEvent, TaskLogStore};
+    use a2a_protocol::{Message, TaskState, Timestamp};
+
+    /// Writers that never let the checkpoint thread catch up on its own still keep the log
+    /// within its limits: the writer pauses, the last pass completes, the log starts again
+    /// from its beginning (the file never shrinks, so its size is the most it ever held).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_starts_again_under_writers_that_never_stop() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let limits = LogLimits {
+            checkpoint: 64,
+            restart: 256,
+            max: 512,
+        };
+        let store = SqliteStore::open_with(dir.path(), limits).expect("the store");
+        let owner = Owner::new("", "log-limits");
+        let expires = Timestamp::from_millis(Timestamp::now().millis() + 3_600_000);
+        let writers = (0..8).map(|writer| {
+            let (store, owner) = (store.clone(), owner.clone());
+            tokio::spawn(async move {
+                for n in 0..400 {
+                    let (mut head, mut events) = a2a_store_contract::new_task(
+                        &owner,
+                        &format!("task-{writer}-{n}"),
+                        &format!("context-{writer}-{n}"),
+                        TaskState::Completed,
+                        Timestamp::now(),
+                        expires,
+                    );
+                    // About two pages each, so that the tasks outgrow what the log may hold
+                    // several times over.
+                    let said = Message::user_text(format!("m-{writer}-{n}"), "x".repeat(6_000));
+                    head.task.history = vec![said];
+                    if let Some(TaskEvent::Created { task }) =
+                        events.first_mut().map(|e| &mut e.event)
+                    {
+                        task.history.clone_from(&head.task.history);
+                    }
+                    store.create_task(&head, &events).await.expect("create");
+                }
+            })
+        });
+        for writer in futures::future::join_all(writers).await {
+            writer.expect("a writer");
+        }
+        let log = std::fs::metadata(dir.path().join(format!("{DB_FILE_NAME}-wal")))
+            .expect("the log file")
+            .len();
+        let frame = 4096 + 24;
+        // 3,200 tasks of two pages are thousands of frames; the log held at most its limit and
+        // what the writer committed while a pass caught up (a batch is at most 128 writes).
+        let bound = 32 + (u64::try_from(limits.max).unwrap_or(0) + 1_024) * frame;
+        assert!(log <= bound, "the log grew to {log} bytes, beyond {bound}");
+        let page_count: i64 = store
+            .read(|c| Ok(c.query_row("PRAGMA page_count", [], |r| r.get(0))?))
+            .await
+            .expect("page_count");
+        let page_count = u64::try_from(page_count).unwrap_or(0);
+        assert!(
+            page_count * frame > bound,
+            "the store ({page_count} pages) outgrew what the log may hold: the test writes enough"
+        );
     }
 }
