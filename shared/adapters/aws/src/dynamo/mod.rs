@@ -3,10 +3,11 @@
 //! Correctness rests on conditional writes only: a create is conditional on the head not
 //! existing (or having expired), an append is one `UpdateItem` of the head conditional on its
 //! version, owner and expiry. No locks; in-process state is a cache of the heads this process
-//! last saw ([`log`]), which saves reads, never decides anything.
+//! last saw ([`heads`]), which saves reads, never decides anything.
 //!
 //! One file per part of the store: [`table`] (what they share: expressions, metering, the one
-//! paged query), [`log`] (heads and events), [`list`] (ListTasks on the by-owner index),
+//! paged query), [`log`] (heads and events), [`heads`] (what the log knows of a head and tells
+//! one head write from another by), [`list`] (ListTasks on the by-owner and by-context indexes),
 //! [`push_configs`] (push configs and delivery records) and [`leases`]. Each part implements
 //! its store port ([`a2a_core::TaskLogStore`] in `log` with `list`,
 //! [`a2a_core::PushConfigStore`], [`a2a_core::LeaseStore`], [`a2a_core::ExecutionStore`] in
@@ -14,6 +15,7 @@
 
 mod counts;
 mod executions;
+mod heads;
 mod leases;
 mod list;
 mod log;
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::meter::Meter;
-use log::HeadCache;
+use heads::HeadCache;
 
 /// The condition of a conditional write that creates an item (a task's head or event, a
 /// reply, a push delivery record): none at its key, or an expired one. An expired item is gone

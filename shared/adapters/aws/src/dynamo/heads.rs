@@ -1,0 +1,161 @@
+//! What this process knows of the heads it wrote or read ([`HeadCache`]), what an append
+//! needs of the head it replaces ([`HeadSummary`]), and what tells one head write from another
+//! ([`written_by`]) and sizes its index entries.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use a2a_core::{LoggedEvent, StoreError};
+
+use crate::body::{self, BodyRef};
+use crate::items::{self, attr, Item};
+
+/// How many heads [`HeadCache`] remembers before it starts again.
+const CACHE_ENTRIES: usize = 4096;
+
+/// What an append needs to know of the head it replaces, besides what the core hands it: the
+/// events it carries (kept or archived by the append), and the attributes an append rewrites
+/// only when they change (so that an unchanged index entry is not written again).
+#[derive(Debug, Clone)]
+pub(super) struct HeadSummary {
+    pub(super) version: u64,
+    pub(super) owner: String,
+    pub(super) state: String,
+    pub(super) status_ts: i64,
+    pub(super) expires: i64,
+    /// Its partition of the by-owner index ([`items::state_partition`]).
+    pub(super) partition: String,
+    /// Whether it has an entry in the by-context index ([`attr::CONTEXT_PK`]).
+    pub(super) in_context_index: bool,
+    /// The item's size, for the write's estimated units (DynamoDB bills an update by the larger
+    /// of the old and the new item).
+    pub(super) size: usize,
+    pub(super) carried: Arc<Vec<LoggedEvent>>,
+    /// A head of a layout before this one (no `nv`): its push config ids are not on it yet.
+    pub(super) legacy: bool,
+    /// The body item of a split head ([`crate::body`]).
+    pub(super) body: Option<BodyRef>,
+}
+
+impl HeadSummary {
+    pub(super) fn of_item(item: &Item) -> Result<Self, StoreError> {
+        Ok(Self {
+            version: items::get_n(item, attr::VERSION)?,
+            owner: items::get_s(item, attr::OWNER)?.to_owned(),
+            state: items::get_s(item, attr::STATE)
+                .unwrap_or_default()
+                .to_owned(),
+            status_ts: items::get_n(item, attr::STATUS_TS).unwrap_or_default(),
+            expires: items::get_n(item, attr::EXPIRES)?,
+            partition: items::get_s(item, attr::GSI_PK)
+                .unwrap_or_default()
+                .to_owned(),
+            in_context_index: item.contains_key(attr::CONTEXT_PK),
+            size: items::item_size(item),
+            carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
+            legacy: !item.contains_key(attr::PREV_VERSION),
+            body: body::body_ref(item)?,
+        })
+    }
+}
+
+/// The heads this process last wrote or read, by task id. Only a cache: an append whose head is
+/// not here (another process wrote it, or it was forgotten) reads it first. It saves that read
+/// on every append of a task this process is writing (a stream, a worker's run).
+#[derive(Debug, Default, Clone)]
+pub(super) struct HeadCache(Arc<Mutex<HashMap<String, Arc<HeadSummary>>>>);
+
+impl HeadCache {
+    pub(super) fn get(&self, task_id: &str) -> Option<Arc<HeadSummary>> {
+        self.0.lock().ok()?.get(task_id).cloned()
+    }
+
+    pub(super) fn put(&self, task_id: &str, summary: HeadSummary) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= CACHE_ENTRIES && !map.contains_key(task_id) {
+                map.clear();
+            }
+            map.insert(task_id.to_owned(), Arc::new(summary));
+        }
+    }
+
+    pub(super) fn forget(&self, task_id: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(task_id);
+        }
+    }
+
+    pub(super) fn remember(&self, task_id: &str, item: &Item) {
+        if let Ok(summary) = HeadSummary::of_item(item) {
+            self.put(task_id, summary);
+        }
+    }
+}
+
+/// The size of a head's entry in the by-owner index: keys plus the projected attributes.
+pub(super) fn index_entry_size(head: &Item) -> usize {
+    entry_size(
+        head,
+        &[
+            attr::PK,
+            attr::SK,
+            attr::GSI_PK,
+            attr::GSI_SK,
+            attr::CONTEXT,
+            attr::STATE,
+            attr::EXPIRES,
+        ],
+    )
+}
+
+/// The size of a head's entry in the by-context index (none without [`attr::CONTEXT_PK`]).
+pub(super) fn context_entry_size(head: &Item) -> usize {
+    entry_size(
+        head,
+        &[
+            attr::PK,
+            attr::SK,
+            attr::CONTEXT_PK,
+            attr::GSI_SK,
+            attr::STATE,
+            attr::EXPIRES,
+        ],
+    )
+}
+
+/// The size of the attributes `names` of `head`.
+fn entry_size(head: &Item, names: &[&str]) -> usize {
+    names
+        .iter()
+        .filter_map(|name| head.get_key_value(*name))
+        .map(|(k, v)| items::item_size(&HashMap::from([(k.clone(), v.clone())])))
+        .sum()
+}
+
+/// A random mark for one head write ([`attr::WRITE_ID`]).
+pub(super) fn write_id() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    // Each `RandomState` is keyed afresh (per thread, then incremented), so two writes, here
+    // or in another process, draw different marks but for a 1 in 2^32 chance.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish() as u32
+}
+
+/// What tells a head write apart from any other: the version it writes, its owner, the events
+/// it carries (each stamped with the moment it was made) and its own mark.
+pub(super) fn written_by(item: &Item) -> Item {
+    [
+        attr::VERSION,
+        attr::OWNER,
+        attr::HEAD_EVENTS,
+        attr::WRITE_ID,
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
+    .collect()
+}
