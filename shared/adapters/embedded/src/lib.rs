@@ -17,7 +17,7 @@ mod task_store;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -172,19 +172,28 @@ impl SqliteStore {
 
     /// [`Self::open`] with the write-ahead log kept within `limits`.
     fn open_with(data_dir: &Path, limits: LogLimits) -> Result<SqliteStore, StoreError> {
+        Self::open_counted(data_dir, limits).map(|(store, _)| store)
+    }
+
+    /// [`Self::open_with`], and what the store's log went through since.
+    fn open_counted(
+        data_dir: &Path,
+        limits: LogLimits,
+    ) -> Result<(SqliteStore, Arc<LogCounts>), StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Backend(format!("cannot create the data directory: {e}")))?;
         let path = data_dir.join(DB_FILE_NAME);
         let mut conn = Connection::open(&path).map_err(DbError::from)?;
         configure(&mut conn)?;
         schema::migrate(&mut conn)?;
-        let checkpoint = checkpoint_in_background(&mut conn, &path, limits)?;
+        let counts = Arc::new(LogCounts::default());
+        let checkpoint = checkpoint_in_background(&mut conn, &path, limits, counts.clone())?;
         let (writer, jobs) = mpsc::channel();
         std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
             .spawn(move || run_writer(conn, jobs, &checkpoint))
             .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
-        Ok(SqliteStore {
+        let store = SqliteStore {
             inner: Arc::new(Inner {
                 writer,
                 readers: Mutex::new(Vec::new()),
@@ -196,7 +205,8 @@ impl SqliteStore {
                 work_enqueued: watch::channel(0).0,
                 push_enqueued: watch::channel(0).0,
             }),
-        })
+        };
+        Ok((store, counts))
     }
 
     /// Runs the write `f` on the writer thread, inside a transaction that it may share with
@@ -358,6 +368,14 @@ impl LogLimits {
     };
 }
 
+/// Flushes the database file, logging a failure (the next checkpoint's own flush reports it
+/// to SQLite).
+fn flush(database: &std::fs::File) {
+    if let Err(e) = database.sync_data() {
+        tracing::warn!(error = %e, "the store's checkpoint failed");
+    }
+}
+
 /// How few pages a checkpoint may have left to copy for the writer to pause while it copies
 /// them: a pause then lasts one short pass, where a pause at [`WAL_PAGES_MAX`] waits for
 /// whatever a slow pass left behind.
@@ -370,12 +388,23 @@ const PAUSE_COPY_PAGES: i32 = 64;
 /// How many times at most the checkpoint thread flushes and copies before it asks for a pause.
 const PRESYNC_ROUNDS_MAX: usize = 4;
 
+/// What the write-ahead log went through: how often the writer paused for it, and how often
+/// it started again from its beginning (read by tests; two relaxed counters otherwise).
+#[derive(Debug, Default)]
+struct LogCounts {
+    pauses: AtomicU64,
+    restarts: AtomicU64,
+    /// Pauses whose pass found the log already started again.
+    needless_pauses: AtomicU64,
+}
+
 /// The writer's side of checkpointing ([`checkpoint_in_background`]): the checkpoint thread
 /// asks for a pause, the writer (between two batches) says it paused and waits to be let go.
 struct CheckpointPause {
     asked: Arc<AtomicBool>,
     paused: mpsc::SyncSender<()>,
     resume: mpsc::Receiver<()>,
+    counts: Arc<LogCounts>,
 }
 
 impl CheckpointPause {
@@ -384,8 +413,9 @@ impl CheckpointPause {
         if self.asked.swap(false, Ordering::AcqRel) && self.paused.send(()).is_ok() {
             let paused = std::time::Instant::now();
             let _ = self.resume.recv();
+            self.counts.pauses.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
-                ms = paused.elapsed().as_millis() as u64,
+                us = paused.elapsed().as_micros() as u64,
                 "the store's writer paused for a checkpoint to complete"
             );
         }
@@ -414,11 +444,18 @@ fn checkpoint_in_background(
     conn: &mut Connection,
     path: &Path,
     limits: LogLimits,
+    counts: Arc<LogCounts>,
 ) -> Result<CheckpointPause, DbError> {
     // Turning the automatic checkpoint off replaces SQLite's own WAL hook: set it first.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     let (due, checkpoints) = mpsc::sync_channel::<()>(1);
+    let mut log_before = 0;
+    let hook_counts = counts.clone();
     conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+        if pages < log_before {
+            hook_counts.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        log_before = pages;
         if pages >= limits.checkpoint {
             // A full channel means a pass is already due: nothing to add.
             let _ = due.try_send(());
@@ -432,6 +469,7 @@ fn checkpoint_in_background(
         asked: asked.clone(),
         paused: paused_tx,
         resume: resume_rx,
+        counts: counts.clone(),
     };
     let checkpointer = Connection::open(path)?;
     let database = std::fs::File::open(path)
@@ -445,7 +483,7 @@ fn checkpoint_in_background(
             Ok((r.get::<_, i32>(1)?, r.get::<_, i32>(2)?))
         });
         tracing::debug!(
-            ms = started.elapsed().as_millis() as u64,
+            us = started.elapsed().as_micros() as u64,
             pages = ?pages.as_ref().ok(),
             "checkpoint pass"
         );
@@ -454,17 +492,26 @@ fn checkpoint_in_background(
     std::thread::Builder::new()
         .name("a2a-sqlite-checkpoint".into())
         .spawn(move || {
+            // The log's length when the last pause completed the checkpoint: until the
+            // writer's next commit (which starts the log again) the passes still see it.
+            let mut completed_at = None;
+            // Whether the log needs no pause to start again: it did, or the writer's next
+            // commit will.
+            let starts_again = |log: i32, copied: i32, completed_at: Option<i32>| {
+                log < limits.restart || (log == copied && completed_at == Some(log))
+            };
             // Ends with the writer connection, which owns the hook and with it the sender.
             while checkpoints.recv().is_ok() {
                 match pass() {
                     Ok((log, copied))
-                        if log >= limits.max
-                            || (log >= limits.restart && log - copied <= CAUGHT_UP_PAGES) =>
+                        if (log >= limits.max
+                            || (log >= limits.restart && log - copied <= CAUGHT_UP_PAGES))
+                            && !starts_again(log, copied, completed_at) =>
                     {
                         // What the pause's pass would flush, flushed before it: the earlier
                         // passes' pages, then a pass for what came meanwhile, again while
-                        // that pass copied more than a pause should flush (the fsync during
-                        // the pause costs about a page's write per page copied since the last).
+                        // that pass copied more than a pause should flush (the flush costs
+                        // about a random page write per page copied since the last).
                         // Past the limit the writer pauses at once, however far behind the
                         // passes are: no rounds first, while it writes on.
                         let rounds = if log >= limits.max {
@@ -472,22 +519,35 @@ fn checkpoint_in_background(
                         } else {
                             PRESYNC_ROUNDS_MAX
                         };
-                        let mut before = copied;
+                        let (mut log, mut before) = (log, copied);
                         for _ in 0..rounds {
-                            if let Err(e) = database.sync_data() {
-                                tracing::warn!(error = %e, "the store's checkpoint failed");
+                            flush(&database);
+                            let Ok((now_in_log, now)) = pass() else { break };
+                            let copied = now - before;
+                            (log, before) = (now_in_log, now);
+                            if starts_again(log, before, completed_at) || copied <= PAUSE_COPY_PAGES
+                            {
+                                break;
                             }
-                            match pass() {
-                                Ok((_, now)) if now - before > PAUSE_COPY_PAGES => before = now,
-                                _ => break,
-                            }
+                        }
+                        if starts_again(log, before, completed_at) {
+                            continue;
                         }
                         asked.store(true, Ordering::Release);
                         // The writer pauses at its next batch (or never: it has stopped).
                         if paused.recv().is_ok() {
-                            if let Err(e) = pass() {
-                                tracing::warn!(error = %e, "the store's checkpoint failed");
+                            let found = pass();
+                            if matches!(found, Ok((log, _)) if log < limits.restart) {
+                                counts.needless_pauses.fetch_add(1, Ordering::Relaxed);
                             }
+                            completed_at = match found {
+                                Ok((log, copied)) if log == copied => Some(log),
+                                Ok(_) => None,
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "the store's checkpoint failed");
+                                    None
+                                }
+                            };
                             let _ = resume.send(());
                         }
                     }
@@ -796,7 +856,7 @@ mod tests {
             restart: 256,
             max: 512,
         };
-        let store = SqliteStore::open_with(dir.path(), limits).expect("the store");
+        let (store, counts) = SqliteStore::open_counted(dir.path(), limits).expect("the store");
         let owner = Owner::new("", "log-limits");
         let expires = Timestamp::from_millis(Timestamp::now().millis() + 3_600_000);
         let writers = (0..8).map(|writer| {
@@ -844,6 +904,26 @@ mod tests {
         assert!(
             page_count * frame > bound,
             "the store ({page_count} pages) outgrew what the log may hold: the test writes enough"
+        );
+        // Every pause is for a log that then starts again, not for one that already has or is
+        // about to (the pass just after a pause still sees the completed log).
+        let (pauses, restarts, needless) = (
+            counts.pauses.load(Ordering::Relaxed),
+            counts.restarts.load(Ordering::Relaxed),
+            counts.needless_pauses.load(Ordering::Relaxed),
+        );
+        assert!(restarts >= 2, "the log started again {restarts} times");
+        assert!(
+            pauses <= restarts + 1,
+            "{pauses} pauses for {restarts} times the log started again"
+        );
+        // A few are a race (a pass catches up between two batches, and the writer starts the
+        // log again before it pauses): 0–3 in 45–50 pauses. Pausing again after every pause,
+        // the pass seeing the completed log before the writer's next commit, made 22–29 of
+        // 68–80.
+        assert!(
+            needless * 5 <= pauses,
+            "{needless} of {pauses} pauses found the log already started again"
         );
     }
 }
