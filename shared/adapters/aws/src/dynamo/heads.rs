@@ -38,7 +38,14 @@ pub(super) struct HeadSummary {
 }
 
 impl HeadSummary {
+    /// The summary of a head read from the table.
     pub(super) fn of_item(item: &Item) -> Result<Self, StoreError> {
+        Self::of_written(item, items::head_events(item)?.unwrap_or_default())
+    }
+
+    /// The summary of a head this process wrote, which carries `carried`: what
+    /// [`Self::of_item`] would decode (inflate and parse) from the item, taken as it is.
+    pub(super) fn of_written(item: &Item, carried: Vec<LoggedEvent>) -> Result<Self, StoreError> {
         Ok(Self {
             version: items::get_n(item, attr::VERSION)?,
             owner: items::get_s(item, attr::OWNER)?.to_owned(),
@@ -52,7 +59,7 @@ impl HeadSummary {
                 .to_owned(),
             in_context_index: item.contains_key(attr::CONTEXT_PK),
             size: items::item_size(item),
-            carried: Arc::new(items::head_events(item)?.unwrap_or_default()),
+            carried: Arc::new(carried),
             legacy: !item.contains_key(attr::PREV_VERSION),
             body: body::body_ref(item)?,
         })

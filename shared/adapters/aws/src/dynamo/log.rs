@@ -50,7 +50,7 @@ impl DynamoTaskStore {
         if item.contains_key(attr::CONTEXT_PK) {
             index_wru += write_units(context_entry_size(&item));
         }
-        let summary = HeadSummary::of_item(&item)?;
+        let summary = HeadSummary::of_written(&item, events.to_vec())?;
         // The count is written beside the head, not after it: the send waits for one round
         // trip, not two. A create its condition refused takes its count back.
         let (owner, task_id) = (&head.owner, &head.task.id);
