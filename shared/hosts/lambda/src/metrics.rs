@@ -116,6 +116,20 @@ pub fn emf_line(
     metrics: &[(&str, Unit, f64)],
     properties: &[(&str, Value)],
 ) -> String {
+    Value::Object(emf_object(
+        namespace, timestamp, dimensions, metrics, properties,
+    ))
+    .to_string()
+}
+
+/// [`emf_line`] before it is written out.
+fn emf_object(
+    namespace: &str,
+    timestamp: SystemTime,
+    dimensions: &[(&str, &str)],
+    metrics: &[(&str, Unit, f64)],
+    properties: &[(&str, Value)],
+) -> Map<String, Value> {
     let millis = timestamp
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -146,7 +160,7 @@ pub fn emf_line(
             "CloudWatchMetrics": [directive(namespace, dimensions, metrics)],
         }),
     );
-    Value::Object(line).to_string()
+    line
 }
 
 /// One EMF directive: `metrics` by the dimension set of `dimensions`' names.
@@ -161,25 +175,21 @@ fn directive(namespace: &str, dimensions: &[(&str, &str)], metrics: &[(&str, Uni
     })
 }
 
-/// `line` (of [`emf_line`]) also publishing `metrics` by `FunctionName` alone: one metric per
+/// `line` (of [`emf_object`]) also publishing `metrics` by `FunctionName` alone: one metric per
 /// function that an alarm can watch, where the line's own set splits it by operation.
-fn with_function_rollup(
-    line: String,
+fn add_function_rollup(
+    line: &mut Map<String, Value>,
     namespace: &str,
     function: &str,
     metrics: &[(&str, Unit, f64)],
-) -> String {
-    let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&line) else {
-        return line;
-    };
-    if let Some(directives) = object
+) {
+    if let Some(directives) = line
         .get_mut("_aws")
         .and_then(|aws| aws.get_mut("CloudWatchMetrics"))
         .and_then(Value::as_array_mut)
     {
         directives.push(directive(namespace, &[("FunctionName", function)], metrics));
     }
-    Value::Object(object).to_string()
 }
 
 /// Where the lines go: stdout on Lambda, a buffer in tests.
@@ -256,7 +266,12 @@ impl EmfObserver {
         properties: Vec<(&str, Value)>,
     ) {
         let line = self.line(extra, metrics, properties);
-        (self.sink)(&line);
+        self.write(line);
+    }
+
+    /// Writes `line` out, one line of JSON.
+    fn write(&self, line: Map<String, Value>) {
+        (self.sink)(&Value::Object(line).to_string());
     }
 
     fn line<'a>(
@@ -264,7 +279,7 @@ impl EmfObserver {
         extra: Option<(&'a str, &str)>,
         metrics: &[(&str, Unit, f64)],
         mut properties: Vec<(&'a str, Value)>,
-    ) -> String {
+    ) -> Map<String, Value> {
         let mut dimensions = vec![("FunctionName", self.function.as_str())];
         match (self.detail, extra) {
             (MetricsDetail::Operation, Some(extra)) => dimensions.push(extra),
@@ -277,7 +292,7 @@ impl EmfObserver {
         if let Ok(trace) = std::env::var("_X_AMZN_TRACE_ID") {
             properties.push(("traceId", json!(trace)));
         }
-        emf_line(
+        emf_object(
             &self.namespace,
             SystemTime::now(),
             &dimensions,
@@ -319,7 +334,7 @@ impl Observer for EmfObserver {
             Unit::Count,
             count(status.is_some_and(|s| s >= 500)),
         );
-        let line = self.line(
+        let mut line = self.line(
             Some(("Operation", operation.name())),
             &[
                 ("Requests", Unit::Count, 1.0),
@@ -340,13 +355,10 @@ impl Observer for EmfObserver {
         // Our failures by function too: what the template's ServerErrors alarms watch (a
         // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it). Broken down by
         // function alone, the line's own metrics are that already.
-        let line = match self.detail {
-            MetricsDetail::Operation => {
-                with_function_rollup(line, &self.namespace, &self.function, &[errors])
-            }
-            MetricsDetail::Function => line,
-        };
-        (self.sink)(&line);
+        if self.detail == MetricsDetail::Operation {
+            add_function_rollup(&mut line, &self.namespace, &self.function, &[errors]);
+        }
+        self.write(line);
     }
 
     fn task_finished(&self, state: TaskState) {
