@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use a2a_client::{
@@ -202,7 +202,10 @@ struct CachedCard {
 /// HTTP+JSON, as their card offers) through the SSRF guard.
 pub struct RemoteAgentsClient {
     settings: RemoteAgentSettings,
-    http: reqwest::Client,
+    /// Built at the first call: building it loads the system's root certificates (a few
+    /// milliseconds, the largest part of a Lambda function's init), and most instances never
+    /// call another agent.
+    http: OnceLock<reqwest::Client>,
     cards: Mutex<HashMap<String, CachedCard>>,
     verifiers: Mutex<HashMap<(String, String), Arc<Verifier>>>,
 }
@@ -216,12 +219,11 @@ impl fmt::Debug for RemoteAgentsClient {
 }
 
 impl RemoteAgentsClient {
-    /// A client with these settings.
+    /// A client with these settings. Its HTTP client is built at the first call.
     pub fn new(settings: RemoteAgentSettings) -> Result<Self, String> {
-        let http = crate::guarded_client(&settings.policy)?;
         Ok(Self {
             settings,
-            http,
+            http: OnceLock::new(),
             cards: Mutex::new(HashMap::new()),
             verifiers: Mutex::new(HashMap::new()),
         })
@@ -262,11 +264,25 @@ impl RemoteAgentsClient {
         Ok(parsed)
     }
 
+    /// The guarded HTTP client, built at the first call.
+    fn http(&self) -> Result<reqwest::Client, RemoteError> {
+        if let Some(http) = self.http.get() {
+            return Ok(http.clone());
+        }
+        let http =
+            crate::guarded_client(&self.settings.policy).map_err(RemoteError::Unavailable)?;
+        Ok(self.http.get_or_init(|| http).clone())
+    }
+
     /// A client builder for requests to `agent`: the guarded HTTP client, its credentials,
     /// the timeout, the trace headers.
-    fn builder(&self, agent: &str, traceparent: Option<&str>) -> ClientBuilder {
+    fn builder(
+        &self,
+        agent: &str,
+        traceparent: Option<&str>,
+    ) -> Result<ClientBuilder, RemoteError> {
         let mut builder = Client::builder()
-            .http_client(self.http.clone())
+            .http_client(self.http()?)
             .timeout(Some(self.settings.timeout));
         if let Some(auth) = self.settings.credentials.for_url(agent) {
             builder = builder.auth(auth.clone());
@@ -281,7 +297,7 @@ impl RemoteAgentsClient {
         {
             builder = builder.header(HeaderName::from_static(XRAY_HEADER), value);
         }
-        builder
+        Ok(builder)
     }
 
     /// The card of the agent at `agent`, from the cache while it is fresh, revalidated
@@ -300,7 +316,7 @@ impl RemoteAgentsClient {
             }
         }
         let resolver = self
-            .builder(agent, traceparent)
+            .builder(agent, traceparent)?
             .card_resolver()
             .map_err(|e| remote_error(agent, e))?;
         let fetched = match cached {
@@ -346,7 +362,7 @@ impl RemoteAgentsClient {
     ) -> Result<(Client, FetchedCard), RemoteError> {
         let fetched = self.card(agent, traceparent).await?;
         let client = self
-            .builder(agent, traceparent)
+            .builder(agent, traceparent)?
             .for_fetched_card(fetched.clone())
             .map_err(|e| remote_error(agent, e))?;
         // The card is the remote's word: the interface it names is checked like its URL.
@@ -355,22 +371,23 @@ impl RemoteAgentsClient {
     }
 
     /// The verifier of pushes signed by `issuer` for `audience`.
-    fn verifier(&self, issuer: &str, audience: &str) -> Arc<Verifier> {
+    fn verifier(&self, issuer: &str, audience: &str) -> Result<Arc<Verifier>, RemoteError> {
+        let http = self.http()?;
         let mut verifiers = self.verifiers.lock().unwrap_or_else(|e| e.into_inner());
         let key = (issuer.to_owned(), audience.to_owned());
         if let Some(found) = verifiers.get(&key) {
-            return found.clone();
+            return Ok(found.clone());
         }
         if verifiers.len() >= MAX_VERIFIERS {
             verifiers.clear();
         }
         let verifier = Arc::new(
             Verifier::for_agent(issuer, audience)
-                .http_client(self.http.clone())
+                .http_client(http)
                 .jwks_ttl(self.settings.card_ttl),
         );
         verifiers.insert(key, verifier.clone());
-        verifier
+        Ok(verifier)
     }
 }
 
@@ -472,7 +489,7 @@ impl RemoteAgents for RemoteAgentsClient {
             )));
         }
         self.check_url(&issuer)?;
-        self.verifier(&issuer, audience)
+        self.verifier(&issuer, audience)?
             .verify_token(signature, body)
             .await
             .map(drop)
@@ -601,6 +618,22 @@ mod tests {
             assert!(err.contains(expected), "{err}");
             assert!(!err.contains("s3cret"), "{err}");
         }
+    }
+
+    /// Building the HTTP client loads the system's root certificates: a function that never
+    /// calls another agent must not pay for it at init.
+    #[tokio::test]
+    async fn the_http_client_is_built_at_the_first_call() {
+        let client = RemoteAgentsClient::new(settings()).unwrap();
+        assert!(client.http.get().is_none(), "built before any call");
+        // A refused URL is refused before anything is built.
+        let refused = client.card("http://169.254.169.254/", None).await;
+        assert!(matches!(refused, Err(RemoteError::Refused(_))));
+        assert!(client.http.get().is_none(), "built for a refused call");
+        // A call that goes out builds it (nothing listens on port 9: it fails to connect).
+        let unreachable = client.card("http://127.0.0.1:9", None).await;
+        assert!(unreachable.is_err());
+        assert!(client.http.get().is_some(), "not built at the first call");
     }
 
     #[test]
