@@ -202,9 +202,9 @@ struct CachedCard {
 /// HTTP+JSON, as their card offers) through the SSRF guard.
 pub struct RemoteAgentsClient {
     settings: RemoteAgentSettings,
-    /// Built at the first call: building it loads the system's root certificates (a few
-    /// milliseconds, the largest part of a Lambda function's init), and most instances never
-    /// call another agent.
+    /// Built at the first call: building it loads the system's root certificates (half of a
+    /// Lambda function's init where the certificate directory is large, docs/lambda.md), and
+    /// most instances never call another agent.
     http: OnceLock<reqwest::Client>,
     cards: Mutex<HashMap<String, CachedCard>>,
     verifiers: Mutex<HashMap<(String, String), Arc<Verifier>>>,
