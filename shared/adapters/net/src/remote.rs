@@ -220,13 +220,13 @@ impl fmt::Debug for RemoteAgentsClient {
 
 impl RemoteAgentsClient {
     /// A client with these settings. Its HTTP client is built at the first call.
-    pub fn new(settings: RemoteAgentSettings) -> Result<Self, String> {
-        Ok(Self {
+    pub fn new(settings: RemoteAgentSettings) -> Self {
+        Self {
             settings,
             http: OnceLock::new(),
             cards: Mutex::new(HashMap::new()),
             verifiers: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The checks that need no DNS, for an agent's URL or an interface its card names: an
@@ -624,7 +624,7 @@ mod tests {
     /// calls another agent must not pay for it at init.
     #[tokio::test]
     async fn the_http_client_is_built_at_the_first_call() {
-        let client = RemoteAgentsClient::new(settings()).unwrap();
+        let client = RemoteAgentsClient::new(settings());
         assert!(client.http.get().is_none(), "built before any call");
         // A refused URL is refused before anything is built.
         let refused = client.card("http://169.254.169.254/", None).await;
@@ -638,7 +638,7 @@ mod tests {
 
     #[test]
     fn agent_urls_outside_the_allow_list_are_refused() {
-        let local = RemoteAgentsClient::new(settings()).unwrap();
+        let local = RemoteAgentsClient::new(settings());
         assert!(local.check_url("http://127.0.0.1:9000").is_ok());
         assert!(local.check_url("http://[::1]:9000/a2a").is_ok());
         assert!(local.check_url("http://localhost:9000").is_ok());
@@ -655,7 +655,7 @@ mod tests {
                 "{bad}"
             );
         }
-        let cloud = RemoteAgentsClient::new(RemoteAgentSettings::cloud()).unwrap();
+        let cloud = RemoteAgentsClient::new(RemoteAgentSettings::cloud());
         assert!(matches!(
             cloud.check_url("http://agents.example.com"),
             Err(RemoteError::Refused(_))

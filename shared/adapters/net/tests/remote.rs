@@ -28,7 +28,6 @@ fn client(credentials: AgentCredentials) -> RemoteAgentsClient {
         timeout: Duration::from_secs(10),
         ..RemoteAgentSettings::local()
     })
-    .unwrap()
 }
 
 fn push() -> Option<TaskPushNotificationConfig> {
@@ -261,8 +260,7 @@ async fn the_guard_refuses_before_anything_is_sent() {
             require_https: false,
         },
         ..RemoteAgentSettings::local()
-    })
-    .unwrap();
+    });
     let refused = strict
         .send(&agent.base, Message::user_text("m", "hi"), push(), None)
         .await;

@@ -83,7 +83,7 @@ impl RemoteSettings {
             },
             credentials,
             ..RemoteAgentSettings::cloud()
-        })?;
+        });
         Ok(Arc::new(a2a_channels::remote_agents(
             lite,
             room_policy,

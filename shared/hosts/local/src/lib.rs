@@ -687,14 +687,14 @@ fn remote_agents(options: &Options) -> Result<RemoteAgentsClient, String> {
             "credentials for other agents loaded"
         );
     }
-    RemoteAgentsClient::new(RemoteAgentSettings {
+    Ok(RemoteAgentsClient::new(RemoteAgentSettings {
         policy: PushPolicy {
             allowed_hosts: options.agent_allow_hosts.clone(),
             require_https: false,
         },
         credentials,
         ..RemoteAgentSettings::local()
-    })
+    }))
 }
 
 /// What one connection may take from the server.
