@@ -4,7 +4,9 @@
 #   front door, from shared/hosts/lambda/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
 #   a2a-stream-poller (the fan-out function's DynamoDB stream event source).
 #
-#   infra/lambda-local.sh start   install (pinned, into .venv-lambda), build, start everything in
+#   infra/lambda-local.sh setup   only install cargo-lambda (pinned, into .venv-lambda) and moto
+#                                 (infra/moto.sh's .venv-moto)
+#   infra/lambda-local.sh start   install (as setup), build, start everything in
 #                                 the background, start every function (one request each, so
 #                                 no test pays a function's start); prints
 #                                 A2A_BASE_URL=http://127.0.0.1:PORT
@@ -49,21 +51,20 @@ BASE=http://127.0.0.1:$ROUTER_PORT
 PATH_PREFIX=${A2A_E2E_PATH_PREFIX:-}
 WATCH=http://127.0.0.1:$WATCH_PORT
 MOTO_PORT=${A2A_MOTO_PORT:-}
-MOTO_VERSION=5.2.5
 WORK_VISIBILITY_SECS=${A2A_WORK_VISIBILITY_SECS:-20}
 FRONT_DOOR=${A2A_FRONT_DOOR:-ApiGateway}
 
 say() { printf 'lambda-local.sh: %s\n' "$*" >&2; }
 
 install() {
-  if [ -x "$VENV/bin/cargo-lambda" ] && "$VENV/bin/cargo-lambda" lambda --version 2>/dev/null | grep -q 1.9.2 &&
-    "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+  # moto from infra/moto.sh's venv (the same pin); cargo-lambda in this script's own.
+  infra/moto.sh setup
+  if [ -x "$VENV/bin/cargo-lambda" ] && "$VENV/bin/cargo-lambda" lambda --version 2>/dev/null | grep -q 1.9.2; then
     return
   fi
-  say "installing cargo-lambda==1.9.2, ziglang==0.17.1 and moto[server]==$MOTO_VERSION into $VENV (about a minute, once)"
+  say "installing cargo-lambda==1.9.2 and ziglang==0.17.1 into $VENV (about a minute, once)"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check cargo-lambda==1.9.2 ziglang==0.17.1 \
-    "moto[server]==$MOTO_VERSION" >&2
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check cargo-lambda==1.9.2 ziglang==0.17.1 >&2
 }
 
 alive() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
@@ -168,16 +169,17 @@ start() {
   mkdir -p "$STATE"
   install
   say "building the functions and local tools"
-  # The workspace as infra/test-all.sh builds it (a no-op after it), then the functions' package
-  # alone: what watch's `cargo run --bin <function>` resolves (its own feature set), so that
-  # no function compiles on its first request.
+  # The workspace as infra/test-all.sh builds it (a no-op after it), then what watch's
+  # `cargo run --bin <function>` at the workspace root resolves: every member's binaries, no
+  # dev-dependencies. The two resolve the same features (no dev-dependency adds one; test-all
+  # checks it), so the second compiles nothing and no function compiles on its first request.
   cargo build --quiet --workspace --all-targets >&2
-  cargo build --quiet -p a2a-function --bins >&2
+  cargo build --quiet --workspace --bins >&2
   if alive watch; then say "already running"; print_env; return; fi
   if ! alive moto; then
     [ -n "$MOTO_PORT" ] || MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     echo "$MOTO_PORT" >"$STATE/moto.port"
-    setsid "$VENV/bin/python" infra/moto_server.py -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
+    setsid .venv-moto/bin/python infra/moto_server.py -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
     echo $! >"$STATE/moto.pid"
   fi
   MOTO=http://127.0.0.1:$(cat "$STATE/moto.port")
@@ -277,9 +279,10 @@ restart_watch() {
 
 case "${1:-start}" in
   start) start ;;
+  setup) install ;;
   stop) stop ;;
   env) print_env ;;
   restart-watch) restart_watch "${2:-}" ;;
   front-door) front_door "${2:?ApiGateway or FunctionUrl}" ;;
-  *) say "usage: infra/lambda-local.sh [start|stop|env|restart-watch|front-door]"; exit 2 ;;
+  *) say "usage: infra/lambda-local.sh [start|setup|stop|env|restart-watch|front-door]"; exit 2 ;;
 esac

@@ -278,22 +278,31 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    #[tokio::test(start_paused = true)]
-    async fn the_heartbeat_beats_every_period_until_the_work_ends() {
+    #[tokio::test]
+    async fn the_heartbeat_beats_while_the_work_runs_and_stops_with_it() {
         let beats = AtomicU32::new(0);
-        let out = while_running(
+        let third = tokio::sync::Notify::new();
+        // The timeout only turns a broken heartbeat (no beats, or a beat awaited past the work's
+        // end) into a failure instead of a hang.
+        let running = while_running(
             async {
-                tokio::time::sleep(Duration::from_secs(10)).await;
+                // The work ends once the heartbeat has beaten three times.
+                third.notified().await;
                 7
             },
-            Duration::from_secs(3),
+            Duration::from_millis(1),
             || async {
-                beats.fetch_add(1, Ordering::SeqCst);
+                if beats.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                    third.notify_one();
+                    // Never ends: the beat under way when the work ends must be dropped.
+                    std::future::pending::<()>().await;
+                }
             },
-        )
-        .await;
+        );
+        let out = tokio::time::timeout(Duration::from_secs(60), running)
+            .await
+            .expect("the work ends and the beat under way is dropped");
         assert_eq!(out, 7);
-        // At 3, 6 and 9 seconds; none after the work ended.
         assert_eq!(beats.load(Ordering::SeqCst), 3);
     }
 

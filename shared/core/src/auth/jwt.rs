@@ -9,9 +9,8 @@ use async_trait::async_trait;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
+use std::time::Instant;
 use tokio::sync::Mutex;
-// The runtime's clock, so that tests can pause it and let the cache expire without waiting.
-use tokio::time::Instant;
 
 use super::{AuthFailure, Permission, Permissions, Principal};
 
@@ -182,6 +181,9 @@ pub(super) struct JwtVerifier {
     pub(super) config: JwtConfig,
     source: Arc<dyn JwksSource>,
     cache: Mutex<JwksCache>,
+    /// The monotonic clock the cache ages by: `Instant::now`, or a test's clock that it moves
+    /// forward without waiting.
+    now: Box<dyn Fn() -> Instant + Send + Sync>,
 }
 
 impl JwtVerifier {
@@ -193,6 +195,7 @@ impl JwtVerifier {
             config,
             source,
             cache: Mutex::new(JwksCache::default()),
+            now: Box::new(Instant::now),
         }
     }
 
@@ -277,16 +280,17 @@ impl JwtVerifier {
     /// unknown `kid` causes one more fetch (outside the cooldown) before it is refused.
     async fn key(&self, kid: &str) -> Result<Option<Jwk>, JwksUnavailable> {
         let mut cache = self.cache.lock().await;
+        let now = (self.now)();
         let fresh = cache
             .fetched
-            .is_some_and(|at| at.elapsed() < self.config.jwks_ttl);
+            .is_some_and(|at| now.duration_since(at) < self.config.jwks_ttl);
         if !fresh {
             self.fetch(&mut cache).await?;
         } else if let Some(jwk) = cache.keys.as_ref().and_then(|k| k.find(kid)) {
             return Ok(Some(jwk.clone()));
         } else if cache
             .fetched
-            .is_some_and(|at| at.elapsed() >= self.config.refetch_cooldown)
+            .is_some_and(|at| now.duration_since(at) >= self.config.refetch_cooldown)
         {
             tracing::info!("a token names an unknown key: fetching the issuer's keys again");
             self.fetch(&mut cache).await?;
@@ -298,7 +302,7 @@ impl JwtVerifier {
         let keys = self.source.fetch().await?;
         tracing::info!(keys = keys.keys.len(), "fetched the issuer's signing keys");
         cache.keys = Some(keys);
-        cache.fetched = Some(Instant::now());
+        cache.fetched = Some((self.now)());
         Ok(())
     }
 }
@@ -384,12 +388,18 @@ mod tests {
         assert_eq!(verifier.config.algorithms, vec![Algorithm::RS256]);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn the_key_cache_expires_and_refetches_once_for_an_unknown_kid() {
         let issuer = Arc::new(FakeIssuer::default());
         let (old, new) = (key(), key());
         issuer.publish(&[&old]);
-        let jwt = verifier(&issuer);
+        let mut jwt = verifier(&issuer);
+        // A clock the test moves forward, instead of waiting out the cooldown and the TTL.
+        let start = Instant::now();
+        let elapsed = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        let clock = elapsed.clone();
+        jwt.now = Box::new(move || start + *clock.lock().unwrap());
+        let advance = |by: u64| *elapsed.lock().unwrap() += Duration::from_secs(by);
 
         let principal = jwt.verify(&token(&old, "a2a:read")).await.unwrap().unwrap();
         assert_eq!(principal.id, "jwt:14:https://issueralice");
@@ -405,7 +415,7 @@ mod tests {
         let refused = jwt.verify(&token(&new, "")).await.unwrap().unwrap_err();
         assert_eq!(refused, AuthFailure::UnknownKey);
         assert_eq!(issuer.fetches(), 1, "no fetch inside the cooldown");
-        tokio::time::advance(Duration::from_secs(31)).await;
+        advance(31);
         jwt.verify(&token(&new, "")).await.unwrap().unwrap();
         assert_eq!(issuer.fetches(), 2, "one fetch for the unknown kid");
         let made_up = jwt.verify(&token(&key(), "")).await.unwrap().unwrap_err();
@@ -413,12 +423,12 @@ mod tests {
         assert_eq!(issuer.fetches(), 2, "made-up kids cannot hammer the issuer");
 
         // Past the TTL, the keys are fetched again before any is used.
-        tokio::time::advance(Duration::from_secs(600)).await;
+        advance(600);
         jwt.verify(&token(&old, "")).await.unwrap().unwrap();
         assert_eq!(issuer.fetches(), 3);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_critical_header_extension_is_refused() {
         let issuer = Arc::new(FakeIssuer::default());
         let (key, pem) = SigningKey::generate(SigningAlgorithm::Es256).unwrap();
@@ -454,7 +464,7 @@ mod tests {
         jwt.verify(&signed(None)).await.unwrap().unwrap();
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn an_unavailable_issuer_is_a_server_failure() {
         let issuer = Arc::new(FakeIssuer::default());
         let jwt = verifier(&issuer);
