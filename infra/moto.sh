@@ -6,6 +6,8 @@
 #                          port in the background, wait until it answers, and print
 #                          AWS_ENDPOINT_URL=http://127.0.0.1:PORT on stdout (nothing else).
 #                          If one started by this script is already running, print its address.
+#   infra/moto.sh setup    only install moto (pinned) into .venv-moto if missing
+#                          (infra/lambda-local.sh runs its own server from this venv).
 #   infra/moto.sh stop     stop the server this script started.
 #   infra/moto.sh env      print the export lines for a running server (eval-able).
 #
@@ -120,6 +122,7 @@ EOF
 
 case "${1:-start}" in
   start) start ;;
+  setup) install ;;
   stop) stop ;;
   env) print_env ;;
   env-start)
@@ -127,7 +130,7 @@ case "${1:-start}" in
     print_env
     ;;
   *)
-    say "usage: infra/moto.sh [start|stop|env|env-start]"
+    say "usage: infra/moto.sh [start|setup|stop|env|env-start]"
     exit 2
     ;;
 esac

@@ -46,18 +46,49 @@ ticker() {
 }
 ticker &
 ticker_pid=$!
+
+# What the later steps install (moto, the SAM CLI, the interop clients of every generation,
+# Synapse, cargo-lambda: pinned, into local venvs) installs in the background from the start,
+# while clippy and the build compile: mostly downloads and unpacking beside mostly compiling.
+# Each script installs only what is missing; every step still calls its own set-up, then a
+# no-op. Its own session, so that a failed run stops all of it (pip included).
+setup_log="$progress.setup"
+setsid bash -c 'set -e
+  infra/moto.sh setup
+  tests/interop/run.sh --setup
+  infra/check-template.sh --setup
+  tests/interop-v03/run.sh --setup
+  tests/interop-early/run.sh --setup
+  tests/lite-matrix/run.sh --setup
+  infra/lambda-local.sh setup' >"$setup_log" 2>&1 </dev/null &
+setup_pid=$!
+# Waits for the background set-up, prints what it said, and stops the run if it failed.
+setup_done() {
+  [ -n "$setup_pid" ] || return 0
+  local status=0
+  wait "$setup_pid" || status=$?
+  setup_pid=""
+  cat "$setup_log"
+  rm -f "$setup_log"
+  [ "$status" = 0 ] || { echo "installing the test tools failed (status $status)" >&2; exit 1; }
+}
+
 stop_ticker() {
   kill "$ticker_pid" 2>/dev/null || true
   wait "$ticker_pid" 2>/dev/null || true
-  rm -f "$progress"
+  if [ -n "${setup_pid:-}" ]; then
+    kill -- -"$setup_pid" 2>/dev/null || true
+    wait "$setup_pid" 2>/dev/null || true
+  fi
+  rm -f "$progress" "$progress.setup"
 }
 trap stop_ticker EXIT
 
-# One feature set for the whole run: every cargo command below selects the same packages and
-# targets (`--workspace`, tests and examples included), so each dependency is compiled once.
-# Selecting fewer (`-p a2a-e2e`, `--bins`) resolves other features (tokio without a2a-core's
-# `test-util`, hyper without http2, ...) and compiles tokio, hyper and everything above them
-# again.
+# One feature set for the whole run: every cargo command below selects the whole workspace
+# (`--workspace`), so each dependency is compiled once. Selecting fewer packages (`-p a2a-e2e`)
+# resolves other features (hyper without http2, ...) and compiles hyper and everything above it
+# again. No dev-dependency may add a feature either (checked after the build), so that the
+# members' binaries alone, as `cargo lambda watch` builds them, resolve the same.
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -76,13 +107,30 @@ rm -f "$progress.package"
 
 step "build (the end-to-end tests start the a2a-local binary)"
 cargo build --workspace --all-targets --locked
+# `cargo lambda watch` runs `cargo run --bin <function>` at the workspace root: the members'
+# binaries without dev-dependencies. If a dev-dependency enabled a feature of a third-party
+# crate (tokio's test-util once did), that selection would compile it and everything above it
+# again, minutes of a run; it must reuse this build instead. (The test crates' own features
+# differ, so those two compile again: seconds.)
+cargo build --workspace --bins --locked 2>&1 | tee "$progress.bins" >&2
+# Registry crates print `Compiling name vX.Y.Z`; the workspace's own add their path.
+if grep -qE '^ +Compiling [^ ]+ v[^ ]+$' "$progress.bins"; then
+  echo "cargo build --workspace --bins compiled third-party crates again after --all-targets: a dev-dependency changes their features (cargo tree -e features -i <crate>)" >&2
+  exit 1
+fi
+rm -f "$progress.bins"
 
-step "moto (DynamoDB + SQS on 127.0.0.1, for the AWS adapter tests)"
+step "the test tools (installed in the background since the start), then moto on 127.0.0.1"
+setup_done
 cleanup() {
   stop_ticker
   for pid in ${server:-} ${auth_server:-} ${issuer:-}; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
+  # The background check's whole session: its script, cargo, its server.
+  if [ -n "${new_agent:-}" ]; then
+    kill -- -"$new_agent" 2>/dev/null || true; wait "$new_agent" 2>/dev/null || true
+  fi
   [ -n "${data_dir:-}" ] && rm -rf "$data_dir"
   "$root/infra/moto.sh" stop >/dev/null 2>&1 || true
 }
@@ -153,8 +201,17 @@ step "Cold start: each function's init and first request, fake Runtime API + mot
 # A smoke run: every function must start and answer; the times are printed, never asserted.
 "$target_dir/debug/a2a-cold-start" --runs 1 --warm 2 --check
 
-step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 data_dir=$(mktemp -d)
+# The generated agent project compiles for minutes, mostly on one core, while the interop
+# suites below mostly wait on sockets: it runs beside them, at the lowest priority so that
+# they keep the CPU they ask for, in its own session (stopped with the run if it fails). None
+# of them runs cargo, whose target-directory lock would make them wait for it; its result is
+# read before the Lambda step, whose `cargo lambda watch` does.
+setsid nice -n 19 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
+new_agent=$!
+echo "A new agent project (a2a-local new): checked in the background from here; its log follows the SAM template step"
+
+step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 log="$data_dir/server.log"
 "$target_dir/debug/a2a-local" --addr 127.0.0.1:0 --data-dir "$data_dir/store" 2>"$log" &
 server=$!
@@ -220,7 +277,11 @@ step "SAM template: sam validate, cfn-lint, routes and streaming modes"
 "$root/infra/check-template.sh"
 
 step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate"
-"$root/infra/new-agent-check.sh"
+new_agent_status=0
+wait "$new_agent" || new_agent_status=$?
+new_agent=""
+cat "$data_dir/new-agent.log"
+[ "$new_agent_status" = 0 ] || { echo "infra/new-agent-check.sh failed (status $new_agent_status)" >&2; exit 1; }
 
 step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller)"
 "$root/infra/lambda-e2e.sh"
