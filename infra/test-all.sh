@@ -192,6 +192,17 @@ step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
 # The same build as above (the whole workspace), so nothing is compiled again.
 cargo test --workspace --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
 
+data_dir=$(mktemp -d)
+# The generated agent project compiles for minutes while the steps below (the benchmark smoke
+# run, the cold starts, the interop suites, the template checks) run prebuilt binaries and
+# mostly wait on sockets: it runs beside them, at the lowest priority so that they keep the
+# CPU they ask for, in its own session (stopped with the run if it fails). None of them runs
+# cargo, whose target-directory lock would make them wait for it; its result is read before
+# the Lambda step, whose `cargo lambda watch` does.
+setsid nice -n 19 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
+new_agent=$!
+echo "A new agent project (a2a-local new): checked in the background from here; its log follows the SAM template step"
+
 step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
 # Asserts only that every request succeeded and the counts add up; the figures are printed.
 # The JS SDK's echo server (the comparison of README's figures) is run too, so it stays working.
@@ -200,16 +211,6 @@ A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke --com
 step "Cold start: each function's init and first request, fake Runtime API + moto (docs/lambda.md)"
 # A smoke run: every function must start and answer; the times are printed, never asserted.
 "$target_dir/debug/a2a-cold-start" --runs 1 --warm 2 --check
-
-data_dir=$(mktemp -d)
-# The generated agent project compiles for minutes, mostly on one core, while the interop
-# suites below mostly wait on sockets: it runs beside them, at the lowest priority so that
-# they keep the CPU they ask for, in its own session (stopped with the run if it fails). None
-# of them runs cargo, whose target-directory lock would make them wait for it; its result is
-# read before the Lambda step, whose `cargo lambda watch` does.
-setsid nice -n 19 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
-new_agent=$!
-echo "A new agent project (a2a-local new): checked in the background from here; its log follows the SAM template step"
 
 step "Python SDK interoperability (a2a-sdk client against a2a-local)"
 log="$data_dir/server.log"
