@@ -3,13 +3,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use std::time::Instant;
 use tokio::sync::Mutex;
 
 use super::{AuthFailure, Permission, Permissions, Principal};
