@@ -443,13 +443,38 @@ pub trait SigningKeySource: Send + Sync + fmt::Debug {
     fn refresh(&self) -> Duration;
 }
 
+/// How soon a source that failed to load is asked again (or its refresh time, if shorter).
+/// Without it, every request that needs keys reads the secret again while none can be loaded:
+/// the card function's public JWKS before the first push (the secret then holds no keys, for
+/// as long as the deployment sends none), or every authenticated request while a secret is
+/// unreadable; each read is a billed Secrets Manager call, under that API's rate limit.
+pub(crate) const RETRY_FAILED_LOAD: Duration = Duration::from_secs(1);
+
 /// The signing keys as an instance uses them: a fixed set, or a [`SigningKeySource`] loaded on
 /// first use and again once its refresh time has passed. A failed reload keeps the set loaded
 /// before (a secret briefly unreadable does not stop signing); with nothing loaded yet, the
-/// error is the caller's to report.
+/// error is the caller's to report. A failed load is tried again a second later at the
+/// soonest (`RETRY_FAILED_LOAD`).
 pub struct SigningKeys {
     source: Option<Arc<dyn SigningKeySource>>,
-    cached: tokio::sync::Mutex<Option<(Instant, Arc<KeySet>)>>,
+    cache: tokio::sync::Mutex<KeyCache>,
+}
+
+/// The keys last loaded, and the last failure since, each with when it happened.
+#[derive(Default)]
+struct KeyCache {
+    loaded: Option<(Instant, Arc<KeySet>)>,
+    failed: Option<(Instant, KeyError)>,
+}
+
+impl KeyCache {
+    /// The keys loaded before, or the failure's error when there are none.
+    fn answer(&self, err: &KeyError) -> Result<Arc<KeySet>, KeyError> {
+        match &self.loaded {
+            Some((_, keys)) => Ok(keys.clone()),
+            None => Err(err.clone()),
+        }
+    }
 }
 
 impl fmt::Debug for SigningKeys {
@@ -465,7 +490,10 @@ impl SigningKeys {
     pub fn fixed(keys: KeySet) -> Self {
         Self {
             source: None,
-            cached: tokio::sync::Mutex::new(Some((Instant::now(), Arc::new(keys)))),
+            cache: tokio::sync::Mutex::new(KeyCache {
+                loaded: Some((Instant::now(), Arc::new(keys))),
+                failed: None,
+            }),
         }
     }
 
@@ -473,37 +501,45 @@ impl SigningKeys {
     pub fn from_source(source: Arc<dyn SigningKeySource>) -> Self {
         Self {
             source: Some(source),
-            cached: tokio::sync::Mutex::new(None),
+            cache: tokio::sync::Mutex::new(KeyCache::default()),
         }
     }
 
     /// The current key set: the cached one while fresh, else a new load.
     pub async fn current(&self) -> Result<Arc<KeySet>, KeyError> {
-        let mut cached = self.cached.lock().await;
+        let mut cache = self.cache.lock().await;
         let Some(source) = &self.source else {
-            let (_, keys) = cached.as_ref().expect("a fixed set is always loaded");
+            let (_, keys) = cache.loaded.as_ref().expect("a fixed set is always loaded");
             return Ok(keys.clone());
         };
-        if let Some((at, keys)) = cached.as_ref() {
-            if at.elapsed() < source.refresh() {
+        let refresh = source.refresh();
+        if let Some((at, keys)) = &cache.loaded {
+            if at.elapsed() < refresh {
                 return Ok(keys.clone());
+            }
+        }
+        if let Some((at, err)) = &cache.failed {
+            if at.elapsed() < refresh.min(RETRY_FAILED_LOAD) {
+                return cache.answer(err);
             }
         }
         match source.load().await {
             Ok(keys) => {
                 let keys = Arc::new(keys);
-                *cached = Some((Instant::now(), keys.clone()));
+                cache.loaded = Some((Instant::now(), keys.clone()));
+                cache.failed = None;
                 Ok(keys)
             }
-            Err(err) => match cached.as_mut() {
-                Some((at, keys)) => {
+            Err(err) => {
+                if cache.loaded.is_some() {
                     tracing::warn!(error = %err, "cannot reload the push signing keys; using the keys loaded before");
-                    // Try again after another refresh period, not on every call.
-                    *at = Instant::now();
-                    Ok(keys.clone())
+                } else {
+                    tracing::warn!(error = %err, "no push signing keys");
                 }
-                None => Err(err),
-            },
+                let answer = cache.answer(&err);
+                cache.failed = Some((Instant::now(), err));
+                answer
+            }
         }
     }
 }
@@ -747,6 +783,39 @@ mod tests {
             keys.current().await.unwrap();
         }
         assert_eq!(source.loads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_load_is_not_tried_again_on_every_call() {
+        let loads = |source: &Scripted| source.loads.load(std::sync::atomic::Ordering::SeqCst);
+        // No keys yet (the card function before the first push): one read answers the calls
+        // that follow it within RETRY_FAILED_LOAD, each with the same error.
+        let source = Arc::new(Scripted {
+            refresh: Duration::from_secs(300),
+            ..Scripted::default()
+        });
+        let keys = SigningKeys::from_source(source.clone());
+        for _ in 0..3 {
+            let err = keys.current().await.unwrap_err();
+            assert!(err.to_string().contains("no keys"), "{err}");
+        }
+        assert_eq!(loads(&source), 1);
+
+        // A refresh time shorter than the retry bounds it: the keys appear once they exist.
+        let source = Arc::new(Scripted {
+            refresh: Duration::from_millis(20),
+            ..Scripted::default()
+        });
+        let keys = SigningKeys::from_source(source.clone());
+        keys.current().await.unwrap_err();
+        let first = generated();
+        *source.answer.lock().unwrap() = Some(first.clone());
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(
+            keys.current().await.unwrap().active().kid(),
+            first.active().kid()
+        );
+        assert_eq!(loads(&source), 2);
     }
 
     #[test]

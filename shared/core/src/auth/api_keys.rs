@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
 use super::{AuthFailure, Permissions, Principal};
+use crate::signing::RETRY_FAILED_LOAD;
 
 /// The prefix of every API key: `a2a_<id>_<secret>`.
 pub const API_KEY_PREFIX: &str = "a2a";
@@ -219,11 +220,12 @@ pub struct ApiKeyConfig {
     pub source: Arc<dyn ApiKeySource>,
 }
 
-/// The keys in force, by id, and when they were loaded.
+/// The keys in force, by id, when they were loaded, and when a load last failed since.
 #[derive(Default)]
 struct KeyCache {
     keys: HashMap<String, ApiKeyRecord>,
     loaded_at: Option<Instant>,
+    failed_at: Option<Instant>,
 }
 
 /// API key checking: the configuration and a cache of the source's keys.
@@ -242,23 +244,29 @@ impl ApiKeys {
 
     /// Brings the cache up to date with the source. On a failure the previous keys stay in
     /// force (a transient Secrets Manager error must not lock everybody out, nor let anybody
-    /// in) and the error is logged.
+    /// in) and the error is logged. A failed load is tried again a second later at the soonest,
+    /// not by every request in between.
     async fn refresh(&self, cache: &mut KeyCache) {
-        let source = &self.config.source;
-        if cache
-            .loaded_at
-            .is_some_and(|at| at.elapsed() < source.refresh())
+        let refresh = self.config.source.refresh();
+        if cache.loaded_at.is_some_and(|at| at.elapsed() < refresh)
+            || cache
+                .failed_at
+                .is_some_and(|at| at.elapsed() < refresh.min(RETRY_FAILED_LOAD))
         {
             return;
         }
-        match source.load().await {
+        match self.config.source.load().await {
             Ok(Some(doc)) => {
                 cache.keys = index(&doc);
                 cache.loaded_at = Some(Instant::now());
+                cache.failed_at = None;
             }
             // Unchanged since the keys in the cache were loaded.
-            Ok(None) => {}
-            Err(err) => tracing::error!(%err, "cannot load the API keys"),
+            Ok(None) => cache.failed_at = None,
+            Err(err) => {
+                tracing::error!(%err, "cannot load the API keys");
+                cache.failed_at = Some(Instant::now());
+            }
         }
     }
 
@@ -301,6 +309,47 @@ fn index(doc: &ApiKeyDocument) -> HashMap<String, ApiKeyRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A secret that cannot be read, counting how often it is asked.
+    #[derive(Debug)]
+    struct Unreadable {
+        loads: std::sync::atomic::AtomicUsize,
+        refresh: Duration,
+    }
+
+    #[async_trait]
+    impl ApiKeySource for Unreadable {
+        async fn load(&self) -> Result<Option<ApiKeyDocument>, String> {
+            self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err("AccessDeniedException".into())
+        }
+
+        fn refresh(&self) -> Duration {
+            self.refresh
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_source_is_not_asked_by_every_request() {
+        for (refresh, asked) in [(Duration::from_secs(300), 1), (Duration::ZERO, 3)] {
+            let source = Arc::new(Unreadable {
+                loads: Default::default(),
+                refresh,
+            });
+            let keys = ApiKeys::new(ApiKeyConfig {
+                location: ApiKeyLocation::Header,
+                name: "X-API-Key".into(),
+                source: source.clone(),
+            });
+            for _ in 0..3 {
+                let refused = keys.authenticate("a2a_id_secret").await.unwrap_err();
+                assert!(matches!(refused, AuthFailure::InvalidKey), "{refused:?}");
+            }
+            // A source asked on every request (a file's cheap check) still is.
+            let loads = source.loads.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(loads, asked, "refresh {refresh:?}");
+        }
+    }
 
     #[test]
     fn duplicate_key_ids_are_refused() {

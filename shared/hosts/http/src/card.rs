@@ -297,7 +297,8 @@ impl Jwks {
         let keys = match self.signer.keys().await {
             Ok(keys) => keys,
             Err(err) => {
-                tracing::warn!(error = %err, "no push signing keys to publish; serving an empty JWKS");
+                // The load that failed logged why; a deployment that never pushed has none.
+                tracing::debug!(error = %err, "no push signing keys to publish; serving an empty JWKS");
                 let empty = serde_json::json!({ "keys": [] });
                 // Not to be cached: the first key may exist by the next request.
                 return Arc::new(CardDocument::jwks(&empty, Duration::ZERO));
