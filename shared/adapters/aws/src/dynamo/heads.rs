@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use a2a_core::{LoggedEvent, StoreError};
+use a2a_core::{LoggedEvent, Owner, StoreError};
+use a2a_protocol::TaskState;
 
 use crate::body::{self, BodyRef};
 use crate::items::{self, attr, Item};
@@ -63,6 +64,39 @@ impl HeadSummary {
             legacy: !item.contains_key(attr::PREV_VERSION),
             body: body::body_ref(item)?,
         })
+    }
+}
+
+impl HeadSummary {
+    /// The events after `after_seq` (at most `limit`) of a task this head shows ended, when the
+    /// head is `owner`'s, live at `now` (ms), and carries every one of them: a terminal task
+    /// takes no further append, so they are exactly what a read of its log returns. `None`
+    /// when it cannot tell (the log is then read).
+    pub(super) fn ended_tail(
+        &self,
+        owner: &Owner,
+        after_seq: u64,
+        limit: usize,
+        now: i64,
+    ) -> Option<Vec<LoggedEvent>> {
+        let ended = TaskState::parse(&self.state).is_some_and(TaskState::is_terminal);
+        if !ended || self.owner != owner.as_str() || self.expires <= now {
+            return None;
+        }
+        // Events carried are a contiguous run ending at the head's version; earlier ones are
+        // in archive items.
+        let (first, last) = (self.carried.first()?.seq, self.carried.last()?.seq);
+        if last != self.version || first > after_seq.saturating_add(1) {
+            return None;
+        }
+        Some(
+            self.carried
+                .iter()
+                .filter(|e| e.seq > after_seq)
+                .take(limit)
+                .cloned()
+                .collect(),
+        )
     }
 }
 
@@ -165,4 +199,71 @@ pub(super) fn written_by(item: &Item) -> Item {
     .into_iter()
     .filter_map(|name| Some((name.to_owned(), item.get(name)?.clone())))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use a2a_core::TaskEvent;
+    use a2a_protocol::{Message, Timestamp};
+
+    use super::*;
+
+    fn summary(state: TaskState, carried: std::ops::RangeInclusive<u64>) -> HeadSummary {
+        let event = |seq| LoggedEvent {
+            seq,
+            at: Timestamp::now(),
+            event: TaskEvent::UserMessage {
+                message: Message::default(),
+            },
+        };
+        HeadSummary {
+            version: *carried.end(),
+            owner: "0:/alice".into(),
+            state: state.as_str().into(),
+            status_ts: 0,
+            expires: 2_000,
+            partition: String::new(),
+            in_context_index: false,
+            size: 0,
+            carried: Arc::new(carried.map(event).collect()),
+            legacy: false,
+            body: None,
+        }
+    }
+
+    fn seqs(events: Option<Vec<LoggedEvent>>) -> Option<Vec<u64>> {
+        events.map(|events| events.iter().map(|e| e.seq).collect())
+    }
+
+    #[test]
+    fn only_an_ended_head_that_carries_the_whole_tail_answers_a_read() {
+        let alice = Owner::new("", "alice");
+        let ended = summary(TaskState::Completed, 3..=6);
+        assert_eq!(
+            seqs(ended.ended_tail(&alice, 2, 100, 1_000)),
+            Some(vec![3, 4, 5, 6])
+        );
+        assert_eq!(seqs(ended.ended_tail(&alice, 4, 1, 1_000)), Some(vec![5]));
+        assert_eq!(seqs(ended.ended_tail(&alice, 6, 100, 1_000)), Some(vec![]));
+        // Events 1 and 2 are archived: only the table has them.
+        assert_eq!(seqs(ended.ended_tail(&alice, 1, 100, 1_000)), None);
+        assert_eq!(seqs(ended.ended_tail(&alice, 0, 100, 1_000)), None);
+        // Someone else's task, or one that has expired, is the table's to answer.
+        assert_eq!(
+            seqs(ended.ended_tail(&Owner::new("", "bob"), 2, 100, 1_000)),
+            None
+        );
+        assert_eq!(seqs(ended.ended_tail(&alice, 2, 100, 2_000)), None);
+        // A task that has not ended may take more events from another process.
+        for state in [TaskState::Working, TaskState::InputRequired] {
+            assert_eq!(
+                seqs(summary(state, 1..=6).ended_tail(&alice, 0, 100, 1_000)),
+                None
+            );
+        }
+        // A head that carries nothing (all archived) cannot tell.
+        let mut bare = summary(TaskState::Failed, 1..=2);
+        bare.carried = Arc::new(Vec::new());
+        assert_eq!(seqs(bare.ended_tail(&alice, 2, 100, 1_000)), None);
+    }
 }
