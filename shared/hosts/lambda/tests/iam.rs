@@ -577,7 +577,10 @@ async fn the_push_function_is_granted_exactly_what_it_calls() {
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
     let meter = Meter::new();
-    let metered = plain.clone().with_meter(&meter);
+    // Adapters of their own, as the push function's process has: a clone would share the
+    // heads `plain` writes below, and the store answers a finished task's log from a head it
+    // holds, so the function's read of the event (a Query) would not show.
+    let metered = AwsAdapters::new(&stack.clients, &stack.config).with_meter(&meter);
     let owner = Owner::anonymous("");
     let config = || ServiceConfig {
         push_sender: Arc::new(Receiver),

@@ -65,9 +65,7 @@ impl HeadSummary {
             body: body::body_ref(item)?,
         })
     }
-}
 
-impl HeadSummary {
     /// The events after `after_seq` (at most `limit`) of a task this head shows ended, when the
     /// head is `owner`'s, live at `now` (ms), and carries every one of them: a terminal task
     /// takes no further append, so they are exactly what a read of its log returns. `None`
