@@ -12,6 +12,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::{AuthFailure, Permission, Permissions, Principal};
+use crate::signing::RETRY_FAILED_LOAD;
 
 /// The OAuth scope that grants each permission. An empty name grants that permission to every
 /// holder of a valid token (for issuers that cannot mint custom scopes).
@@ -144,11 +145,12 @@ enum ScopeClaim {
     List(Vec<String>),
 }
 
-/// The issuer's signing keys, as last fetched.
+/// The issuer's signing keys, as last fetched, and the last failed fetch since.
 #[derive(Default)]
 struct JwksCache {
     keys: Option<JwkSet>,
     fetched: Option<Instant>,
+    failed: Option<(Instant, JwksUnavailable)>,
 }
 
 /// The issuer's keys could not be fetched: a server-side failure, not the caller's. The text
@@ -297,12 +299,29 @@ impl JwtVerifier {
         Ok(cache.keys.as_ref().and_then(|k| k.find(kid)).cloned())
     }
 
+    /// Fetches the issuer's keys, unless a fetch failed less than a second ago (or the TTL, if
+    /// shorter): while the issuer is down, the requests in between get that failure at once
+    /// instead of each waiting on a fetch of their own.
     async fn fetch(&self, cache: &mut JwksCache) -> Result<(), JwksUnavailable> {
-        let keys = self.source.fetch().await?;
-        tracing::info!(keys = keys.keys.len(), "fetched the issuer's signing keys");
-        cache.keys = Some(keys);
-        cache.fetched = Some((self.now)());
-        Ok(())
+        let retry = RETRY_FAILED_LOAD.min(self.config.jwks_ttl);
+        if let Some((at, err)) = &cache.failed {
+            if (self.now)().duration_since(*at) < retry {
+                return Err(err.clone());
+            }
+        }
+        match self.source.fetch().await {
+            Ok(keys) => {
+                tracing::info!(keys = keys.keys.len(), "fetched the issuer's signing keys");
+                cache.keys = Some(keys);
+                cache.fetched = Some((self.now)());
+                cache.failed = None;
+                Ok(())
+            }
+            Err(err) => {
+                cache.failed = Some(((self.now)(), err.clone()));
+                Err(err)
+            }
+        }
     }
 }
 
@@ -466,10 +485,24 @@ mod tests {
     #[tokio::test]
     async fn an_unavailable_issuer_is_a_server_failure() {
         let issuer = Arc::new(FakeIssuer::default());
-        let jwt = verifier(&issuer);
-        let err = jwt.verify(&token(&key(), "")).await.unwrap_err();
+        let mut jwt = verifier(&issuer);
+        let start = Instant::now();
+        let elapsed = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        let clock = elapsed.clone();
+        jwt.now = Box::new(move || start + *clock.lock().unwrap());
+        let signer = key();
+        let err = jwt.verify(&token(&signer, "")).await.unwrap_err();
         assert_eq!(err.0, "the issuer is down");
         let refused = jwt.verify("not a token").await.unwrap().unwrap_err();
         assert_eq!(refused, AuthFailure::Malformed);
+        // The requests right after a failed fetch get its failure, not a fetch each.
+        let err = jwt.verify(&token(&signer, "")).await.unwrap_err();
+        assert_eq!(err.0, "the issuer is down");
+        assert_eq!(issuer.fetches(), 1);
+        // A second later the issuer is asked again, and its keys are used once it is back.
+        issuer.publish(&[&signer]);
+        *elapsed.lock().unwrap() += RETRY_FAILED_LOAD;
+        jwt.verify(&token(&signer, "")).await.unwrap().unwrap();
+        assert_eq!(issuer.fetches(), 2);
     }
 }

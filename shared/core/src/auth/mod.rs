@@ -158,7 +158,8 @@ impl AuthFailure {
 enum Mode {
     None,
     ApiKey(ApiKeys),
-    Jwt(JwtVerifier),
+    /// Boxed: the verifier and its key cache are several times an API key cache's size.
+    Jwt(Box<JwtVerifier>),
 }
 
 /// The auth layer of a deployment. Cheap to clone (one shared JWKS or key cache).
@@ -194,7 +195,9 @@ impl Auth {
 
     /// Bearer JWTs from one OpenID issuer, whose keys come from `jwks`.
     pub fn jwt(config: JwtConfig, jwks: Arc<dyn JwksSource>) -> Self {
-        Self(Arc::new(Mode::Jwt(JwtVerifier::new(config, jwks))))
+        Self(Arc::new(Mode::Jwt(Box::new(JwtVerifier::new(
+            config, jwks,
+        )))))
     }
 
     /// Whether requests must carry credentials (any mode but `none`).
