@@ -158,7 +158,7 @@ impl AuthFailure {
 enum Mode {
     None,
     ApiKey(ApiKeys),
-    /// Boxed: the verifier and its key cache are several times an API key cache's size.
+    /// Boxed: the verifier and its key cache are more than twice an API key cache's size.
     Jwt(Box<JwtVerifier>),
 }
 

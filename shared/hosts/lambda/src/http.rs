@@ -219,7 +219,7 @@ pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result
     keep_serving(|| {
         let handler = handler.clone();
         async move {
-            if function.streaming() {
+            if handler.streaming {
                 crate::streamed::run(handler).await
             } else {
                 lambda_http::run(handler).await
@@ -279,8 +279,8 @@ where
 pub(crate) struct LazyRouter {
     init: Arc<Init>,
     function: HttpFunction,
-    /// [`HttpFunction::streaming`], worked out once: it reads the route table (a tenth of a
-    /// minimal invocation's CPU when it was asked on every request).
+    /// [`HttpFunction::streaming`], worked out once: it walks the route table, which no
+    /// request needs to do again.
     streaming: bool,
     /// The A2A-Lite channels the function serves (none unless it serves channels).
     lite: Arc<LiteSettings>,
