@@ -6,6 +6,11 @@
 //! per role and named after it, are the same program for `cargo lambda watch`, which starts a
 //! function as the binary of its name and sets `AWS_LAMBDA_FUNCTION_NAME` to that name.
 
+/// The allocator of every binary of this crate, `a2a-function` and the ones under `src/bin/`
+/// alike ([`a2a_lambda_glue::Allocator`]).
+#[global_allocator]
+static ALLOCATOR: a2a_lambda_glue::Allocator = a2a_lambda_glue::Allocator;
+
 /// Runs this process as the function the environment names, serving `a2a_agent::agent()`.
 ///
 /// On one thread: an instance handles one invocation at a time, on a fraction of a vCPU at the

@@ -35,6 +35,13 @@ pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNC
 pub use http::{serve_http, HttpFunction};
 pub use lambda_runtime::Error;
 pub use metrics::EmfObserver;
+/// The allocator the functions are measured with (docs/lambda.md): declare it once in the
+/// program, as the `a2a-function` crate and a generated project's `src/bin/lambda.rs` do:
+/// `#[global_allocator] static ALLOCATOR: a2a_lambda_glue::Allocator =
+/// a2a_lambda_glue::Allocator;`. A warm request allocates and frees a few thousand small
+/// blocks (the SDK's requests, the event, the task's JSON): glibc's allocator spent about a
+/// fifth of a warm send's CPU on them, `malloc_consolidate` included.
+pub use mimalloc::MiMalloc as Allocator;
 pub use remote::RemoteSettings;
 pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
 pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
