@@ -16,7 +16,7 @@ use aws_config::timeout::TimeoutConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore};
+use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore, TaskQuery};
 use a2a_protocol::{Artifact, Part, TaskArtifactUpdateEvent, TaskState, Timestamp};
 use common::Env;
 
@@ -101,10 +101,11 @@ async fn an_append_sent_twice_is_one_append_and_another_writer_still_conflicts()
     env.cleanup().await;
 }
 
-/// A proxy in front of the emulator that lets the first `UpdateItem` through to it and then
-/// keeps the answer back until the client's attempt has timed out: the write lands, and the
-/// SDK tries it again on a new connection, as on a connection that went stale.
-async fn answer_losing_proxy(emulator: &str) -> (String, Arc<AtomicBool>) {
+/// A proxy in front of the emulator that lets the first call of `operation` (`updateitem`,
+/// `putitem`) after `hold` is set through to it and then keeps the answer back until the
+/// client's attempt has timed out: the write lands, and the SDK tries it again on a new
+/// connection, as on a connection that went stale.
+async fn answer_losing_proxy(emulator: &str, operation: &'static str) -> (String, Arc<AtomicBool>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let hold = Arc::new(AtomicBool::new(false));
@@ -121,7 +122,8 @@ async fn answer_losing_proxy(emulator: &str) -> (String, Arc<AtomicBool>) {
                     return;
                 };
                 let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
-                let keep_back = text.contains("x-amz-target: dynamodb_20120810.updateitem")
+                let keep_back = text
+                    .contains(&format!("x-amz-target: dynamodb_20120810.{operation}\r\n"))
                     && held.swap(false, Ordering::SeqCst);
                 let Ok(mut server) = TcpStream::connect(&upstream).await else {
                     return;
@@ -168,13 +170,14 @@ async fn read_request(client: &mut TcpStream) -> Option<Vec<u8>> {
     }
 }
 
-#[tokio::test]
-async fn an_append_whose_answer_was_lost_is_written_once() {
-    let Some(env) = Env::new().await else {
-        return;
-    };
+/// A store on `env`'s table whose client reaches the emulator through an
+/// [`answer_losing_proxy`] for `operation`, with attempts short enough to time out on it.
+async fn answer_losing_store(
+    env: &Env,
+    operation: &'static str,
+) -> (DynamoTaskStore, Arc<AtomicBool>) {
     let emulator = std::env::var("AWS_ENDPOINT_URL").expect("the emulator's address");
-    let (proxy, hold) = answer_losing_proxy(&emulator).await;
+    let (proxy, hold) = answer_losing_proxy(&emulator, operation).await;
     let sdk = a2a_test_support::emulator("a2a-aws")
         .await
         .expect("emulator");
@@ -192,6 +195,93 @@ async fn an_append_whose_answer_was_lost_is_written_once() {
         aws_sdk_dynamodb::Client::from_conf(config),
         &env.config.table,
     );
+    (store, hold)
+}
+
+/// The owner's task count as ListTasks gives it.
+async fn total_size(store: &DynamoTaskStore, owner: &Owner) -> usize {
+    let query = TaskQuery {
+        page_size: 10,
+        ..TaskQuery::default()
+    };
+    store
+        .list_tasks(owner, &query)
+        .await
+        .expect("list")
+        .total_size
+}
+
+/// A create the SDK sent twice (issue 52: under faults, a queued task stayed SUBMITTED and a
+/// stream's task WORKING for good): its retry finds the task it created, which is the
+/// caller's, and counted once.
+#[tokio::test]
+async fn a_create_whose_answer_was_lost_is_the_callers_task() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (store, hold) = answer_losing_store(&env, "putitem").await;
+    let owner = Owner::new("", &a2a_core::new_id());
+    let (first, events) = new_task(&owner);
+    store.create_task(&first, &events).await.expect("create");
+    // The counts are taken as whole once they agree with the index, from this read on.
+    assert_eq!(total_size(&store, &owner).await, 1);
+
+    let (head, events) = new_task(&owner);
+    hold.store(true, Ordering::SeqCst);
+    assert_eq!(
+        store.create_task(&head, &events).await,
+        Ok(()),
+        "the retry finds its own create"
+    );
+    assert!(!hold.load(Ordering::SeqCst), "the answer was kept back");
+    let loaded = env
+        .store()
+        .load_task(&owner, &head.task.id)
+        .await
+        .expect("load")
+        .expect("the task");
+    assert_eq!(loaded.version, head.version);
+    assert_eq!(total_size(&store, &owner).await, 2, "counted once, kept");
+
+    // Another writer's create of the same id is still refused, and counts nothing.
+    let mut theirs = head.clone();
+    theirs.task.status.timestamp = Some(Timestamp::from_millis(1));
+    assert_eq!(
+        store.create_task(&theirs, &events).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(total_size(&store, &owner).await, 2);
+    env.cleanup().await;
+}
+
+/// A count write the SDK sent twice: ListTasks' totalSize drifted up under faults (412 for
+/// 410 tasks), the `ADD` landing on each attempt.
+#[tokio::test]
+async fn a_count_whose_answer_was_lost_counts_once() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (store, hold) = answer_losing_store(&env, "updateitem").await;
+    let owner = Owner::new("", &a2a_core::new_id());
+    let (first, events) = new_task(&owner);
+    store.create_task(&first, &events).await.expect("create");
+    assert_eq!(total_size(&store, &owner).await, 1);
+
+    // A create is a `PutItem` of the head and an `UpdateItem` of its count.
+    let (head, events) = new_task(&owner);
+    hold.store(true, Ordering::SeqCst);
+    store.create_task(&head, &events).await.expect("create");
+    assert!(!hold.load(Ordering::SeqCst), "the answer was kept back");
+    assert_eq!(total_size(&store, &owner).await, 2);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_append_whose_answer_was_lost_is_written_once() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (store, hold) = answer_losing_store(&env, "updateitem").await;
     let owner = Owner::new("", &a2a_core::new_id());
     let (head, events) = new_task(&owner);
     store.create_task(&head, &events).await.expect("create");

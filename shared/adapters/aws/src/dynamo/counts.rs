@@ -42,6 +42,14 @@ use crate::items::{self, attr, n, s, Item};
 /// reads them all (8 × 17 items of ~60 bytes: one page, about one read unit).
 const SHARDS: u64 = 8;
 
+/// How many write marks a count item keeps (attributes `w0` … `w7`): a count write's retry
+/// finds its own mark unless another write to the same item took the same slot in between
+/// (one in [`MARKS`], within the retry's second or so).
+const MARKS: u32 = 8;
+
+/// The prefix of a count item's write marks.
+const MARK: &str = "w";
+
 /// The sort key of the item that says the owner's counts hold every live task of the owner.
 const COMPLETE_SK: &str = "~complete";
 
@@ -185,26 +193,43 @@ impl DynamoTaskStore {
             return Ok(());
         }
         let additions: Vec<String> = (0..adds.len()).map(|i| format!("#a{i} :by{i}")).collect();
+        // An `ADD` is not idempotent: the SDK's retry of an attempt whose answer was lost would
+        // count again (ListTasks' totalSize drifted up under faults). Each write leaves its
+        // mark in one of the item's MARKS slots, and a write whose slot already holds its own
+        // mark is that write, landed: its condition refuses it.
+        let mark = super::heads::write_id();
+        let slot = format!("{MARK}{}", mark % MARKS);
         let mut attribute_names = names(&[attr::TTL]);
-        let mut attribute_values = values([(":ttl", n(items::ttl_secs(exp)))]);
+        attribute_names.insert("#w".into(), slot);
+        let mut attribute_values = values([(":ttl", n(items::ttl_secs(exp))), (":w", n(mark))]);
         for (i, (name, by)) in adds.into_iter().enumerate() {
             attribute_names.insert(format!("#a{i}"), name);
             attribute_values.insert(format!(":by{i}"), n(by));
         }
-        let out = self
+        let result = self
             .client
             .update_item()
             .table_name(&*self.table)
             .set_key(Some(counts_key(owner.as_str(), exp, shard)))
-            .update_expression(format!("ADD {} SET #ttl = :ttl", additions.join(", ")))
+            .update_expression(format!(
+                "ADD {} SET #ttl = :ttl, #w = :w",
+                additions.join(", ")
+            ))
+            .condition_expression("attribute_not_exists(#w) OR #w <> :w")
             .set_expression_attribute_names(Some(attribute_names))
             .set_expression_attribute_values(Some(attribute_values))
             .set_return_consumed_capacity(self.return_capacity())
             .send()
-            .await
-            .map_err(|e| backend("UpdateItem", &e))?;
-        // A count item is ~60 bytes: one write unit.
-        self.record("UpdateItem", capacity(out.consumed_capacity()), 1.0, 0.0);
+            .await;
+        // A count item is ~60 bytes and its marks ~100: one write unit. A refused condition is
+        // this write's retry finding it landed: counted already.
+        self.conditional(
+            "UpdateItem",
+            result,
+            |out| out.consumed_capacity(),
+            |_| 1.0,
+            1.0,
+        )?;
         Ok(())
     }
 

@@ -45,7 +45,11 @@ impl DynamoTaskStore {
             );
             item.insert(attr::PUSH_FLAG.to_owned(), s("1"));
         }
+        // This create's own mark: its retry (the SDK's, after an attempt whose answer was lost)
+        // tells the head it wrote from a concurrent copy's, made in the same millisecond.
+        item.insert(attr::WRITE_ID.to_owned(), n(write_id()));
         items::check_size(&item, || format!("task {}", head.task.id))?;
+        let ours = written_by(&item);
         let mut index_wru = write_units(index_entry_size(&item));
         if item.contains_key(attr::CONTEXT_PK) {
             index_wru += write_units(context_entry_size(&item));
@@ -59,7 +63,26 @@ impl DynamoTaskStore {
             self.put_new_indexed(item, index_wru),
             self.count_task(owner, task_id, None, counted_as)
         );
-        if !created? {
+        // A refused condition may be this very create, landed on an attempt whose answer was
+        // lost: the task is ours, not a concurrent copy's (taken for one, a queued job would
+        // never be queued, and a stream would stop and leave its task WORKING).
+        // A create that failed through the SDK's retries may have landed all the same: what the
+        // head holds says which, and so whether its count stays.
+        let created = match created {
+            Ok(true) => true,
+            Ok(false) => self.head_holds(task_id, &ours).await?,
+            Err(err) => match self.head_holds(task_id, &ours).await {
+                Ok(true) => true,
+                Ok(false) => {
+                    if counted.is_ok() {
+                        self.uncount_task(owner, task_id, counted_as).await;
+                    }
+                    return Err(err);
+                }
+                Err(_) => return Err(err),
+            },
+        };
+        if !created {
             if counted.is_ok() {
                 self.uncount_task(owner, task_id, counted_as).await;
             }
