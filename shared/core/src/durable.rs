@@ -700,7 +700,7 @@ fn save_failure(err: StoreError) -> AgentError {
 }
 
 fn store_failure(err: StoreError) -> AgentError {
-    AgentError::Failed(format!("the task store failed: {err}"))
+    crate::task_log::store_unavailable(err)
 }
 
 /// The task a remote's direct message answer stands for: completed, with the message.

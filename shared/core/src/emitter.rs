@@ -26,6 +26,9 @@ pub(crate) enum FirstOutcome {
     /// A concurrent copy of the same message (same owner and `messageId`) created the task or
     /// recorded a reply first: this run's report was discarded, and it is stopped.
     Superseded,
+    /// The task could not be created (the store failed, after its retries): nothing was
+    /// recorded, so the client's retry of the same message starts afresh.
+    NotCreated(a2a_protocol::A2AError),
 }
 
 pub(crate) struct EmitterState {
@@ -62,6 +65,11 @@ pub(crate) struct EmitterState {
     pub(crate) ended: Option<AgentError>,
     /// A write failed (the store): the next emit (or wait for the writes) returns this once.
     pub(crate) failure: Option<AgentError>,
+    /// A write failed for good (the store, through every retry): its events are not in the
+    /// log, so nothing emitted after them is written either (it would stand on a gap: a
+    /// stream's chunk missing from a completed artifact). Every later emit returns this, and
+    /// the run's end writes FAILED ([`Emitter::end_failed`]).
+    pub(crate) broken: Option<AgentError>,
 }
 
 impl EmitterState {
@@ -88,6 +96,7 @@ impl EmitterState {
             holding: false,
             ended: None,
             failure: None,
+            broken: None,
         }
     }
 
@@ -96,6 +105,9 @@ impl EmitterState {
     fn outcome(&mut self) -> Result<(), AgentError> {
         if let Some(ended) = &self.ended {
             return Err(ended.clone());
+        }
+        if let Some(broken) = &self.broken {
+            return Err(broken.clone());
         }
         self.failure.take().map_or(Ok(()), Err)
     }
@@ -194,11 +206,14 @@ impl Emitter {
         message.context_id = self.request.context_id.clone();
         message.task_id.clear();
         // Recorded before anyone sees it, so a repeat of the message gets this same reply.
-        let recorded = self
+        let recorded = match self
             .log
             .record_reply(&self.owner, &self.request, &message)
             .await
-            .map_err(|e| AgentError::Failed(format!("the task store failed: {e}")))?;
+        {
+            Ok(recorded) => recorded,
+            Err(err) => return Err(self.not_created(&mut state, err)),
+        };
         if !recorded {
             return Err(self.supersede(&mut state));
         }
@@ -338,6 +353,9 @@ impl Emitter {
         if state.superseded {
             return Err(AgentError::TaskEnded(TaskState::Unspecified));
         }
+        if let Some(broken) = &state.broken {
+            return Err(broken.clone());
+        }
         if state.replied {
             return Err(AgentError::Failed(
                 "the agent already replied with a message; no task events may follow".into(),
@@ -426,7 +444,7 @@ impl Emitter {
         let mut round = MAX_ROUND;
         loop {
             let mut state = self.state.lock().await;
-            if state.queued.is_empty() || state.ended.is_some() {
+            if state.queued.is_empty() || state.ended.is_some() || state.broken.is_some() {
                 state.queued.clear();
                 state.writing = false;
                 drop(state);
@@ -478,7 +496,14 @@ impl Emitter {
                     state.ended = Some(AgentError::TaskEnded(ended));
                     self.release_lease(&mut state).await;
                 }
-                Err(other) => {
+                Err(AppendError::NotFound(_)) => {
+                    // The task expired under the run.
+                    state.ended = Some(AgentError::TaskEnded(TaskState::Unspecified));
+                }
+                Err(
+                    err @ (AppendError::Invalid(_) | AppendError::Store(StoreError::TooLarge(_))),
+                ) => {
+                    let err = AgentError::from(err);
                     // What remains queued was checked against a state these events would
                     // have made: start again from the task as it was last written.
                     let written = state
@@ -491,7 +516,14 @@ impl Emitter {
                         .rev()
                         .find_map(TaskEvent::state)
                         .unwrap_or(written);
-                    state.failure = Some(other.into());
+                    state.failure = Some(err);
+                }
+                Err(AppendError::Store(err)) => {
+                    // The store failed through its retries: these events are not written, and
+                    // what was emitted after them must not be written over the gap.
+                    let failure = crate::task_log::store_unavailable(err);
+                    state.queued.clear();
+                    state.broken = Some(failure);
                 }
             }
         }
@@ -538,8 +570,51 @@ impl Emitter {
                 self.release_lease(state).await;
                 Err(AgentError::TaskEnded(task.status.state))
             }
+            Err(AppendError::Store(err)) => Err(self.not_created(state, err)),
             Err(other) => Err(other.into()),
         }
+    }
+
+    /// The store failed the write that would have created the task (or recorded the reply):
+    /// nothing was written. The caller gets an error it may retry, and the run ends without a
+    /// task: no FAILED task spends the message's id on a passing fault.
+    fn not_created(&self, state: &mut EmitterState, err: StoreError) -> AgentError {
+        let failure = crate::task_log::store_unavailable(&err);
+        if let Some(tx) = state.first.take() {
+            let _ = tx.send(FirstOutcome::NotCreated(crate::task_log::store_error(err)));
+        }
+        state.broken = Some(failure.clone());
+        failure
+    }
+
+    /// Ends the task FAILED with `reason` at the end of its run: through [`Self::fail`], or,
+    /// once a write failed for good ([`EmitterState::broken`]), straight on top of the task as
+    /// it stands in the store. A task that was never created stays so.
+    pub(crate) async fn end_failed(&self, reason: &str) -> Result<(), AgentError> {
+        let mut state = self.state.lock().await;
+        if state.broken.is_none() {
+            drop(state);
+            return self.fail(reason).await;
+        }
+        let Some(head) = state.head.clone() else {
+            return Ok(());
+        };
+        match self.log.finish_failed(&self.owner, head, reason).await {
+            Ok(head) => {
+                state.projected = head.task.status.state;
+                state.head = Some(head);
+            }
+            Err(AppendError::Terminal(task)) => {
+                state.projected = task.status.state;
+                if let Some(head) = state.head.as_mut() {
+                    head.task = *task;
+                }
+            }
+            Err(err) => return Err(err.into()),
+        }
+        state.broken = None;
+        self.release_lease(&mut state).await;
+        Ok(())
     }
 
     /// Takes the inline lease right before the first write that leaves the task active (in
@@ -562,7 +637,7 @@ impl Emitter {
             .store
             .acquire_inline_lease(&self.owner, self.task_id(), &lease.holder, lease.until())
             .await
-            .map_err(|e| AgentError::Failed(format!("the task store failed: {e}")))?;
+            .map_err(crate::task_log::store_unavailable)?;
         if !taken {
             return Err(AgentError::Failed(
                 "another execution is running on this task".into(),
@@ -600,6 +675,17 @@ impl Emitter {
     pub(crate) async fn finish_lease(&self) {
         let _ = self.written().await;
         let mut state = self.state.lock().await;
+        // A task that a failed write left active keeps its lease: once the lease runs out, the
+        // sweep ends the task FAILED (given back now, nothing would, and it would stay WORKING).
+        let stranded = state.broken.is_some()
+            && state
+                .head
+                .as_ref()
+                .is_some_and(|h| is_active(h.task.status.state));
+        if stranded {
+            tracing::warn!(task_id = %self.task_id(), "a failed write left the task active: its lease stays, for the sweep to end it");
+            return;
+        }
         self.release_lease(&mut state).await;
     }
 

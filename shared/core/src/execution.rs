@@ -89,7 +89,7 @@ impl Executions {
             if !exists {
                 continue;
             }
-            match emitter.fail(reason).await {
+            match emitter.end_failed(reason).await {
                 Ok(()) | Err(AgentError::TaskEnded(_)) => {}
                 Err(err) => {
                     tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not end the task at shutdown")
@@ -276,7 +276,7 @@ async fn finish_unparked(result: Result<(), AgentError>, emitter: &Emitter) {
             return;
         }
     }
-    if let Err(err) = emitter.fail(&reason).await {
+    if let Err(err) = emitter.end_failed(&reason).await {
         tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not mark the task failed");
     }
 }

@@ -38,6 +38,21 @@ pub(crate) fn internal(context: &str, err: impl std::fmt::Display) -> A2AError {
     A2AError::Internal("Internal error".into())
 }
 
+/// What a task ended FAILED by a store failure says: the failure's own text names internals
+/// (the backend, its error codes), so it goes to the log, and the task says only this.
+pub(crate) const STORE_UNAVAILABLE: &str =
+    "The task could not be saved: the task store was unavailable.";
+
+/// An agent's view of a store failure: logged in full, told in [`STORE_UNAVAILABLE`]'s words.
+pub(crate) fn store_unavailable(err: impl std::fmt::Display) -> AgentError {
+    tracing::error!(%err, "the task store failed");
+    AgentError::Failed(STORE_UNAVAILABLE.into())
+}
+
+/// The pauses before an append that failed in the store's backend is made again: a task's
+/// events are not given up for a burst of throttling of a second or two.
+const STORE_RETRY_PAUSES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
+
 /// The client's view of a store failure: what it can act on, or a generic internal error.
 pub(crate) fn store_error(err: StoreError) -> A2AError {
     match err {
@@ -80,7 +95,7 @@ impl From<AppendError> for AgentError {
             AppendError::Terminal(task) => AgentError::TaskEnded(task.status.state),
             AppendError::NotFound(_) => AgentError::TaskEnded(TaskState::Unspecified),
             AppendError::Invalid(e) => AgentError::Failed(e.message()),
-            AppendError::Store(e) => AgentError::Failed(format!("the task store failed: {e}")),
+            AppendError::Store(e) => store_unavailable(e),
         }
     }
 }
@@ -318,7 +333,7 @@ impl TaskLog {
             }
             next.task.generation = next.version as i64;
             next.expires_at = self.extended_expiry(expires_at);
-            match self.store.append_events(&next, expected, &logged).await {
+            match self.append_retried(&next, expected, &logged).await {
                 Ok(()) => {
                     self.observe_end(&next);
                     return Ok(next);
@@ -344,6 +359,30 @@ impl TaskLog {
         Err(AppendError::Store(StoreError::Backend(
             "too many concurrent writers on one task".into(),
         )))
+    }
+
+    /// The store's append of `logged`, made again, the same, after a failure of the backend
+    /// (a throttling burst outlasting the adapter's own retries): the store tells a repeat of
+    /// a write that landed from a new one, so the events are written once either way.
+    async fn append_retried(
+        &self,
+        next: &StoredTask,
+        expected: u64,
+        logged: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        let mut pauses = STORE_RETRY_PAUSES.iter();
+        loop {
+            match self.store.append_events(next, expected, logged).await {
+                Err(StoreError::Backend(err)) => {
+                    let Some(pause) = pauses.next() else {
+                        return Err(StoreError::Backend(err));
+                    };
+                    tracing::warn!(task_id = %next.task.id, error = %err, "a task write failed; it is tried again");
+                    tokio::time::sleep(*pause).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Creates a task for `request` (SUBMITTED, with the message in its history), followed by

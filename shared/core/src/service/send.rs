@@ -543,6 +543,7 @@ impl A2aService {
         match first.await {
             Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
             Ok(FirstOutcome::Superseded) => self.superseded(ctx, sent, &task_id, retry).await,
+            Ok(FirstOutcome::NotCreated(err)) => Err(err),
             Ok(FirstOutcome::TaskStarted(created)) => Ok(Started::Task {
                 task_id,
                 from_seq: 0,

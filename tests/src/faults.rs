@@ -1,0 +1,150 @@
+//! A store outage on demand: a proxy in front of the AWS emulator that answers DynamoDB's
+//! writes with `500 InternalServerError` (as DynamoDB does in a partial outage, and as the SDK
+//! retries) while it is told to, and passes everything else through. The server under test is
+//! pointed at it with `AWS_ENDPOINT_URL`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The DynamoDB operations that write.
+const WRITES: [&str; 5] = [
+    "putitem",
+    "updateitem",
+    "deleteitem",
+    "transactwriteitems",
+    "batchwriteitem",
+];
+
+/// The proxy: [`StoreOutage::base`] is its address; [`StoreOutage::fail_writes`] starts and
+/// ends the outage.
+pub struct StoreOutage {
+    base: String,
+    faults: Arc<Faults>,
+}
+
+/// What the proxy fails now.
+#[derive(Default)]
+struct Faults {
+    /// Every write.
+    all_writes: AtomicBool,
+    /// The next `n` calls of one operation (lowercase, e.g. `putitem`).
+    next: Mutex<Option<(String, u64)>>,
+    /// How many calls it failed.
+    failed: AtomicU64,
+}
+
+impl Faults {
+    /// Whether the request with lowercase head `head` fails (and counts it if so).
+    fn fails(&self, head: &str) -> bool {
+        let target = |op: &str| head.contains(&format!("x-amz-target: dynamodb_20120810.{op}\r\n"));
+        let mut fail = self.all_writes.load(Ordering::SeqCst) && WRITES.iter().any(|op| target(op));
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((op, left)) = next.as_mut() {
+            if target(op) {
+                fail = true;
+                *left -= 1;
+                if *left == 0 {
+                    *next = None;
+                }
+            }
+        }
+        if fail {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        fail
+    }
+}
+
+impl StoreOutage {
+    /// Starts the proxy in front of `emulator` (`http://127.0.0.1:PORT`), passing everything.
+    pub async fn start(emulator: &str) -> StoreOutage {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let upstream = emulator
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let faults = Arc::new(Faults::default());
+        let shared = faults.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(relay(client, upstream.clone(), shared.clone()));
+            }
+        });
+        StoreOutage { base, faults }
+    }
+
+    /// The address to give the server as `AWS_ENDPOINT_URL`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Whether DynamoDB's writes fail from now on.
+    pub fn fail_writes(&self, failing: bool) {
+        self.faults.all_writes.store(failing, Ordering::SeqCst);
+    }
+
+    /// Fails the next `n` calls of DynamoDB's `operation` (`PutItem`, …), then passes them.
+    pub fn fail_next(&self, operation: &str, n: u64) {
+        *self.faults.next.lock().unwrap_or_else(|e| e.into_inner()) =
+            (n > 0).then(|| (operation.to_ascii_lowercase(), n));
+    }
+
+    /// How many calls it has failed so far.
+    pub fn failed(&self) -> u64 {
+        self.faults.failed.load(Ordering::SeqCst)
+    }
+}
+
+/// One request of `client`: failed, or passed to `upstream` and its answer back. One request
+/// per connection (the emulator closes each after its answer, and so does this).
+async fn relay(mut client: TcpStream, upstream: String, faults: Arc<Faults>) {
+    let Some(request) = read_request(&mut client).await else {
+        return;
+    };
+    let head = String::from_utf8_lossy(&request).to_ascii_lowercase();
+    if faults.fails(&head) {
+        let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error (injected by the test)"}"#;
+        let answer = format!(
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = client.write_all(answer.as_bytes()).await;
+        return;
+    }
+    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+        return;
+    };
+    let mut answer = Vec::new();
+    if server.write_all(&request).await.is_err() || server.read_to_end(&mut answer).await.is_err() {
+        return;
+    }
+    let _ = client.write_all(&answer).await;
+}
+
+/// One HTTP request: its head and its `content-length` body.
+async fn read_request(client: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = client.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buf[..n]);
+        if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if request.len() >= end + 4 + length {
+                return Some(request);
+            }
+        }
+    }
+}

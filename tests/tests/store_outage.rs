@@ -1,0 +1,180 @@
+//! A store that fails its writes for a while (issue 52, "a write that fails through the SDK's
+//! retries silently drops a chunk" and "a transient fault spends a messageId, with raw
+//! internals shown"): a2a-local on DynamoDB + SQS, through a proxy in front of the emulator
+//! that answers DynamoDB's writes with 500 while the test says so.
+//!
+//! Run with `A2A_E2E_STORE=dynamodb` and an emulator (`infra/test-all.sh` does); on the
+//! embedded store these tests return at once: it has no backend to fail.
+
+// Test helpers may unwrap, as the tests do.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_e2e::*;
+use serde_json::{json, Value};
+
+/// What a task ended by the store's failure says (the core's words; internals go to the log).
+const STORE_UNAVAILABLE: &str = "The task could not be saved: the task store was unavailable.";
+
+/// A server on DynamoDB + SQS whose AWS calls go through an outage proxy; `None` when this
+/// run is not on DynamoDB.
+async fn server_behind_outage(env: &[(&str, &str)]) -> Option<(Server, Arc<StoreOutage>)> {
+    if !on_dynamodb() || !store_ready() {
+        return None;
+    }
+    let emulator = std::env::var("AWS_ENDPOINT_URL").expect("the emulator's address");
+    let outage = Arc::new(StoreOutage::start(&emulator).await);
+    let mut env = env.to_vec();
+    env.push(("AWS_ENDPOINT_URL", outage.base()));
+    let server = Server::start_with_env(&env).await;
+    Some((server, outage))
+}
+
+/// The task's one artifact's text.
+fn text_of(task: &Value) -> String {
+    task["artifacts"]
+        .as_array()
+        .map(|a| a.iter().map(artifact_text).collect())
+        .unwrap_or_default()
+}
+
+/// Streams `slow CHUNKS 300`, and from its second chunk on fails every write of the store for
+/// `outage`; returns the task once it ended.
+async fn stream_through_outage(
+    server: &Server,
+    outage: &Arc<StoreOutage>,
+    chunks: usize,
+    length: Duration,
+) -> Value {
+    let mut stream = server
+        .stream(
+            Binding::JsonRpc,
+            send_request(&format!("slow {chunks} 300")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("stream: {}", e.body));
+    let mut id = None;
+    let mut seen = 0;
+    while let Some(event) = stream.next_event().await {
+        let payload = event.payload();
+        if kind(&payload) == "task" {
+            id = Some(id_of(&payload["task"]));
+        }
+        if kind(&payload) == "artifactUpdate" {
+            seen += 1;
+            if seen == 2 {
+                outage.fail_writes(true);
+                let outage = outage.clone();
+                // The outage's length, not a wait for anything.
+                tokio::spawn(async move {
+                    tokio::time::sleep(length).await;
+                    outage.fail_writes(false);
+                });
+            }
+        }
+    }
+    let id = id.expect("the stream's first event is the task");
+    server.await_terminal(&id, Duration::from_secs(60)).await
+}
+
+/// A burst shorter than the core's retries of a write: every chunk is written, in order.
+#[tokio::test]
+async fn a_short_outage_loses_no_chunk() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let task = stream_through_outage(&server, &outage, 6, Duration::from_millis(600)).await;
+    assert!(outage.failed() > 0, "the outage failed no write");
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let expected: String = (1..=6).map(|i| format!("chunk-{i} ")).collect();
+    assert_eq!(text_of(&task), expected, "{task}");
+}
+
+/// An outage longer than the retries: the task ends FAILED, says so in plain words, and
+/// keeps no chunk written after the one that was lost (never COMPLETED with a gap).
+#[tokio::test]
+async fn a_long_outage_fails_the_task_without_a_gap_or_internals() {
+    // A short lease, so that a task whose FAILED could not be written either is ended by the
+    // sweep within the test.
+    let env = [
+        ("A2A_EXECUTION_LEASE_SECS", "3"),
+        ("A2A_SWEEP_INTERVAL_SECS", "1"),
+    ];
+    let Some((server, outage)) = server_behind_outage(&env).await else {
+        return;
+    };
+    let task = stream_through_outage(&server, &outage, 6, Duration::from_secs(3)).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    let text = text_of(&task);
+    let written = text.split_whitespace().count();
+    let prefix: String = (1..=written).map(|i| format!("chunk-{i} ")).collect();
+    assert_eq!(
+        text, prefix,
+        "the chunks written are the first ones, in order: {task}"
+    );
+    assert!(
+        written < 6,
+        "a chunk was lost, yet the text is whole: {task}"
+    );
+    let reason = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason == STORE_UNAVAILABLE || reason.starts_with("The execution of this task stopped"),
+        "{task}"
+    );
+    let whole = task.to_string();
+    for internal in [
+        "DynamoDB",
+        "InternalServerError",
+        "store backend",
+        "injected",
+    ] {
+        assert!(
+            !whole.contains(internal),
+            "{internal} shown to the client: {task}"
+        );
+    }
+}
+
+/// A create the store refused through the SDK's retries: the client gets an error, nothing is
+/// recorded, and its retry of the same message completes (the message's id is not spent on a
+/// FAILED task).
+#[tokio::test]
+async fn a_refused_create_spends_no_message_id() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let request = json!({"message": {
+        "messageId": format!("outage-{}", uuid_like()),
+        "role": "ROLE_USER",
+        "parts": [{"text": "hello"}]
+    }});
+    // The create's attempts: the SDK's three.
+    outage.fail_next("PutItem", 3);
+    let refused = server.send(Binding::JsonRpc, request.clone()).await;
+    let error = refused.expect_err("the create failed");
+    assert_eq!(error.code, Some(-32603), "{}", error.body);
+    let body = error.body.to_string();
+    assert!(
+        !body.contains("DynamoDB") && !body.contains("injected"),
+        "{body}"
+    );
+    assert_eq!(outage.failed(), 3);
+    let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(text_of(&task), "hello", "{task}");
+}
+
+/// A message id no other test run uses.
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
