@@ -26,6 +26,29 @@ infra/lambda-local.sh stop >/dev/null 2>&1 || true
 lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops the run
 eval "$lambda_env"
 say() { printf '\nlambda-e2e: %s\n' "$*"; }
+
+# Lambda freezes a function's process once its answer is sent; every call below goes through
+# a2a-lambda-freezer, which does the same. First, that it does: a function that leaves work
+# running past its answer (infra/lambda-tools/src/bin/a2a-freeze-probe.rs, the defect a freeze
+# catches) has that work wait for its next invocation.
+say "the freeze: work left running after an answer waits for the next invocation"
+probe="$A2A_WATCH_URL/2015-03-31/functions/a2a-freeze-probe/invocations"
+marker=$(mktemp)
+pid=$(curl -fsS -X POST -H 'Content-Type: application/json' \
+  -d "{\"marker\":\"$marker\",\"after_ms\":500}" "$probe" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])')
+process_state() { awk '{print $3}' "/proc/$pid/stat" 2>/dev/null; }
+for _ in $(seq 1 100); do [ "$(process_state)" = T ] && break; sleep 0.05; done
+[ "$(process_state)" = T ] || { echo "the probe's process $pid was not stopped after its answer" >&2; exit 1; }
+# Three times the work's delay: a process left running would have done it by now.
+sleep 1.5
+if grep -q after "$marker"; then
+  echo "work left running after the probe's answer ran while it was frozen" >&2; exit 1
+fi
+curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' -d '{"hold_ms":300}' "$probe"
+grep -q after "$marker" || { echo "the probe's left work did not run at its next invocation" >&2; exit 1; }
+rm -f "$marker"
+echo "lambda-e2e: the probe's left work waited, frozen, for its next invocation"
 say "end-to-end checks (infra/lambda-e2e.py)"
 python3 infra/lambda-e2e.py
 say "Python SDK interop suite through the router"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Lambda functions locally, as deployed but on 127.0.0.1:
-#   moto (DynamoDB + SQS)  ←  functions under `cargo lambda watch`  ←  a2a-lambda-router (the
+#   moto (DynamoDB + SQS)  ←  functions under `cargo lambda watch`  ←  a2a-lambda-freezer (stops a
+#   function's process between its invocations, as Lambda freezes it)  ←  a2a-lambda-router (the
 #   front door, from shared/hosts/lambda/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
 #   a2a-stream-poller (the fan-out function's DynamoDB stream event source).
 #
@@ -49,7 +50,11 @@ BASE=http://127.0.0.1:$ROUTER_PORT
 # The path every URL starts with while a base path is tried (infra/lambda-e2e.sh): the router's
 # stage (A2A_ROUTER_STAGE) or the front function's A2A_BASE_PATH; the waits for the card use it.
 PATH_PREFIX=${A2A_E2E_PATH_PREFIX:-}
-WATCH=http://127.0.0.1:$WATCH_PORT
+# Every caller reaches the functions through the freezer (a2a-lambda-freezer, on
+# A2A_FREEZER_PORT, default 9300), which stops a function's process between its invocations as
+# Lambda does; cargo lambda watch itself listens on WATCH_PORT.
+FREEZER_PORT=${A2A_FREEZER_PORT:-9300}
+WATCH=http://127.0.0.1:$FREEZER_PORT
 MOTO_PORT=${A2A_MOTO_PORT:-}
 WORK_VISIBILITY_SECS=${A2A_WORK_VISIBILITY_SECS:-20}
 FRONT_DOOR=${A2A_FRONT_DOOR:-ApiGateway}
@@ -106,6 +111,8 @@ stop_watch() {
   local pid children
   pid=$(cat "$STATE/watch.pid")
   children=$(watch_children)
+  # A function the freezer stopped would not see watch's SIGTERM until it went on.
+  for p in $children; do kill -CONT "$p" $(pgrep -P "$p" 2>/dev/null) 2>/dev/null || true; done
   stop_one watch
   for _ in $(seq 1 50); do
     local left=""
@@ -193,9 +200,13 @@ start() {
   work_url=$(printf '%s\n' "$urls" | sed -n 's/^WORK_QUEUE_URL=//p')
   push_url=$(printf '%s\n' "$urls" | sed -n 's/^PUSH_QUEUE_URL=//p')
 
-  say "starting cargo lambda watch on $WATCH"
+  say "starting cargo lambda watch on 127.0.0.1:$WATCH_PORT, behind the freezer on $WATCH"
   : >"$STATE/watch.log"
   start_watch
+  setsid "$bin"/a2a-lambda-freezer --addr "127.0.0.1:$FREEZER_PORT" \
+    --watch "http://127.0.0.1:$WATCH_PORT" --watch-pid-file "$STATE/watch.pid" \
+    >"$STATE/freezer.log" 2>&1 &
+  echo $! >"$STATE/freezer.pid"
   set -a; . "$STATE/lambda.env"; set +a
   setsid "$bin"/a2a-sqs-poller --watch "$WATCH" --visibility-secs "$A2A_WORK_VISIBILITY_SECS" \
     --invoke-timeout-secs 120 --queue "$work_url=worker" >"$STATE/poller-work.log" 2>&1 &
@@ -256,6 +267,7 @@ front_door() {
 stop() {
   for p in router poller-work poller-push poller-stream; do stop_one "$p"; done
   stop_watch
+  stop_one freezer
   stop_one moto
 }
 
