@@ -25,7 +25,7 @@
 
 pub mod cli;
 pub mod client;
-pub mod faults;
+pub mod outage;
 pub mod hostile;
 pub mod issuer;
 pub mod json;
@@ -36,7 +36,7 @@ use std::time::Duration;
 
 pub use cli::*;
 pub use client::*;
-pub use faults::StoreOutage;
+pub use outage::StoreOutage;
 pub use hostile::{HostileAgent, Hostility, EVIL};
 pub use json::*;
 pub use server::*;
