@@ -163,6 +163,15 @@ cases = {
     "StageName": (["a2a", "prod_v2"], ["", "a/b"]),
     "ApiKeyName": (["X-API-Key", "api_key"], ["", "X API Key"]),
     "ExistingTableName": (["", "a2a-restored"], ["a b", "ab"]),
+    # What a character may be bounds its bytes in the 4 KB environment (template.rs).
+    "PublicBaseUrl": (["", "https://agent.example.com/a2a", "https://a.example/x%20y"],
+                      ["http://agent.example", "https://agent.example/", "https://\u00e9.example", "https://a.example/?x"]),
+    "AgentName": (["", "Agent \u00dcn\u00efc\u00f8d\u00e9 \U0001F600"], ["a\x01b", "a\nb"]),
+    "AgentDescription": (["", "Answers \"questions\" in \u65e5\u672c\u8a9e"], ["a\tb"]),
+    "JwtIssuer": (["", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Abc"], ["a b", "https://\u00e9", 'a"b']),
+    "JwtAudience": (["", "a2a, other"], ["a\\b", "\u00e9"]),
+    "CorsAllowedOrigins": (["", "https://a.example, *"], ["https://\u00e9.example"]),
+    "LitePrincipal": (["key:a2a-lite", "jwt:22:https://issuer.examplesub"], ["key: a", "\u00e9"]),
 }
 for name, (good, bad) in cases.items():
     pattern = params[name]["AllowedPattern"]

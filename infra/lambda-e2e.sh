@@ -82,31 +82,35 @@ base_checks="card signed_card echo stream_rest stream_rpc draft_1_1 push_secrets
 # Each restart waits for the card at A2A_E2E_PATH_PREFIX through the router as it then runs, so
 # the router and the functions change in the order that keeps the card served.
 say "base path /a2a behind API Gateway (the stage)"
-printf 'A2A_PUBLIC_BASE_URL=%s/a2a\n' "$A2A_BASE_URL" >"$state/stage.env"
+# A local override (to every function): API Gateway's request context names the stage, from
+# which the functions take their URL; the events of `cargo lambda watch` carry none.
+printf '# the stage API Gateway names in each request, which watch does not\nA2A_PUBLIC_BASE_URL=%s/a2a\n' \
+  "$A2A_BASE_URL" >"$state/stage.env"
 export A2A_ROUTER_STAGE=/a2a
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh front-door ApiGateway
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/stage.env"
 A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
 say "base path /a2a behind the Function URL (BasePath)"
-printf 'A2A_BASE_PATH=/a2a\n' >"$state/base-path.env"
+printf 'BasePath=/a2a\n' >"$state/base-path.env"
 unset A2A_ROUTER_STAGE
 infra/lambda-local.sh front-door FunctionUrl
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/base-path.env"
 A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
 A2A_BASE_URL="$A2A_BASE_URL/a2a" tests/interop/run.sh -q
-infra/lambda-local.sh restart-watch
+infra/lambda-local.sh restart-watch -
 infra/lambda-local.sh front-door ApiGateway
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
 # a throwaway OpenID issuer on 127.0.0.1 (tests/src/bin/test-issuer.rs) mints the tokens, and
-# the functions are restarted with its settings.
+# the functions are restarted as the stack deployed with those parameters (auth.env: template
+# parameters, and the A2A-Lite channel's local A2A_LITE_* standing in for its secret).
 state=.venv-lambda/run
 issuer=$(infra/test-issuer.sh "$state/issuer.out")
 value() { sed -n "s/^$1=//p" "$state/issuer.out"; }
 # CORS on too (the template's CorsAllowedOrigins), so the auth checks see 401s and streams
 # as a browser does.
 cors_origin=https://inspector.example
-printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIGINS=%s\n' \
+printf 'AuthMode=jwt\nJwtIssuer=%s\nJwtAudience=a2a-e2e\nCorsAllowedOrigins=%s\n' \
   "$(value issuer)" "$cors_origin" >"$state/auth.env"
 # The A2A-Lite webhook channel too (infra/lambda-e2e-lite.py is the chat, listening on
 # lite_port), acting as the principal of the test token's subject (`interop`), so that token
@@ -114,7 +118,7 @@ printf 'A2A_AUTH=jwt\nA2A_JWT_ISSUER=%s\nA2A_JWT_AUDIENCE=a2a-e2e\nA2A_CORS_ORIG
 lite_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 lite_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
 issuer_url=$(value issuer)
-printf 'A2A_LITE_WEBHOOK_TOKEN=%s\nA2A_LITE_WEBHOOK_REPLY_URL=http://127.0.0.1:%s/hook\nA2A_LITE_PRINCIPAL=jwt:%s:%sinterop\n' \
+printf 'LiteChannels=on\nA2A_LITE_WEBHOOK_TOKEN=%s\nA2A_LITE_WEBHOOK_REPLY_URL=http://127.0.0.1:%s/hook\nLitePrincipal=jwt:%s:%sinterop\n' \
   "$lite_token" "$lite_port" "${#issuer_url}" "$issuer_url" >>"$state/auth.env"
 lite_check() {
   A2A_LITE_LISTEN_PORT=$lite_port A2A_LITE_TOKEN=$lite_token A2A_TOKEN=$(value token) \

@@ -5,8 +5,9 @@
 #   front door, from shared/hosts/lambda/routes.json),  a2a-sqs-poller (the SQS event source mappings)  and
 #   a2a-stream-poller (the fan-out function's DynamoDB stream event source).
 #
-#   infra/lambda-local.sh setup   only install cargo-lambda (pinned, into .venv-lambda) and moto
-#                                 (infra/moto.sh's .venv-moto)
+#   infra/lambda-local.sh setup   only install cargo-lambda (pinned, into .venv-lambda), moto
+#                                 (infra/moto.sh's .venv-moto) and the SAM CLI
+#                                 (infra/check-template.sh --setup's .venv-sam)
 #   infra/lambda-local.sh start   install (as setup), build, start everything in
 #                                 the background, start every function (one request each, so
 #                                 no test pays a function's start); prints
@@ -14,24 +15,41 @@
 #   infra/lambda-local.sh stop    stop what `start` started (moto too)
 #   infra/lambda-local.sh env     print the export lines of a running setup
 #   infra/lambda-local.sh front-door ApiGateway|FunctionUrl
-#                                 restart only the router, as the template's FrontDoor: each
-#                                 route to its function (ApiGateway, the default; also
-#                                 A2A_FRONT_DOOR at `start`), or every request to the one front
-#                                 function, as its Function URL would (FunctionUrl)
-#   infra/lambda-local.sh restart-watch [EXTRA_ENV_FILE]
+#                                 the stack as deployed with that FrontDoor: its functions'
+#                                 environments, and the router sending each route to its
+#                                 function (ApiGateway, the default; also A2A_FRONT_DOOR at
+#                                 `start`), or every request to the one front function, as its
+#                                 Function URL would (FunctionUrl); restarts the router and
+#                                 `cargo lambda watch`
+#   infra/lambda-local.sh restart-watch [SETTINGS_FILE|-]
 #                                 replace the function processes, as Lambda replaces an
 #                                 execution environment that died: restarts only `cargo lambda
-#                                 watch` (same env file, same port; moto, the pollers and the
-#                                 router keep running) and waits until every function serves
-#                                 again. Needed
+#                                 watch` (same port; moto, the pollers and the router keep
+#                                 running) and waits until every function serves again. Needed
 #                                 after a function process was killed: watch 1.9.2 never starts
-#                                 a function again once its process is gone. With
-#                                 EXTRA_ENV_FILE, the functions also get its variables (e.g.
-#                                 A2A_AUTH=jwt and its issuer: infra/lambda-e2e.sh does this).
+#                                 a function again once its process is gone. Without an
+#                                 argument the functions keep their environments; with
+#                                 SETTINGS_FILE they get those of the stack deployed with its
+#                                 settings (`Name=Value` a line: template parameters such as
+#                                 AuthMode=jwt, the A2A-Lite channels' local A2A_LITE_*, and
+#                                 any other variable as a local override given to every
+#                                 function: infra/lambda-e2e.sh does this); `-` goes back to
+#                                 the defaults.
 #
-# Work jobs: the env file sets A2A_WORK_VISIBILITY_SECS (default 20 here, 900 deployed; set it
-# before `start` to change it): the visibility the poller receives with, the worker's heartbeat
-# (every third of it) and the task lease. A job whose worker died comes back within that time.
+# Each function's environment is the one template.yaml gives it (SAM's translation, resolved
+# with the default parameters but AuthMode none, the FrontDoor in use and a SETTINGS_FILE's),
+# with only the endpoints swapped for local ones and the local allowances a2a-lambda-setup
+# lists (its "overrides": loopback push and agent targets, the work visibility):
+# infra/sam-translate.py --local-env writes .venv-lambda/run/env/<function>.env, and `cargo
+# lambda watch` gives each function its own file (functions/Cargo.toml's
+# [package.metadata.lambda.bin.<function>.watch]) beside the --env-file every function gets
+# (runtime.env: what Lambda's runtime sets, and moto's endpoint). Nothing of the caller's
+# shell's A2A_* reaches a function.
+#
+# Work jobs: the worker's A2A_WORK_VISIBILITY_SECS (900 deployed) is 20 here (set
+# A2A_WORK_VISIBILITY_SECS before `start` to change it): the visibility the poller receives
+# with, the worker's heartbeat (every third of it) and its lease. A job whose worker died comes
+# back within that time.
 #
 # Ports: A2A_ROUTER_PORT (default 9100) for the router, A2A_WATCH_PORT (default 9200) for
 # cargo lambda watch, A2A_MOTO_PORT for moto (default: a free port). This script runs its own moto
@@ -64,6 +82,7 @@ say() { printf 'lambda-local.sh: %s\n' "$*" >&2; }
 install() {
   # moto from infra/moto.sh's venv (the same pin); cargo-lambda in this script's own.
   infra/moto.sh setup
+  infra/check-template.sh --setup
   if [ -x "$VENV/bin/cargo-lambda" ] && "$VENV/bin/cargo-lambda" lambda --version 2>/dev/null | grep -q 1.9.2; then
     return
   fi
@@ -85,21 +104,27 @@ stop_one() {
 # The processes `cargo lambda watch` started (the functions): its children.
 watch_children() { pgrep -P "$(cat "$STATE/watch.pid")" 2>/dev/null || true; }
 
-# Starts `cargo lambda watch` on $WATCH_PORT with the env file, plus the lines of the file
-# named by $1 if any, which replace the variables of the same names (functions.env); appends to
-# watch.log.
+# Writes each function's environment ($STATE/env/<function>.env) for the stack deployed with
+# the parameters of $STATE/params and the settings of $STATE/settings.env (if any), and prints
+# the functions that stack has.
+write_env() {
+  local extra=()
+  [ -f "$STATE/settings.env" ] && extra=(--local-extra "$STATE/settings.env")
+  # shellcheck disable=SC2046
+  .venv-sam/bin/python infra/sam-translate.py --local-env "$STATE/env" --local "$STATE/local.json" \
+    "${extra[@]}" $(cat "$STATE/params")
+}
+
+# Starts `cargo lambda watch` on $WATCH_PORT, appending to watch.log: every function gets
+# runtime.env, and its own env file ($STATE/env/<function>.env, through functions/Cargo.toml).
 start_watch() {
-  if [ -n "${1:-}" ]; then
-    names=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$1" | paste -sd'|' -)
-    grep -vE "^(${names:-#})=" "$STATE/lambda.env" >"$STATE/functions.env" || true
-    cat "$1" >>"$STATE/functions.env"
-  else
-    cp "$STATE/lambda.env" "$STATE/functions.env"
-  fi
-  # Each function's role comes from its name (AWS_LAMBDA_FUNCTION_NAME, set by watch): an
-  # A2A_FUNCTION left in the caller's shell would give every function the same role.
-  PATH="$ROOT/$VENV/bin:$PATH" setsid env -u A2A_FUNCTION "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
-    --ignore-changes --env-file "$STATE/functions.env" >>"$STATE/watch.log" 2>&1 &
+  # A function's environment is its env files' only: none of the caller's A2A_* (an
+  # A2A_FUNCTION would give every function the same role, an A2A_TABLE a variable the template
+  # does not give it), nor the AWS_* this script exported for its own calls.
+  local unset=() name
+  for name in $(compgen -e | grep -E '^(A2A_|AWS_)'); do unset+=(-u "$name"); done
+  PATH="$ROOT/$VENV/bin:$PATH" setsid env "${unset[@]}" "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+    --ignore-changes --env-file "$STATE/runtime.env" >>"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
 }
 
@@ -152,6 +177,8 @@ warm_functions() {
     http=$(python3 -c 'import json; print(" ".join(json.load(open("shared/hosts/lambda/routes.json"))["functions"]))')
   fi
   for f in $http; do
+    # A function the stack does not deploy (the channel function without LiteChannels).
+    [ -f "$STATE/env/$f.env" ] || continue
     curl -sS -o /dev/null --max-time 300 "$WATCH/lambda-url/$f/.well-known/agent-card.json" ||
       failed="$failed $f"
   done
@@ -194,8 +221,14 @@ start() {
   export AWS_ENDPOINT_URL=$MOTO AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
   local urls
   urls=$("$bin"/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
+    --runtime-env-file "$STATE/runtime.env" --local-file "$STATE/local.json" \
     --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json" \
     --work-visibility-secs "$WORK_VISIBILITY_SECS")
+  # The stack as the suites deploy it: the template's defaults, but no auth (the suites with
+  # auth restart the functions with AuthMode jwt), and the front door asked for.
+  printf 'AuthMode=none\nFrontDoor=%s\n' "$FRONT_DOOR" >"$STATE/params"
+  rm -f "$STATE/settings.env"
+  write_env >/dev/null
   local work_url push_url
   work_url=$(printf '%s\n' "$urls" | sed -n 's/^WORK_QUEUE_URL=//p')
   push_url=$(printf '%s\n' "$urls" | sed -n 's/^PUSH_QUEUE_URL=//p')
@@ -250,11 +283,18 @@ start_router() {
 
 front_door() {
   if ! alive watch; then say "not running: use infra/lambda-local.sh start"; exit 1; fi
+  case "$1" in ApiGateway | FunctionUrl) ;; *) say "unknown front door $1 (ApiGateway or FunctionUrl)"; exit 2 ;; esac
+  # The functions of the stack with that front door, with their environments.
+  sed -i "s/^FrontDoor=.*/FrontDoor=$1/" "$STATE/params"
+  write_env >/dev/null
   stop_one router
   for _ in $(seq 1 50); do
     curl -s -o /dev/null "$BASE/" 2>/dev/null || break
     sleep 0.1
   done
+  stop_watch
+  echo "---- lambda-local.sh front-door $1 $(date -u +%FT%TZ)" >>"$STATE/watch.log"
+  start_watch
   start_router "$1"
   if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
     say "the router did not answer as front door $1; see $STATE/router.log"
@@ -277,9 +317,14 @@ restart_watch() {
     exit 1
   fi
   say "restarting cargo lambda watch on $WATCH (moto, the pollers and the router keep running)"
+  case "${1:-}" in
+    "") ;;
+    -) rm -f "$STATE/settings.env"; write_env >/dev/null ;;
+    *) cp "$1" "$STATE/settings.env.new" && mv "$STATE/settings.env.new" "$STATE/settings.env"; write_env >/dev/null ;;
+  esac
   stop_watch
-  echo "---- lambda-local.sh restart-watch $(date -u +%FT%TZ)" >>"$STATE/watch.log"
-  start_watch "${1:-}"
+  echo "---- lambda-local.sh restart-watch ${1:-} $(date -u +%FT%TZ)" >>"$STATE/watch.log"
+  start_watch
   # Through the router, as in start: watch listens again and the card function starts.
   if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
     say "cargo lambda watch did not come back; see $STATE/watch.log"

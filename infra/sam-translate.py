@@ -4,6 +4,8 @@ venv that infra/check-template.sh installs), then, with parameter values, the st
 values create.
 
     .venv-sam/bin/python infra/sam-translate.py [--template FILE] [--resolve] [Name=Value ...]
+    .venv-sam/bin/python infra/sam-translate.py --local-env DIR --local FILE
+        [--local-extra FILE ...] [Name=Value ...]
 
 Prints the translated template as JSON. With --resolve (implied by any Name=Value), the
 parameters take their defaults except the values given, and the output is what CloudFormation
@@ -11,6 +13,11 @@ would create: each condition evaluated, resources and outputs under a false cond
 every Fn::If replaced by its branch and AWS::NoValue removed. It also evaluates the template's
 Rules with those values: the descriptions of the assertions that fail (CloudFormation would
 refuse the stack before creating anything) are under the extra top-level key "FailedRules".
+
+With --local-env DIR (and --local FILE), writes the environment SAM's translation gives each
+function of that stack to DIR/<role>.env, for the local Lambda runs (infra/lambda-local.sh):
+the template's variables, resolved, with only what points at AWS swapped for its local stand-in
+(see `local_environments`), and nothing else.
 
 The Rust template and IAM tests read this (shared/hosts/lambda/tests/common/mod.rs), so what
 they check is what SAM hands CloudFormation, managed policies and generated resources included.
@@ -135,16 +142,133 @@ def created(template, values):
     return out
 
 
+# What points at AWS in a function's environment, by the logical id it names, and what stands in
+# for it locally (the keys of --local FILE's "resources"): the table and queues moto serves, and
+# the front door's URL (the API's stage URL or the Function URL: the local router's).
+LOCAL_RESOURCES = {
+    "TasksTable": "table",
+    "WorkQueue": "work_queue_url",
+    "PushQueue": "push_queue_url",
+    "WorkDeadLetterQueue": "work_dlq_url",
+    "PushDeadLetterQueue": "push_dlq_url",
+    "A2aApi": "front_door_url",
+    "FrontFunctionUrl": "front_door_url",
+}
+# A secret the template names stands for variables locally: moto serves no secret the functions
+# could read, so each is replaced by the variables of its local form (--local FILE's "secrets",
+# by logical id: the push signing key file, the A2A-Lite channels' A2A_LITE_* variables).
+SECRET_VARIABLES = {
+    "A2A_PUSH_SIGNING_SECRET_ARN": "PushSigningKeysSecret",
+    "A2A_API_KEY_SECRET_ARN": "ApiKeysSecret",
+    "A2A_LITE_SECRET_ARN": "LiteChannelSecret",
+}
+
+
+def local_value(name, v, values, stand_ins):
+    """The local value of `v`, a resolved variable of the template: a string, a parameter's
+    value, or what the stack creates (a Ref, GetAtt or Sub naming a resource), swapped for its
+    stand-in."""
+    if isinstance(v, (str, int, float, bool)):
+        return scalar(v)
+    if isinstance(v, dict) and list(v) == ["Ref"] and v["Ref"] in values.params:
+        return values.params[v["Ref"]]
+    text = json.dumps(v)
+    named = [logical for logical in LOCAL_RESOURCES if f'"{logical}' in text or "${" + logical in text]
+    if len(named) != 1:
+        raise SystemExit(f"sam-translate: no local value for {name}: {text}")
+    key = LOCAL_RESOURCES[named[0]]
+    if key not in stand_ins:
+        raise SystemExit(f"sam-translate: --local gives no {key!r} for {name}: {text}")
+    return stand_ins[key]
+
+
+def local_environments(stack, values, local):
+    """{role: {name: value}}: each function's environment in `stack` (resolved) with the
+    endpoints swapped (`LOCAL_RESOURCES`), each secret replaced by its local variables
+    (`SECRET_VARIABLES`), then `local`'s "overrides": the only variables that differ from the
+    template, each named there with its reason."""
+    envs = {}
+    for logical, r in stack["Resources"].items():
+        if r["Type"] != "AWS::Lambda::Function":
+            continue
+        variables = r["Properties"].get("Environment", {}).get("Variables", {})
+        env = {}
+        for name, v in variables.items():
+            if name in SECRET_VARIABLES and not isinstance(v, str) and SECRET_VARIABLES[name] in json.dumps(v):
+                secret = SECRET_VARIABLES[name]
+                if secret not in local.get("secrets", {}):
+                    raise SystemExit(f"sam-translate: --local gives no stand-in for the secret {secret} ({name})")
+                env.update(local["secrets"][secret])
+                continue
+            env[name] = local_value(name, v, values, local.get("resources", {}))
+        role = env["A2A_FUNCTION"]
+        for override in local.get("overrides", []):
+            # Each override says why, and whether it adds the variable to every function or
+            # only replaces the template's value where the template sets one.
+            if override["to"] == "every function" or override["name"] in variables:
+                env[override["name"]] = override["value"]
+        envs[role] = env
+    return envs
+
+
+def read_extra(path, parameters, overrides, local):
+    """A local run's settings beyond the defaults (infra/lambda-local.sh restart-watch FILE),
+    one `NAME=value` a line: a template parameter's name sets that parameter (what the stack
+    would be deployed with); `A2A_LITE_*` (but the principal, a parameter) are the A2A-Lite
+    channels' local form, standing in for the channel secret; any other variable is a local
+    override given to every function, and the file's comment says why."""
+    for line in open(path):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.partition("=")
+        if name in parameters:
+            overrides[name] = value
+        elif name.startswith("A2A_LITE_"):
+            local.setdefault("secrets", {}).setdefault("LiteChannelSecret", {})[name] = value
+        else:
+            local.setdefault("overrides", []).append(
+                {"name": name, "value": value, "to": "every function", "why": f"from {path}"})
+
+
+def write_local_environments(directory, envs):
+    os.makedirs(directory, exist_ok=True)
+    for old in os.listdir(directory):
+        if old.endswith(".env"):
+            os.remove(os.path.join(directory, old))
+    for role, env in envs.items():
+        with open(os.path.join(directory, f"{role}.env"), "w") as f:
+            f.write(f"# The {role} function's environment as template.yaml deploys it, endpoints local\n"
+                    "# (infra/sam-translate.py --local-env; infra/lambda-local.sh writes it).\n")
+            for name in sorted(env):
+                value = env[name]
+                # cargo lambda's env file reader takes a single-quoted value as it stands, but
+                # for a `\n` (a line break): any value but one holding a quote or that.
+                if "'" in value or "\\n" in value or "\n" in value:
+                    raise SystemExit(f"sam-translate: {role}'s {name} cannot be written to an env file: {value!r}")
+                f.write(f"{name}='{value}'\n")
+
+
 def main(args):
     path = "template.yaml"
     resolve_it = False
     overrides = {}
+    local_env = None
+    local = {}
+    extra = []
     while args:
         a = args.pop(0)
         if a == "--template":
             path = args.pop(0)
         elif a == "--resolve":
             resolve_it = True
+        elif a == "--local-env":
+            local_env = args.pop(0)
+            resolve_it = True
+        elif a == "--local":
+            local = json.load(open(args.pop(0)))
+        elif a == "--local-extra":
+            extra.append(args.pop(0))
         elif "=" in a:
             name, value = a.split("=", 1)
             overrides[name] = value
@@ -153,8 +277,18 @@ def main(args):
             raise SystemExit(__doc__)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     out = translate(path)
+    for file in extra:
+        read_extra(file, out.get("Parameters", {}), overrides, local)
     if resolve_it:
-        out = created(out, Values(out, overrides))
+        values = Values(out, overrides)
+        out = created(out, values)
+    if local_env is not None:
+        if out["FailedRules"]:
+            raise SystemExit(f"sam-translate: CloudFormation would refuse these parameters: {out['FailedRules']}")
+        envs = local_environments(out, values, local)
+        write_local_environments(local_env, envs)
+        print(" ".join(sorted(envs)))
+        return
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     print()
 

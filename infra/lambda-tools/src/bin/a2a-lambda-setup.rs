@@ -1,28 +1,50 @@
 //! Creates the table and queues (`Resources::named(prefix)`, the definitions the template
-//! mirrors) on the endpoint in `AWS_ENDPOINT_URL` (moto), and writes the env file
-//! `cargo lambda watch --env-file` gives every function. Prints the queue URLs as
-//! `WORK_QUEUE_URL=…` and `PUSH_QUEUE_URL=…` for the script that starts the poller.
+//! mirrors) on the endpoint in `AWS_ENDPOINT_URL` (moto), and writes what the local Lambda run
+//! needs to give each function its environment as `template.yaml` deploys it
+//! (`infra/sam-translate.py --local-env` writes those, per function, from the template):
+//!
+//! - `--local-file`: the local stand-ins, as JSON: the resources a function's variables name
+//!   (by the template's logical ids' roles: the table, the queues, the front door's URL), the
+//!   variables that stand in for a secret, and the **only** variables that differ from the
+//!   template's, each with its reason (`overrides`);
+//! - `--runtime-env-file`: what Lambda's runtime gives every process (region, credentials),
+//!   plus moto's endpoint: `cargo lambda watch --env-file`;
+//! - `--env-file`: the local stack for the scripts (the queue URLs, moto, the visibility the
+//!   work poller uses); no function reads it.
+//!
+//! Prints the queue URLs as `WORK_QUEUE_URL=…` and `PUSH_QUEUE_URL=…` for the script that starts
+//! the poller.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::AwsClients;
 use clap::Parser;
+use serde_json::json;
 
 #[derive(Debug, Parser)]
-#[command(about = "Create the local resources and write the functions' env file")]
+#[command(
+    about = "Create the local resources and write the local stand-ins of the functions' environment"
+)]
 struct Options {
     /// Resource name prefix.
     #[arg(long, default_value = "a2a-lambda-local")]
     prefix: String,
-    /// The env file to write.
+    /// The scripts' env file to write (the local stack: moto, table, queues, visibility).
     #[arg(long)]
     env_file: PathBuf,
-    /// The local router's base URL (the card's interfaces and the push JWT issuer).
+    /// The env file `cargo lambda watch` gives every function: what Lambda's runtime sets.
+    #[arg(long)]
+    runtime_env_file: PathBuf,
+    /// The local stand-ins (JSON) `infra/sam-translate.py --local` reads.
+    #[arg(long)]
+    local_file: PathBuf,
+    /// The local router's base URL: the front door's URL (the API's stage URL, or the
+    /// Function URL) wherever the template names it.
     #[arg(long)]
     public_base_url: String,
-    /// The push signing key file (created on first use).
+    /// The push signing key file (created on first use): the signing secret's local form.
     #[arg(long)]
     keys_file: PathBuf,
     /// Work job visibility and lease, in seconds: how soon a job whose worker died comes back
@@ -30,9 +52,13 @@ struct Options {
     /// of it, so it only has to cover a function's start.
     #[arg(long, default_value_t = 20)]
     work_visibility_secs: u64,
-    /// Longest SSE stream, in seconds.
-    #[arg(long, default_value_t = 840)]
-    max_stream_secs: u64,
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[tokio::main]
@@ -45,51 +71,78 @@ async fn main() -> Result<(), String> {
     let config = resources::create_all(&clients, &resources).await?;
     // The template passes the dead-letter queues' URLs in (the functions never look them up).
     let dlq_urls = a2a_lambda_tools::dead_letter_queue_urls(&clients, &resources).await?;
-    let mut env = String::from(
-        "# Written by infra/lambda-local.sh (a2a-lambda-setup): the environment of every function\n\
-         # under `cargo lambda watch`. Local only: the push and agent allow-lists and plain http\n\
-         # are never set by template.yaml.\n",
+
+    let runtime = [
+        ("AWS_ENDPOINT_URL", endpoint.clone()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+    ];
+    let mut text = String::from(
+        "# Written by infra/lambda-local.sh (a2a-lambda-setup): what Lambda's runtime gives every\n\
+         # function (region, credentials), and moto's endpoint instead of AWS's. The rest of each\n\
+         # function's environment is the template's (.venv-lambda/run/env/<function>.env).\n",
     );
-    let vars = [
-        ("AWS_ENDPOINT_URL", endpoint),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
+    for (k, v) in &runtime {
+        let _ = writeln!(text, "{k}={v}");
+    }
+    write(&o.runtime_env_file, &text)?;
+
+    let mut text = String::from(
+        "# Written by infra/lambda-local.sh (a2a-lambda-setup): the local stack, for the scripts\n\
+         # (no function reads this file).\n",
+    );
+    for (k, v) in runtime.iter().cloned().chain([
         ("A2A_TABLE", config.table.clone()),
         ("A2A_WORK_QUEUE_URL", config.work_queue_url.clone()),
         ("A2A_PUSH_QUEUE_URL", config.push_queue_url.clone()),
-        ("A2A_WORK_DLQ_URL", dlq_urls[0].clone()),
-        ("A2A_PUSH_DLQ_URL", dlq_urls[1].clone()),
-        ("A2A_PUBLIC_BASE_URL", o.public_base_url.clone()),
-        (
-            "A2A_PUSH_SIGNING_KEYS_FILE",
-            o.keys_file.display().to_string(),
-        ),
-        ("A2A_PUSH_ALLOW_HOSTS", "127.0.0.1,localhost,::1".into()),
-        ("A2A_PUSH_ALLOW_HTTP", "true".into()),
-        // The agents the functions call (`delegate`) on 127.0.0.1 too, over plain http: the
-        // Lambda suite's remote agent is an a2a-local there.
-        ("A2A_AGENT_ALLOW_HOSTS", "127.0.0.1,localhost".into()),
-        ("A2A_AGENT_ALLOW_HTTP", "true".into()),
         (
             "A2A_WORK_VISIBILITY_SECS",
             o.work_visibility_secs.to_string(),
         ),
-        ("A2A_MAX_STREAM_SECS", o.max_stream_secs.to_string()),
-        ("A2A_BLOCKING_TIMEOUT_SECS", "25".into()),
-        (
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-        ),
+    ]) {
+        let _ = writeln!(text, "{k}={v}");
+    }
+    write(&o.env_file, &text)?;
+
+    // Only these differ from what the template gives a function; each says why.
+    let mut overrides = vec![
+        json!({"name": "A2A_PUSH_ALLOW_HOSTS", "value": "127.0.0.1,localhost,::1", "to": "every function",
+               "why": "the suites' push receivers listen on loopback, which the cloud refuses"}),
+        json!({"name": "A2A_PUSH_ALLOW_HTTP", "value": "true", "to": "every function",
+               "why": "the suites' push receivers serve plain http"}),
+        json!({"name": "A2A_AGENT_ALLOW_HOSTS", "value": "127.0.0.1,localhost", "to": "every function",
+               "why": "the agents the suites delegate to (an a2a-local) listen on loopback"}),
+        json!({"name": "A2A_AGENT_ALLOW_HTTP", "value": "true", "to": "every function",
+               "why": "the agents the suites delegate to serve plain http"}),
+        json!({"name": "A2A_WORK_VISIBILITY_SECS", "value": o.work_visibility_secs.to_string(),
+               "to": "where the template sets it",
+               "why": "a job whose worker died comes back within this (the local work poller's visibility), not 900 s"}),
     ];
-    for (k, v) in vars {
-        let _ = writeln!(env, "{k}={v}");
+    if let Ok(level) = std::env::var("RUST_LOG") {
+        overrides.push(
+            json!({"name": "RUST_LOG", "value": level, "to": "where the template sets it",
+                              "why": "RUST_LOG of the shell that started the local run"}),
+        );
     }
-    if let Some(dir) = o.env_file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    }
-    std::fs::write(&o.env_file, env)
-        .map_err(|e| format!("cannot write {}: {e}", o.env_file.display()))?;
+    let local = json!({
+        "resources": {
+            "table": config.table,
+            "work_queue_url": config.work_queue_url,
+            "push_queue_url": config.push_queue_url,
+            "work_dlq_url": dlq_urls[0],
+            "push_dlq_url": dlq_urls[1],
+            "front_door_url": o.public_base_url,
+        },
+        "secrets": {
+            "PushSigningKeysSecret": {"A2A_PUSH_SIGNING_KEYS_FILE": o.keys_file.display().to_string()},
+        },
+        "overrides": overrides,
+    });
+    write(
+        &o.local_file,
+        &serde_json::to_string_pretty(&local).map_err(|e| e.to_string())?,
+    )?;
     println!("WORK_QUEUE_URL={}", config.work_queue_url);
     println!("PUSH_QUEUE_URL={}", config.push_queue_url);
     Ok(())

@@ -151,6 +151,22 @@ impl HttpFunction {
         matches!(self, Self::Channel | Self::Front)
     }
 
+    /// How long a blocking SendMessage waits on this function before it answers with the task
+    /// as it stands, when `A2A_BLOCKING_TIMEOUT_SECS` does not say: what its front door
+    /// allows. A buffered route behind API Gateway is ended at 29 s (20 s leaves time for a
+    /// cold start and the answer); a streaming one there has no such limit but an idle timeout
+    /// of 5 minutes (240 s); the Function URL's front function streams for up to its 900 s
+    /// timeout (840 s). `template.yaml` sets the same values (a test checks it).
+    pub fn default_blocking_timeout(self) -> Duration {
+        if self == Self::Front {
+            Duration::from_secs(840)
+        } else if self.streaming() {
+            Duration::from_secs(240)
+        } else {
+            Duration::from_secs(20)
+        }
+    }
+
     /// What the function does with the push signing keys: the functions serving a card (the
     /// public one, or the extended one over JSON-RPC) publish and sign with them (read-only),
     /// the others do not read them.

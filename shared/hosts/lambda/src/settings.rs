@@ -60,7 +60,8 @@ pub(crate) use crate::metrics::ENV_METRICS_NAMESPACE;
 pub(crate) const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
 /// `true` allows `http` webhooks (local runs only; the cloud requires `https`).
 pub(crate) const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
-/// Seconds a blocking SendMessage waits before it returns the task as it stands.
+/// Seconds a blocking SendMessage waits before it returns the task as it stands (default:
+/// what the function's front door allows, [`crate::HttpFunction::default_blocking_timeout`]).
 pub(crate) const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
 /// Seconds a running work job stays invisible between heartbeats; the task lease never
 /// outlasts it.
@@ -128,7 +129,10 @@ pub struct Settings {
     pub work_visibility: Duration,
     /// Execution lease (see [`ENV_EXECUTION_LEASE_SECS`]).
     pub execution_lease: Duration,
-    /// How long a blocking SendMessage waits (API Gateway ends buffered responses at 29 s).
+    /// How long a blocking SendMessage waits: by default what the function's front door allows
+    /// (API Gateway ends buffered responses at 29 s; streaming routes and the Function URL
+    /// allow minutes), the function being the one `A2A_FUNCTION` (or
+    /// `AWS_LAMBDA_FUNCTION_NAME`) names.
     pub blocking_timeout: Duration,
     /// Who may call (`A2A_AUTH`, `A2A_JWT_*`, `A2A_API_KEY_*`, as `a2a-local` reads them).
     pub auth: AuthSettings,
@@ -228,7 +232,10 @@ impl Settings {
             push_allow_http: get(ENV_PUSH_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
             work_visibility: secs(ENV_WORK_VISIBILITY_SECS, 900)?,
             execution_lease: secs(ENV_EXECUTION_LEASE_SECS, 60)?,
-            blocking_timeout: secs(ENV_BLOCKING_TIMEOUT_SECS, 25)?,
+            blocking_timeout: secs(
+                ENV_BLOCKING_TIMEOUT_SECS,
+                default_blocking_timeout(&lookup).as_secs(),
+            )?,
             auth: AuthSettings::from_lookup(&lookup)?,
             api_key_secret_arn: get(ENV_API_KEY_SECRET_ARN),
             api_key_file: get(ENV_API_KEY_FILE),
@@ -324,6 +331,20 @@ impl Settings {
             remote_poll: self.remote.poll,
             ..ServiceConfig::default()
         }
+    }
+}
+
+/// The blocking wait of the function `lookup` names ([`crate::Function::choose`]): its front
+/// door's ([`crate::HttpFunction::default_blocking_timeout`]); a function that serves no
+/// blocking send, or none named, gets the buffered route's.
+fn default_blocking_timeout(lookup: &impl Fn(&str) -> Option<String>) -> Duration {
+    let function = crate::Function::choose(
+        lookup(crate::ENV_FUNCTION).as_deref(),
+        lookup(crate::ENV_LAMBDA_FUNCTION_NAME).as_deref(),
+    );
+    match function {
+        Ok(crate::Function::Http(http)) => http.default_blocking_timeout(),
+        _ => crate::HttpFunction::Send.default_blocking_timeout(),
     }
 }
 
@@ -762,6 +783,45 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+    }
+
+    /// Each front door's blocking wait by default (issue 45, item 3): a buffered route is
+    /// ended by API Gateway at 29 s, the streaming ones are not, so `rpc` and `front` must not
+    /// hand a blocking send over at the buffered route's 20 s.
+    #[test]
+    fn the_blocking_wait_defaults_to_what_the_function_s_front_door_allows() {
+        let of = |function: &'static str, by_name: bool, set: Option<&'static str>| {
+            Settings::from_lookup(move |name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                "A2A_FUNCTION" if !by_name => Some(function.into()),
+                "AWS_LAMBDA_FUNCTION_NAME" if by_name => Some(function.into()),
+                ENV_BLOCKING_TIMEOUT_SECS => set.map(str::to_owned),
+                _ => None,
+            })
+            .unwrap()
+            .blocking_timeout
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(of("send", false, None), secs(20));
+        assert_eq!(of("rpc", false, None), secs(240));
+        assert_eq!(of("front", false, None), secs(840));
+        // Under `cargo lambda watch` the role comes from the function's name.
+        assert_eq!(of("front", true, None), secs(840));
+        assert_eq!(of("worker", false, None), secs(20));
+        assert_eq!(
+            Settings::from_lookup(|name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                _ => None,
+            })
+            .unwrap()
+            .blocking_timeout,
+            secs(20)
+        );
+        // The variable wins.
+        assert_eq!(of("front", false, Some("30")), secs(30));
+        assert_eq!(of("send", false, Some("24")), secs(24));
     }
 
     #[test]

@@ -891,10 +891,17 @@ fn every_function_logs_json_with_retention_and_traces() {
     let env = &globals["Environment"]["Variables"];
     assert_eq!(str_of(&env["A2A_METRICS_NAMESPACE"]), "MetricsNamespace");
     assert_eq!(str_of(&env["A2A_METRICS_DETAIL"]), "MetricsDetail");
-    assert_eq!(
-        str_of(&env["A2A_PUSH_KEYS_REFRESH_SECS"]),
-        "PushKeysRefreshSeconds"
-    );
+    // Each function that reads the signing keys uses them for as long as the template says.
+    for (role, f) in functions(&t) {
+        let env = &f["Properties"]["Environment"]["Variables"];
+        if env.get("A2A_PUSH_SIGNING_SECRET_ARN").is_some() {
+            assert_eq!(
+                str_of(&env["A2A_PUSH_KEYS_REFRESH_SECS"]),
+                "PushKeysRefreshSeconds",
+                "{role}"
+            );
+        }
+    }
     // Every LogLevel value maps to one of Lambda's levels.
     let levels = &t["Mappings"]["LambdaLogLevel"];
     for level in t["Parameters"]["LogLevel"]["AllowedValues"]
@@ -1914,120 +1921,289 @@ fn a_function_url_front_door_is_capped_by_default() {
     }
 }
 
-/// Lambda refuses a function whose environment (names and values) passes 4 KB: the deploy
+/// Lambda refuses a function whose environment passes 4 KB, measured as the compact JSON of
+/// its `Variables` map in UTF-8 bytes (its refusal quotes the string it measured); the deploy
 /// fails then, mid-stack. Every value a parameter or resource puts there is bounded (a
-/// parameter by `MaxLength`, its allowed values or its `MaxValue`; a resource by what AWS
-/// names it), and at every bound at once each function's environment still fits.
+/// parameter by `MaxLength` and what its `AllowedPattern` lets a character be, its allowed
+/// values or its `MaxValue`; a resource by what AWS names it), and at every bound at once, in
+/// every case the conditions make (each front door, each auth mode, the stack's own secrets or
+/// yours), each function's environment still fits with a margin.
 #[test]
-fn every_function_s_environment_fits_in_4_kb_at_every_parameter_s_bound() {
-    let t = template();
-    // Upper bounds of what the resources and pseudo parameters put in the environment.
-    let region = "ap-southeast-2".len() + 2;
-    let url_suffix = "amazonaws.com.cn".len();
-    // https://sqs.<region>.amazonaws.com/<account>/<name of at most 80>
-    let queue_url =
-        "https://sqs.".len() + region + ".".len() + url_suffix + "/".len() + 12 + 1 + 80;
-    // arn:<partition>:secretsmanager:<region>:<account>:secret:<stack name, 128, and a
-    // suffix of ours>-<6 random>
-    let secret_arn = "arn:aws-us-gov:secretsmanager:".len()
-        + region
-        + 1
-        + 12
-        + ":secret:".len()
-        + 128
-        + "-push-signing-keys".len()
-        + 7;
-    let bound = |v: &Value| -> usize { max_len(&t, v, region, url_suffix, queue_url, secret_arn) };
-    let globals = t["Globals"]["Function"]["Environment"]["Variables"]
-        .as_mapping()
-        .unwrap();
-    for (role, f) in functions(&t) {
-        let mut env: BTreeMap<String, usize> = BTreeMap::new();
-        let own = f["Properties"]["Environment"]["Variables"]
-            .as_mapping()
-            .unwrap();
-        for (name, value) in globals.iter().chain(own.iter()) {
-            env.insert(name.as_str().unwrap().to_owned(), bound(value));
+fn every_function_s_environment_fits_in_4_kb_of_json_at_every_parameter_s_bound() {
+    const LIMIT: usize = 4096;
+    // What AWS may add to a name we do not control the length of (a longer region name, a
+    // partition), and JSON we may have counted short.
+    const MARGIN: usize = 96;
+    let given = [
+        ("PublicBaseUrl", "https://agent.example"),
+        ("AgentCredentialsSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:c"),
+        ("PushSigningKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:p"),
+        ("LiteChannelSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:l"),
+        ("ApiKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:k"),
+        ("ExistingTableName", "a2a-restored"),
+        ("ExistingTableStreamArn", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000"),
+        ("JwtIssuer", "https://issuer.example"),
+        ("JwtAudience", "a2a"),
+    ];
+    let mut largest: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        for auth in ["api-key", "jwt", "none"] {
+            for own in [false, true] {
+                let mut overrides = vec![
+                    ("FrontDoor", front_door),
+                    ("AuthMode", auth),
+                    ("LiteChannels", "on"),
+                ];
+                if !own {
+                    overrides.extend(given.iter().copied());
+                }
+                let Some(stack) = sam::created(&overrides) else {
+                    return;
+                };
+                for (_, f) in sam::of_type(&stack, "AWS::Lambda::Function") {
+                    let variables = f["Properties"]["Environment"]["Variables"]
+                        .as_object()
+                        .unwrap();
+                    let role = variables["A2A_FUNCTION"].as_str().unwrap().to_owned();
+                    // {"NAME":"value",...}: the braces, a comma between two, and each pair.
+                    let mut bytes = 2 + variables.len().saturating_sub(1);
+                    for (name, value) in variables {
+                        bytes += serde_json::to_string(name).unwrap().len()
+                            + 1
+                            + json_bound(&stack, value);
+                    }
+                    let case = format!("{overrides:?}");
+                    let entry = largest.entry(role).or_default();
+                    if bytes > entry.0 {
+                        *entry = (bytes, case);
+                    }
+                }
+            }
         }
-        let total: usize = env.iter().map(|(name, len)| name.len() + len).sum();
+    }
+    assert!(largest.contains_key("front") && largest.contains_key("worker"));
+    for (role, (bytes, case)) in &largest {
+        eprintln!("{role}: up to {bytes} bytes of environment (JSON) in {case}");
         assert!(
-            total <= 4096,
-            "{role}: up to {total} bytes of environment: {env:?}"
+            bytes + MARGIN <= LIMIT,
+            "{role}: up to {bytes} bytes of environment (JSON), {MARGIN} of margin, in {case}"
         );
     }
 }
 
-/// The most bytes `v`, a value of the template, can take.
-fn max_len(
-    t: &Value,
-    v: &Value,
-    region: usize,
-    url_suffix: usize,
-    queue_url: usize,
-    secret_arn: usize,
-) -> usize {
-    let again = |v: &Value| max_len(t, v, region, url_suffix, queue_url, secret_arn);
-    let named = |name: &str| -> usize {
-        let (name, attribute) = name.split_once('.').unwrap_or((name, ""));
-        if let Some(p) = t["Parameters"].get(name) {
-            if let Some(max) = p.get("MaxLength") {
-                return usize::try_from(num(max)).unwrap();
+/// The most bytes `v`, a resolved value of the translated template, takes in compact JSON
+/// (its quotes included).
+fn json_bound(stack: &serde_json::Value, v: &serde_json::Value) -> usize {
+    use serde_json::Value as J;
+    match v {
+        J::String(s) => serde_json::to_string(s).unwrap().len(),
+        J::Number(n) => n.to_string().len() + 2,
+        J::Bool(b) => b.to_string().len() + 2,
+        J::Object(o) if o.contains_key("Fn::Sub") => {
+            let text = o["Fn::Sub"].as_str().expect("a Fn::Sub string");
+            let mut total = 2;
+            let mut rest = text;
+            while let Some(start) = rest.find("${") {
+                total += serde_json::to_string(&rest[..start]).unwrap().len() - 2;
+                let end = rest[start..].find('}').unwrap() + start;
+                total += named_bound(stack, &rest[start + 2..end]);
+                rest = &rest[end + 1..];
             }
-            if let Some(values) = p.get("AllowedValues").and_then(Value::as_sequence) {
-                return values.iter().map(|v| str_of(v).len()).max().unwrap();
-            }
-            if let Some(max) = p.get("MaxValue") {
-                return str_of(max).len().max(str_of(&p["MinValue"]).len());
-            }
-            panic!("parameter {name} has no bound (MaxLength, AllowedValues or MaxValue)");
+            total + serde_json::to_string(rest).unwrap().len() - 2
         }
-        match name {
-            "AWS::Region" => return region,
-            "AWS::URLSuffix" => return url_suffix,
-            "AWS::NoValue" => return 0,
-            _ => {}
+        other => {
+            let name = sam::target(other).unwrap_or_else(|| panic!("no bound for {other}"));
+            2 + named_bound(stack, &name)
         }
-        let resource = &t["Resources"][name];
-        match (resource["Type"].as_str(), attribute) {
-            (Some("AWS::SQS::Queue"), "") => queue_url,
-            (Some("AWS::DynamoDB::Table"), "") => 255,
-            (Some("AWS::SecretsManager::Secret"), "") => secret_arn,
-            // A REST API's id.
-            (Some("AWS::Serverless::Api"), "") => 10,
-            // https://<32>.lambda-url.<region>.on.aws/
-            (Some("AWS::Serverless::Function"), "") => 64,
-            (None, "FunctionUrl") => {
-                "https://".len() + 32 + ".lambda-url.".len() + region + ".on.aws/".len()
+    }
+}
+
+/// The most JSON bytes (quotes aside) of what `name` (`Param`, `Resource`, `Resource.Attr`,
+/// `AWS::Region`) resolves to.
+fn named_bound(stack: &serde_json::Value, name: &str) -> usize {
+    // Upper bounds of what the resources and pseudo parameters put in the environment.
+    let region = "ap-southeast-2".len() + 2;
+    let url_suffix = "amazonaws.com.cn".len();
+    let (name, attribute) = name.split_once('.').unwrap_or((name, ""));
+    if let Some(p) = stack["Parameters"].get(name) {
+        if let Some(values) = p.get("AllowedValues").and_then(|v| v.as_array()) {
+            return values
+                .iter()
+                .map(|v| json_bound(stack, v) - 2)
+                .max()
+                .unwrap();
+        }
+        if let Some(max) = p.get("MaxLength") {
+            let chars: usize = max.as_u64().map_or_else(
+                || max.as_str().unwrap().parse().unwrap(),
+                |n| usize::try_from(n).unwrap(),
+            );
+            return chars * json_bytes_per_char(p.get("AllowedPattern").and_then(|v| v.as_str()));
+        }
+        if let Some(max) = p.get("MaxValue") {
+            return max.to_string().len().max(p["MinValue"].to_string().len());
+        }
+        panic!("parameter {name} has no bound (MaxLength, AllowedValues or MaxValue)");
+    }
+    match name {
+        "AWS::Region" => return region,
+        "AWS::URLSuffix" => return url_suffix,
+        _ => {}
+    }
+    let resource = &stack["Resources"][name];
+    match (resource["Type"].as_str(), attribute) {
+        // https://sqs.<region>.amazonaws.com/<account>/<name of at most 80>
+        (Some("AWS::SQS::Queue"), "") => {
+            "https://sqs.".len() + region + 1 + url_suffix + 1 + 12 + 1 + 80
+        }
+        (Some("AWS::DynamoDB::Table"), "") => 255,
+        // arn:<partition>:secretsmanager:<region>:<account>:secret:<stack name, 128, and a
+        // suffix of ours>-<6 random>
+        (Some("AWS::SecretsManager::Secret"), "") => {
+            "arn:aws-us-gov:secretsmanager:".len()
+                + region
+                + 1
+                + 12
+                + ":secret:".len()
+                + 128
+                + "-push-signing-keys".len()
+                + 7
+        }
+        // A REST API's id.
+        (Some("AWS::ApiGateway::RestApi"), "") => 10,
+        // https://<32>.lambda-url.<region>.on.aws/
+        (Some("AWS::Lambda::Url"), "FunctionUrl") => {
+            "https://".len() + 32 + ".lambda-url.".len() + region + ".on.aws/".len()
+        }
+        other => panic!("no bound for {name} ({other:?})"),
+    }
+}
+
+/// The most bytes one character of a value matching `pattern` (a parameter's
+/// `AllowedPattern`) takes in compact JSON, UTF-8: 1 for printable ASCII, 2 for `"` and `\`,
+/// 6 for a control character (`\u0001`), 3 for any other (CloudFormation's `MaxLength` counts
+/// UTF-16 units: a character beyond the BMP is two of them and four bytes). No pattern: 6.
+/// Reads the patterns the template uses: literals, classes (ranges, `\s`, `\d`, `\w`, `\xHH`,
+/// `\uHHHH`, negation), `.`, anchors, groups and quantifiers.
+fn json_bytes_per_char(pattern: Option<&str>) -> usize {
+    const ANY: (u32, u32) = (0, 0x10_FFFF);
+    let Some(pattern) = pattern else {
+        return 6;
+    };
+    let chars: Vec<char> = pattern.chars().collect();
+    // An escape at chars[i] (after the backslash): the ranges it stands for, and its length.
+    let escape = |i: usize| -> (Vec<(u32, u32)>, usize) {
+        let hex = |from: usize, n: usize| {
+            let digits: String = chars[from..from + n].iter().collect();
+            u32::from_str_radix(&digits, 16).unwrap()
+        };
+        match chars[i] {
+            's' => (vec![(9, 13), (32, 32)], 1),
+            'd' => (vec![(48, 57)], 1),
+            'w' => (vec![(48, 57), (65, 90), (95, 95), (97, 122)], 1),
+            'S' | 'D' | 'W' => (vec![ANY], 1),
+            'x' => {
+                let c = hex(i + 1, 2);
+                (vec![(c, c)], 3)
             }
-            other => panic!("no bound for {name} ({other:?})"),
+            'u' => {
+                let c = hex(i + 1, 4);
+                (vec![(c, c)], 5)
+            }
+            c => (vec![(c as u32, c as u32)], 1),
         }
     };
-    match v {
-        Value::Tagged(tagged) => match tagged.tag.to_string().as_str() {
-            "!Ref" | "!GetAtt" => named(tagged.value.as_str().unwrap()),
-            "!If" => {
-                let branches = tagged.value.as_sequence().unwrap();
-                again(&branches[1]).max(again(&branches[2]))
+    let mut admitted: Vec<(u32, u32)> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => {
+                let (ranges, len) = escape(i + 1);
+                admitted.extend(ranges);
+                i += 1 + len;
             }
-            "!Sub" => {
-                let text = tagged.value.as_str().expect("a !Sub string");
-                let mut total = 0;
-                let mut rest = text;
-                while let Some(start) = rest.find("${") {
-                    total += start;
-                    let end = rest[start..].find('}').unwrap() + start;
-                    total += named(&rest[start + 2..end]);
-                    rest = &rest[end + 1..];
+            '.' => {
+                admitted.push(ANY);
+                i += 1;
+            }
+            '{' => i = i + chars[i..].iter().position(|&c| c == '}').unwrap() + 1,
+            '^' | '$' | '|' | '(' | ')' | '?' | '*' | '+' => i += 1,
+            '[' => {
+                i += 1;
+                let negated = chars[i] == '^';
+                if negated {
+                    i += 1;
                 }
-                total + rest.len()
+                let mut listed: Vec<(u32, u32)> = Vec::new();
+                let mut first = true;
+                while chars[i] != ']' || first {
+                    first = false;
+                    let (mut ranges, len) = if chars[i] == '\\' {
+                        let (r, len) = escape(i + 1);
+                        (r, len + 1)
+                    } else {
+                        (vec![(chars[i] as u32, chars[i] as u32)], 1)
+                    };
+                    i += len;
+                    // A range: `a-b`, unless the `-` closes the class.
+                    if chars[i] == '-' && chars[i + 1] != ']' && ranges.len() == 1 {
+                        let (hi, len) = if chars[i + 1] == '\\' {
+                            let (r, len) = escape(i + 2);
+                            (r[0].1, len + 1)
+                        } else {
+                            (chars[i + 1] as u32, 1)
+                        };
+                        ranges[0].1 = hi;
+                        i += 1 + len;
+                    }
+                    listed.extend(ranges);
+                }
+                i += 1;
+                if negated {
+                    listed.sort_unstable();
+                    let mut from = 0;
+                    for (lo, hi) in listed {
+                        if lo > from {
+                            admitted.push((from, lo - 1));
+                        }
+                        from = from.max(hi + 1);
+                    }
+                    if from <= ANY.1 {
+                        admitted.push((from, ANY.1));
+                    }
+                } else {
+                    admitted.extend(listed);
+                }
             }
-            other => panic!("no bound for {other}"),
-        },
-        Value::String(s) => s.len(),
-        Value::Number(n) => n.to_string().len(),
-        Value::Bool(b) => b.to_string().len(),
-        other => panic!("no bound for {other:?}"),
+            c => {
+                admitted.push((c as u32, c as u32));
+                i += 1;
+            }
+        }
     }
+    let overlaps = |lo: u32, hi: u32| admitted.iter().any(|&(a, b)| a <= hi && lo <= b);
+    if overlaps(0, 0x1F) {
+        6
+    } else if overlaps(0x80, ANY.1) {
+        3
+    } else if overlaps(0x22, 0x22) || overlaps(0x5C, 0x5C) {
+        2
+    } else {
+        1
+    }
+}
+
+#[test]
+fn a_character_s_json_bytes_are_read_from_its_parameter_s_pattern() {
+    assert_eq!(json_bytes_per_char(None), 6);
+    assert_eq!(json_bytes_per_char(Some("^[A-Za-z0-9_-]{1,64}$")), 1);
+    assert_eq!(json_bytes_per_char(Some("^$|^(/[A-Za-z0-9._~-]+)+$")), 1);
+    // `\s` admits a tab (escaped as \t, but a vertical tab as \u000b).
+    assert_eq!(json_bytes_per_char(Some("^[^/?#\\s]+$")), 6);
+    assert_eq!(json_bytes_per_char(Some("^[^\\x00-\\x1F]*$")), 3);
+    assert_eq!(json_bytes_per_char(Some("^[ -~]*$")), 2);
+    assert_eq!(json_bytes_per_char(Some("^[!#-\\[\\]-~]*$")), 1);
+    assert_eq!(json_bytes_per_char(Some("^a.b$")), 6);
 }
 
 /// Your own secrets (`PushSigningKeySecretArn`, `ApiKeySecretArn`, `AgentCredentialsSecretArn`,
@@ -2423,6 +2599,405 @@ fn the_metric_lines_the_bill_assumes() {
             line.len() + trace.len() <= assumed,
             "{constant} = {assumed}, but a line takes {}: {line}",
             line.len() + trace.len()
+        );
+    }
+}
+
+/// The variables of `role` in `stack` (translated and resolved), by name.
+fn variables_of<'a>(
+    stack: &'a serde_json::Value,
+    role: &str,
+) -> &'a serde_json::Map<String, serde_json::Value> {
+    let logical = sam::function_logical_id(stack, role);
+    stack["Resources"][logical.as_str()]["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .unwrap()
+}
+
+/// The roles of the functions `stack` creates.
+fn roles_of(stack: &serde_json::Value) -> BTreeSet<String> {
+    sam::of_type(stack, "AWS::Lambda::Function")
+        .into_iter()
+        .map(|(_, f)| {
+            f["Properties"]["Environment"]["Variables"]["A2A_FUNCTION"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Issue 45, item 1: an agent call started on the worker (a `returnImmediately` send, an
+/// A2A-Lite room task, a run handed over at a deadline) gives the remote agent our relay URL
+/// only if the worker knows the front door's URL; without it the remote task is polled every
+/// 30 s. Every function that runs the agent (those that may read the agents' credentials) has
+/// that URL: the HTTP ones from each request (their front door's URL: naming it in their
+/// environment would be a cycle), the others in `A2A_PUBLIC_BASE_URL`, the same as the push
+/// function's (the front door's URL, or `PublicBaseUrl`), whichever the front door.
+#[test]
+fn every_function_that_can_start_an_agent_call_knows_the_relay_url() {
+    let credentials = "arn:aws:secretsmanager:us-east-1:123456789012:secret:agents";
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        for public in ["", "https://agent.example"] {
+            let Some(stack) = sam::created(&[
+                ("FrontDoor", front_door),
+                ("AgentCredentialsSecretArn", credentials),
+                ("LiteChannels", "on"),
+                ("PublicBaseUrl", public),
+            ]) else {
+                return;
+            };
+            let push = variables_of(&stack, "push")["A2A_PUBLIC_BASE_URL"].clone();
+            let expected = if public.is_empty() {
+                let named = if front_door == "FunctionUrl" {
+                    "FrontFunctionUrl"
+                } else {
+                    "A2aApi"
+                };
+                assert!(
+                    push.to_string().contains(named),
+                    "{front_door}: push names {push}"
+                );
+                push.clone()
+            } else {
+                serde_json::json!({"Ref": "PublicBaseUrl"})
+            };
+            let mut agent_runners = BTreeSet::new();
+            for role in roles_of(&stack) {
+                let env = variables_of(&stack, &role);
+                if !env.contains_key("A2A_AGENT_CREDENTIALS_SECRET_ARN") {
+                    continue;
+                }
+                agent_runners.insert(role.clone());
+                match Function::named(&role).unwrap() {
+                    // Behind the front door: the request names its URL, unless PublicBaseUrl
+                    // does (it wins everywhere).
+                    Function::Http(_) => assert_eq!(
+                        env.get("A2A_PUBLIC_BASE_URL"),
+                        (!public.is_empty()).then_some(&expected),
+                        "{front_door} {public:?}: {role}"
+                    ),
+                    _ => assert_eq!(
+                        env.get("A2A_PUBLIC_BASE_URL"),
+                        Some(&expected),
+                        "{front_door} {public:?}: {role} starts agent calls without the relay URL"
+                    ),
+                }
+            }
+            assert!(agent_runners.contains("worker"), "{agent_runners:?}");
+        }
+    }
+}
+
+/// Issue 45, item 3: a blocking SendMessage waits as long as its front door allows, no longer
+/// and not (much) shorter: 20 s (`BlockingTimeoutSeconds`, at most 24) on the buffered route
+/// behind API Gateway, which ends it at 29 s; 240 s on the streaming JSON-RPC route there
+/// (API Gateway's idle timeout of a stream is 5 minutes); 840 s behind the Function URL,
+/// which streams for the function's 900 s. The template sets exactly the code's default of
+/// each function (`HttpFunction::default_blocking_timeout`), and only on the functions that
+/// serve SendMessage.
+#[test]
+fn each_front_door_s_blocking_sends_wait_as_long_as_it_allows() {
+    use a2a_protocol::Operation;
+    let call = a2a_aws::CALL_LIMITS.operation;
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door), ("LiteChannels", "on")]) else {
+            return;
+        };
+        let parameter = &stack["Parameters"]["BlockingTimeoutSeconds"];
+        let mut seen = BTreeSet::new();
+        for role in roles_of(&stack) {
+            let env = variables_of(&stack, &role);
+            let value = env.get("A2A_BLOCKING_TIMEOUT_SECS");
+            let Some(Function::Http(http)) = Function::named(&role) else {
+                assert_eq!(value, None, "{role} serves no blocking send");
+                continue;
+            };
+            if !http.surface().operations.contains(&Operation::SendMessage) {
+                assert_eq!(value, None, "{role} serves no blocking send");
+                continue;
+            }
+            let value = value.unwrap_or_else(|| panic!("{role} has no blocking timeout"));
+            let (secs, bound) = if value == &serde_json::json!({"Ref": "BlockingTimeoutSeconds"}) {
+                (
+                    parameter["Default"].as_u64().unwrap(),
+                    parameter["MaxValue"].as_u64().unwrap(),
+                )
+            } else {
+                let secs: u64 = value.as_str().unwrap().parse().unwrap();
+                (secs, secs)
+            };
+            let logical = sam::function_logical_id(&stack, &role);
+            let timeout = stack["Resources"][logical.as_str()]["Properties"]["Timeout"]
+                .as_u64()
+                .unwrap();
+            let longest = std::time::Duration::from_secs(bound);
+            if http == HttpFunction::Front {
+                // The Function URL: the function's own timeout, a minute of margin.
+                assert!(
+                    longest + std::time::Duration::from_secs(60)
+                        <= std::time::Duration::from_secs(timeout),
+                    "{role}"
+                );
+            } else if http.streaming() {
+                // A streaming route: API Gateway's idle timeout (5 min), a minute of margin.
+                assert!(
+                    longest + std::time::Duration::from_secs(60)
+                        <= std::time::Duration::from_secs(300),
+                    "{role}"
+                );
+                assert!(
+                    longest + call <= std::time::Duration::from_secs(timeout),
+                    "{role}"
+                );
+            } else {
+                // A buffered route: API Gateway's 29 s, 5 s for a cold start and the answer.
+                assert!(bound <= 24, "{role}: {bound} s");
+                assert!(
+                    longest + call <= std::time::Duration::from_secs(timeout),
+                    "{role}"
+                );
+            }
+            // Not handed over sooner than the door allows: the code's default for the function.
+            assert_eq!(
+                std::time::Duration::from_secs(secs),
+                http.default_blocking_timeout(),
+                "{front_door}: {role}"
+            );
+            seen.insert(role);
+        }
+        let expected: BTreeSet<String> = match front_door {
+            "ApiGateway" => ["send", "rpc"].map(String::from).into(),
+            _ => ["front"].map(String::from).into(),
+        };
+        assert_eq!(seen, expected);
+    }
+}
+
+/// Issue 45, item 4: each variable moved out of the globals goes to exactly the functions
+/// whose code reads it, as the code says which function serves what.
+#[test]
+fn per_function_variables_go_to_the_functions_that_read_them() {
+    use a2a_lambda_glue::KeyUse;
+    use a2a_protocol::Operation;
+    let reads = |role: &str, name: &str| -> bool {
+        let http = match Function::named(role).unwrap() {
+            Function::Http(http) => http,
+            Function::Push => return name == "A2A_PUSH_KEYS_REFRESH_SECS",
+            _ => return false,
+        };
+        let surface = http.surface();
+        match name {
+            "A2A_AGENT_NAME" | "A2A_AGENT_DESCRIPTION" => {
+                surface.card
+                    || surface
+                        .operations
+                        .contains(&Operation::GetExtendedAgentCard)
+                    || http.serves_channels()
+            }
+            "A2A_MAX_STREAM_SECS" => http.streaming(),
+            "A2A_LONG_POLL_SECS" => surface.operations.contains(&Operation::GetTask),
+            "A2A_PUSH_KEYS_REFRESH_SECS" => http.key_use() != KeyUse::None,
+            other => panic!("{other}"),
+        }
+    };
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door), ("LiteChannels", "on")]) else {
+            return;
+        };
+        for role in roles_of(&stack) {
+            let env = variables_of(&stack, &role);
+            for name in [
+                "A2A_AGENT_NAME",
+                "A2A_AGENT_DESCRIPTION",
+                "A2A_MAX_STREAM_SECS",
+                "A2A_LONG_POLL_SECS",
+                "A2A_PUSH_KEYS_REFRESH_SECS",
+            ] {
+                assert_eq!(env.contains_key(name), reads(&role, name), "{role}: {name}");
+            }
+        }
+    }
+    // Auth settings only in their own mode (the 4 KB hold one mode's at their bounds).
+    for (mode, present, absent) in [
+        ("jwt", "A2A_JWT_ISSUER", "A2A_API_KEY_NAME"),
+        ("api-key", "A2A_API_KEY_NAME", "A2A_JWT_ISSUER"),
+    ] {
+        let Some(stack) = sam::created(&[("AuthMode", mode)]) else {
+            return;
+        };
+        let env = variables_of(&stack, "send");
+        assert!(
+            env.contains_key(present) && !env.contains_key(absent),
+            "{mode}: {env:?}"
+        );
+    }
+}
+
+/// Issue 45, item 8: behind the Function URL, `FunctionUrlAuthType AWS_IAM` would refuse
+/// every caller that does not sign SigV4: the agents pushing to the relay route, the chat
+/// servers of the A2A-Lite channels, the push receivers fetching the JWKS. A rule refuses it
+/// before anything is created; behind API Gateway the parameter changes nothing.
+#[test]
+fn a_function_url_that_would_refuse_unsigned_callers_is_refused_before_anything_is_created() {
+    let failed = |overrides: &[(&str, &str)]| -> Option<Vec<String>> {
+        let stack = sam::created(overrides)?;
+        Some(
+            stack["FailedRules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_str().unwrap().to_owned())
+                .collect(),
+        )
+    };
+    let Some(iam) = failed(&[
+        ("FrontDoor", "FunctionUrl"),
+        ("FunctionUrlAuthType", "AWS_IAM"),
+    ]) else {
+        return;
+    };
+    assert_eq!(iam.len(), 1, "{iam:?}");
+    for route in ["relay route", "A2A-Lite channels", "JWKS"] {
+        assert!(iam[0].contains(route), "{iam:?}");
+    }
+    for ok in [
+        vec![
+            ("FrontDoor", "FunctionUrl"),
+            ("FunctionUrlAuthType", "NONE"),
+        ],
+        vec![
+            ("FrontDoor", "ApiGateway"),
+            ("FunctionUrlAuthType", "AWS_IAM"),
+        ],
+        vec![],
+    ] {
+        assert_eq!(failed(&ok).unwrap(), Vec::<String>::new(), "{ok:?}");
+    }
+}
+
+/// Issue 52, item 1: the local Lambda runs give each function the environment SAM's
+/// translation of the template gives it (`infra/sam-translate.py --local-env`, what
+/// `infra/lambda-local.sh` runs), with only the endpoints swapped, the secrets in their local
+/// form, and the overrides the local file lists: no variable of their own, none missing. So
+/// the worker has the relay URL locally exactly when it has it deployed.
+#[test]
+fn the_local_runs_give_each_function_the_template_s_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = serde_json::json!({
+        "resources": {
+            "table": "local-table", "work_queue_url": "http://127.0.0.1:1/q/work",
+            "push_queue_url": "http://127.0.0.1:1/q/push.fifo", "work_dlq_url": "http://127.0.0.1:1/q/work-dlq",
+            "push_dlq_url": "http://127.0.0.1:1/q/push-dlq.fifo", "front_door_url": "http://127.0.0.1:9100",
+        },
+        "secrets": {"PushSigningKeysSecret": {"A2A_PUSH_SIGNING_KEYS_FILE": "/keys.json"}},
+        "overrides": [
+            {"name": "A2A_PUSH_ALLOW_HTTP", "value": "true", "to": "every function", "why": "test"},
+            {"name": "A2A_WORK_VISIBILITY_SECS", "value": "20", "to": "where the template sets it", "why": "test"},
+        ],
+    });
+    let local_file = dir.path().join("local.json");
+    std::fs::write(&local_file, local.to_string()).unwrap();
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let parameters = [("FrontDoor", front_door), ("AuthMode", "none")];
+        let Some(stack) = sam::created(&parameters) else {
+            return;
+        };
+        let out = dir.path().join(front_door);
+        let status = std::process::Command::new(root().join(".venv-sam/bin/python"))
+            .arg(root().join("infra/sam-translate.py"))
+            .arg("--template")
+            .arg(root().join("template.yaml"))
+            .arg("--local-env")
+            .arg(&out)
+            .arg("--local")
+            .arg(&local_file)
+            .args(parameters.iter().map(|(k, v)| format!("{k}={v}")))
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let written: BTreeSet<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .trim_end_matches(".env")
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(written, roles_of(&stack), "{front_door}");
+        for role in roles_of(&stack) {
+            let text = std::fs::read_to_string(out.join(format!("{role}.env"))).unwrap();
+            let env: BTreeMap<String, String> = text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| {
+                    let (k, v) = l.split_once('=').unwrap();
+                    (k.to_owned(), v.trim_matches('\'').to_owned())
+                })
+                .collect();
+            let template = variables_of(&stack, &role);
+            let mut expected = BTreeMap::new();
+            for (name, value) in template {
+                let value = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    v if v.get("Ref").is_some_and(|r| {
+                        stack["Parameters"].get(r.as_str().unwrap()).is_some()
+                    }) =>
+                    {
+                        let parameter = v["Ref"].as_str().unwrap();
+                        match parameters.iter().find(|(p, _)| *p == parameter) {
+                            Some((_, given)) => (*given).to_owned(),
+                            None => match &stack["Parameters"][parameter]["Default"] {
+                                serde_json::Value::String(s) => s.clone(),
+                                serde_json::Value::Null => String::new(),
+                                other => other.to_string(),
+                            },
+                        }
+                    }
+                    v => {
+                        let text = v.to_string();
+                        if name == "A2A_PUSH_SIGNING_SECRET_ARN" {
+                            expected.insert(
+                                "A2A_PUSH_SIGNING_KEYS_FILE".to_owned(),
+                                "/keys.json".to_owned(),
+                            );
+                            continue;
+                        }
+                        let key = [
+                            ("TasksTable", "table"),
+                            ("DeadLetterQueue", ""),
+                            ("WorkQueue", "work_queue_url"),
+                            ("PushQueue", "push_queue_url"),
+                            ("A2aApi", "front_door_url"),
+                            ("FrontFunctionUrl", "front_door_url"),
+                        ]
+                        .iter()
+                        .find(|(logical, _)| text.contains(logical))
+                        .map(|(_, key)| *key)
+                        .unwrap_or_else(|| panic!("{role}: {name} = {text}"));
+                        let key = match (key, text.contains("WorkDeadLetterQueue")) {
+                            ("", true) => "work_dlq_url",
+                            ("", false) => "push_dlq_url",
+                            (key, _) => key,
+                        };
+                        local["resources"][key].as_str().unwrap().to_owned()
+                    }
+                };
+                expected.insert(name.clone(), value);
+            }
+            expected.insert("A2A_PUSH_ALLOW_HTTP".into(), "true".into());
+            if template.contains_key("A2A_WORK_VISIBILITY_SECS") {
+                expected.insert("A2A_WORK_VISIBILITY_SECS".into(), "20".into());
+            }
+            assert_eq!(env, expected, "{front_door}: {role}");
+        }
+        let worker = std::fs::read_to_string(out.join("worker.env")).unwrap();
+        assert!(
+            worker.contains("A2A_PUBLIC_BASE_URL='http://127.0.0.1:9100'\n"),
+            "{worker}"
         );
     }
 }
