@@ -16,6 +16,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+
+# What the suites need beyond cargo, checked before a run of half an hour rather than in it.
+for tool in python3 node npm cc; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "infra/test-all.sh needs $tool on the PATH (README.md, Quick start: what you need)" >&2
+    exit 1
+  }
+done
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 # Progress: each step says when it starts, and a ticker in the background says every minute
