@@ -202,13 +202,13 @@ start() {
   local bin="${CARGO_TARGET_DIR:-target}/debug"
   mkdir -p "$STATE"
   install
-  say "building the functions and local tools"
+  say "building the functions and local tools (minutes from an empty target directory; cargo's progress follows)"
   # The workspace as infra/test-all.sh builds it (a no-op after it), then what watch's
   # `cargo run --bin <function>` at the workspace root resolves: every member's binaries, no
   # dev-dependencies. The two resolve the same features (no dev-dependency adds one; test-all
   # checks it), so the second compiles nothing and no function compiles on its first request.
-  cargo build --quiet --workspace --all-targets >&2
-  cargo build --quiet --workspace --bins >&2
+  cargo build --workspace --all-targets >&2
+  cargo build --workspace --bins >&2
   if alive watch; then say "already running"; print_env; return; fi
   if ! alive moto; then
     [ -n "$MOTO_PORT" ] || MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
