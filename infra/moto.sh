@@ -16,6 +16,10 @@
 #   cargo test -p a2a-aws
 #   infra/moto.sh stop
 #
+# AWS's limits that moto leaves out are always enforced; the faults AWS produces are off unless
+# A2A_FAULT_RATE (with A2A_FAULT_SEED, A2A_FAULT_KINDS) is in this script's environment, or are
+# turned on later with POST /fault-api/on (see infra/moto_server.py, FAULT_HELP).
+#
 # The state lives in .venv-moto/ (git-ignored): the venv, moto.pid, moto.port and moto.log.
 # Messages go to stderr so stdout stays machine-readable.
 set -euo pipefail

@@ -21,16 +21,35 @@ moto also lists its own package's folders on every request to route it; the list
 so it is read once. And werkzeug's line per request is not logged (a twentieth of moto's CPU in
 the test command); requests slower than SLOW_SECONDS are, with long garbage collections.
 
+Two more layers make it behave like AWS where moto does not:
+
+- AWS's limits that moto 5.2.5 leaves out (aws_limits, always on): a TransactWriteItems of more
+  than 4 MB, an SQS message (or batch) over 256 KiB. What moto already enforces is left to it:
+  the 400 KB item (PutItem, UpdateItem, TransactWriteItems, BatchWriteItem; moto counts about
+  405,000 bytes its own way), 100 items per TransactWriteItems, the 1 MB Query/Scan page,
+  BatchGetItem's 100 keys and 16 MB, and DelaySeconds <= 900 (infra/test_moto_server.py checks
+  each, so a moto upgrade that drops one is noticed).
+- The faults AWS produces (inject_faults, off unless A2A_FAULT_RATE is set): throttles, 500s,
+  slow answers, connections reset before a request reaches moto or after it was applied,
+  answers lost after a write landed, SQS messages delivered twice and deletes that fail after
+  succeeding. Seeded and rate-controlled; each fault is logged and counted per kind, and
+  /fault-api/ turns them on or off and reports the counts (see FAULT_HELP).
+
 Usage: python infra/moto_server.py -H 127.0.0.1 -p PORT   (started by infra/moto.sh)
 """
 
 import argparse
+import base64
 import gc
 import importlib
 import io
 import json
 import logging
+import os
+import random
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
@@ -214,6 +233,427 @@ def report_long_collections():
     gc.callbacks.append(callback)
 
 
+# ---------------------------------------------------------------------------------------------
+# AWS's limits that moto does not enforce.
+
+def request_body(environ):
+    """The request's body, read once; environ gets a fresh stream over it for the next layer."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    raw = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(raw)
+    return raw
+
+
+def json_error(start_response, status, error_type, message, query_error=None):
+    """An AWS JSON-protocol error answer (`__type` and `message`, as DynamoDB and SQS send)."""
+    body = json.dumps({"__type": error_type, "message": message}).encode()
+    headers = [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))]
+    if query_error:
+        # SQS's JSON protocol names its (query-protocol) error code here too.
+        headers.append(("x-amzn-query-error", query_error))
+    start_response(status, headers)
+    return [body]
+
+
+def attribute_size(value):
+    """The size DynamoDB counts for one attribute value in DynamoDB JSON (its documented rules:
+    strings and binaries by their bytes, numbers about one byte per two digits plus one,
+    booleans and nulls one byte, lists and maps three bytes plus one per element)."""
+    (kind, inner), = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        return len(inner.strip("-").lstrip("0").replace(".", "")) // 2 + 2
+    if kind == "B":
+        return len(base64.b64decode(inner))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(v.encode()) for v in inner)
+    if kind == "NS":
+        return sum(attribute_size({"N": v}) for v in inner)
+    if kind == "BS":
+        return sum(len(base64.b64decode(v)) for v in inner)
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(v) for v in inner)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + attribute_size(v) for k, v in inner.items())
+    return 0
+
+
+def item_size(item):
+    """An item's size as DynamoDB counts it: its attribute names and values."""
+    return sum(len(name.encode()) + attribute_size(value) for name, value in (item or {}).items())
+
+
+# DynamoDB: "The aggregate size of the items in the transaction cannot exceed 4 MB."
+TRANSACTION_MAX_BYTES = 4 * 1024 * 1024
+# SQS: a message (body and attributes), and a whole SendMessageBatch, at most 256 KiB. (SQS
+# lets a queue raise MaximumMessageSize to 1 MiB; the template's queues keep the default.)
+SQS_MESSAGE_MAX_BYTES = 256 * 1024
+
+
+def transaction_size(request):
+    """The aggregate size of what a TransactWriteItems writes or names: each Put's item, each
+    other action's key (and an Update's new values)."""
+    total = 0
+    for action in request.get("TransactItems") or []:
+        for name, body in action.items():
+            if name == "Put":
+                total += item_size(body.get("Item"))
+            else:
+                total += item_size(body.get("Key"))
+                total += item_size(body.get("ExpressionAttributeValues"))
+    return total
+
+
+def sqs_message_size(entry):
+    """A message's size as SQS counts it: its body and its attributes' names, types and values."""
+    size = len((entry.get("MessageBody") or "").encode())
+    for name, attribute in (entry.get("MessageAttributes") or {}).items():
+        size += len(name.encode()) + len((attribute.get("DataType") or "").encode())
+        if "StringValue" in attribute:
+            size += len(attribute["StringValue"].encode())
+        if "BinaryValue" in attribute:
+            size += len(base64.b64decode(attribute["BinaryValue"]))
+    return size
+
+
+def aws_limits(app):
+    """Answers requests over AWS's limits that moto lets through with the error AWS gives."""
+    checked = {
+        "DynamoDB_20120810.TransactWriteItems",
+        "AmazonSQS.SendMessage",
+        "AmazonSQS.SendMessageBatch",
+    }
+
+    def wrapped(environ, start_response):
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target not in checked:
+            return app(environ, start_response)
+        try:
+            request = json.loads(request_body(environ) or b"{}")
+        except ValueError:
+            return app(environ, start_response)  # moto answers what is wrong with it
+        if not isinstance(request, dict):
+            return app(environ, start_response)
+        if target == "DynamoDB_20120810.TransactWriteItems":
+            if transaction_size(request) > TRANSACTION_MAX_BYTES:
+                note(f"limit: {target} over 4 MB refused")
+                return json_error(
+                    start_response,
+                    "400 Bad Request",
+                    "com.amazon.coral.validate#ValidationException",
+                    "Transaction request cannot be larger than 4 MB",
+                )
+        elif target == "AmazonSQS.SendMessage":
+            if sqs_message_size(request) > SQS_MESSAGE_MAX_BYTES:
+                note(f"limit: {target} over 256 KiB refused")
+                return json_error(
+                    start_response,
+                    "400 Bad Request",
+                    "com.amazonaws.sqs#InvalidParameterValue",
+                    "One or more parameters are invalid. Reason: Message must be shorter than "
+                    f"{SQS_MESSAGE_MAX_BYTES} bytes.",
+                    "InvalidParameterValue;Sender",
+                )
+        else:
+            total = sum(sqs_message_size(e) for e in request.get("Entries") or [])
+            if total > SQS_MESSAGE_MAX_BYTES:
+                note(f"limit: {target} over 256 KiB refused")
+                return json_error(
+                    start_response,
+                    "400 Bad Request",
+                    "com.amazonaws.sqs#BatchRequestTooLong",
+                    f"Batch requests cannot be longer than {SQS_MESSAGE_MAX_BYTES} bytes. "
+                    f"You have sent {total} bytes.",
+                    "AWS.SimpleQueueService.BatchRequestTooLong;Sender",
+                )
+        return app(environ, start_response)
+
+    return wrapped
+
+
+# ---------------------------------------------------------------------------------------------
+# The faults AWS produces.
+
+FAULT_HELP = """Faults (off unless A2A_FAULT_RATE > 0):
+  A2A_FAULT_RATE          share of AWS requests (DynamoDB, SQS) faulted, 0..1 (e.g. 0.05)
+  A2A_FAULT_SEED          seed of the choices (default 0): the same seed, the same draws
+  A2A_FAULT_KINDS         comma-separated kinds (default: all of FAULT_KINDS)
+  A2A_FAULT_SLOW_SECONDS  how late a slow answer comes (default 3.5: longer than the adapters'
+                          3 s per attempt, shared/adapters/aws/src/timeouts.rs)
+Admin (never faulted, nor is /moto-api):
+  GET  /fault-api/state   {"on", "rate", "seed", "kinds", "requests", "faults": {kind: n}}
+  POST /fault-api/on      faults on; a JSON body may set rate, seed, kinds, slow_seconds
+  POST /fault-api/off     faults off (the counts stay)
+"""
+
+# Each kind, and which requests it may hit.
+FAULT_KINDS = (
+    "throttle",  # DynamoDB 400 ProvisionedThroughputExceededException
+    "throttling",  # 400 ThrottlingException (DynamoDB), RequestThrottled (SQS)
+    "error500",  # 500 InternalServerError (DynamoDB), InternalFailure (SQS); nothing applied
+    "slow",  # the answer comes A2A_FAULT_SLOW_SECONDS late (the request is applied then)
+    "reset_before",  # the connection is reset before the request reaches moto
+    "reset_after",  # the request is applied, then the connection is reset: the answer is lost
+    "lost_answer",  # the request is applied, then a 500 the SDK retries: the answer is lost
+    "sqs_duplicate",  # a received message is made visible again: it is delivered twice
+    "delete_lost",  # an SQS delete is applied, then answered 500: the SDK deletes again
+)
+
+# Requests whose answer can be lost after they were applied: those that change something. A
+# ReceiveMessage whose answer is lost would hide its messages for the queue's visibility
+# timeout (90 minutes for the work queue), which no test run can wait for.
+CHANGING = {
+    "DynamoDB_20120810." + op
+    for op in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
+} | {
+    "AmazonSQS." + op
+    for op in (
+        "SendMessage",
+        "SendMessageBatch",
+        "DeleteMessage",
+        "DeleteMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+    )
+}
+
+
+def fault_applies(kind, target):
+    """Whether `kind` can hit a request to `target` (an X-Amz-Target)."""
+    dynamodb = target.startswith("DynamoDB_")
+    if kind == "throttle":
+        return dynamodb
+    if kind in ("reset_after", "lost_answer"):
+        return target in CHANGING
+    if kind == "sqs_duplicate":
+        return target == "AmazonSQS.ReceiveMessage"
+    if kind == "delete_lost":
+        return target in ("AmazonSQS.DeleteMessage", "AmazonSQS.DeleteMessageBatch")
+    return True
+
+
+class FaultPlan:
+    """Which requests get which fault: a seeded draw per AWS request, under a lock, and a count
+    per kind of the faults injected."""
+
+    def __init__(self, rate=0.0, seed=0, kinds=FAULT_KINDS, slow_seconds=3.5):
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.counts = {kind: 0 for kind in FAULT_KINDS}
+        self.configure(rate=rate, seed=seed, kinds=kinds, slow_seconds=slow_seconds)
+        self.on = self.rate > 0
+
+    @classmethod
+    def from_env(cls, env):
+        kinds = env.get("A2A_FAULT_KINDS")
+        return cls(
+            rate=float(env.get("A2A_FAULT_RATE") or 0),
+            seed=int(env.get("A2A_FAULT_SEED") or 0),
+            kinds=[k.strip() for k in kinds.split(",") if k.strip()] if kinds else FAULT_KINDS,
+            slow_seconds=float(env.get("A2A_FAULT_SLOW_SECONDS") or 3.5),
+        )
+
+    def configure(self, rate=None, seed=None, kinds=None, slow_seconds=None):
+        if rate is not None:
+            rate = float(rate)
+            if not 0 <= rate <= 1:
+                raise ValueError(f"the fault rate {rate} is not between 0 and 1")
+            self.rate = rate
+        if seed is not None:
+            self.seed = int(seed)
+            self.random = random.Random(self.seed)
+        if kinds is not None:
+            unknown = set(kinds) - set(FAULT_KINDS)
+            if unknown:
+                raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
+            self.kinds = tuple(kinds)
+        if slow_seconds is not None:
+            self.slow_seconds = float(slow_seconds)
+
+    def draw(self, target):
+        """The fault for this request, or None."""
+        with self.lock:
+            if not self.on:
+                return None
+            self.requests += 1
+            if self.random.random() >= self.rate:
+                return None
+            kinds = [k for k in self.kinds if fault_applies(k, target)]
+            return self.random.choice(kinds) if kinds else None
+
+    def count(self, kind, target):
+        with self.lock:
+            self.counts[kind] += 1
+            n = self.counts[kind]
+        note(f"fault {kind} #{n}: {target}")
+
+    def state(self):
+        with self.lock:
+            return {
+                "on": self.on,
+                "rate": self.rate,
+                "seed": self.seed,
+                "kinds": list(self.kinds),
+                "slow_seconds": self.slow_seconds,
+                "requests": self.requests,
+                "faults": dict(self.counts),
+            }
+
+
+def reset_connection(environ):
+    """Drops the connection with no answer: shut down both ways at once (the client reads the
+    end of the stream where its answer should be), then reset (SO_LINGER 0) when werkzeug
+    closes it. Raising ConnectionResetError is how werkzeug is told the connection dropped: it
+    writes nothing more, finds the stream ended and closes the socket."""
+    sock = environ.get("werkzeug.socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the client went already
+    raise ConnectionResetError("fault injected: connection reset")
+
+
+def server_error(start_response, target):
+    if target.startswith("DynamoDB_"):
+        return json_error(
+            start_response,
+            "500 Internal Server Error",
+            "com.amazonaws.dynamodb.v20120810#InternalServerError",
+            "Internal server error",
+        )
+    return json_error(
+        start_response,
+        "500 Internal Server Error",
+        "com.amazonaws.sqs#InternalFailure",
+        "The request processing has failed because of an unknown error, exception or failure.",
+        "InternalFailure;Receiver",
+    )
+
+
+def throttled(start_response, kind, target):
+    if kind == "throttle":
+        return json_error(
+            start_response,
+            "400 Bad Request",
+            "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+            "The level of configured provisioned throughput for the table was exceeded. "
+            "Consider increasing your provisioning level with the UpdateTable API.",
+        )
+    if target.startswith("DynamoDB_"):
+        return json_error(
+            start_response,
+            "400 Bad Request",
+            "com.amazon.coral.availability#ThrottlingException",
+            "Rate of requests exceeds the allowed throughput.",
+        )
+    return json_error(
+        start_response,
+        "400 Bad Request",
+        "com.amazonaws.sqs#RequestThrottled",
+        "Request is throttled.",
+        "RequestThrottled;Sender",
+    )
+
+
+def make_visible_again(app, environ, raw, body):
+    """Makes the first message of a ReceiveMessage answer visible at once (a ChangeMessage-
+    Visibility through the layers below, so waiting receives hear of it): the next receive
+    gets it again. Whether it did."""
+    messages = json.loads(body).get("Messages") or []
+    if not messages:
+        return False
+    queue = json.loads(raw or b"{}").get("QueueUrl", "")
+    change = json.dumps(
+        {"QueueUrl": queue, "ReceiptHandle": messages[0]["ReceiptHandle"], "VisibilityTimeout": 0}
+    ).encode()
+    attempt = dict(
+        environ,
+        CONTENT_LENGTH=str(len(change)),
+        HTTP_X_AMZ_TARGET="AmazonSQS.ChangeMessageVisibility",
+    )
+    attempt["wsgi.input"] = io.BytesIO(change)
+    status, _headers, _body = whole_response(app, attempt)
+    return status.startswith("200")
+
+
+def fault_api(plan, environ, start_response):
+    """The admin endpoint /fault-api/ (see FAULT_HELP)."""
+    path = environ.get("PATH_INFO", "")
+    method = environ.get("REQUEST_METHOD", "GET")
+    status = "200 OK"
+    try:
+        if method == "POST" and path in ("/fault-api/on", "/fault-api/off"):
+            settings = json.loads(request_body(environ) or b"{}")
+            with plan.lock:
+                plan.configure(
+                    **{k: settings[k] for k in ("rate", "seed", "kinds", "slow_seconds") if k in settings}
+                )
+                plan.on = path.endswith("/on") and plan.rate > 0
+            note(f"faults {'on' if plan.on else 'off'} (rate {plan.rate}, seed {plan.seed})")
+            answer = plan.state()
+        elif path == "/fault-api/state":
+            answer = plan.state()
+        else:
+            status, answer = "404 Not Found", {"error": FAULT_HELP}
+    except (ValueError, TypeError) as e:
+        status, answer = "400 Bad Request", {"error": str(e)}
+    body = json.dumps(answer).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def inject_faults(app, plan):
+    """Faults AWS produces, on AWS requests (those with an X-Amz-Target): never on moto's own
+    /moto-api nor on /fault-api. Outside the locks below, so a slow answer holds up nobody."""
+
+    def wrapped(environ, start_response):
+        if environ.get("PATH_INFO", "").startswith("/fault-api/"):
+            return fault_api(plan, environ, start_response)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith(("DynamoDB_", "AmazonSQS.")):
+            return app(environ, start_response)
+        kind = plan.draw(target)
+        if kind is None:
+            return app(environ, start_response)
+        if kind in ("throttle", "throttling"):
+            plan.count(kind, target)
+            return throttled(start_response, kind, target)
+        if kind == "error500":
+            plan.count(kind, target)
+            return server_error(start_response, target)
+        if kind == "reset_before":
+            plan.count(kind, target)
+            reset_connection(environ)
+        if kind == "slow":
+            plan.count(kind, target)
+            time.sleep(plan.slow_seconds)
+            return app(environ, start_response)
+        if kind == "sqs_duplicate":
+            raw = request_body(environ)
+            status, headers, body = whole_response(app, environ)
+            if status.startswith("200") and make_visible_again(app, environ, raw, body):
+                plan.count(kind, target)
+            start_response(status, headers)
+            return [body]
+        # reset_after, lost_answer, delete_lost: applied, then the answer is lost.
+        status, _headers, _body = whole_response(app, environ)
+        if not status.startswith("200"):
+            # It was not applied (moto refused it): no fault to inject.
+            start_response(status, _headers)
+            return [_body]
+        plan.count(kind, target)
+        if kind == "reset_after":
+            reset_connection(environ)
+        return server_error(start_response, target)
+
+    return wrapped
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -229,11 +669,14 @@ def main():
     gc.freeze()
     backends.list_of_moto_modules = cache(lambda listed=backends.list_of_moto_modules: tuple(listed()))
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    plan = FaultPlan.from_env(os.environ)
+    if plan.on:
+        note(f"faults on: rate {plan.rate}, seed {plan.seed}, kinds {','.join(plan.kinds)}")
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(
         args.host,
         args.port,
-        report_slow_requests(sqs_receives(serialise_dynamodb(app))),
+        report_slow_requests(inject_faults(aws_limits(sqs_receives(serialise_dynamodb(app))), plan)),
         threaded=True,
         request_handler=MotoRequestHandler,
     )
