@@ -2,8 +2,9 @@
 # Runs every check and test of the project, from a fresh clone, with nothing installed by hand:
 #   1. formatting and lints (cargo fmt, clippy with warnings as errors)
 #   2. the Rust suites: unit tests per layer, the store contract on SQLite and on DynamoDB,
-#      the SQS queues and the races (against moto's server, pinned, in a local venv), and the
-#      end-to-end tests over real sockets
+#      the SQS queues and the races (against moto's server, pinned, in a local venv, with AWS's
+#      limits moto leaves out and a fault mode: infra/test_moto_server.py), the end-to-end
+#      tests over real sockets, and a mixed workload under 5 % of AWS's faults (tests/faults.rs)
 #   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv) and
 #      the official JS SDK client (@a2a-js/sdk, pinned, npm ci into tests/interop-js) drive
 #      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens; then the older
@@ -145,6 +146,8 @@ cleanup() {
 trap cleanup EXIT
 moto_env=$("$root/infra/moto.sh" env-start)   # an assignment, so a failure stops the run
 eval "$moto_env"
+# The emulator's own layer: AWS's limits moto leaves out and the fault mode (about 25 s).
+"$root/.venv-moto/bin/python" "$root/infra/test_moto_server.py"
 # Here a missing emulator fails the emulator-backed tests instead of skipping them.
 export A2A_REQUIRE_EMULATOR=1
 # The `a2a` command's tests also run against an agent on the Python SDK's server, in the
@@ -176,7 +179,10 @@ if cargo nextest --version >/dev/null 2>&1; then
   # limits (an INTERNAL_ERROR in a test that passes alone; infra/moto_server.py's SQS receives
   # were why). A test that passes only on its retry is listed as FLAKY in the summary, so it is
   # seen, not hidden; moto's slow requests are in .venv-moto/moto.log.
-  cargo nextest run --locked --no-fail-fast --retries 1 --workspace -E 'package(a2a-e2e)'
+  # The fault run (tests/faults.rs) starts a2a-local on a moto of its own, whatever the store:
+  # it ran in the first pass.
+  cargo nextest run --locked --no-fail-fast --retries 1 --workspace \
+    -E 'package(a2a-e2e) and not binary(faults)'
 else
   # Plain cargo test cannot pick one package's tests out of a workspace selection: list the
   # test executables of the workspace build and run a2a-e2e's (in its directory, as cargo does).
@@ -185,7 +191,8 @@ else
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] \
-            and m["package_id"].split("#")[-1].startswith("a2a-e2e@"):
+            and m["package_id"].split("#")[-1].startswith("a2a-e2e@") \
+            and m["target"]["name"] != "faults":
         print(m["executable"])' >"$progress.e2e"
   [ -s "$progress.e2e" ] || { echo "no a2a-e2e test executables found" >&2; exit 1; }
   status=0
