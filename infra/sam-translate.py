@@ -182,6 +182,13 @@ def local_value(name, v, values, stand_ins):
     return stand_ins[key]
 
 
+def http_roles():
+    """The functions that serve HTTP requests (shared/hosts/lambda/routes.json)."""
+    routes = json.load(open(os.path.join(os.path.dirname(__file__), "..", "shared", "hosts",
+                                         "lambda", "routes.json")))
+    return set(routes["functions"]) | {routes["frontFunction"]["name"]}
+
+
 def local_environments(stack, values, local):
     """{role: {name: value}}: each function's environment in `stack` (resolved) with the
     endpoints swapped (`LOCAL_RESOURCES`), each secret replaced by its local variables
@@ -203,9 +210,12 @@ def local_environments(stack, values, local):
             env[name] = local_value(name, v, values, local.get("resources", {}))
         role = env["A2A_FUNCTION"]
         for override in local.get("overrides", []):
-            # Each override says why, and whether it adds the variable to every function or
-            # only replaces the template's value where the template sets one.
-            if override["to"] == "every function" or override["name"] in variables:
+            # Each override says why, and whether it adds the variable to every function, only
+            # replaces the template's value where the template sets one, or stands in for what
+            # an HTTP function reads from each request where the template sets nothing.
+            to = override["to"]
+            if (to == "every function" or override["name"] in variables
+                    or (to == "every HTTP function without one" and role in http_roles())):
                 env[override["name"]] = override["value"]
         envs[role] = env
     return envs

@@ -2894,6 +2894,7 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
         "overrides": [
             {"name": "A2A_PUSH_ALLOW_HTTP", "value": "true", "to": "every function", "why": "test"},
             {"name": "A2A_WORK_VISIBILITY_SECS", "value": "20", "to": "where the template sets it", "why": "test"},
+            {"name": "A2A_PUBLIC_BASE_URL", "value": "http://127.0.0.1:9100", "to": "every HTTP function without one", "why": "test"},
         ],
     });
     let local_file = dir.path().join("local.json");
@@ -2991,6 +2992,13 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
             expected.insert("A2A_PUSH_ALLOW_HTTP".into(), "true".into());
             if template.contains_key("A2A_WORK_VISIBILITY_SECS") {
                 expected.insert("A2A_WORK_VISIBILITY_SECS".into(), "20".into());
+            }
+            // An HTTP function reads its public URL from each request, which watch cannot give.
+            let http = ["worker", "push", "fanout"].iter().all(|q| role != *q);
+            if http {
+                expected
+                    .entry("A2A_PUBLIC_BASE_URL".into())
+                    .or_insert_with(|| "http://127.0.0.1:9100".into());
             }
             assert_eq!(env, expected, "{front_door}: {role}");
         }
