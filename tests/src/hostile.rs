@@ -64,6 +64,11 @@ pub enum Hostility {
     /// GetTask answers the task as it ended, with both chunks. [`HostileAgent::push_results`]
     /// has the HTTP status of each push.
     OutOfOrderPushes,
+    /// A task that answers too much: SendMessage answers task `t1` WORKING, then the agent
+    /// pushes this many chunks of 1,000,000 characters, each appended to one artifact;
+    /// GetTask answers it WORKING, CancelTask cancels it. [`HostileAgent::push_results`] has
+    /// the HTTP status of each push.
+    BigAppends(usize),
 }
 
 /// A request the agent got.
@@ -265,7 +270,24 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     let evil = matches!(shared.hostility, Hostility::Escapes);
     let stuck = matches!(shared.hostility, Hostility::NeverFinishes);
     let scrambled = matches!(shared.hostility, Hostility::OutOfOrderPushes);
+    let big = match shared.hostility {
+        Hostility::BigAppends(chunks) => Some(chunks),
+        _ => None,
+    };
     match method {
+        "SendMessage" if big.is_some() => {
+            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
+            let url = config["url"].as_str().unwrap_or_default().to_owned();
+            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            let chunks = big.unwrap_or_default();
+            tokio::spawn(push_big_appends(url, token, chunks, shared.pushes.clone()));
+            result(json!({"task": {"id": "t1", "contextId": "c1",
+                "status": {"state": "TASK_STATE_WORKING"}}}))
+        }
+        "GetTask" if big.is_some() => result(json!({"id": task_id, "contextId": "c1",
+            "status": {"state": "TASK_STATE_WORKING"}})),
+        "CancelTask" if big.is_some() => result(json!({"id": task_id, "contextId": "c1",
+            "status": {"state": "TASK_STATE_CANCELED"}})),
         "SendMessage" if scrambled => {
             let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
             let url = config["url"].as_str().unwrap_or_default().to_owned();
@@ -323,6 +345,35 @@ async fn push_out_of_order(url: String, token: String, results: Arc<Mutex<Vec<u1
             .header("X-A2A-Notification-Token", &token)
             .json(&push)
             .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_or(0, |r| r.status().as_u16());
+        results
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(status);
+    }
+}
+
+/// The pushes of [`Hostility::BigAppends`], one after the other's answer.
+async fn push_big_appends(
+    url: String,
+    token: String,
+    chunks: usize,
+    results: Arc<Mutex<Vec<u16>>>,
+) {
+    let text = "x".repeat(1_000_000);
+    // It works a moment before its first push: the call that sent to it has parked by then.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let http = reqwest::Client::new();
+    for n in 0..chunks {
+        let push = json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1",
+            "append": n > 0, "artifact": {"artifactId": "big", "parts": [{"text": text}]}}});
+        let status = http
+            .post(&url)
+            .header("X-A2A-Notification-Token", &token)
+            .json(&push)
+            .timeout(Duration::from_secs(60))
             .send()
             .await
             .map_or(0, |r| r.status().as_u16());

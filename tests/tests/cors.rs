@@ -286,3 +286,46 @@ async fn dns_rebinding_and_other_sites_pages_are_refused() {
     let (_, request) = client.rpc_request("SendMessage", send_request("hello"));
     assert_eq!(client.send_raw(request).await.status, 200);
 }
+
+/// How many times a response's `Vary` names `Origin`.
+fn varies_by_origin(response: &RestResponse) -> usize {
+    response
+        .headers
+        .get_all("vary")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter(|name| name.trim().eq_ignore_ascii_case("origin"))
+        .count()
+}
+
+/// The card is `Cache-Control: public` and answers 200 to clients without an `Origin` and
+/// 403 to other sites' pages: each of those answers says it varies by `Origin` (once), or a
+/// shared cache could serve the refusal to everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_depend_on_the_origin_say_so() {
+    if !store_ready() {
+        return;
+    }
+    for server in [Server::start().await, cors_server(&[]).await] {
+        let port = port_of(&server);
+        let own = format!("http://127.0.0.1:{port}");
+        let card = |origin: Option<String>| {
+            let mut request = server
+                .http()
+                .get(server.url("/.well-known/agent-card.json"));
+            if let Some(origin) = origin {
+                request = request.header("Origin", origin);
+            }
+            server.send_raw(request)
+        };
+        let refused = card(Some(STRANGER.into())).await;
+        assert_eq!(refused.status, 403, "{}", refused.body);
+        assert_eq!(varies_by_origin(&refused), 1, "{refused:?}");
+        for origin in [None, Some(own.clone())] {
+            let served = card(origin.clone()).await;
+            assert_eq!(served.status, 200, "{origin:?}");
+            assert_eq!(varies_by_origin(&served), 1, "{origin:?}: {served:?}");
+        }
+    }
+}

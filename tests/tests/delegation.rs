@@ -547,3 +547,198 @@ async fn the_python_sdk_server_as_the_other_agent() {
         "the SDK's held task was canceled: {states:?}"
     );
 }
+
+/// The push config our task's call sent to the test server `other` (its URL and token),
+/// once the send has reached it.
+async fn push_config_sent_to(other: &HostileAgent) -> (String, String) {
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let sent = other
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/rpc")
+            .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+            .find(|call| call["method"] == "SendMessage");
+        if let Some(call) = sent {
+            let config = &call["params"]["configuration"]["taskPushNotificationConfig"];
+            let url = config["url"]
+                .as_str()
+                .expect("a push config URL")
+                .to_owned();
+            let token = config["token"].as_str().expect("a push token").to_owned();
+            return (url, token);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no SendMessage came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the remote's answer to the send (its task, with the artifact "working") is
+/// relayed into our task `id`: pushes after that find the call parked.
+async fn answer_relayed(ours: &Server, id: &str) {
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let task = ok(ours.get_task(Binding::JsonRpc, id, None).await);
+        if !artifacts(&task).is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not relayed: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One push to the relay route: its status and body.
+async fn relay(url: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(token) = token {
+        request = request.header("X-A2A-Notification-Token", token);
+    }
+    let response = request.send().await.expect("the push");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// A delegating server that polls a remote that pushes every five minutes: what our task
+/// shows in these tests came from the test's pushes.
+async fn delegating_on_pushes() -> Server {
+    Server::start_with_env(&[("A2A_REMOTE_POLL_SECS", "30")]).await
+}
+
+const WORKING_PUSH: &str = r#"{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"w1","role":"ROLE_AGENT","parts":[{"text":"on it"}]}}}}"#;
+
+/// Whoever does not hold a wait's token learns nothing from the relay route: no token, a
+/// wrong one, a task that waits, one that does not exist, one that ended — one answer (410
+/// Gone, `{}`), and a body is not even read (a broken one gets the same answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_route_answers_every_stranger_alike() {
+    if !store_ready() {
+        return;
+    }
+    let stuck = HostileAgent::start(Hostility::NeverFinishes).await;
+    let ours = delegating_on_pushes().await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} anything", stuck.base),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let id = id_of(task_of(&answer));
+    let (url, token) = push_config_sent_to(&stuck).await;
+    answer_relayed(&ours, &id).await;
+    let unknown = url.replacen(&format!("/a2a-relay/{id}/"), "/a2a-relay/no-such-task/", 1);
+    assert_ne!(unknown, url, "{url}");
+    let refusals = [
+        relay(&url, None, WORKING_PUSH).await,
+        relay(&url, Some("wrong"), WORKING_PUSH).await,
+        relay(&url, Some("wrong"), "not json").await,
+        relay(&unknown, Some("wrong"), WORKING_PUSH).await,
+        relay(&unknown, Some(&token), WORKING_PUSH).await,
+        relay(&unknown, None, "not json").await,
+    ];
+    assert_eq!(refusals[0], (410, "{}".to_owned()));
+    for refusal in &refusals {
+        assert_eq!(refusal, &refusals[0], "{refusals:?}");
+    }
+    // The token holder is heard: its push is relayed, and a broken body is its own error.
+    assert_eq!(relay(&url, Some(&token), WORKING_PUSH).await.0, 200);
+    assert_eq!(relay(&url, Some(&token), "not json").await.0, 400);
+    let task = ok(ours.get_task(Binding::JsonRpc, &id, None).await);
+    assert_eq!(message_text(&task["status"]["message"]), "on it", "{task}");
+
+    // Once our task ended, even the token gets the strangers' answer (the sender may stop).
+    ok(ours.cancel(Binding::JsonRpc, &id).await);
+    ours.await_terminal(&id, WITHIN).await;
+    assert_eq!(relay(&url, Some(&token), WORKING_PUSH).await, refusals[0]);
+}
+
+/// A push delivered twice (a push service's retry after a timeout, or a replay by someone
+/// who saw it) changes our task once: the same status, the same artifact as it stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_delivered_twice_changes_nothing_twice() {
+    if !store_ready() {
+        return;
+    }
+    let stuck = HostileAgent::start(Hostility::NeverFinishes).await;
+    let ours = delegating_on_pushes().await;
+    let answer = ok(ours
+        .send(
+            Binding::JsonRpc,
+            send_request_with(
+                &format!("delegate {} anything", stuck.base),
+                json!({"returnImmediately": true}),
+            ),
+        )
+        .await);
+    let id = id_of(task_of(&answer));
+    let (url, token) = push_config_sent_to(&stuck).await;
+    answer_relayed(&ours, &id).await;
+    let artifact = r#"{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"whole"}]}}}"#;
+    let mut after_first = None;
+    for _ in 0..2 {
+        for push in [WORKING_PUSH, artifact] {
+            assert_eq!(relay(&url, Some(&token), push).await.0, 200);
+        }
+        let task = ok(ours.get_task(Binding::JsonRpc, &id, Some(100)).await);
+        match &after_first {
+            None => after_first = Some(task),
+            Some(first) => assert_eq!(&task, first, "the second delivery changed our task"),
+        }
+    }
+    let task = after_first.expect("read");
+    assert_eq!(artifact_texts(&task), ["working", "whole"], "{task}");
+}
+
+/// A remote that answers far more than anyone should take (eight appends of a million
+/// characters to one artifact): our task stops growing at the per-artifact limit (4 MiB by
+/// default), the call fails saying why, the remote's task is canceled, and what it pushes
+/// after that changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_answering_too_much_fails_the_call_and_leaves_our_task_bounded() {
+    if !store_ready() {
+        return;
+    }
+    let chunks = 8;
+    let flood = HostileAgent::start(Hostility::BigAppends(chunks)).await;
+    let ours = delegating(120).await;
+    let task = delegated_to(&ours, &flood).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{}", state(&task));
+    let reason = message_text(&task["status"]["message"]);
+    assert!(
+        reason.contains("answered more than") && reason.contains("over the limit of 4194304"),
+        "{reason}"
+    );
+    let size: usize = artifact_texts(&task).iter().map(String::len).sum();
+    assert!(size <= 4 << 20, "our task holds {size} characters");
+    assert!(
+        methods_called(&flood).iter().any(|m| m == "CancelTask"),
+        "{:?}",
+        methods_called(&flood)
+    );
+    // Every push was answered; none after the refusal grew our task.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while flood.push_results().len() < chunks && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let results = flood.push_results();
+    assert!(
+        results.iter().all(|s| matches!(s, 200 | 410)),
+        "{results:?}"
+    );
+    let after = ok(ours
+        .get_task(Binding::JsonRpc, &id_of(&task), Some(0))
+        .await);
+    let size_after: usize = artifact_texts(&after).iter().map(String::len).sum();
+    assert_eq!(size_after, size);
+}

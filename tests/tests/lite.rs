@@ -709,3 +709,44 @@ async fn a_room_agent_that_never_answers_is_canceled_at_the_timeout() {
         "{why}"
     );
 }
+
+/// With `--base-path`, the channel routes are under it like every other route, and the
+/// bridge's pushes (to `{base}/a2a-lite/events`) reach them: the room gets its result, not
+/// only the ack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channels_are_served_under_the_base_path() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[("A2A_BASE_PATH", "/agents/a2a")]).await;
+    assert!(
+        room.server.base().ends_with("/agents/a2a"),
+        "{}",
+        room.server.base()
+    );
+    assert_eq!(
+        room.say("U1", "[A2A:task id=t1]\nhello under a base path")
+            .await,
+        200
+    );
+    let ack = room.heard().await;
+    assert_eq!(ack.lite().kind, LiteKind::Ack { task: "t1".into() });
+    let result = room.heard().await;
+    assert_eq!(
+        result.text,
+        "[A2A:result task=t1 state=completed]\nhello under a base path"
+    );
+    // Not at the root as well.
+    let root = room.server.base().replace("/agents/a2a", "");
+    let stray = room
+        .server
+        .http()
+        .post(format!("{root}/a2a-lite/webhook"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={TOKEN}&text=hi"))
+        .send()
+        .await
+        .expect("the POST")
+        .status();
+    assert_eq!(stray.as_u16(), 404);
+}

@@ -9,6 +9,7 @@ use crate::auth::Auth;
 use crate::idempotency::MessageIdReuse;
 use crate::observe::{NoObserver, Observer};
 use crate::push_policy::PushPolicy;
+use crate::relay::RelayLimits;
 use crate::remote::{NoRemoteAgents, RemoteAgents};
 use crate::signing::PushSigner;
 use crate::webhook::{NoWebhookSender, WebhookSender};
@@ -72,6 +73,8 @@ pub struct ServiceConfig {
     pub remote_agents: Arc<dyn RemoteAgents>,
     /// How often a remote task an execution waits for is polled, as a fallback for its pushes.
     pub remote_poll: Duration,
+    /// How large a remote agent's answer may make the task that called it.
+    pub relay_limits: RelayLimits,
 }
 
 impl Default for ServiceConfig {
@@ -100,6 +103,7 @@ impl Default for ServiceConfig {
             observer: Arc::new(NoObserver),
             remote_agents: Arc::new(NoRemoteAgents),
             remote_poll: Duration::from_secs(30),
+            relay_limits: RelayLimits::DEFAULT,
         }
     }
 }

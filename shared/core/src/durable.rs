@@ -33,7 +33,7 @@ use crate::journal::{after, DurableRun};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
-use crate::relay::{relay, status_mark, stopped_anew, RemoteUpdate};
+use crate::relay::{relay, status_mark, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::request::AgentError;
 use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
@@ -42,7 +42,7 @@ use crate::task_log::AppendError;
 const PUSHED_POLL_FACTOR: u64 = 10;
 
 /// A step's failure as recorded: a replay fails the same way.
-fn failure_value(reason: &str) -> Value {
+pub(crate) fn failure_value(reason: &str) -> Value {
     serde_json::json!({ "a2aLambdaFailure": reason })
 }
 
@@ -219,6 +219,7 @@ impl Emitter {
             Some((Some(outcome), what)) => {
                 let value = match outcome {
                     WaitOutcome::Done { value } => {
+                        let mut value = value;
                         if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
                             remember_pushed(&mut run, name, &what, &task);
                             mark_stop(&mut run, name, &task);
@@ -228,15 +229,23 @@ impl Emitter {
                             // have changed an artifact after the stop was relayed. Only what
                             // differs is written; this step is recorded, so a replay does
                             // not come here again.
-                            if let Err(err) = relay(
+                            match relay(
                                 &self.log,
+                                &self.env.relay_limits,
                                 &self.owner,
                                 self.task_id(),
                                 &RemoteUpdate::Task(&task),
                             )
                             .await
                             {
-                                tracing::warn!(task_id = %self.task_id(), error = ?err, "could not settle the remote task's artifacts");
+                                Ok(()) => {}
+                                // Past the limits: the call fails, its answer is not kept.
+                                Err(AppendError::TooLarge(why)) => {
+                                    value = failure_value(&too_large_reason(&call.agent, &why));
+                                }
+                                Err(err) => {
+                                    tracing::warn!(task_id = %self.task_id(), error = ?err, "could not settle the remote task's artifacts");
+                                }
                             }
                         }
                         value
@@ -389,12 +398,24 @@ impl Emitter {
         }
         if let Err(err) = relay(
             &self.log,
+            &env.relay_limits,
             &owner,
             self.task_id(),
             &RemoteUpdate::Task(&task),
         )
         .await
         {
+            // The remote answered more than we take: its task is canceled and the call fails
+            // (recorded, so a replay fails the same way).
+            if let AppendError::TooLarge(why) = &err {
+                if !task.id.is_empty() && !task.status.state.is_terminal() {
+                    self.cancel_remote(&remote, &run).await;
+                }
+                let value = failure_value(&too_large_reason(&call.agent, why));
+                run.push_step(index, name, value.clone());
+                self.save(&mut run).await?;
+                return decode(name, value);
+            }
             // Our task was canceled while the message was on its way: the cancel could not
             // know the remote's task yet, so it is canceled here. Our task ended any other way
             // only if the remote's own answer (a fast remote, a room) ended the wait and a

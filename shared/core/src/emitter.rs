@@ -501,7 +501,9 @@ impl Emitter {
                     state.ended = Some(AgentError::TaskEnded(TaskState::Unspecified));
                 }
                 Err(
-                    err @ (AppendError::Invalid(_) | AppendError::Store(StoreError::TooLarge(_))),
+                    err @ (AppendError::Invalid(_)
+                    | AppendError::TooLarge(_)
+                    | AppendError::Store(StoreError::TooLarge(_))),
                 ) => {
                     let err = AgentError::from(err);
                     // What remains queued was checked against a state these events would

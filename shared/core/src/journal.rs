@@ -32,6 +32,8 @@ pub(crate) struct DurableEnv {
     pub(crate) retention: Duration,
     /// How often a remote task is polled while its pushes do not come.
     pub(crate) remote_poll: Duration,
+    /// How large a remote's answer may make our task.
+    pub(crate) relay_limits: crate::relay::RelayLimits,
 }
 
 impl DurableEnv {

@@ -70,9 +70,10 @@ pub use ports::{
 };
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
+pub use relay::RelayLimits;
 pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
-pub use service::{A2aService, OperationRequest, OperationResponse, Reply};
+pub use service::{A2aService, OperationRequest, OperationResponse, RelayPush, Reply};
 pub use signing::{
     body_sha256, KeyDocumentText, KeyError, KeySet, PushSigner, SecretPem, SigningAlgorithm,
     SigningKey, SigningKeySource, SigningKeys, DEFAULT_PUSH_TOKEN_LIFETIME,

@@ -1,11 +1,106 @@
 //! Relaying another agent's task into ours: its progress becomes events of our task as it
 //! comes, from its pushes, from polls, or from the answer to the message we sent it.
 
-use a2a_protocol::{Message, Role, Task, TaskState, TaskStatus, Timestamp};
+use a2a_protocol::{Message, Part, Role, Task, TaskState, TaskStatus, Timestamp};
 
 use crate::event::TaskEvent;
 use crate::ports::{Owner, RemoteTaskRef};
 use crate::task_log::{AppendError, TaskLog};
+
+/// How large a remote agent's answer may make our task: what its artifacts (the remote's
+/// relayed into ours, and our agent's own) may come to, measured as their parts' JSON, as
+/// GetTask answers them. An update past either limit is not written; the call waiting for the
+/// remote fails saying so, and the remote's task is canceled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayLimits {
+    /// The largest one artifact may become, in bytes (its chunks appended together).
+    pub max_artifact_bytes: usize,
+    /// The largest all of a task's artifacts may become together, in bytes.
+    pub max_task_bytes: usize,
+}
+
+impl RelayLimits {
+    /// 4 MiB per artifact, 8 MiB per task: a task stays well within what a client reads in
+    /// one answer (`a2a get` takes 16 MiB).
+    pub const DEFAULT: Self = Self {
+        max_artifact_bytes: 4 << 20,
+        max_task_bytes: 8 << 20,
+    };
+}
+
+impl Default for RelayLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The failure reason of a call whose remote at `agent` answered past a [`RelayLimits`]
+/// (`detail` says which).
+pub(crate) fn too_large_reason(agent: &str, detail: &str) -> String {
+    format!(
+        "The agent at {agent} answered more than this server takes from another agent: {detail}; \
+         its task was canceled."
+    )
+}
+
+/// The size of `parts` as a task's JSON carries them.
+fn parts_bytes(parts: &[Part]) -> usize {
+    serde_json::to_vec(parts).map_or(usize::MAX, |json| json.len())
+}
+
+/// Whether relaying `events` into `task` keeps its artifacts within `limits`; `Err` says
+/// which limit it would pass.
+fn within(task: &Task, events: &[TaskEvent], limits: &RelayLimits) -> Result<(), AppendError> {
+    if !events
+        .iter()
+        .any(|e| matches!(e, TaskEvent::Artifact { .. }))
+    {
+        return Ok(());
+    }
+    let mut sizes: Vec<(&str, usize)> = task
+        .artifacts
+        .iter()
+        .map(|a| (a.artifact_id.as_str(), parts_bytes(&a.parts)))
+        .collect();
+    for event in events {
+        let TaskEvent::Artifact { update } = event else {
+            continue;
+        };
+        let id = update.artifact.artifact_id.as_str();
+        let chunk = parts_bytes(&update.artifact.parts);
+        let size = match sizes.iter_mut().find(|(known, _)| *known == id) {
+            Some((_, size)) => {
+                *size = if update.append {
+                    size.saturating_add(chunk)
+                } else {
+                    chunk
+                };
+                *size
+            }
+            None => {
+                sizes.push((id, chunk));
+                chunk
+            }
+        };
+        if size > limits.max_artifact_bytes {
+            return Err(AppendError::TooLarge(format!(
+                "its artifact {id:?} would be {size} bytes, over the limit of {} bytes per \
+                 artifact",
+                limits.max_artifact_bytes
+            )));
+        }
+    }
+    let total = sizes
+        .iter()
+        .fold(0usize, |sum, (_, size)| sum.saturating_add(*size));
+    if total > limits.max_task_bytes {
+        return Err(AppendError::TooLarge(format!(
+            "the task's artifacts would be {total} bytes, over the limit of {} bytes per task",
+            limits.max_task_bytes
+        )));
+    }
+    Ok(())
+}
 
 /// Whether a remote task in `state` stopped: the waiting execution resumes.
 pub(crate) fn stopped(state: TaskState) -> bool {
@@ -47,9 +142,13 @@ pub(crate) enum RemoteUpdate<'a> {
 /// Relays a remote task's progress into our task `task_id`: its WORKING status (with its
 /// message) and its artifacts, as events of ours. States that stop the remote are not relayed:
 /// the resumed agent decides what they mean for our task. An artifact already ours as it is
-/// (same id, same parts) is not written again, so a snapshot after the pushes costs nothing.
+/// (same id, same parts) is not written again, so a snapshot after the pushes costs nothing,
+/// and a push delivered twice changes nothing twice (a chunk appended twice is put right by
+/// the remote's task as it stopped). An update that would take our task past `limits` is not
+/// written at all: [`AppendError::TooLarge`].
 pub(crate) async fn relay(
     log: &TaskLog,
+    limits: &RelayLimits,
     owner: &Owner,
     task_id: &str,
     update: &RemoteUpdate<'_>,
@@ -116,12 +215,19 @@ pub(crate) async fn relay(
         }
         RemoteUpdate::Status(update) => events.extend(status(&update.status)),
         RemoteUpdate::Artifact(update) => {
-            events.push(artifact(&update.artifact, update.append, update.last_chunk))
+            let known = !update.append
+                && head.task.artifacts.iter().any(|a| {
+                    a.artifact_id == update.artifact.artifact_id && a.parts == update.artifact.parts
+                });
+            if !known {
+                events.push(artifact(&update.artifact, update.append, update.last_chunk))
+            }
         }
     }
     if events.is_empty() {
         return Ok(());
     }
+    within(&head.task, &events, limits)?;
     // A task still SUBMITTED becomes WORKING before its first relayed artifact.
     if head.task.status.state == TaskState::Submitted && !events.iter().any(|e| e.state().is_some())
     {
@@ -143,4 +249,58 @@ pub(crate) async fn relay(
         );
     }
     log.append(owner, head, events).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2a_protocol::{Artifact, TaskArtifactUpdateEvent};
+
+    fn chunk(id: &str, text: &str, append: bool) -> TaskEvent {
+        TaskEvent::Artifact {
+            update: TaskArtifactUpdateEvent {
+                task_id: "t".into(),
+                context_id: "c".into(),
+                artifact: Artifact {
+                    artifact_id: id.into(),
+                    parts: vec![Part::text(text)],
+                    ..Artifact::default()
+                },
+                append,
+                last_chunk: false,
+                metadata: None,
+                generation: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn relayed_artifacts_stay_within_the_limits() {
+        let limits = RelayLimits {
+            max_artifact_bytes: 100,
+            max_task_bytes: 150,
+        };
+        let mut task = Task::default();
+        let fifty = "x".repeat(50);
+        assert!(within(&task, &[chunk("a", &fifty, false)], &limits).is_ok());
+        task.artifacts.push(Artifact {
+            artifact_id: "a".into(),
+            parts: vec![Part::text(fifty.clone())],
+            ..Artifact::default()
+        });
+        // Appended, "a" passes 100 bytes; replaced, it stays as large as the chunk.
+        let appended = within(&task, &[chunk("a", &fifty, true)], &limits);
+        assert!(
+            matches!(&appended, Err(AppendError::TooLarge(why)) if why.contains("per artifact")),
+            "{appended:?}"
+        );
+        assert!(within(&task, &[chunk("a", &fifty, false)], &limits).is_ok());
+        // Another artifact takes the task past its limit.
+        let more = [chunk("b", &fifty, false), chunk("b", &fifty, true)];
+        let total = within(&task, &more, &limits);
+        assert!(
+            matches!(&total, Err(AppendError::TooLarge(why)) if why.contains("per task")),
+            "{total:?}"
+        );
+    }
 }

@@ -70,7 +70,8 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
     /// signed with a key published at `{issuer}/.well-known/jwks.json`) for a push that came to
     /// `audience` (our relay URL) with `body`, from the agent at `agent`: the issuer must be
     /// that agent's origin. Called only for pushes that carry a signature (their token was
-    /// checked already); `Err` refuses the push.
+    /// checked already); `Err` refuses the push, except `Unavailable` (its keys could not be
+    /// read now), which asks the sender to try again.
     async fn verify_push(
         &self,
         agent: &str,

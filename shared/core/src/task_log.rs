@@ -73,6 +73,8 @@ pub(crate) enum AppendError {
     Invalid(A2AError),
     /// The store failed.
     Store(StoreError),
+    /// A relayed update would make the task larger than the relay's limits allow (why).
+    TooLarge(String),
 }
 
 impl From<AppendError> for A2AError {
@@ -85,6 +87,7 @@ impl From<AppendError> for A2AError {
             AppendError::NotFound(id) => A2AError::task_not_found(id),
             AppendError::Invalid(e) => e,
             AppendError::Store(e) => store_error(e),
+            AppendError::TooLarge(why) => A2AError::PayloadTooLarge(why),
         }
     }
 }
@@ -96,6 +99,7 @@ impl From<AppendError> for AgentError {
             AppendError::NotFound(_) => AgentError::TaskEnded(TaskState::Unspecified),
             AppendError::Invalid(e) => AgentError::Failed(e.message()),
             AppendError::Store(e) => store_unavailable(e),
+            AppendError::TooLarge(why) => AgentError::Failed(why),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use a2a_protocol::Timestamp;
 
+use crate::durable::failure_value;
 use crate::emitter::lease_until;
 use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
@@ -14,7 +15,7 @@ use crate::kernel::Core;
 use crate::ports::{
     DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob, WorkQueue,
 };
-use crate::relay::{relay, stopped_anew, RemoteUpdate};
+use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 
@@ -285,12 +286,40 @@ pub(crate) async fn advance(
                         match polled {
                             Ok(task) => {
                                 let update = RemoteUpdate::Task(&task);
-                                if let Err(err) =
-                                    relay(&core.log, &record.owner, &record.task_id, &update).await
-                                {
-                                    tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
+                                let relayed = relay(
+                                    &core.log,
+                                    &core.durable.relay_limits,
+                                    &record.owner,
+                                    &record.task_id,
+                                    &update,
+                                )
+                                .await;
+                                match relayed {
+                                    Ok(()) => {}
+                                    // More than we take from it: the call fails, and the
+                                    // remote's task is canceled.
+                                    Err(AppendError::TooLarge(why)) => {
+                                        if let Err(err) = core
+                                            .durable
+                                            .remote
+                                            .cancel_task(remote, record.traceparent.as_deref())
+                                            .await
+                                        {
+                                            tracing::warn!(task_id = %record.task_id, error = %err, "could not cancel the remote task");
+                                        }
+                                        next.outcome = Some(WaitOutcome::Done {
+                                            value: failure_value(&too_large_reason(
+                                                &remote.agent,
+                                                &why,
+                                            )),
+                                        });
+                                        next.due_at = now;
+                                    }
+                                    Err(err) => {
+                                        tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
+                                    }
                                 }
-                                if stopped_anew(&task, remote) {
+                                if next.outcome.is_none() && stopped_anew(&task, remote) {
                                     next.outcome = Some(WaitOutcome::Done {
                                         value: serde_json::to_value(&task)
                                             .unwrap_or(serde_json::Value::Null),

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use a2a_client::{
     Auth, CancelTaskRequest, CardFetch, Client, ClientBuilder, Error, FetchedCard, GetTaskRequest,
-    SendMessageConfiguration, SendMessageRequest,
+    SendMessageConfiguration, SendMessageRequest, MAX_CARD_MAX_AGE,
 };
 use a2a_core::{is_non_public, PushPolicy, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
 use a2a_protocol::{A2AError, Message, Task, TaskPushNotificationConfig};
-use a2a_push_verify::Verifier;
+use a2a_push_verify::{Verifier, VerifyError};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -36,6 +36,10 @@ const XRAY_HEADER: &str = "x-amzn-trace-id";
 /// How many push verifiers (one per remote agent and relay URL) are kept before the cache
 /// starts afresh.
 const MAX_VERIFIERS: usize = 1024;
+/// The longest a relayed push waits for its sender's JWKS (connecting, first and last byte).
+const MAX_JWKS_WAIT: Duration = Duration::from_secs(10);
+/// The largest JWKS of a remote agent read: a key set is a few kilobytes.
+const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// The longest error text of a remote agent quoted into our task's failure reason.
 const MAX_QUOTED: usize = 300;
 
@@ -338,12 +342,11 @@ impl RemoteAgentsClient {
                 .await
                 .map_err(|e| remote_error(agent, e))?,
         };
-        let ttl = fetched.max_age.unwrap_or(self.settings.card_ttl);
         self.lock_cards().insert(
             key,
             CachedCard {
                 fetched: fetched.clone(),
-                fresh_until: Instant::now() + ttl,
+                fresh_until: fresh_until(Instant::now(), fetched.max_age, self.settings.card_ttl),
             },
         );
         Ok(fetched)
@@ -384,7 +387,11 @@ impl RemoteAgentsClient {
         let verifier = Arc::new(
             Verifier::for_agent(issuer, audience)
                 .http_client(http)
-                .jwks_ttl(self.settings.card_ttl),
+                // The guarded client has no timeout of its own: a JWKS that never answers
+                // must fail the push, not hold it (and the pushes behind it).
+                .fetch_timeout(self.settings.timeout.min(MAX_JWKS_WAIT))
+                .max_jwks_bytes(MAX_JWKS_BYTES)
+                .jwks_ttl(self.settings.card_ttl.min(MAX_CARD_MAX_AGE)),
         );
         verifiers.insert(key, verifier.clone());
         Ok(verifier)
@@ -493,8 +500,22 @@ impl RemoteAgents for RemoteAgentsClient {
             .verify_token(signature, body)
             .await
             .map(drop)
-            .map_err(|e| RemoteError::Refused(format!("the push signature: {e}")))
+            .map_err(|e| match e {
+                // The keys could not be read now: no verdict on the push, worth a retry.
+                VerifyError::Jwks(_) => RemoteError::Unavailable(format!(
+                    "the push signature of the agent at {agent}: {e}"
+                )),
+                e => RemoteError::Refused(format!("the push signature: {e}")),
+            })
     }
+}
+
+/// Until when a card fetched `now` is fresh: its response's `max-age` (the agent's number,
+/// untrusted), else `default`; never longer than [`MAX_CARD_MAX_AGE`], and never past what
+/// the clock can hold (an overflow would panic).
+fn fresh_until(now: Instant, max_age: Option<Duration>, default: Duration) -> Instant {
+    let ttl = max_age.unwrap_or(default).min(MAX_CARD_MAX_AGE);
+    now.checked_add(ttl).unwrap_or(now)
 }
 
 /// The `iss` claim of a JWT, read without verifying it: it says whose keys verify it, which
@@ -665,6 +686,27 @@ mod tests {
             Err(RemoteError::Refused(_))
         ));
         assert!(cloud.check_url("https://agents.example.com/a2a").is_ok());
+    }
+
+    /// A card's `max-age` is the agent's number: however large, it neither panics (an
+    /// `Instant` overflow) nor keeps a card longer than a day.
+    #[test]
+    fn a_card_s_lifetime_is_clamped() {
+        let now = Instant::now();
+        let default = Duration::from_secs(300);
+        assert_eq!(fresh_until(now, None, default), now + default);
+        assert_eq!(
+            fresh_until(now, Some(Duration::from_secs(60)), default),
+            now + Duration::from_secs(60)
+        );
+        assert_eq!(
+            fresh_until(now, Some(Duration::from_secs(u64::MAX)), default),
+            now + MAX_CARD_MAX_AGE
+        );
+        assert_eq!(
+            fresh_until(now, None, Duration::MAX),
+            now + MAX_CARD_MAX_AGE
+        );
     }
 
     #[test]

@@ -282,3 +282,114 @@ async fn the_guard_refuses_before_anything_is_sent() {
     );
     assert_eq!(seen.all().len(), 1, "nothing more reached the agent");
 }
+
+/// A signed push whose sender's JWKS never answers (the server accepts the connection and
+/// says nothing): the verification fails with a clear error once the request's timeout
+/// passes, and the pushes waiting behind it fail too instead of queueing for as long as it
+/// hangs.
+#[tokio::test]
+async fn a_jwks_that_never_answers_fails_the_push() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holder = held.clone();
+    let silent = tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            // Kept open, never read, never answered.
+            holder.lock().unwrap().push(socket);
+        }
+    });
+    let remote = RemoteAgentsClient::new(RemoteAgentSettings {
+        timeout: Duration::from_secs(1),
+        ..RemoteAgentSettings::local()
+    });
+    let part = |json: Value| URL_SAFE_NO_PAD.encode(json.to_string());
+    let token = format!(
+        "{}.{}.c2ln",
+        part(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})),
+        part(json!({"iss": base, "aud": "http://127.0.0.1:9/a2a-relay/t/o"}))
+    );
+    let verify = || remote.verify_push(&base, "http://127.0.0.1:9/a2a-relay/t/o", &token, b"{}");
+    // Without a timeout this waits forever: the guard below is only there to fail the test.
+    let outcomes = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(verify(), verify(), verify())
+    })
+    .await
+    .expect("the pushes are answered, not held while the JWKS hangs");
+    for outcome in [outcomes.0, outcomes.1, outcomes.2] {
+        assert!(
+            matches!(&outcome, Err(RemoteError::Unavailable(why)) if why.contains("JWKS")),
+            "{outcome:?}"
+        );
+    }
+    assert!(!held.lock().unwrap().is_empty(), "the JWKS was asked for");
+    silent.abort();
+}
+
+/// A card whose `Cache-Control: max-age` no clock can add (u64::MAX seconds) is cached for at
+/// most a day, and the calls through it work: before, the cache panicked on the overflow and
+/// every call to that agent failed.
+#[tokio::test]
+async fn a_card_with_an_overflowing_max_age_is_cached_not_a_panic() {
+    let seen = Seen::default();
+    let agent = InProcessServer::start({
+        let seen = seen.clone();
+        move |base| {
+            let card = json!({
+                "name": "huge-max-age", "description": "", "version": "1",
+                "supportedInterfaces": [{"url": format!("{base}/jsonrpc"),
+                    "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                "capabilities": {},
+                "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+            });
+            let on_card = seen.clone();
+            axum::Router::new()
+                .route(
+                    "/.well-known/agent-card.json",
+                    get(move |headers: HeaderMap| {
+                        on_card.record("card", &headers);
+                        let card = card.clone();
+                        async move {
+                            (
+                                [("cache-control", "public, max-age=18446744073709551615")],
+                                Json(card),
+                            )
+                        }
+                    }),
+                )
+                .route(
+                    "/jsonrpc",
+                    post(|Json(body): Json<Value>| async move {
+                        Json(
+                            json!({"jsonrpc": "2.0", "id": body["id"], "result": {"task": {
+                                "id": "r1", "contextId": "c1",
+                                "status": {"state": "TASK_STATE_WORKING"}
+                            }}}),
+                        )
+                    }),
+                )
+        }
+    })
+    .await;
+    let remote = client(AgentCredentials::none());
+    for n in 0..2 {
+        let sent = remote
+            .send(
+                &agent.base,
+                Message::user_text(format!("m{n}"), "hi"),
+                None,
+                None,
+            )
+            .await;
+        assert!(sent.is_ok(), "{sent:?}");
+    }
+    let cards = seen
+        .all()
+        .iter()
+        .filter(|(what, ..)| what == "card")
+        .count();
+    assert_eq!(cards, 1, "the card is cached, not fetched again");
+}

@@ -117,7 +117,7 @@ fn write_cache(path: &Path, cached: &CachedCard) {
 }
 
 fn fresh_until(max_age: Option<Duration>) -> u64 {
-    now() + max_age.map_or(0, |d| d.as_secs())
+    now().saturating_add(max_age.map_or(0, |d| d.as_secs()))
 }
 
 /// The card of `url`, from the cache when it is fresh or still valid.

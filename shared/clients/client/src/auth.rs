@@ -271,7 +271,8 @@ impl OAuth2ClientCredentials {
             .map_err(|e| Error::Auth(format!("token response without access_token: {e}")))?;
         let expires = token
             .expires_in
-            .map(|secs| asked + Duration::from_secs(secs));
+            // The endpoint's number is untrusted: one no clock can add is no expiry known.
+            .and_then(|secs| asked.checked_add(Duration::from_secs(secs)));
         Ok((token.access_token, expires))
     }
 }

@@ -17,6 +17,10 @@ pub use a2a_push_verify::card::CardSignature;
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// Where agents before 0.3 published it; tried when the first path is not found.
 pub const LEGACY_AGENT_CARD_PATH: &str = "/.well-known/agent.json";
+/// The longest `Cache-Control: max-age` a card's response is taken at: a larger one (up to
+/// `u64::MAX` seconds, which no clock can add) is read as this. One day: a card changes when
+/// its agent is redeployed, and a day-old card is revalidated with its `ETag`.
+pub const MAX_CARD_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// A card as fetched, with what its response said about caching.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +237,9 @@ pub fn card_urls(url: &str) -> Result<Vec<String>, Error> {
     ])
 }
 
-/// `max-age` of a `Cache-Control` value, unless it forbids reuse without revalidation.
+/// `max-age` of a `Cache-Control` value, unless it forbids reuse without revalidation; at
+/// most [`MAX_CARD_MAX_AGE`] (the agent's number is untrusted: a value too large for any
+/// integer is that maximum too, as RFC 9111 reads an overflowing delta-seconds).
 fn max_age(value: &str) -> Option<Duration> {
     let directives: Vec<String> = value
         .split(',')
@@ -247,8 +253,12 @@ fn max_age(value: &str) -> Option<Duration> {
     }
     directives
         .iter()
-        .find_map(|d| d.strip_prefix("max-age=")?.trim_matches('"').parse().ok())
-        .map(Duration::from_secs)
+        .find_map(|d| {
+            let seconds = d.strip_prefix("max-age=")?.trim_matches('"');
+            let digits = !seconds.is_empty() && seconds.bytes().all(|b| b.is_ascii_digit());
+            digits.then(|| seconds.parse::<u64>().unwrap_or(u64::MAX))
+        })
+        .map(|seconds| Duration::from_secs(seconds).min(MAX_CARD_MAX_AGE))
 }
 
 /// Whether `card` offers `interface` (its URL and binding) in the A2A 1.1 draft too.
@@ -358,5 +368,19 @@ mod tests {
         );
         assert_eq!(max_age("no-cache"), Some(Duration::ZERO));
         assert_eq!(max_age("public"), None);
+        assert_eq!(max_age("max-age=-1"), None);
+        assert_eq!(max_age("max-age=1e3"), None);
+    }
+
+    /// The agent's number is untrusted: however large, it is read as at most a day.
+    #[test]
+    fn a_huge_max_age_is_clamped() {
+        for huge in [
+            "max-age=18446744073709551615",
+            "max-age=99999999999999999999999999",
+            "public, max-age=\"86401\"",
+        ] {
+            assert_eq!(max_age(huge), Some(MAX_CARD_MAX_AGE), "{huge}");
+        }
     }
 }

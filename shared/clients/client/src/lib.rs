@@ -67,7 +67,7 @@ pub use a2a_protocol::{
 };
 pub use a2a_protocol::{HttpVerb, Operation};
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
-pub use card::{card_urls, CardFetch, CardResolver, CardSignature, FetchedCard};
+pub use card::{card_urls, CardFetch, CardResolver, CardSignature, FetchedCard, MAX_CARD_MAX_AGE};
 pub use error::{AgentError, Error, Limit};
 pub use limits::Limits;
 pub use sse::{EventReader, SseEvent};

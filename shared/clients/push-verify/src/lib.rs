@@ -99,6 +99,9 @@ pub enum VerifyError {
 
 /// The largest JWKS a [`Verifier`] reads by default.
 pub const DEFAULT_MAX_JWKS_BYTES: usize = 1 << 20;
+/// How long a [`Verifier`] waits for the JWKS by default: connecting, the first byte and the
+/// last one together.
+pub const DEFAULT_JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Verifies pushes for one webhook URL. Keep one per webhook for the life of the process: it
 /// holds the JWKS cache and the replay window.
@@ -111,6 +114,7 @@ pub struct Verifier {
     leeway: Duration,
     jwks_ttl: Duration,
     refetch_cooldown: Duration,
+    fetch_timeout: Duration,
     http: reqwest::Client,
     max_jwks_bytes: usize,
     jwks: Mutex<JwksCache>,
@@ -121,6 +125,9 @@ pub struct Verifier {
 struct JwksCache {
     keys: Option<JwkSet>,
     fetched: Option<Instant>,
+    /// The last fetch that failed, and why: within the cooldown, pushes that need the keys
+    /// are refused with it at once instead of each waiting for a fetch of their own.
+    failed: Option<(Instant, VerifyError)>,
 }
 
 impl Verifier {
@@ -143,8 +150,9 @@ impl Verifier {
             leeway: Duration::from_secs(30),
             jwks_ttl: Duration::from_secs(300),
             refetch_cooldown: Duration::from_secs(10),
+            fetch_timeout: DEFAULT_JWKS_FETCH_TIMEOUT,
             http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
+                .timeout(DEFAULT_JWKS_FETCH_TIMEOUT)
                 .build()
                 .expect("a default reqwest client builds"),
             max_jwks_bytes: DEFAULT_MAX_JWKS_BYTES,
@@ -183,7 +191,8 @@ impl Verifier {
     }
 
     /// The least time between two fetches caused by unknown `kid`s (default 10 s), so that
-    /// tokens with made-up `kid`s cannot make the verifier hammer the JWKS endpoint.
+    /// tokens with made-up `kid`s cannot make the verifier hammer the JWKS endpoint. After a
+    /// fetch that failed, pushes are refused with its error for this long without a fetch.
     pub fn refetch_cooldown(mut self, cooldown: Duration) -> Self {
         self.refetch_cooldown = cooldown;
         self
@@ -196,7 +205,17 @@ impl Verifier {
         self
     }
 
-    /// The HTTP client that fetches the JWKS (to set timeouts, proxies or roots).
+    /// The longest one JWKS fetch may take, connecting and reading the whole body together
+    /// (default 10 s). It holds whatever client [`Self::http_client`] gives: a JWKS endpoint
+    /// that never answers fails the push that needed it after this long, and the pushes
+    /// behind it at once (see [`Self::refetch_cooldown`]).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// The HTTP client that fetches the JWKS (to set proxies or roots; the fetch's timeout is
+    /// [`Self::fetch_timeout`]).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = client;
         self
@@ -296,6 +315,11 @@ impl Verifier {
     async fn key(&self, kid: &str) -> Result<jsonwebtoken::jwk::Jwk, VerifyError> {
         let mut cache = self.jwks.lock().await;
         let fresh = cache.fetched.is_some_and(|at| at.elapsed() < self.jwks_ttl);
+        if let Some((at, err)) = &cache.failed {
+            if !fresh && at.elapsed() < self.refetch_cooldown {
+                return Err(err.clone());
+            }
+        }
         if !fresh {
             self.fetch(&mut cache).await?;
         } else if let Some(jwk) = cache.keys.as_ref().and_then(|k| k.find(kid)) {
@@ -314,7 +338,32 @@ impl Verifier {
             .ok_or_else(|| VerifyError::UnknownKey(kid.to_string()))
     }
 
+    /// Fetches the JWKS into `cache`, within [`Self::fetch_timeout`]; a failure is kept for
+    /// the cooldown.
     async fn fetch(&self, cache: &mut JwksCache) -> Result<(), VerifyError> {
+        let fetched = tokio::time::timeout(self.fetch_timeout, self.fetch_keys()).await;
+        let result = fetched.unwrap_or_else(|_| {
+            Err(VerifyError::Jwks(format!(
+                "the JWKS endpoint did not answer within {} s",
+                self.fetch_timeout.as_secs_f64()
+            )))
+        });
+        match result {
+            Ok(keys) => {
+                cache.keys = Some(keys);
+                cache.fetched = Some(Instant::now());
+                cache.failed = None;
+                Ok(())
+            }
+            Err(err) => {
+                cache.failed = Some((Instant::now(), err.clone()));
+                Err(err)
+            }
+        }
+    }
+
+    /// One fetch of the JWKS, its body read up to [`Self::max_jwks_bytes`].
+    async fn fetch_keys(&self) -> Result<JwkSet, VerifyError> {
         let mut response = self
             .http
             .get(&self.jwks_url)
@@ -350,11 +399,7 @@ impl Verifier {
             }
             body.extend_from_slice(&chunk);
         }
-        let keys: JwkSet = serde_json::from_slice(&body)
-            .map_err(|e| VerifyError::Jwks(format!("not a JWK set: {e}")))?;
-        cache.keys = Some(keys);
-        cache.fetched = Some(Instant::now());
-        Ok(())
+        serde_json::from_slice(&body).map_err(|e| VerifyError::Jwks(format!("not a JWK set: {e}")))
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use a2a_protocol::{A2AError, AgentCard};
 
 pub use request::{OperationRequest, OperationResponse, Reply};
+pub use waits::RelayPush;
 
 use crate::agent::Agent;
 use crate::auth::Permission;
@@ -66,6 +67,7 @@ impl A2aService {
             relay_base: rest_base(&config),
             retention: config.retention,
             remote_poll: config.remote_poll,
+            relay_limits: config.relay_limits,
         });
         Self {
             core: Arc::new(Core {

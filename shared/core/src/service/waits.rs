@@ -5,16 +5,31 @@ use a2a_protocol::{A2AError, StreamResponse, Task, Timestamp};
 use serde_json::Value;
 
 use super::A2aService;
+use crate::durable::failure_value;
 use crate::journal::relay_owner;
 use crate::ports::{
     DurableExecution, Owner, RemoteTaskRef, StoreError, WaitFor, WaitOutcome, WorkJob,
 };
-use crate::relay::{relay, stopped_anew, RemoteUpdate};
-use crate::task_log::store_error;
+use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
+use crate::remote::RemoteError;
+use crate::task_log::{store_error, AppendError};
 use crate::worker::{advance, rearm, Advanced};
 
 /// How many times a wait's outcome is written again after losing to a concurrent write.
 const SAVE_TRIES: usize = 5;
+
+/// A relayed push whose token holds ([`A2aService::authenticate_relay_push`]), before its
+/// body is read.
+#[derive(Debug)]
+pub struct RelayPush {
+    owner: Owner,
+    task_id: String,
+    token: String,
+    remote: RemoteTaskRef,
+    /// Whether it is for the remote task the execution waits for now (else: a late push).
+    current: bool,
+    traceparent: Option<String>,
+}
 
 impl A2aService {
     /// Sends the signal `name` with `value` to the owner's task: a durable execution parked on
@@ -38,14 +53,10 @@ impl A2aService {
 
     /// A push from a remote agent whose task one of ours waits for, as the relay route got it
     /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`, the push's
-    /// `A2A-Push-Signature` in `signature` if it has one). Its progress is relayed into our
-    /// task; if it says the remote task stopped, the wait is over and the execution resumes. A
-    /// push that does not carry the wait's token, or whose signature does not verify against
-    /// the remote agent's keys (`RemoteAgents::verify_push`), is refused as TaskNotFound, and
-    /// nothing changes. A push for a remote task our task worked with but no longer waits for
-    /// (its token is that of a remote in the record) is late (the call has the remote's task
-    /// as it stopped): it is taken (200) and dropped. Returns `false` when there is no execution at this address any
-    /// more (our task ended): the push's sender may stop pushing (the route answers 410 Gone).
+    /// `A2A-Push-Signature` in `signature` if it has one): [`Self::authenticate_relay_push`],
+    /// then [`Self::take_relay_push`]. Returns `false` when the push is refused, whatever the
+    /// reason (no such task or owner, no execution any more, a wrong token, a signature that
+    /// does not verify): the route gives all of these one answer.
     pub async fn relay_push(
         &self,
         task_id: &str,
@@ -54,8 +65,31 @@ impl A2aService {
         signature: Option<&str>,
         body: &[u8],
     ) -> Result<bool, A2AError> {
-        let not_found = || A2AError::task_not_found(task_id);
-        let owner = relay_owner(owner_segment).ok_or_else(not_found)?;
+        match self
+            .authenticate_relay_push(task_id, owner_segment, token)
+            .await?
+        {
+            Some(push) => self.take_relay_push(push, signature, body).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Whether `token` proves a push to `RELAY_PATH/{task_id}/{owner}` is for one of our
+    /// waits: the token of the remote task the execution waits for, or of a remote task it
+    /// worked with before (a late push). `None` for everything else, alike: an owner segment
+    /// that is not one, no execution at this address (our task ended, or never was), a
+    /// wrong token. Nothing of the push's body is needed for this, so the route reads it only
+    /// once the token holds. (The execution's record is read whole: the stores have no
+    /// narrower read, and it is one key lookup of an item the store bounds.)
+    pub async fn authenticate_relay_push(
+        &self,
+        task_id: &str,
+        owner_segment: &str,
+        token: &str,
+    ) -> Result<Option<RelayPush>, A2AError> {
+        let Some(owner) = relay_owner(owner_segment) else {
+            return Ok(None);
+        };
         let Some(record) = self
             .core
             .store
@@ -63,7 +97,7 @@ impl A2aService {
             .await
             .map_err(store_error)?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
             WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
@@ -84,10 +118,42 @@ impl A2aService {
                 });
                 match known {
                     Some(remote) => (remote.clone(), false),
-                    None => return Err(not_found()),
+                    None => return Ok(None),
                 }
             }
         };
+        Ok(Some(RelayPush {
+            owner,
+            task_id: task_id.to_owned(),
+            token: token.to_owned(),
+            remote,
+            current,
+            traceparent: record.traceparent,
+        }))
+    }
+
+    /// Takes a push [`Self::authenticate_relay_push`] let through, with its body: its progress
+    /// is relayed into our task; if it says the remote task stopped, the wait is over and the
+    /// execution resumes. An agent like us also signs its pushes: a signature that is there
+    /// must verify against the remote agent's keys (`RemoteAgents::verify_push`), or the push
+    /// is refused (`false`) and nothing changes; keys that cannot be fetched now are an error
+    /// worth a retry. A push for a remote task our task no longer waits for is late (the call
+    /// has the remote's task as it stopped): taken (`true`) and dropped.
+    pub async fn take_relay_push(
+        &self,
+        push: RelayPush,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> Result<bool, A2AError> {
+        let RelayPush {
+            owner,
+            task_id,
+            token,
+            remote,
+            current,
+            traceparent,
+        } = push;
+        let task_id = task_id.as_str();
         // The token proves the push is for this wait; an agent like us also signs it, and a
         // signature that is there must hold (it binds the body and the sender).
         if let Some(signature) = signature {
@@ -96,15 +162,24 @@ impl A2aService {
                 .durable
                 .relay_url(&owner, task_id)
                 .unwrap_or_default();
-            if let Err(err) = self
+            match self
                 .core
                 .durable
                 .remote
                 .verify_push(&remote.agent, &audience, signature, body)
                 .await
             {
-                tracing::warn!(task_id, error = %err, "a relayed push's signature does not verify");
-                return Err(not_found());
+                Ok(()) => {}
+                Err(RemoteError::Unavailable(why)) => {
+                    tracing::warn!(task_id, error = %why, "a relayed push's signature cannot be checked now");
+                    return Err(A2AError::Internal(format!(
+                        "the push's signature cannot be checked now: {why}"
+                    )));
+                }
+                Err(err) => {
+                    tracing::warn!(task_id, error = %err, "a relayed push's signature does not verify");
+                    return Ok(false);
+                }
             }
         }
         let update = parse_push(body)?;
@@ -114,9 +189,15 @@ impl A2aService {
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
-        let traceparent = record.traceparent.as_deref();
-        self.take_remote_update(&owner, task_id, &remote, token, &update, traceparent)
-            .await
+        self.take_remote_update(
+            &owner,
+            task_id,
+            &remote,
+            &token,
+            &update,
+            traceparent.as_deref(),
+        )
+        .await
     }
 
     /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
@@ -230,8 +311,15 @@ impl A2aService {
             StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
             StreamResponse::Message(_) => return Ok(true),
         };
-        if let Err(err) = relay(&self.core.log, owner, task_id, &relayed).await {
-            tracing::warn!(task_id, error = ?err, "could not relay a remote push");
+        let limits = &self.core.durable.relay_limits;
+        match relay(&self.core.log, limits, owner, task_id, &relayed).await {
+            Ok(()) => {}
+            Err(AppendError::TooLarge(why)) => {
+                return self
+                    .refuse_remote_answer(owner, task_id, remote, token, traceparent, &why)
+                    .await;
+            }
+            Err(err) => tracing::warn!(task_id, error = ?err, "could not relay a remote push"),
         }
         let Some(mut task) = state_task.filter(|t| stopped_anew(t, remote)) else {
             return Ok(true);
@@ -244,10 +332,31 @@ impl A2aService {
             // the wait is over are dropped (above). Unreachable now: the pushes stand.
             match self.core.durable.remote.get_task(remote, traceparent).await {
                 Ok(full) if full.id == task.id && stopped_anew(&full, remote) => {
-                    if let Err(err) =
-                        relay(&self.core.log, owner, task_id, &RemoteUpdate::Task(&full)).await
-                    {
-                        tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
+                    let relayed = relay(
+                        &self.core.log,
+                        limits,
+                        owner,
+                        task_id,
+                        &RemoteUpdate::Task(&full),
+                    )
+                    .await;
+                    match relayed {
+                        Ok(()) => {}
+                        Err(AppendError::TooLarge(why)) => {
+                            return self
+                                .refuse_remote_answer(
+                                    owner,
+                                    task_id,
+                                    remote,
+                                    token,
+                                    traceparent,
+                                    &why,
+                                )
+                                .await;
+                        }
+                        Err(err) => {
+                            tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
+                        }
                     }
                     task = full;
                 }
@@ -258,6 +367,44 @@ impl A2aService {
             }
         }
         let value = serde_json::to_value(&task).unwrap_or(Value::Null);
+        let token = token.to_owned();
+        let accepts = move |record: &DurableExecution| {
+            record.wait.as_ref().is_some_and(|w| {
+                w.outcome.is_none()
+                    && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if *t == token)
+            })
+        };
+        self.end_wait(owner, task_id, accepts, WaitOutcome::Done { value })
+            .await
+            .map(|_| true)
+            .map_err(store_error)
+    }
+
+    /// The remote task `remote` answered more than our task takes (`why`: which limit): the
+    /// update is not written, the remote's task is canceled, and the wait (with `token`) ends
+    /// with the call's failure saying so. Later pushes find the wait over and are dropped.
+    async fn refuse_remote_answer(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        remote: &RemoteTaskRef,
+        token: &str,
+        traceparent: Option<&str>,
+        why: &str,
+    ) -> Result<bool, A2AError> {
+        tracing::warn!(task_id, remote = %remote.task_id, why, "a remote task answered past the relay limits");
+        if !remote.task_id.is_empty() {
+            if let Err(err) = self
+                .core
+                .durable
+                .remote
+                .cancel_task(remote, traceparent)
+                .await
+            {
+                tracing::warn!(task_id, remote = %remote.task_id, error = %err, "could not cancel the remote task");
+            }
+        }
+        let value = failure_value(&too_large_reason(&remote.agent, why));
         let token = token.to_owned();
         let accepts = move |record: &DurableExecution| {
             record.wait.as_ref().is_some_and(|w| {

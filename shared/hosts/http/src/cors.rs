@@ -232,8 +232,26 @@ impl Cors {
     /// With a list, the answer depends on the `Origin`: say so to caches, whatever the origin.
     fn vary(&self, response: &mut HeaderMap) {
         if matches!(self.origins, CorsOrigins::List(_)) {
-            response.append(header::VARY, HeaderValue::from_static("Origin"));
+            vary_origin(response);
         }
+    }
+}
+
+/// Adds `Vary: Origin` to `response` unless it says so already: for every response whose
+/// content depends on the request's `Origin` (allowed, refused, or without one), so that a
+/// shared cache never serves one origin's answer to another.
+pub fn vary_origin(response: &mut HeaderMap) {
+    let named = response
+        .get_all(header::VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|name| {
+            let name = name.trim();
+            name == "*" || name.eq_ignore_ascii_case("origin")
+        });
+    if !named {
+        response.append(header::VARY, HeaderValue::from_static("Origin"));
     }
 }
 

@@ -34,7 +34,7 @@ use axum::routing::post;
 use axum::Router;
 
 pub use card::EARLY_CARD_ALT_PATH;
-pub use cors::CorsOrigins;
+pub use cors::{vary_origin, CorsOrigins};
 pub use legacy::legacy_methods;
 pub use rest::{V03_CARD_PATH, V03_PREFIX};
 

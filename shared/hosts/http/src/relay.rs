@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use a2a_protocol::push::PUSH_SIGNATURE_HEADER;
-use a2a_protocol::A2AError;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -28,9 +27,12 @@ pub(crate) fn mount(router: Router<Arc<App>>) -> Router<Arc<App>> {
     router.route(&path, post(handle))
 }
 
-/// One push: 200 once relayed, 404 (TaskNotFound) for a wrong or missing token or signature,
-/// 410 Gone when no execution is at this address any more (our task ended: the sender may
-/// stop pushing), 400 for a body that is no A2A task update, 413 past the body limit.
+/// One push: 200 once relayed; 410 Gone `{}` for every push not proven to be for one of our
+/// waits, alike: no token, a wrong one, a signature that does not verify, no execution at this
+/// address (never, or no more: our task ended, the sender may stop pushing). Nothing tells a
+/// task that waits from one that does not. The token is checked before the body is read; a
+/// push whose token holds then gets 400 for a body that is no A2A task update, 413 past the
+/// body limit, 500 when its signature's keys cannot be fetched now (worth a retry).
 async fn handle(
     State(app): State<Arc<App>>,
     Path((task_id, owner)): Path<(String, String)>,
@@ -46,12 +48,20 @@ async fn handle(
                 .filter(|v| !v.is_empty())
         };
         let Some(token) = TOKEN_HEADERS.iter().find_map(|name| header(name)) else {
-            return Err(HttpError::from(A2AError::task_not_found(&task_id)));
+            return Ok(false);
+        };
+        let Some(push) = app
+            .service
+            .authenticate_relay_push(&task_id, &owner, token)
+            .await
+            .map_err(HttpError::from)?
+        else {
+            return Ok(false);
         };
         let signature = header(PUSH_SIGNATURE_HEADER);
         let bytes = crate::body::read(&headers, body, app.options.max_body_bytes).await?;
         app.service
-            .relay_push(&task_id, &owner, token, signature, &bytes)
+            .take_relay_push(push, signature, &bytes)
             .await
             .map_err(HttpError::from)
     }
@@ -59,7 +69,7 @@ async fn handle(
     match outcome {
         Ok(true) => json_text_response(StatusCode::OK, "{}".into()),
         // Not an A2A error: a webhook's way of saying "stop" (a2a-lambda agents delete the
-        // push config on it).
+        // push config on it). The same for every refusal, so it reveals nothing.
         Ok(false) => json_text_response(StatusCode::GONE, "{}".into()),
         Err(err) => err.rest_response(),
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_channels::LiteSettings;
-use a2a_core::{PushPolicy, RemoteAgents};
+use a2a_core::{ConfigError, PushPolicy, RelayLimits, RemoteAgents};
 use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 
 /// Agent hosts exempt from the public-address rule (comma-separated; local runs only).
@@ -18,6 +18,10 @@ pub(crate) const ENV_AGENT_ALLOW_HTTP: &str = "A2A_AGENT_ALLOW_HTTP";
 pub(crate) const ENV_AGENT_CREDENTIALS_SECRET_ARN: &str = "A2A_AGENT_CREDENTIALS_SECRET_ARN";
 /// Seconds between two polls of a remote task waited for when its pushes do not come.
 pub(crate) const ENV_REMOTE_POLL_SECS: &str = "A2A_REMOTE_POLL_SECS";
+/// The largest one artifact a remote agent's answer may make in our task, in bytes.
+pub(crate) const ENV_MAX_RELAYED_ARTIFACT_BYTES: &str = "A2A_MAX_RELAYED_ARTIFACT_BYTES";
+/// The largest a remote agent's answer may make our task's artifacts together, in bytes.
+pub(crate) const ENV_MAX_RELAYED_TASK_BYTES: &str = "A2A_MAX_RELAYED_TASK_BYTES";
 
 /// What a function reads about calling other agents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +34,8 @@ pub struct RemoteSettings {
     pub credentials_secret_arn: Option<String>,
     /// How often a remote task that does not push is polled.
     pub poll: Duration,
+    /// How large a remote's answer may make our task.
+    pub relay_limits: RelayLimits,
 }
 
 impl RemoteSettings {
@@ -54,6 +60,18 @@ impl RemoteSettings {
             allow_http: get(ENV_AGENT_ALLOW_HTTP).is_some_and(|v| v == "true" || v == "1"),
             credentials_secret_arn: get(ENV_AGENT_CREDENTIALS_SECRET_ARN),
             poll: poll.max(Duration::from_secs(1)),
+            relay_limits: RelayLimits {
+                max_artifact_bytes: bytes_setting(
+                    ENV_MAX_RELAYED_ARTIFACT_BYTES,
+                    get(ENV_MAX_RELAYED_ARTIFACT_BYTES).as_deref(),
+                    RelayLimits::DEFAULT.max_artifact_bytes,
+                )?,
+                max_task_bytes: bytes_setting(
+                    ENV_MAX_RELAYED_TASK_BYTES,
+                    get(ENV_MAX_RELAYED_TASK_BYTES).as_deref(),
+                    RelayLimits::DEFAULT.max_task_bytes,
+                )?,
+            },
         })
     }
 
@@ -89,6 +107,19 @@ impl RemoteSettings {
             room_policy,
             Arc::new(client),
         )?))
+    }
+}
+
+/// The number of bytes `setting` holds (`value`, as read), or `default` when it is not set.
+fn bytes_setting(setting: &str, value: Option<&str>, default: usize) -> Result<usize, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(v) => v.parse::<usize>().map_err(|_| {
+            ConfigError::invalid(
+                setting,
+                format!("must be a whole number of bytes, not {v:?}"),
+            )
+        }),
     }
 }
 

@@ -329,6 +329,7 @@ impl Settings {
             generations: self.generations,
             observer: Arc::new(self.metrics()),
             remote_poll: self.remote.poll,
+            relay_limits: self.remote.relay_limits,
             ..ServiceConfig::default()
         }
     }

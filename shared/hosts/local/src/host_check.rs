@@ -159,14 +159,21 @@ pub(crate) async fn check(
     request: Request,
     next: Next,
 ) -> Response {
+    // Checked, the `Origin` decides between this answer and a 403: every response says so,
+    // or a shared cache could serve the refusal to everyone (or the answer to a refused page).
+    let varies = policy.hosts != AllowedHosts::Any;
     let Some(why) = policy.refusal(request.headers()) else {
-        return next.run(request).await;
+        let mut response = next.run(request).await;
+        if varies {
+            a2a_http::vary_origin(response.headers_mut());
+        }
+        return response;
     };
     tracing::info!(path = %request.uri().path(), "refused a request: {why}");
     let mut body = A2AError::PermissionDenied(why).to_status_body();
     body["error"]["code"] = serde_json::Value::from(403);
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
-    (
+    let mut response = (
         StatusCode::FORBIDDEN,
         [(
             header::CONTENT_TYPE,
@@ -174,7 +181,9 @@ pub(crate) async fn check(
         )],
         bytes,
     )
-        .into_response()
+        .into_response();
+    a2a_http::vary_origin(response.headers_mut());
+    response
 }
 
 #[cfg(test)]

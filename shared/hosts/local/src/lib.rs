@@ -123,6 +123,14 @@ pub struct Options {
     /// do not come (ten times that for an agent that pushes: the poll is only a safety net).
     #[arg(long, env = "A2A_REMOTE_POLL_SECS", default_value_t = 30)]
     pub remote_poll_secs: u64,
+    /// The largest one artifact a remote agent's answer may make in the task that called it,
+    /// in bytes (its chunks together); past it the call fails and the remote task is canceled.
+    #[arg(long, env = "A2A_MAX_RELAYED_ARTIFACT_BYTES", default_value_t = a2a_core::RelayLimits::DEFAULT.max_artifact_bytes)]
+    pub max_relayed_artifact_bytes: usize,
+    /// The largest a remote agent's answer may make the artifacts of the task that called it,
+    /// together, in bytes.
+    #[arg(long, env = "A2A_MAX_RELAYED_TASK_BYTES", default_value_t = a2a_core::RelayLimits::DEFAULT.max_task_bytes)]
+    pub max_relayed_task_bytes: usize,
     /// Seconds one SSE stream may last before it ends (the client resubscribes).
     #[arg(long, env = "A2A_MAX_STREAM_SECS", default_value_t = 3600)]
     pub max_stream_secs: u64,
@@ -567,6 +575,10 @@ pub async fn serve(
         },
         remote_agents,
         remote_poll: Duration::from_secs(options.remote_poll_secs.max(1)),
+        relay_limits: a2a_core::RelayLimits {
+            max_artifact_bytes: options.max_relayed_artifact_bytes,
+            max_task_bytes: options.max_relayed_task_bytes,
+        },
         ..ServiceConfig::default()
     };
     let service = A2aService::new(
@@ -627,7 +639,12 @@ pub async fn serve(
         .filter_map(|(name, on)| on.then_some(name))
         .collect();
         tracing::info!(channels = %on.join(","), "A2A-Lite channels on under {base}/a2a-lite/");
-        app = app.merge(channels.router());
+        // Under the base path, as every other route (the bridge's pushes come back to
+        // `{base}/a2a-lite/events`).
+        app = match options.base_path.as_str() {
+            "" => app.merge(channels.router()),
+            prefix => app.merge(axum::Router::new().nest(prefix, channels.router())),
+        };
     }
     let hosts = Arc::new(host_check::HostPolicy {
         hosts: options.allowed_hosts.clone().unwrap_or_default(),
