@@ -61,7 +61,10 @@ fn read(chunks: Vec<Vec<u8>>, limits: Option<(usize, u64)>) -> (Vec<SseEvent>, O
                 Ok(None) => return (events, None),
                 Err(err) => {
                     let limit = matches!(err, Error::TooLarge { .. });
-                    assert!(limit, "only a limit ends a stream that did not break: {err}");
+                    assert!(
+                        limit,
+                        "only a limit ends a stream that did not break: {err}"
+                    );
                     return (events, Some(err.to_string()));
                 }
             }

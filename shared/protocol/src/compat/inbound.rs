@@ -89,11 +89,11 @@ pub fn part(value: Value, field: &str) -> Result<Value, A2AError> {
     // The 0.3 proto's parts carry no tag: only they nest a data part's Struct.
     let proto = tag.is_none();
     let tag = tag.or_else(|| {
-            ["text", "file", "data"]
-                .into_iter()
-                .find(|k| p.contains_key(*k))
-                .map(str::to_owned)
-        });
+        ["text", "file", "data"]
+            .into_iter()
+            .find(|k| p.contains_key(*k))
+            .map(str::to_owned)
+    });
     let mut out = Map::new();
     let mut metadata = p.remove("metadata").filter(|m| !m.is_null());
     match tag.as_deref() {
@@ -216,12 +216,12 @@ pub fn message(value: Value, field: &str, new_message_id: &str) -> Result<Value,
         None => match m.remove("content") {
             // python-a2a's own shape: one `content` object and a snake_case `message_id`.
             Some(Value::Object(content)) => {
-            if let Some(id) = m.remove("message_id").filter(|id| !id.is_null()) {
-                m.entry("messageId").or_insert(id);
-            }
-            // Its message threading has no A2A counterpart (the task and session carry it).
-            m.remove("parent_message_id");
-            m.remove("conversation_id");
+                if let Some(id) = m.remove("message_id").filter(|id| !id.is_null()) {
+                    m.entry("messageId").or_insert(id);
+                }
+                // Its message threading has no A2A counterpart (the task and session carry it).
+                m.remove("parent_message_id");
+                m.remove("conversation_id");
                 Value::Array(vec![python_a2a_part(content)])
             }
             other => other.unwrap_or_default(),

@@ -341,10 +341,11 @@ pub fn parse(text: &str) -> Result<Option<LiteMessage>, LiteError> {
         }
         let key = key.to_ascii_lowercase();
         if params.iter().any(|(k, _)| *k == key) {
-            return Err(
-                LiteError::new(format!("In [A2A:{label} …], {} is given twice.", quote(&key)))
-                    .about(find(&params, &name)),
-            );
+            return Err(LiteError::new(format!(
+                "In [A2A:{label} …], {} is given twice.",
+                quote(&key)
+            ))
+            .about(find(&params, &name)));
         }
         params.push((key, value.to_owned()));
     }
