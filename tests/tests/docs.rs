@@ -14,6 +14,7 @@ const PAGES: &[&str] = &[
     "docs/architecture.md",
     "docs/auth.md",
     "docs/aws-adapters.md",
+    "docs/bounds.md",
     "docs/client.md",
     "docs/conformance.md",
     "docs/cost.md",
@@ -178,4 +179,36 @@ fn the_anchor_reader_reads_what_it_should() {
     assert!(!defines("pub fn runner() {}", "run"));
     assert!(defines("impl A { fn c() {} }", "A::c"));
     assert!(Path::new("docs").is_relative());
+}
+
+/// Every test `docs/bounds.md` names (a file, then the test function, in one table cell)
+/// exists in that file: the inventory of bounds cannot name a test that is not there.
+#[test]
+fn the_inventory_of_bounds_names_tests_that_exist() {
+    let root = workspace_root();
+    let page = std::fs::read_to_string(root.join("docs/bounds.md")).expect("the page");
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for row in page
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| **"))
+    {
+        let Some(cell) = row.trim_end_matches('|').rsplit('|').next() else {
+            continue;
+        };
+        let spans = code_spans(cell);
+        for pair in spans.windows(2) {
+            let (file, test) = (pair[0], pair[1]);
+            if !is_repo_path(file) || test.contains('/') || test.contains(' ') {
+                continue;
+            }
+            named += 1;
+            let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+            if !text.contains(&format!("fn {test}(")) {
+                missing.push(format!("{file} {test}"));
+            }
+        }
+    }
+    assert!(named > 20, "the table names its tests: {named}");
+    assert!(missing.is_empty(), "tests that do not exist: {missing:#?}");
 }

@@ -332,7 +332,8 @@ async fn python_a2a_paths_and_the_early_card() {
             .send_raw(server.http().get(server.url(path)))
             .await
             .body;
-        assert_eq!(card["url"], json!(server.jsonrpc_url()), "{path}: {card}");
+        // Hexagon's early endpoint: every early method, each answered in the early dialect.
+        assert_eq!(card["url"], json!(server.url("/tasks")), "{path}: {card}");
         assert_eq!(card["capabilities"]["streaming"], true);
         assert_eq!(card["capabilities"]["stateTransitionHistory"], false);
         assert!(card["skills"].as_array().is_some_and(|s| !s.is_empty()));
@@ -547,4 +548,76 @@ async fn concurrent_sends_to_one_new_chosen_id_never_fail_internally() {
             .map(|h| h.iter().filter(|m| m["role"] == "ROLE_USER").count());
         assert_eq!(turns, Some(accepted), "one turn per accepted send: {task}");
     }
+}
+
+/// Whether `value` has a member `kind` anywhere (0.3's discriminator).
+fn has_kind(value: &Value) -> bool {
+    match value {
+        Value::Object(members) => members.contains_key("kind") || members.values().any(has_kind),
+        Value::Array(items) => items.iter().any(has_kind),
+        _ => false,
+    }
+}
+
+/// Issue 46, defect 9: an early client that follows the early card gets what an early SDK's
+/// server gives, for the names 0.3 shares too: no 0.3 `kind`, and a resubscription's first
+/// event is a status event with `final`, never a 0.3 Task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_client_following_the_card_reads_the_early_dialect_only() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let card = server
+        .send_raw(server.http().get(server.url("/.well-known/agent.json")))
+        .await
+        .body;
+    let url = card["url"].as_str().expect("the card's url").to_owned();
+    let post = |method: &str, params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        server
+            .http()
+            .post(url.as_str())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+    };
+    let id = new_id();
+    let sent = server
+        .send_raw(post("tasks/send", early_send(&id, "hold")))
+        .await;
+    assert_eq!(
+        result(&sent.body)["status"]["state"],
+        "input-required",
+        "{}",
+        sent.body
+    );
+    let got = server.send_raw(post("tasks/get", json!({"id": id}))).await;
+    let task = result(&got.body);
+    assert_eq!(task["id"], json!(id), "{task}");
+    assert!(!has_kind(task), "{task}");
+    let mut stream = open_sse(
+        Binding::JsonRpc,
+        post("tasks/resubscribe", json!({"id": id})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("tasks/resubscribe: {}", e.body));
+    let events: Vec<Value> = stream
+        .collect_to_end(EVENT_TIMEOUT)
+        .await
+        .iter()
+        .map(SseEvent::payload)
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        events[0],
+        json!({"id": id, "status": events[0]["status"].clone(), "final": true})
+    );
+    assert_eq!(events[0]["status"]["state"], "input-required");
+    assert!(!has_kind(&events[0]), "{}", events[0]);
+    let canceled = server
+        .send_raw(post("tasks/cancel", json!({"id": id})))
+        .await;
+    let task = result(&canceled.body);
+    assert_eq!(task["status"]["state"], "canceled", "{task}");
+    assert!(!has_kind(task), "{task}");
 }

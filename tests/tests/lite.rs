@@ -268,7 +268,9 @@ async fn a_waiting_task_continues_and_a_cancel_ends_a_running_one() {
     assert_eq!(room.say("U2", "[A2A:cancel task=h1]").await, 200);
     let refused = room.heard().await;
     assert!(
-        refused.text.contains("there is no task h1 of yours here"),
+        refused
+            .text
+            .contains("there is no task \"h1\" of yours here"),
         "{}",
         refused.text
     );
@@ -314,7 +316,7 @@ async fn a_waiting_task_continues_and_a_cancel_ends_a_running_one() {
         .heard()
         .await
         .text
-        .contains("your task j1 already ended (cancelled)"));
+        .contains("your task \"j1\" already ended (cancelled)"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,7 +344,7 @@ async fn malformed_messages_get_a_reply_and_start_nothing() {
     for (text, says) in [
         ("[A2A:task]\ndo it", "[A2A:task] needs id="),
         ("[A2A:task id = x]\ndo it", "is not key=value"),
-        ("[A2A:task id=x id=y]\ndo it", "id is given twice"),
+        ("[A2A:task id=x id=y]\ndo it", "\"id\" is given twice"),
         ("[A2A:task id=x\ndo it", "not closed"),
         ("[A2A:cancel]", "[A2A:cancel] needs task="),
         ("[A2A:task id=e1]", "say what to do below the marker"),
@@ -370,7 +372,7 @@ async fn malformed_messages_get_a_reply_and_start_nothing() {
     assert!(
         rejected
             .text
-            .starts_with("[A2A:result task=v1 state=rejected]\nI have no skill video-edit"),
+            .starts_with("[A2A:result task=v1 state=rejected]\nI have no skill \"video-edit\""),
         "{}",
         rejected.text
     );
@@ -749,4 +751,42 @@ async fn the_channels_are_served_under_the_base_path() {
         .expect("the POST")
         .status();
     assert_eq!(stray.as_u16(), 404);
+}
+
+/// Issue 46, defect 6: every message the bot posts is cut at the bound docs/a2a-lite.md
+/// states (12,000 characters), refusals included, and a peer's text it quotes is bounded and
+/// says nothing of its own (no line of its own, no mention).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_cut_and_quote_peers_harmlessly() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[]).await;
+    let before = room.tasks().await.len();
+    let long_skill = "s".repeat(60_000);
+    let long_id = format!("{}@channel", "i".repeat(60_000));
+    // Under the 64 KiB a chat message is read up to, the two of them.
+    let long_type = "t".repeat(30_000);
+    let long_word = "w".repeat(30_000);
+    for text in [
+        format!("[A2A:task id=x1 skill={long_skill}]\ndo it"),
+        format!("[A2A:task id={long_id}]\ndo it"),
+        format!("[A2A:{long_type} {long_word}]"),
+        format!("[A2A:task id=x2 {long_skill}]"),
+        "[A2A:task id=x3 skill=@room<!channel>]\ndo it".to_owned(),
+    ] {
+        assert_eq!(room.say("U1", &text).await, 200);
+        let reply = room.heard().await;
+        let chars = reply.text.chars().count();
+        assert!(chars <= 12_000, "{chars} characters");
+        assert!(chars < 1_000, "a refusal quotes a little, not all: {chars}");
+        assert!(
+            !reply.text.contains("@room")
+                && !reply.text.contains("@channel")
+                && !reply.text.contains("<!"),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(room.tasks().await.len(), before, "nothing was created");
 }

@@ -895,3 +895,112 @@ async fn the_card_is_negotiated_by_a2a_version() {
     let _: a2a_protocol::AgentCard = serde_json::from_value(v1.body.clone()).expect("a 1.0 card");
     assert_ne!(v1.header("etag"), v03.header("etag"));
 }
+
+/// Issue 46, defect 7: a 0.3 field of the wrong type is -32602 and creates nothing, `parts` as
+/// an object included (it was read as python-a2a's one `content` object and made a task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_types_in_03_fields_are_invalid_params_and_create_nothing() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let text = json!({"kind": "text", "text": "hello"});
+    let with = |key: &str, value: Value| {
+        let mut params = send03("hello");
+        params["message"][key] = value;
+        params
+    };
+    let mut blocking = send03("hello");
+    blocking["configuration"] = json!({"blocking": "false"});
+    let mut schemes = send03("hello");
+    schemes["configuration"] = json!({"pushNotificationConfig": {"url": "http://127.0.0.1:9/x",
+        "authentication": {"schemes": "Bearer", "credentials": "c"}}});
+    for params in [
+        with("parts", text.clone()),
+        with("parts", json!("hello")),
+        with("parts", json!([{"kind": 7, "text": "hello"}])),
+        with("kind", json!("task")),
+        blocking,
+        schemes,
+    ] {
+        let answer = rpc03(&server, "message/send", params.clone()).await;
+        assert_eq!(answer["error"]["code"], -32602, "{params}: {answer}");
+    }
+    let list = ok(server.list_tasks(Binding::JsonRpc, json!({})).await);
+    assert_eq!(list["tasks"], json!([]), "no task was created: {list}");
+
+    // The push-config references too: a config id that is not a string is not "none".
+    let held = rpc03(&server, "message/send", send03("hold")).await;
+    let id = result(&held)["id"].as_str().unwrap().to_owned();
+    for method in [
+        "tasks/pushNotificationConfig/get",
+        "tasks/pushNotificationConfig/delete",
+    ] {
+        let answer = rpc03(
+            &server,
+            method,
+            json!({"id": id, "pushNotificationConfigId": 5}),
+        )
+        .await;
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+    }
+}
+
+/// Issue 46, defect 9: a config set without an id is read back as the 0.3 SDKs' servers answer:
+/// named by the task's id, and returned to the A2A TCK 0.3's get, which names it `default`
+/// (a2a-python's 0.3 server reads no config id and answers the task's config).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_set_without_an_id_is_read_back_as_the_03_tck_reads_it() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    let hook = Webhook::start().await;
+    let held = rpc03(&server, "message/send", send03("hold")).await;
+    let id = result(&held)["id"].as_str().unwrap().to_owned();
+    let set = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/set",
+        json!({"taskId": id, "pushNotificationConfig": {"url": hook.url}}),
+    )
+    .await;
+    let set = result(&set).clone();
+    assert_eq!(set["pushNotificationConfig"]["id"], json!(id), "{set}");
+    for params in [
+        json!({"id": id, "pushNotificationConfigId": "default"}),
+        json!({"id": id, "pushNotificationConfigId": id}),
+        json!({"id": id}),
+    ] {
+        let got = rpc03(&server, "tasks/pushNotificationConfig/get", params.clone()).await;
+        assert_eq!(result(&got), &set, "{params}");
+    }
+    // Set again without an id: the same config, replaced (the SDKs' servers do the same).
+    let again = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/set",
+        json!({"taskId": id, "pushNotificationConfig": {"url": format!("{}/2", hook.url)}}),
+    )
+    .await;
+    assert!(again.get("error").is_none(), "{again}");
+    let listed = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/list",
+        json!({"id": id}),
+    )
+    .await;
+    assert_eq!(
+        result(&listed).as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    // Another task's config is never the answer.
+    let other = rpc03(&server, "message/send", send03("hold")).await;
+    let other = result(&other)["id"].as_str().unwrap().to_owned();
+    let missing = rpc03(
+        &server,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": other, "pushNotificationConfigId": "default"}),
+    )
+    .await;
+    assert_eq!(missing["error"]["code"], -32001, "{missing}");
+}

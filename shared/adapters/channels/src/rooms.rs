@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use a2a_core::lite::{ChannelPort, RoomAddress};
 use a2a_core::{RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
-use a2a_protocol::lite::{LiteKind, LiteMessage};
+use a2a_protocol::lite::{render, LiteKind, LiteMessage};
 use a2a_protocol::{
     Message, SendMessageResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
     Timestamp,
@@ -95,8 +95,10 @@ impl RemoteAgents for RoomAgents {
         );
         // The message id is the same for a send repeated after a crash: a de-duplicating
         // channel (Matrix) shows it once.
+        // Cut to the bound of a room message like everything posted to a room.
+        let text = render::fit(&task.to_string(), None);
         channel
-            .post(&room.room, &task.to_string(), &message.message_id)
+            .post(&room.room, &text, &message.message_id)
             .await
             .map_err(|e| RemoteError::Unavailable(e.to_string()))?;
         Ok(RemoteSent {
@@ -150,7 +152,7 @@ impl RemoteAgents for RoomAgents {
         );
         let key = format!("cancel-{}", remote.task_id);
         channel
-            .post(&room.room, &cancel.to_string(), &key)
+            .post(&room.room, &render::fit(&cancel.to_string(), None), &key)
             .await
             .map_err(|e| RemoteError::Unavailable(e.to_string()))
     }

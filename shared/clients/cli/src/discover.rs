@@ -116,6 +116,8 @@ fn write_cache(path: &Path, cached: &CachedCard) {
     }
 }
 
+/// When a card fetched now stops being fresh, in seconds since the epoch. The `max-age` is the
+/// card server's: saturating, so a huge one means "fresh for ever", never an overflow.
 fn fresh_until(max_age: Option<Duration>) -> u64 {
     now().saturating_add(max_age.map_or(0, |d| d.as_secs()))
 }
@@ -277,4 +279,15 @@ pub(crate) async fn run(builder: ClientBuilder, out: &Printer, args: DiscoverArg
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_max_age_is_fresh_for_ever_not_an_overflow() {
+        assert_eq!(fresh_until(Some(Duration::from_secs(u64::MAX))), u64::MAX);
+        assert!(fresh_until(Some(Duration::from_secs(60))) >= now() + 60);
+    }
 }

@@ -130,6 +130,7 @@ impl LiteBridge {
             StreamResponse::ArtifactUpdate(_) | StreamResponse::Message(_) => return Ok(()),
         }
         .to_string();
+        let text = render::fit(&text, Some(task_id));
         // The same event delivered again has the same key (its body is the stored event's).
         let event_json = serde_json::to_string(event).unwrap_or_default();
         let key = ids::post_key(&["event", task_id, &event_json]);

@@ -1,5 +1,6 @@
 //! A room's messages to the agent: `discover`, `task` and `cancel` as A2A operations.
 
+use a2a_protocol::lite::render::quote;
 use a2a_protocol::lite::{parse, render, LiteCard, LiteKind, LiteMessage, LiteState};
 use a2a_protocol::{
     A2AError, CancelTaskRequest, GetTaskRequest, Message, Part, Role, SendMessageConfiguration,
@@ -130,7 +131,9 @@ impl LiteBridge {
         task: Option<String>,
         why: String,
     ) -> Handled {
-        let about = task.map(|t| format!(" (task {t})")).unwrap_or_default();
+        let about = task
+            .map(|t| format!(" (task {})", quote(&t)))
+            .unwrap_or_default();
         let text = format!("Your A2A message{about} was not accepted: {why} Nothing was started.");
         let key = reply_key(channel, message, "refused");
         self.say(channel, &message.room, &text, &key).await;
@@ -173,12 +176,14 @@ impl LiteBridge {
                     .map_or_else(|| task.status.state.to_string(), |s| s.to_string());
                 let why = if task.status.state.is_terminal() {
                     format!(
-                        "your task {lite_id} already ended ({state}); give a new task a new id."
+                        "your task {} already ended ({state}); give a new task a new id.",
+                        quote(lite_id)
                     )
                 } else {
                     format!(
-                        "your task {lite_id} is still {state}; wait for its result or cancel it \
-                         with [A2A:cancel task={lite_id}]."
+                        "your task {} is still {state}; wait for its result or cancel it with \
+                         [A2A:cancel task={lite_id}] (the id as every marker carries it).",
+                        quote(lite_id)
                     )
                 };
                 return Ok(self.refuse(channel, message, None, why).await);
@@ -304,7 +309,8 @@ impl LiteBridge {
         }
         let ids: Vec<&str> = skills.iter().map(|s| s.id.as_str()).collect();
         Some(format!(
-            "I have no skill {skill}; my skills are {}. Ask with [A2A:discover].",
+            "I have no skill {}; my skills are {}. Ask with [A2A:discover].",
+            quote(skill),
             if ids.is_empty() {
                 "none".to_owned()
             } else {
@@ -355,13 +361,16 @@ impl LiteBridge {
         {
             Ok(_) => return Ok(Handled::Cancelled(task_id)),
             Err(A2AError::TaskNotFound { .. }) => {
-                format!("there is no task {lite_id} of yours here.")
+                format!("there is no task {} of yours here.", quote(lite_id))
             }
             Err(A2AError::TaskNotCancelable { state, .. }) => {
                 let state = a2a_protocol::TaskState::parse(&state)
                     .and_then(LiteState::from_a2a)
                     .map_or(state, |s| s.to_string());
-                format!("your task {lite_id} already ended ({state}); there is nothing to cancel.")
+                format!(
+                    "your task {} already ended ({state}); there is nothing to cancel.",
+                    quote(lite_id)
+                )
             }
             Err(err) if is_internal(&err) => return Err(err),
             Err(err) => err.to_string(),

@@ -152,10 +152,12 @@ impl LiteBridge {
         self.inner.channels.iter().find(|c| c.port.name() == name)
     }
 
-    /// Posts `text` to `room`; a failure is logged, not returned: a reply that does not reach
-    /// the room changes nothing the bridge did.
+    /// Posts `text` to `room`, cut to the bound of a room message
+    /// ([`render::fit`](a2a_protocol::lite::render::fit)); a failure is logged, not returned:
+    /// a reply that does not reach the room changes nothing the bridge did.
     async fn say(&self, channel: &Channel, room: &str, text: &str, key: &str) {
-        if let Err(err) = channel.port.post(room, text, key).await {
+        let text = a2a_protocol::lite::render::fit(text, None);
+        if let Err(err) = channel.port.post(room, &text, key).await {
             tracing::warn!(channel = channel.port.name(), error = %err, "posting to a room failed");
         }
     }

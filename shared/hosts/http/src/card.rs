@@ -198,6 +198,8 @@ async fn serve_early_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
 pub(crate) struct Cards {
     generations: a2a_core::Generations,
     max_age: Duration,
+    /// This server's JSON-RPC path, which the card's JSON-RPC URL ends with.
+    jsonrpc_path: String,
     built: std::sync::Mutex<Option<(Arc<a2a_core::SignedCards>, Arc<Documents>)>>,
 }
 
@@ -212,10 +214,15 @@ pub(crate) struct Documents {
 }
 
 impl Cards {
-    pub(crate) fn new(generations: a2a_core::Generations, max_age: Duration) -> Self {
+    pub(crate) fn new(
+        generations: a2a_core::Generations,
+        max_age: Duration,
+        jsonrpc_path: &str,
+    ) -> Self {
         Self {
             generations,
             max_age,
+            jsonrpc_path: jsonrpc_path.to_owned(),
             built: std::sync::Mutex::new(None),
         }
     }
@@ -255,7 +262,8 @@ impl Cards {
             if let Some(members) = unsigned.as_object_mut() {
                 members.remove("signatures");
             }
-            let early = a2a_protocol::compat::early_card(unsigned, &jsonrpc_url);
+            let url = early_url(&jsonrpc_url, &self.jsonrpc_path);
+            let early = a2a_protocol::compat::early_card(unsigned, &url);
             CardDocument::card(&early, self.max_age)
         });
         Documents {
@@ -263,6 +271,21 @@ impl Cards {
             card_v1,
             early_card,
         }
+    }
+}
+
+/// Where an early client that follows the early card posts every method: Hexagon's `POST
+/// /tasks` beside the JSON-RPC endpoint, which serves the early methods alone and answers each
+/// in the early dialect, as an early SDK's server would. (The JSON-RPC endpoint answers the
+/// names 0.3 shares with the early protocol, `tasks/get`, `tasks/cancel`,
+/// `tasks/resubscribe`, in 0.3 with the early fields too: it cannot tell the two clients
+/// apart.) The JSON-RPC URL itself when it does not end with this server's JSON-RPC path.
+fn early_url(jsonrpc_url: &str, jsonrpc_path: &str) -> String {
+    let url = jsonrpc_url.trim_end_matches('/');
+    let path = jsonrpc_path.trim_end_matches('/');
+    match url.strip_suffix(path) {
+        Some(base) if !url.is_empty() => format!("{base}{}", crate::EARLY_JSONRPC_PATHS[0]),
+        _ => jsonrpc_url.to_owned(),
     }
 }
 

@@ -347,7 +347,9 @@ fn without_nulls(params: Value) -> Value {
 }
 
 /// A push-config get: the named config, or (the early protocol, and 0.3 without
-/// `pushNotificationConfigId`) the task's first one.
+/// `pushNotificationConfigId`) the task's first one. A 0.3 get naming a config the task does
+/// not have answers the task's first config too, as a2a-python's 0.3 server does (it reads no
+/// config id): the A2A TCK 0.3 sets a config without an id and reads it back as `default`.
 async fn push_get(
     app: &App,
     ctx: &CallContext,
@@ -356,9 +358,17 @@ async fn push_get(
     params: &Value,
 ) -> Result<LegacyReply, A2AError> {
     let (task_id, config_id) = inbound::push_config_ref(params)?;
-    let config_id = match config_id {
-        Some(id) => id,
-        None => {
+    let named = match config_id {
+        Some(id) => get_push_config(app, ctx, headers, &task_id, &id).await,
+        None => Err(A2AError::PushConfigNotFound {
+            task_id: task_id.clone(),
+            config_id: String::new(),
+        }),
+    };
+    let config = match named {
+        Err(A2AError::PushConfigNotFound { config_id, .. })
+            if config_id.is_empty() || dialect.generation() == compat::Generation::V03 =>
+        {
             let listed = json!({ "taskId": task_id });
             let reply = crate::invoke(
                 app,
@@ -374,11 +384,29 @@ async fn push_get(
                     .map(str::to_owned),
                 Reply::Stream(_) => None,
             };
-            // None at all: the 1.0 get of an id that is not there says what is missing.
-            first.unwrap_or_else(|| task_id.clone())
+            // None at all: the get of the id asked for (or of the task's id) says what is
+            // missing.
+            let id = first.unwrap_or_else(|| {
+                Some(config_id)
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| task_id.clone())
+            });
+            get_push_config(app, ctx, headers, &task_id, &id).await?
         }
+        other => other?,
     };
-    let request = json!({ "taskId": task_id, "id": config_id });
+    Ok(LegacyReply::Json(dialect.push_config(config)))
+}
+
+/// The 1.0 GetTaskPushNotificationConfig of config `id` of task `task_id`.
+async fn get_push_config(
+    app: &App,
+    ctx: &CallContext,
+    headers: &HeaderMap,
+    task_id: &str,
+    id: &str,
+) -> Result<Value, A2AError> {
+    let request = json!({ "taskId": task_id, "id": id });
     match crate::invoke(
         app,
         ctx,
@@ -388,9 +416,7 @@ async fn push_get(
     )
     .await?
     {
-        Reply::Json(config) => Ok(LegacyReply::Json(
-            dialect.push_config(Reply::value(&config)),
-        )),
+        Reply::Json(config) => Ok(Reply::value(&config)),
         Reply::Stream(_) => Err(crate::errors::internal(
             "a push config get answered with a stream",
             "",

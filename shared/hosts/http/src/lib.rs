@@ -150,7 +150,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     let generations = service.config().generations;
     let cards = surface
         .card
-        .then(|| card::Cards::new(generations, options.card_max_age));
+        .then(|| card::Cards::new(generations, options.card_max_age, &options.jsonrpc_path));
     // The JWKS is served wherever the card is: receivers find it next to the agent.
     let jwks = match (&cards, &service.config().push_signer) {
         (Some(_), Some(signer)) => Some(card::Jwks::new(signer.clone(), options.card_max_age)),

@@ -77,16 +77,23 @@ fn role(value: Option<Value>, field: &str) -> Result<Value, A2AError> {
 /// `{text}|{file{fileWithUri|fileWithBytes}}|{data{data}}`.
 pub fn part(value: Value, field: &str) -> Result<Value, A2AError> {
     let mut p = object(value, field)?;
-    let tag = p
-        .remove("kind")
-        .or_else(|| p.remove("type"))
-        .and_then(|t| t.as_str().map(str::to_owned))
-        .or_else(|| {
-            ["text", "file", "data"]
-                .into_iter()
-                .find(|k| p.contains_key(*k))
-                .map(str::to_owned)
-        });
+    let tag = match p.remove("kind").or_else(|| p.remove("type")) {
+        Some(Value::String(tag)) => Some(tag),
+        None | Some(Value::Null) => None,
+        Some(_) => {
+            return Err(A2AError::invalid_params(format!(
+                "{field}.kind must be a string: text, file or data"
+            )))
+        }
+    };
+    // The 0.3 proto's parts carry no tag: only they nest a data part's Struct.
+    let proto = tag.is_none();
+    let tag = tag.or_else(|| {
+        ["text", "file", "data"]
+            .into_iter()
+            .find(|k| p.contains_key(*k))
+            .map(str::to_owned)
+    });
     let mut out = Map::new();
     let mut metadata = p.remove("metadata").filter(|m| !m.is_null());
     match tag.as_deref() {
@@ -123,7 +130,7 @@ pub fn part(value: Value, field: &str) -> Result<Value, A2AError> {
         Some("data") => {
             let mut data = p.remove("data").unwrap_or_default();
             // The 0.3 proto nests the Struct: `{"data": {"data": {…}}}`.
-            if tag_is_proto_data(&data) {
+            if proto && tag_is_proto_data(&data) {
                 data = data.get("data").cloned().unwrap_or_default();
             }
             // A non-object value the 0.3 compat layer wrapped as `{"value": x}`.
@@ -192,21 +199,33 @@ fn python_a2a_part(mut content: Map<String, Value>) -> Value {
 /// `messageId` (the early protocol has none) gets `new_message_id`.
 pub fn message(value: Value, field: &str, new_message_id: &str) -> Result<Value, A2AError> {
     let mut m = object(value, field)?;
-    m.remove("kind");
+    match m.remove("kind") {
+        None | Some(Value::Null) => {}
+        Some(kind) if kind == "message" => {}
+        Some(_) => {
+            return Err(A2AError::invalid_params(format!(
+                "{field}.kind must be \"message\""
+            )))
+        }
+    }
     let role = role(m.remove("role"), field)?;
     m.insert("role".into(), role);
-    let parts = match m.remove("parts").or_else(|| m.remove("content")) {
-        // python-a2a's own shape: one `content` object and a snake_case `message_id`.
-        Some(Value::Object(content)) => {
-            if let Some(id) = m.remove("message_id").filter(|id| !id.is_null()) {
-                m.entry("messageId").or_insert(id);
+    // `parts` is an array in every generation; only python-a2a's `content` may be one object.
+    let parts = match m.remove("parts") {
+        Some(parts) => parts,
+        None => match m.remove("content") {
+            // python-a2a's own shape: one `content` object and a snake_case `message_id`.
+            Some(Value::Object(content)) => {
+                if let Some(id) = m.remove("message_id").filter(|id| !id.is_null()) {
+                    m.entry("messageId").or_insert(id);
+                }
+                // Its message threading has no A2A counterpart (the task and session carry it).
+                m.remove("parent_message_id");
+                m.remove("conversation_id");
+                Value::Array(vec![python_a2a_part(content)])
             }
-            // Its message threading has no A2A counterpart (the task and session carry it).
-            m.remove("parent_message_id");
-            m.remove("conversation_id");
-            Value::Array(vec![python_a2a_part(content)])
-        }
-        other => other.unwrap_or_default(),
+            other => other.unwrap_or_default(),
+        },
     };
     let Value::Array(parts) = parts else {
         return Err(A2AError::invalid_params(format!(
@@ -244,7 +263,12 @@ pub fn push_config(value: Value, task_id: Value, field: &str) -> Result<Value, A
         let mut a = object(auth, &format!("{field}.authentication"))?;
         let scheme = match a.remove("schemes") {
             Some(Value::Array(schemes)) => schemes.into_iter().next(),
-            _ => a.remove("scheme"),
+            None | Some(Value::Null) => a.remove("scheme"),
+            Some(_) => {
+                return Err(A2AError::invalid_params(format!(
+                    "{field}.authentication.schemes must be an array"
+                )))
+            }
         }
         .filter(|v| !v.is_null());
         let credentials = a.remove("credentials").filter(|v| !v.is_null());
@@ -287,7 +311,12 @@ fn configuration(value: Value, proto: bool) -> Result<Value, A2AError> {
     }
     let blocking = match c.remove("blocking") {
         Some(Value::Bool(b)) => b,
-        _ => !proto,
+        None | Some(Value::Null) => !proto,
+        Some(_) => {
+            return Err(A2AError::invalid_params(
+                "configuration.blocking must be a boolean",
+            ))
+        }
     };
     if !blocking {
         out.insert("returnImmediately".into(), Value::Bool(true));
@@ -444,7 +473,11 @@ pub fn set_push_config(params: Value) -> Result<Value, A2AError> {
 /// task of the path.
 pub fn rest_create_push_config(body: Value, task_id: &str) -> Result<Value, A2AError> {
     let mut b = object(proto_camel_case(body), "body")?;
-    let config_id = b.remove("configId").filter(|v| !v.is_null());
+    let config_id = match b.remove("configId") {
+        Some(Value::String(id)) => Some(id),
+        None | Some(Value::Null) => None,
+        Some(_) => return Err(A2AError::invalid_params("configId must be a string")),
+    };
     let mut config = match b.remove("config") {
         Some(c) => object(c, "config")?,
         None => b,
@@ -454,8 +487,8 @@ pub fn rest_create_push_config(body: Value, task_id: &str) -> Result<Value, A2AE
         .ok_or_else(|| A2AError::invalid_params("config.pushNotificationConfig is required"))?;
     let mut out = push_config(inner, task_id.into(), "config.pushNotificationConfig")?;
     if let (Some(id), Some(o)) = (config_id, out.as_object_mut()) {
-        if !id.as_str().unwrap_or_default().is_empty() {
-            o.insert("id".into(), id);
+        if !id.is_empty() {
+            o.insert("id".into(), id.into());
         }
     }
     Ok(out)
@@ -469,11 +502,15 @@ pub fn push_config_ref(params: &Value) -> Result<(String, Option<String>), A2AEr
         .or_else(|| params.get("taskId"))
         .and_then(Value::as_str)
         .ok_or_else(|| A2AError::invalid_params("params.id (the task id) must be a string"))?;
-    let config_id = params
-        .get("pushNotificationConfigId")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
+    let config_id = match params.get("pushNotificationConfigId") {
+        Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+        None | Some(Value::Null) | Some(Value::String(_)) => None,
+        Some(_) => {
+            return Err(A2AError::invalid_params(
+                "params.pushNotificationConfigId must be a string",
+            ))
+        }
+    };
     Ok((task_id.to_owned(), config_id))
 }
 

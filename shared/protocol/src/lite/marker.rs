@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::render::{quote, MAX_QUOTE_CHARS};
 use super::state::LiteState;
 use super::MAX_LITE_TASK_ID_LEN;
 
@@ -301,8 +302,9 @@ pub fn parse(text: &str) -> Result<Option<LiteMessage>, LiteError> {
         Some(name) if is_name(name) => name.to_ascii_lowercase(),
         Some(name) => {
             return Err(LiteError::new(format!(
-                "{name:?} is not a message type: write [A2A:discover], [A2A:task id=…], \
-                 [A2A:cancel task=…] and so on."
+                "{} is not a message type: write [A2A:discover], [A2A:task id=…], \
+                 [A2A:cancel task=…] and so on.",
+                quote(name)
             )))
         }
         None => {
@@ -312,28 +314,38 @@ pub fn parse(text: &str) -> Result<Option<LiteMessage>, LiteError> {
             ))
         }
     };
+    // The type as errors name it: any name is valid, however long (a type we do not know).
+    let label = if name.chars().count() > MAX_QUOTE_CHARS {
+        let cut: String = name.chars().take(MAX_QUOTE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        name.clone()
+    };
     let mut params: Vec<(String, String)> = Vec::new();
     for word in words {
         let Some((key, value)) = word.split_once('=') else {
             return Err(LiteError::new(format!(
-                "In [A2A:{name} …], {word:?} is not key=value: parameters are written key=value, \
-                 separated by single spaces, with no spaces inside a value."
+                "In [A2A:{label} …], {} is not key=value: parameters are written key=value, \
+                 separated by single spaces, with no spaces inside a value.",
+                quote(word)
             ))
             .about(find(&params, &name)));
         };
         if !is_name(key) || value.is_empty() {
             return Err(LiteError::new(format!(
-                "In [A2A:{name} …], {word:?} is not key=value: a parameter needs a name and a \
-                 value (key=value, no spaces)."
+                "In [A2A:{label} …], {} is not key=value: a parameter needs a name and a \
+                 value (key=value, no spaces).",
+                quote(word)
             ))
             .about(find(&params, &name)));
         }
         let key = key.to_ascii_lowercase();
         if params.iter().any(|(k, _)| *k == key) {
-            return Err(
-                LiteError::new(format!("In [A2A:{name} …], {key} is given twice."))
-                    .about(find(&params, &name)),
-            );
+            return Err(LiteError::new(format!(
+                "In [A2A:{label} …], {} is given twice.",
+                quote(&key)
+            ))
+            .about(find(&params, &name)));
         }
         params.push((key, value.to_owned()));
     }
@@ -484,7 +496,8 @@ pub fn check_value(value: &str) -> Result<(), LiteError> {
         .find(|c| c.is_whitespace() || c.is_control() || *c == '[' || *c == ']')
     {
         Some(c) => Err(LiteError::new(format!(
-            "The value {value:?} holds {c:?}: values hold no spaces or brackets."
+            "The value {} holds {c:?}: values hold no spaces or brackets.",
+            quote(value)
         ))),
         None => Ok(()),
     }

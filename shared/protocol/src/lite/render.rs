@@ -10,6 +10,51 @@ use crate::{Artifact, Message, Part, Task, TaskState, TaskStatus};
 /// read more. The whole output stays in the A2A task.
 pub const MAX_BODY_CHARS: usize = 12_000;
 
+/// The longest message posted to a room, in characters, whatever it is (a result, a refusal, a
+/// task given to a room): [`fit`] cuts every one to it.
+pub const MAX_MESSAGE_CHARS: usize = MAX_BODY_CHARS;
+
+/// The longest piece of a peer's text a reply quotes, in characters ([`quote`]).
+pub const MAX_QUOTE_CHARS: usize = 64;
+
+/// `text` as it may be posted to a room: at most [`MAX_MESSAGE_CHARS`] characters. A longer
+/// one is cut, and a note saying so (naming `a2a_task`, the A2A task that holds all of it,
+/// when there is one) ends it, within the bound.
+pub fn fit(text: &str, a2a_task: Option<&str>) -> String {
+    if text.chars().count() <= MAX_MESSAGE_CHARS {
+        return text.to_owned();
+    }
+    let note = match a2a_task {
+        Some(id) => format!("\n… (cut here; all of it is in A2A task {})", quote(id)),
+        None => "\n… (cut here)".to_owned(),
+    };
+    let keep = MAX_MESSAGE_CHARS.saturating_sub(note.chars().count());
+    let mut cut: String = text.chars().take(keep).collect();
+    cut.push_str(&note);
+    cut
+}
+
+/// A peer's text as a reply quotes it: in double quotes, at most [`MAX_QUOTE_CHARS`]
+/// characters (then `…`), escaped so that it can say nothing of its own in the room: line
+/// breaks, control and invisible characters as `\n`, `\u{…}` (it cannot start a line: a marker
+/// or an attachment line), and `@`, `<`, `>` as `\u{40}`, `\u{3c}`, `\u{3e}` (it mentions no
+/// one: `@room`, `@channel`, Slack's `<!channel>`).
+pub fn quote(text: &str) -> String {
+    let mut out = String::from('"');
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_QUOTE_CHARS {
+            out.push('…');
+            break;
+        }
+        match c {
+            '@' | '<' | '>' => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.extend(c.escape_debug()),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// The `status` message of a task that moved to `status`, for the requester's task `task`:
 /// `working` with the agent's words, or `input-required` with its question and how to answer.
 /// `None` for the states a room needs no message for: SUBMITTED (the `ack` said it) and the

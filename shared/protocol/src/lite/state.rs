@@ -74,8 +74,9 @@ impl LiteState {
             _ => {
                 return Err(LiteError {
                     message: format!(
-                        "{text:?} is not a task state: use accepted, working, input-required, \
-                         completed, failed, cancelled or rejected."
+                        "{} is not a task state: use accepted, working, input-required, \
+                         completed, failed, cancelled or rejected.",
+                        super::render::quote(text)
                     ),
                     task: None,
                 })
