@@ -25,10 +25,10 @@
 
 pub mod cli;
 pub mod client;
-pub mod outage;
 pub mod hostile;
 pub mod issuer;
 pub mod json;
+pub mod outage;
 pub mod server;
 pub mod sse;
 
@@ -36,9 +36,9 @@ use std::time::Duration;
 
 pub use cli::*;
 pub use client::*;
-pub use outage::StoreOutage;
 pub use hostile::{HostileAgent, Hostility, EVIL};
 pub use json::*;
+pub use outage::StoreOutage;
 pub use server::*;
 pub use sse::*;
 
