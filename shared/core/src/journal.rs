@@ -32,6 +32,8 @@ pub(crate) struct DurableEnv {
     pub(crate) retention: Duration,
     /// How often a remote task is polled while its pushes do not come.
     pub(crate) remote_poll: Duration,
+    /// The service's observer (for [`crate::Observer::broken_execution`]).
+    pub(crate) observer: Arc<dyn crate::Observer>,
 }
 
 impl DurableEnv {

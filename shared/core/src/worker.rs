@@ -310,7 +310,7 @@ pub(crate) async fn advance(
         let mut updated = record.clone();
         updated.wait = Some(next);
         updated.version = expected + 1;
-        match core.store.save_execution(&updated, Some(expected)).await {
+        match save_wait(core, &mut updated, expected).await {
             Ok(()) => {
                 if updated.wait.as_ref().is_some_and(|w| w.outcome.is_some()) {
                     return Ok(Advanced::Over(Box::new(updated)));
@@ -331,4 +331,35 @@ pub(crate) async fn advance(
             Err(err) => return Err(err),
         }
     }
+}
+
+/// Writes `updated`, a wait's new state, if the stored record's version is still `expected`.
+/// A remote agent's answer that makes the record too large for the store (DynamoDB holds
+/// 400 KB an item) is not kept: the wait ends with the call's failure saying so instead, so
+/// that the call fails at once and clearly, rather than waiting on (a store error at every
+/// poll) until its deadline cancels a remote task that had completed.
+pub(crate) async fn save_wait(
+    core: &Core,
+    updated: &mut DurableExecution,
+    expected: u64,
+) -> Result<(), StoreError> {
+    let why = match core.store.save_execution(updated, Some(expected)).await {
+        Err(StoreError::TooLarge(why)) => why,
+        other => return other,
+    };
+    let Some(wait) = updated.wait.as_mut() else {
+        return Err(StoreError::TooLarge(why));
+    };
+    let agent = match (&wait.what, &wait.outcome) {
+        (WaitFor::RemoteTask { remote, .. }, Some(WaitOutcome::Done { .. })) => {
+            remote.agent.clone()
+        }
+        _ => return Err(StoreError::TooLarge(why)),
+    };
+    tracing::warn!(task_id = %updated.task_id, error = %why, "a remote agent's answer is too large to keep; the call fails saying so");
+    core.config.observer.broken_execution();
+    wait.outcome = Some(WaitOutcome::Done {
+        value: crate::durable::too_large_answer(&agent),
+    });
+    core.store.save_execution(updated, Some(expected)).await
 }

@@ -66,6 +66,7 @@ impl A2aService {
             relay_base: rest_base(&config),
             retention: config.retention,
             remote_poll: config.remote_poll,
+            observer: config.observer.clone(),
         });
         Self {
             core: Arc::new(Core {
