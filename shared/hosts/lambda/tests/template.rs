@@ -1008,10 +1008,15 @@ fn the_functions_that_read_the_signing_keys_may_write_the_first_one() {
             );
             let resource = grant.split("Resource:").nth(1).unwrap();
             assert!(
-                resource.trim_start().starts_with("!Ref PushSigningKeysSecret"),
+                resource
+                    .trim_start()
+                    .starts_with("!Ref PushSigningKeysSecret"),
                 "{role} writes {resource}"
             );
-            let before = policies.split("secretsmanager:PutSecretValue").next().unwrap();
+            let before = policies
+                .split("secretsmanager:PutSecretValue")
+                .next()
+                .unwrap();
             let condition = before.rfind("CreatePushSigningSecret").unwrap();
             assert!(
                 before[condition..].matches("!If").count() == 0,
