@@ -46,6 +46,16 @@ pub(crate) fn failure_value(reason: &str) -> Value {
     serde_json::json!({ "a2aLambdaFailure": reason })
 }
 
+/// What a call to another agent records instead of that agent's answer when the answer is too
+/// large for the store to keep in the execution's record: the call fails saying so. The remote
+/// task is left as it is (it finished; canceling it would change nothing).
+pub(crate) fn too_large_answer(agent: &str) -> Value {
+    failure_value(&format!(
+        "The remote agent's answer is too large to keep: the agent at {agent} finished its \
+         task, but its answer is more than this server can store for the task that called it."
+    ))
+}
+
 fn recorded_failure(value: &Value) -> Option<AgentError> {
     value
         .get("a2aLambdaFailure")
@@ -220,7 +230,12 @@ impl Emitter {
                 let value = match outcome {
                     WaitOutcome::Done { value } => {
                         let mut value = value;
-                        if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
+                        // A failure in its place (the answer was too large to keep) is no task.
+                        let answer = recorded_failure(&value)
+                            .is_none()
+                            .then(|| serde_json::from_value::<Task>(value.clone()).ok())
+                            .flatten();
+                        if let Some(task) = answer {
                             remember_pushed(&mut run, name, &what, &task);
                             mark_stop(&mut run, name, &task);
                             // The remote's task as it stopped settles ours once more, now
@@ -261,8 +276,9 @@ impl Emitter {
                         ))
                     }
                 };
-                run.push_step(index, name, value.clone());
-                self.save(&mut run).await?;
+                let value = self
+                    .record_answer(&mut run, index, name, value, &call.agent)
+                    .await?;
                 return decode(name, value);
             }
             Some((None, _)) => return Err(self.park(run).await),
@@ -438,7 +454,16 @@ impl Emitter {
             mark_stop(&mut run, name, &task);
             let value = serde_json::to_value(&task).unwrap_or(Value::Null);
             run.push_step(index, name, value);
-            self.save_after_send(&mut run, index).await?;
+            self.save_after_send(&mut run, index, &call.agent).await?;
+            // The answer may have been too large to keep: the call fails as its replay would.
+            if let Some(failure) = run
+                .record_mut()
+                .steps
+                .get(index)
+                .and_then(|s| recorded_failure(&s.value))
+            {
+                return Err(failure);
+            }
             return Ok(task);
         }
         if let Some(Wait {
@@ -458,8 +483,28 @@ impl Emitter {
     /// resumption finishes the call (the remote task is known from the wait: see the `Done`
     /// arm of [`Self::call_agent`]). This run then stops quietly (`Parked`), writing nothing,
     /// instead of failing the task.
-    async fn save_after_send(&self, run: &mut DurableRun, index: usize) -> Result<(), AgentError> {
-        match self.try_save(run).await {
+    ///
+    /// A step recorded at `index` (the answer of the agent at `agent`) that makes the record
+    /// too large for the store is recorded as the call's failure instead.
+    async fn save_after_send(
+        &self,
+        run: &mut DurableRun,
+        index: usize,
+        agent: &str,
+    ) -> Result<(), AgentError> {
+        let mut saved = self.try_save(run).await;
+        let too_large = match &saved {
+            Err(StoreError::TooLarge(why)) => Some(why.clone()),
+            _ => None,
+        };
+        if let Some(why) = too_large {
+            if let Some(step) = run.record_mut().steps.get_mut(index) {
+                step.value = too_large_answer(agent);
+                self.answer_too_large(&why);
+                saved = self.try_save(run).await;
+            }
+        }
+        match saved {
             Err(StoreError::Conflict) => {}
             other => return other.map_err(save_failure),
         }
@@ -481,6 +526,36 @@ impl Emitter {
         run.parked = true;
         tracing::info!(task_id = %self.task_id(), "the remote's push ended the wait first; its resumption goes on");
         Err(AgentError::Parked)
+    }
+
+    /// Records `value`, the answer of the call `name` (step `index`) to the agent at `agent`,
+    /// and returns what was recorded: an answer too large for the store to keep is recorded
+    /// as the call's failure saying so.
+    async fn record_answer(
+        &self,
+        run: &mut DurableRun,
+        index: usize,
+        name: &str,
+        value: Value,
+        agent: &str,
+    ) -> Result<Value, AgentError> {
+        run.push_step(index, name, value.clone());
+        match self.try_save(run).await {
+            Ok(()) => return Ok(value),
+            Err(StoreError::TooLarge(why)) => self.answer_too_large(&why),
+            Err(err) => return Err(save_failure(err)),
+        }
+        let value = too_large_answer(agent);
+        run.push_step(index, name, value.clone());
+        self.save(run).await?;
+        Ok(value)
+    }
+
+    /// Says that a remote agent's answer is not kept, being too large (`why`, the store's
+    /// words: sizes, never content).
+    fn answer_too_large(&self, why: &str) {
+        tracing::warn!(task_id = %self.task_id(), error = %why, "a remote agent's answer is too large to keep; the call fails saying so");
+        self.env.observer.broken_execution();
     }
 
     /// The durable state, loaded for a fresh run's first step: the record of an earlier
@@ -581,7 +656,16 @@ impl Emitter {
         let emitted = run.emits;
         run.record_mut().emitted = emitted;
         let saved = match sent {
-            Some(index) => self.save_after_send(&mut run, index).await,
+            Some(index) => {
+                let agent = match run.record.as_ref().and_then(|r| r.wait.as_ref()) {
+                    Some(Wait {
+                        what: WaitFor::RemoteTask { remote, .. },
+                        ..
+                    }) => remote.agent.clone(),
+                    _ => String::new(),
+                };
+                self.save_after_send(&mut run, index, &agent).await
+            }
             None => self.save(&mut run).await,
         };
         if let Err(err) = saved {

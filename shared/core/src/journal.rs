@@ -34,6 +34,8 @@ pub(crate) struct DurableEnv {
     pub(crate) remote_poll: Duration,
     /// How large a remote's answer may make our task.
     pub(crate) relay_limits: crate::relay::RelayLimits,
+    /// The service's observer (for [`crate::Observer::broken_execution`]).
+    pub(crate) observer: Arc<dyn crate::Observer>,
 }
 
 impl DurableEnv {

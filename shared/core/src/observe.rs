@@ -36,6 +36,12 @@ pub trait Observer: Send + Sync + fmt::Debug {
     fn work_job(&self, attempt: u32, outcome: &JobOutcome) {
         let _ = (attempt, outcome);
     }
+
+    /// A durable execution could not go on as it was: its record no longer reads (the sweep
+    /// ends its task FAILED), or what it waited for (a remote agent's answer) is too large to
+    /// keep in it (the wait ends with that failure). Rare; each one is a task that failed for
+    /// a reason of ours, worth an alarm.
+    fn broken_execution(&self) {}
 }
 
 /// Observes nothing: the default.

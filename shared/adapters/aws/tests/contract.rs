@@ -78,3 +78,46 @@ async fn whole_suite_on_one_shared_table() {
     store_contract::run_all_shared(Arc::new(env.store())).await;
     env.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_remote_answer_is_kept_or_fails_the_call_clearly() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    store_contract::durable::a_large_remote_answer_is_kept_or_fails_the_call_clearly(Arc::new(
+        env.store(),
+    ))
+    .await;
+    env.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_record_does_not_hold_up_the_sweep() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (client, table) = (env.clients.dynamodb.clone(), env.config.table.clone());
+    // What an older layout would have left: JSON text this code does not read as a record.
+    let poison: store_contract::durable::Poison = Box::new(move |_owner, task_id| {
+        let (client, table) = (client.clone(), table.clone());
+        Box::pin(async move {
+            client
+                .update_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(format!("T#{task_id}")))
+                .key("sk", AttributeValue::S("X".into()))
+                .update_expression("SET xb = :b REMOVE xz")
+                .expression_attribute_values(":b", AttributeValue::S(r#"{"owner": 5}"#.into()))
+                .send()
+                .await
+                .expect("damage the record");
+        })
+    });
+    store_contract::durable::a_broken_record_does_not_hold_up_the_sweep(
+        Arc::new(env.store()),
+        poison,
+    )
+    .await;
+    env.cleanup().await;
+}

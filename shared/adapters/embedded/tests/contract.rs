@@ -85,7 +85,31 @@ durable_tests!(
     durable_steps_park_and_resume,
     signals_resume_and_deadlines_end_waits,
     a_handed_over_execution_finishes_on_the_worker,
+    a_large_remote_answer_is_kept_or_fails_the_call_clearly,
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_record_does_not_hold_up_the_sweep() {
+    let (dir, store) = open();
+    let file = dir.path().join(a2a_embedded::DB_FILE_NAME);
+    // What an older layout would have left: JSON this code does not read as a record.
+    let poison: store_contract::durable::Poison = Box::new(move |_owner, task_id| {
+        let file = file.clone();
+        Box::pin(async move {
+            let db = rusqlite::Connection::open(&file).expect("the store's file");
+            db.busy_timeout(Duration::from_secs(5)).unwrap();
+            let changed = db
+                .execute(
+                    "UPDATE executions SET body = '{\"owner\": 5}' WHERE task_id = ?1",
+                    [&task_id],
+                )
+                .expect("damage the record");
+            assert_eq!(changed, 1);
+        })
+    });
+    store_contract::durable::a_broken_record_does_not_hold_up_the_sweep(Arc::new(store), poison)
+        .await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_are_gapless() {

@@ -112,6 +112,11 @@ pub enum StoreError {
     /// The backend failed. The text is for logs, never for clients.
     #[error("store backend: {0}")]
     Backend(String),
+    /// A stored item does not read back (written by a version of this code whose layout this
+    /// one no longer reads, or damaged): reading it again fails the same way. The text says
+    /// what and why for the logs, never the item's content.
+    #[error("unreadable: {0}")]
+    Unreadable(String),
 }
 
 /// An inline execution lease that ended without being released, as listed for the sweep.

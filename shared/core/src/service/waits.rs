@@ -13,7 +13,7 @@ use crate::ports::{
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::remote::RemoteError;
 use crate::task_log::{store_error, AppendError};
-use crate::worker::{advance, rearm, Advanced};
+use crate::worker::{advance, rearm, save_wait, Advanced};
 
 /// How many times a wait's outcome is written again after losing to a concurrent write.
 const SAVE_TRIES: usize = 5;
@@ -30,6 +30,11 @@ pub struct RelayPush {
     current: bool,
     traceparent: Option<String>,
 }
+
+/// Why a task whose parked execution's record no longer reads ended.
+pub(crate) const BROKEN_EXECUTION_REASON: &str =
+    "The work of this task was waiting, and its saved state can no longer be read (it was \
+     written by another version of this server, or damaged); it cannot go on.";
 
 impl A2aService {
     /// Sends the signal `name` with `value` to the owner's task: a durable execution parked on
@@ -423,6 +428,12 @@ impl A2aService {
     /// execution whose wait is over gets its resume job (again, if one was lost). Returns how
     /// many executions it resumed. Hosts call it on a schedule (the worker function's, the
     /// local server's sweep loop); safe anywhere, any number of times at once.
+    ///
+    /// One execution that fails does not hold up the others behind it: a store failure is
+    /// logged and that execution is tried again by the next sweep; a record that does not read
+    /// (an upgrade's, or damaged) would fail every sweep, so its task ends FAILED and the
+    /// record goes (counted by [`crate::Observer::broken_execution`]). Only a failure to list
+    /// the due waits is an error.
     pub async fn sweep_due_executions(&self, limit: usize) -> Result<usize, StoreError> {
         let due = self
             .core
@@ -431,27 +442,67 @@ impl A2aService {
             .await?;
         let mut resumed = 0;
         for entry in due {
-            let Some(record) = self
-                .core
-                .store
-                .load_execution(&entry.owner, &entry.task_id)
-                .await?
-            else {
-                continue;
-            };
-            let job = WorkJob::resume(&record.owner, &record.task_id, record.trigger_seq)
-                .traced(record.traceparent.clone());
-            match advance(&self.core, record).await? {
-                Advanced::Over(_) => {
-                    self.core.work.enqueue_work(&job).await?;
-                    resumed += 1;
+            match self.sweep_due_execution(&entry.owner, &entry.task_id).await {
+                Ok(true) => resumed += 1,
+                Ok(false) => {}
+                Err(StoreError::Unreadable(why)) => {
+                    self.end_broken_execution(&entry.owner, &entry.task_id, &why)
+                        .await;
                 }
-                // Moved on (polled): the job that follows the wait is queued for its new due
-                // time; one queued for the old one finds it moved and ends.
-                Advanced::Waiting(next) => rearm(self.core.work.as_ref(), &job, next).await,
+                Err(err) => {
+                    tracing::warn!(task_id = %entry.task_id, error = %err, "could not move a due execution on; the next sweep tries again");
+                }
             }
         }
         Ok(resumed)
+    }
+
+    /// [`Self::sweep_due_executions`] for one execution: whether it resumed.
+    async fn sweep_due_execution(&self, owner: &Owner, task_id: &str) -> Result<bool, StoreError> {
+        let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
+            return Ok(false);
+        };
+        let job = WorkJob::resume(&record.owner, &record.task_id, record.trigger_seq)
+            .traced(record.traceparent.clone());
+        match advance(&self.core, record).await? {
+            Advanced::Over(_) => {
+                self.core.work.enqueue_work(&job).await?;
+                Ok(true)
+            }
+            // Moved on (polled): the job that follows the wait is queued for its new due
+            // time; one queued for the old one finds it moved and ends.
+            Advanced::Waiting(next) => {
+                rearm(self.core.work.as_ref(), &job, next).await;
+                Ok(false)
+            }
+        }
+    }
+
+    /// A parked execution whose record does not read: nothing can resume it, so its task ends
+    /// FAILED saying so, and the record (with its due entry) goes, so that it is not first in
+    /// the due list again at every sweep. `why` names what does not read, never its content.
+    async fn end_broken_execution(&self, owner: &Owner, task_id: &str, why: &str) {
+        tracing::error!(task_id, error = %why, "a parked execution's record does not read; its task ends FAILED");
+        self.core.config.observer.broken_execution();
+        match self.core.store.load_task(owner, task_id).await {
+            Ok(Some(head)) if !head.task.status.state.is_terminal() => {
+                if let Err(err) = self
+                    .core
+                    .log
+                    .finish_failed(owner, head, BROKEN_EXECUTION_REASON)
+                    .await
+                {
+                    tracing::warn!(task_id, error = ?err, "could not end the task of a broken execution");
+                }
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(task_id, error = %err, "could not read the task of a broken execution");
+            }
+        }
+        if let Err(err) = self.core.store.delete_execution(owner, task_id).await {
+            tracing::warn!(task_id, error = %err, "could not remove a broken execution record");
+        }
     }
 
     /// The end of our task (canceled): the remote tasks it works with (the one its execution
@@ -516,12 +567,7 @@ impl A2aService {
                 wait.outcome = Some(outcome.clone());
                 wait.due_at = Timestamp::now();
             }
-            match self
-                .core
-                .store
-                .save_execution(&updated, Some(expected))
-                .await
-            {
+            match save_wait(&self.core, &mut updated, expected).await {
                 Ok(()) => {
                     let job = WorkJob::resume(owner, task_id, updated.trigger_seq)
                         .traced(updated.traceparent.clone());

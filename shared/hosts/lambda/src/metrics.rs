@@ -14,8 +14,11 @@
 //! | `PushAttempts`, `PushDeliveries`, `PushRetries`, `PushDeadLetters` | Count | `FunctionName` |
 //! | `JobAttempts`, `JobRetries` | Count | `FunctionName` |
 //! | `FanoutFailures` | Count | `FunctionName` |
+//! | `BrokenExecutions` | Count | `FunctionName` |
 //!
-//! `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
+//! `BrokenExecutions` counts durable executions that could not go on as they were (a record
+//! that no longer reads, ended FAILED by the sweep; a remote agent's answer too large to keep,
+//! which fails its call). `Errors` counts the failures that are ours (HTTP 5xx); `ClientErrors` the refusals of a bad
 //! request (4xx). Lines carry `traceId` (the X-Ray trace of the invocation) and the error or push
 //! result as plain properties, searchable in Logs Insights but not metric dimensions.
 //!
@@ -43,6 +46,10 @@ pub const DEFAULT_NAMESPACE: &str = "a2a-lambda";
 /// alarms on it: a partial batch response is a successful invocation to Lambda, so such a
 /// failure is not in `AWS/Lambda` `Errors`).
 pub const FANOUT_FAILURES: &str = "FanoutFailures";
+
+/// Durable executions that could not go on as they were, each ending its task FAILED (see
+/// `a2a_core::Observer::broken_execution`).
+pub const BROKEN_EXECUTIONS: &str = "BrokenExecutions";
 
 /// Lambda's application log levels, least severe first (`AWS_LAMBDA_LOG_LEVEL`).
 const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
@@ -413,6 +420,10 @@ impl Observer for EmfObserver {
             ],
             vec![("attempt", json!(attempt))],
         );
+    }
+
+    fn broken_execution(&self) {
+        self.emit(None, &[(BROKEN_EXECUTIONS, Unit::Count, 1.0)], Vec::new());
     }
 }
 

@@ -379,10 +379,13 @@ pub struct Init {
 pub enum KeyUse {
     /// Nothing: no keys are read.
     None,
-    /// Publishes them in the JWKS (the card function): read-only; a secret with no keys yet
-    /// is an empty JWKS, not an error.
+    /// Publishes them in the JWKS and signs the card with them (the functions serving a
+    /// card). A secret with no keys yet gets its first key from whichever function needs one
+    /// first, this one or the push function (see [`KeyUse::Sign`]).
     Publish,
-    /// Signs with them (the push function): the only one that generates the first key.
+    /// Signs pushes with them (the push function). The stack's secret starts as a placeholder
+    /// with no keys; the first function to read it so generates the first key into it, under
+    /// a fixed version token, so that functions doing it at once end up with one key.
     Sign,
 }
 
@@ -562,7 +565,6 @@ pub fn key_source(
             client: aws_sdk_secretsmanager::Client::new(sdk),
             arn: arn.clone(),
             refresh: settings.push_keys_refresh,
-            bootstrap: key_use == KeyUse::Sign,
         }));
     }
     if let Some(path) = &settings.push_signing_keys_file {
@@ -590,15 +592,13 @@ pub async fn load_keys(
     }
 }
 
-/// The push signing keys in a Secrets Manager secret.
+/// The push signing keys in a Secrets Manager secret; an empty placeholder is filled with a
+/// generated key on first use.
 #[derive(Debug)]
 struct SecretKeys {
     client: aws_sdk_secretsmanager::Client,
     arn: String,
     refresh: Duration,
-    /// Whether an empty placeholder is filled with a generated key (the push function only:
-    /// the internet-facing card function holds no write access to the secret).
-    bootstrap: bool,
 }
 
 #[async_trait::async_trait]
@@ -610,14 +610,10 @@ impl SigningKeySource for SecretKeys {
                 .map_err(|e| KeyError::Io(e.to_string()))
         };
         let mut text = read().await?;
+        // The placeholder: every function that needs a key may make the first (the template
+        // grants the write on the stack's own secret only), so the card is signed from the
+        // first request, not from the first push.
         if KeySet::is_empty_document(&text) {
-            if !self.bootstrap {
-                return Err(KeyError::Invalid(
-                    "the push signing secret holds no keys yet (the push function generates \
-                     the first one on its first delivery)"
-                        .into(),
-                ));
-            }
             generate_first_key(&self.client, &self.arn)
                 .await
                 .map_err(KeyError::Io)?;

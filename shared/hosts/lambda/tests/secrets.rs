@@ -300,11 +300,12 @@ fn claims(signer: &a2a_core::PushSigner) -> a2a_protocol::push::PushClaims {
     signer.claims("https://hook.example/", "t1", 1, "c1", b"{}")
 }
 
-/// A fresh deployment: the card serves an empty JWKS and never writes the secret; the push
-/// function generates the first key when it first signs, and the card publishes it from its
-/// next refresh on.
+/// A fresh deployment: the card is signed, and its JWKS served, from the first request: the
+/// card function generates the first key when it needs one before any push, and the push
+/// function then signs with that same key. A card and a push function generating at once (two
+/// fresh deployments' first requests) end up with one key between them.
 #[tokio::test]
-async fn only_the_push_function_generates_the_first_key() {
+async fn the_first_function_that_needs_a_key_generates_it() {
     let Some(sdk) = moto().await else {
         return;
     };
@@ -313,25 +314,30 @@ async fn only_the_push_function_generates_the_first_key() {
     settings.push_keys_refresh = Duration::ZERO;
 
     let (card, card_signer) = card_router(&settings, &sdk, KeyUse::Publish);
-    assert!(served_kids(&card).await.is_empty());
-    let err = card_signer
+    let served = served_kids(&card).await;
+    assert_eq!(served.len(), 1, "the first JWKS request has a key");
+    card_signer
         .sign(&claims(&card_signer))
         .await
-        .expect_err("the card function holds no keys yet");
-    assert!(err.to_string().contains("no keys yet"), "{err}");
-    let stored = secret_text(&sdk, &arn).await;
-    assert!(
-        KeySet::is_empty_document(&stored),
-        "the card wrote the secret"
-    );
-
+        .expect("the card function signs from its first request");
+    let stored = KeySet::from_json(&secret_text(&sdk, &arn).await).expect("a key set");
+    assert_eq!(stored.active().kid(), served[0], "the key is in the secret");
     let (_, push_signer) = card_router(&settings, &sdk, KeyUse::Sign);
-    push_signer
-        .sign(&claims(&push_signer))
-        .await
-        .expect("the push function signs with a generated key");
-    let generated = push_signer.keys().await.unwrap().active().kid().to_owned();
-    assert_eq!(served_kids(&card).await, [generated]);
+    assert_eq!(push_signer.keys().await.unwrap().active().kid(), served[0]);
+
+    // Both kinds of function at once on a fresh placeholder: one key.
+    let arn = create_secret(&sdk, r#"{"keys": []}"#).await;
+    let settings = settings_with_signing(&arn);
+    let (_, card_signer) = card_router(&settings, &sdk, KeyUse::Publish);
+    let (_, push_signer) = card_router(&settings, &sdk, KeyUse::Sign);
+    let (card_keys, push_keys) = tokio::join!(card_signer.keys(), push_signer.keys());
+    let (card_kid, push_kid) = (
+        card_keys.unwrap().active().kid().to_owned(),
+        push_keys.unwrap().active().kid().to_owned(),
+    );
+    assert_eq!(card_kid, push_kid, "one key between them");
+    let stored = KeySet::from_json(&secret_text(&sdk, &arn).await).expect("a key set");
+    assert_eq!(stored.active().kid(), card_kid);
 }
 
 /// A rotation is an update of the secret: running instances sign with, and publish, the new

@@ -986,20 +986,53 @@ fn dead_letters_errors_and_throttles_raise_alarms() {
     );
 }
 
-/// Only the push function may write the signing keys (it generates the first one); the card
-/// function, facing the internet, only reads them.
+/// Every function that reads the signing keys (to sign the card, the JWKS or pushes) may write
+/// the first one into the stack's own secret, and only there (never into a secret of yours):
+/// the card is signed from the first request. No other function may write a secret.
 #[test]
-fn only_the_push_function_writes_the_signing_keys() {
+fn the_functions_that_read_the_signing_keys_may_write_the_first_one() {
     let t = template();
+    let mut writers = BTreeSet::new();
     for (role, function) in functions(&t) {
-        let policies =
-            serde_norway::to_string(&untag(&function)["Properties"]["Policies"]).unwrap();
-        assert_eq!(
-            policies.contains("secretsmanager:PutSecretValue"),
-            role == "push",
-            "{role}: {policies}"
-        );
+        let properties = &untag(&function)["Properties"];
+        let policies = serde_norway::to_string(&properties["Policies"]).unwrap();
+        let reads = properties["Environment"]["Variables"]
+            .get("A2A_PUSH_SIGNING_SECRET_ARN")
+            .is_some();
+        let writes = policies.contains("secretsmanager:PutSecretValue");
+        assert_eq!(writes, reads, "{role}: {policies}");
+        if writes {
+            writers.insert(role.clone());
+            // Exactly one write grant, on the stack's own secret, under its condition.
+            let grant = policies
+                .split("secretsmanager:PutSecretValue")
+                .nth(1)
+                .unwrap();
+            assert_eq!(
+                policies.matches("secretsmanager:PutSecretValue").count(),
+                1,
+                "{role}"
+            );
+            let resource = grant.split("Resource:").nth(1).unwrap();
+            assert!(
+                resource
+                    .trim_start()
+                    .starts_with("!Ref PushSigningKeysSecret"),
+                "{role} writes {resource}"
+            );
+            let before = policies
+                .split("secretsmanager:PutSecretValue")
+                .next()
+                .unwrap();
+            let condition = before.rfind("CreatePushSigningSecret").unwrap();
+            assert!(
+                before[condition..].matches("!If").count() == 0,
+                "{role}: the write is under CreatePushSigningSecret"
+            );
+        }
     }
+    let expected: BTreeSet<String> = ["card", "front", "push", "rpc"].map(String::from).into();
+    assert_eq!(writers, expected);
 }
 
 /// The template as CloudFormation sees it with `CreateTable` `create`: each
@@ -2410,9 +2443,10 @@ fn a_stream_is_read_from_its_start_only_when_its_records_are_all_new() {
 }
 
 /// What docs/lambda.md says of the signing keys and of IAM callers of a Function URL matches
-/// the code and the template: only the push function generates the first key (the card and
-/// front functions only publish), and an `AWS_IAM` caller needs both invoke permissions (the
-/// ones the template grants everybody for a public URL).
+/// the code and the template: the first function that needs a key generates it (the card
+/// and front functions too: the card is signed from the first request), and an `AWS_IAM`
+/// caller needs both invoke permissions (the ones the template grants everybody for a public
+/// URL).
 #[test]
 fn the_docs_say_who_makes_the_first_key_and_what_iam_callers_need() {
     use a2a_lambda_glue::KeyUse;
@@ -2421,12 +2455,13 @@ fn the_docs_say_who_makes_the_first_key_and_what_iam_callers_need() {
         assert_ne!(f.key_use(), KeyUse::Sign, "{}", f.name());
     }
     assert!(
-        !docs.contains("first `card` or `push` function"),
-        "docs/lambda.md says the card function generates the first key"
+        !docs.contains("serves an empty JWKS until that first delivery"),
+        "docs/lambda.md says the card waits for the push function's key"
     );
-    assert!(
-        docs.contains("the `push` function generates an ES256 key into it on its first delivery")
-    );
+    assert!(docs.contains(
+        "the first function that needs a key (`card`, `front`, `rpc` or `push`) generates an \
+         ES256 key into it"
+    ));
     let t = template();
     let mut granted = BTreeSet::new();
     for (_, permission) in resources_of_type(&t, "AWS::Lambda::Permission") {

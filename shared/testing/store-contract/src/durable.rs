@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_core::{
-    A2aService, Agent, AgentDescription, AgentError, AgentRequest, CallContext, DurableExecution,
-    Emitter, JobOutcome, Owner, Placement, PushJob, PushQueue, ServiceConfig, StoreError,
-    TaskEvent, TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
+    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext,
+    DurableExecution, Emitter, JobOutcome, Observer, Owner, Placement, PushJob, PushQueue,
+    RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef, ServiceConfig, StoreError, TaskEvent,
+    TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
 };
 use a2a_protocol::{
     Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
-    Task, TaskState, Timestamp,
+    Task, TaskPushNotificationConfig, TaskState, Timestamp,
 };
+use futures::future::BoxFuture;
 
 use crate::{fresh_owner, hours_from_now, unique};
 
@@ -178,6 +180,105 @@ impl PushQueue for NoPush {
 /// How long `linger` works between its two artifacts.
 const LINGER: Duration = Duration::from_millis(1000);
 
+/// The agent `delegate` calls: its task works, and answers GetTask completed with `answer`
+/// as its one artifact (the remote is polled: it does not push). Counts the cancels it gets.
+#[derive(Debug)]
+struct Remote {
+    answer: Part,
+    cancels: AtomicUsize,
+}
+
+const REMOTE: &str = "https://remote-agent.example";
+
+impl Remote {
+    fn task(&self, state: TaskState) -> Task {
+        Task {
+            id: "their-task".into(),
+            context_id: "their-context".into(),
+            status: a2a_protocol::TaskStatus {
+                state,
+                ..Default::default()
+            },
+            artifacts: if state == TaskState::Completed {
+                vec![Artifact {
+                    artifact_id: "answer".into(),
+                    parts: vec![self.answer.clone()],
+                    ..Artifact::default()
+                }]
+            } else {
+                Vec::new()
+            },
+            ..Task::default()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RemoteAgents for Remote {
+    async fn send(
+        &self,
+        _agent: &str,
+        _message: Message,
+        _push: Option<TaskPushNotificationConfig>,
+        _traceparent: Option<&str>,
+    ) -> Result<RemoteSent, RemoteError> {
+        Ok(RemoteSent {
+            answer: SendMessageResponse::Task(self.task(TaskState::Working)),
+            pushes: false,
+        })
+    }
+
+    async fn get_task(
+        &self,
+        _remote: &RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<Task, RemoteError> {
+        Ok(self.task(TaskState::Completed))
+    }
+
+    async fn cancel_task(
+        &self,
+        _remote: &RemoteTaskRef,
+        _traceparent: Option<&str>,
+    ) -> Result<(), RemoteError> {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn verify_push(
+        &self,
+        _agent: &str,
+        _audience: &str,
+        _signature: &str,
+        _body: &[u8],
+    ) -> Result<(), RemoteError> {
+        Err(RemoteError::Refused("this remote does not push".into()))
+    }
+}
+
+/// Counts what the service reports of broken executions.
+#[derive(Debug, Default)]
+struct Broken(AtomicUsize);
+
+impl Observer for Broken {
+    fn broken_execution(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `n` bytes that do not compress (xorshift), as a file would be.
+fn noise(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
 /// An agent with durable steps, chosen by the message text:
 /// - `steps`: WORKING, a step, a 30 ms durable sleep, another step, COMPLETED with both;
 /// - `signal`: WORKING, then the payload of the signal `go` (timeout from the text's second
@@ -236,6 +337,21 @@ impl Agent for Durable {
                 tokio::time::sleep(LINGER).await;
                 e.artifact(part("two"), true, true).await?;
                 e.complete(Some("lingered")).await
+            }
+            Some("delegate") => {
+                e.working(None).await?;
+                let call = AgentCall::text(REMOTE, "do the work", Duration::from_secs(3600));
+                let theirs = e.call_agent("delegate", call).await?;
+                let got: usize = theirs
+                    .artifacts
+                    .iter()
+                    .flat_map(|a| &a.parts)
+                    .map(|p| {
+                        p.raw.as_ref().map_or(0, |r| r.0.len())
+                            + p.text.as_ref().map_or(0, String::len)
+                    })
+                    .sum();
+                e.complete(Some(&format!("{got} bytes"))).await
             }
             _ => e.complete(Some("plain")).await,
         }
@@ -529,4 +645,156 @@ pub async fn a_handed_over_execution_finishes_on_the_worker(store: Arc<dyn TaskS
         .collect::<String>();
     assert_eq!(text, "one two");
     assert_eq!(agent.starts.load(Ordering::SeqCst), 2);
+}
+
+/// The final state and status text of a task.
+async fn outcome<S: TaskStore + ?Sized>(
+    store: &S,
+    owner: &Owner,
+    task: &str,
+) -> (TaskState, String) {
+    let head = store
+        .load_task(owner, task)
+        .await
+        .unwrap()
+        .expect("the task");
+    let text = head
+        .task
+        .status
+        .message
+        .as_ref()
+        .and_then(|m| m.first_text())
+        .unwrap_or_default()
+        .to_owned();
+    (head.task.status.state, text)
+}
+
+/// A remote agent's answer of 500 KB (DynamoDB items hold 400 KB), which the call's wait must
+/// keep until the resumed run hands it to the agent: an answer that compresses is kept and
+/// handed over whole; a file that does not compress is kept whole by a store that can, and
+/// otherwise ends the call at once saying it is too large to keep. Either way the sweep that
+/// polls the remote goes on, the task does not wait for the call's deadline, and the remote's
+/// completed task is not canceled.
+pub async fn a_large_remote_answer_is_kept_or_fails_the_call_clearly(store: Arc<dyn TaskStore>) {
+    const SIZE: usize = 500_000;
+    let report: String = (0..)
+        .map(|i| format!("line {i}: the remote agent's findings, as text.\n"))
+        .flat_map(|l| l.chars().collect::<Vec<_>>())
+        .take(SIZE)
+        .collect();
+    let mut file = Part::raw(noise(SIZE));
+    file.filename = "report.bin".into();
+    for (answer, compresses) in [(Part::text(report), true), (file, false)] {
+        let remote = Arc::new(Remote {
+            answer,
+            cancels: AtomicUsize::new(0),
+        });
+        let broken = Arc::new(Broken::default());
+        let queue = Arc::new(Kept::default());
+        let config = ServiceConfig {
+            remote_agents: remote.clone(),
+            remote_poll: Duration::from_millis(1),
+            observer: broken.clone(),
+            ..ServiceConfig::default()
+        };
+        let service = service(store.clone(), Arc::default(), queue.clone(), config);
+        let ctx = CallContext::anonymous(&unique("tenant"));
+        let task = send(&service, &ctx, "delegate").await;
+        let _ = settled(&service, &ctx, &task.id, &queue).await;
+        // The poll is due a millisecond after the wait began.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let resumed = service
+            .sweep_due_executions(1000)
+            .await
+            .expect("the sweep goes on");
+        assert!(resumed >= 1, "the poll saw the remote task completed");
+        let jobs = queue.take(&task.id);
+        let (job, _) = jobs.last().expect("a resume job");
+        assert_eq!(service.run_work_job(job, 1).await, JobOutcome::Done);
+        let (state, text) = outcome(&*store, &ctx.owner, &task.id).await;
+        match state {
+            TaskState::Completed => {
+                assert_eq!(text, format!("{SIZE} bytes"), "the whole answer came back");
+                assert_eq!(broken.0.load(Ordering::SeqCst), 0);
+            }
+            TaskState::Failed if !compresses => {
+                assert!(
+                    text.contains("answer is too large to keep") && text.contains(REMOTE),
+                    "{text}"
+                );
+                assert!(text.len() < 500, "the reason does not carry the answer");
+                assert_eq!(broken.0.load(Ordering::SeqCst), 1, "counted");
+            }
+            other => panic!("a 500 KB answer (compresses: {compresses}) ended {other:?}: {text}"),
+        }
+        assert_eq!(
+            remote.cancels.load(Ordering::SeqCst),
+            0,
+            "the remote's completed task is not canceled"
+        );
+        assert_eq!(
+            store.load_execution(&ctx.owner, &task.id).await.unwrap(),
+            None,
+            "the record goes with the task's end"
+        );
+    }
+}
+
+/// Damages a stored execution record so that it no longer reads (as a record of an older
+/// layout would not), by the store's own means.
+pub type Poison = Box<dyn Fn(Owner, String) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A parked execution whose record does not read (`poison` damages it) holds up no other: the
+/// sweep of due waits goes on past it and ends the good ones' waits, ends its task FAILED
+/// saying why, counts it, and takes it off the due list, so the next sweep does not meet it.
+pub async fn a_broken_record_does_not_hold_up_the_sweep(store: Arc<dyn TaskStore>, poison: Poison) {
+    let broken = Arc::new(Broken::default());
+    let queue = Arc::new(Kept::default());
+    let config = ServiceConfig {
+        observer: broken.clone(),
+        ..ServiceConfig::default()
+    };
+    let service = service(store.clone(), Arc::default(), queue.clone(), config);
+    let ctx = CallContext::anonymous(&unique("tenant"));
+    // The damaged one first: due soonest, it is first in the due list.
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let task = send(&service, &ctx, "signal 10").await;
+        let _ = settled(&service, &ctx, &task.id, &queue).await;
+        tasks.push(task.id);
+    }
+    let bad = tasks[0].clone();
+    poison(ctx.owner.clone(), bad.clone()).await;
+    assert!(matches!(
+        store.load_execution(&ctx.owner, &bad).await,
+        Err(StoreError::Unreadable(_))
+    ));
+    tokio::time::sleep(Duration::from_millis(30)).await;
+
+    let resumed = service
+        .sweep_due_executions(1000)
+        .await
+        .expect("the sweep goes on past a broken record");
+    assert_eq!(resumed, 2, "the two good waits ended");
+    for good in &tasks[1..] {
+        let jobs = queue.take(good);
+        let (job, _) = jobs.last().expect("a resume job");
+        assert_eq!(service.run_work_job(job, 1).await, JobOutcome::Done);
+        let (state, text) = outcome(&*store, &ctx.owner, good).await;
+        assert_eq!(state, TaskState::Failed);
+        assert!(text.contains("No signal \"go\""), "{text}");
+    }
+    let (state, text) = outcome(&*store, &ctx.owner, &bad).await;
+    assert_eq!(state, TaskState::Failed, "{text}");
+    assert!(text.contains("can no longer be read"), "{text}");
+    assert_eq!(broken.0.load(Ordering::SeqCst), 1, "counted");
+    let due = store
+        .list_due_executions(Timestamp::now(), 1000)
+        .await
+        .unwrap();
+    assert!(
+        !due.iter().any(|d| d.task_id == bad),
+        "off the due list: {due:?}"
+    );
+    assert_eq!(service.sweep_due_executions(1000).await, Ok(0));
 }

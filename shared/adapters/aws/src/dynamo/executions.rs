@@ -1,5 +1,6 @@
 //! Durable executions: one record item per task with durable work (`T#<task>` / `X`: its
-//! recorded steps, emit count and wait, as JSON, with its version for the conditional write),
+//! recorded steps, emit count and wait, as deflated JSON like a task's body, with its version
+//! for the conditional write; records written before are JSON text, and are read as they are),
 //! and, while it waits, one small due entry in a few fixed partitions `WAITS#<shard>` keyed by
 //! task id, holding the wait's due time.
 //!
@@ -12,6 +13,8 @@
 use a2a_core::{DueExecution, DurableExecution, ExecutionStore, Owner, StoreError};
 use a2a_protocol::Timestamp;
 use async_trait::async_trait;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::table::{backend, capacity, names, values, write_units, Next, ReadCost};
 use super::DynamoTaskStore;
@@ -21,8 +24,13 @@ use crate::now_ms;
 /// Sort key of a task's execution record.
 const EXECUTION_SK: &str = "X";
 
-/// Record attribute: the record, as JSON.
+/// Record attribute of the previous layout: the record, as JSON text (read, never written).
 const BODY: &str = "xb";
+
+/// Record attribute: the record, as deflated JSON. A record holds what its steps returned (a
+/// remote agent's whole answer, for one): text and JSON that deflate to a fraction, which
+/// keeps a large answer under DynamoDB's 400 KB an item, and costs fewer write units.
+const PACKED: &str = "xz";
 
 /// Due entry attribute: when the wait is due, in ms.
 const DUE: &str = "due";
@@ -101,9 +109,7 @@ impl ExecutionStore for DynamoTaskStore {
         task_id: &str,
     ) -> Result<Option<DurableExecution>, StoreError> {
         self.get_visible(owner, task_id, EXECUTION_SK.to_owned(), |item| {
-            let body = get_s(item, BODY)?;
-            serde_json::from_str(body)
-                .map_err(|e| StoreError::Backend(format!("an execution record does not read: {e}")))
+            record_of(item, task_id)
         })
         .await
     }
@@ -114,9 +120,11 @@ impl ExecutionStore for DynamoTaskStore {
         execution: &DurableExecution,
         expected: Option<u64>,
     ) -> Result<(), StoreError> {
-        let body = serde_json::to_string(execution).map_err(|e| {
+        let body = serde_json::to_vec(execution).map_err(|e| {
             StoreError::Backend(format!("an execution record does not serialise: {e}"))
         })?;
+        let body = items::deflate(&body)
+            .map_err(|e| StoreError::Backend(format!("deflating an execution record: {e}")))?;
         let exp = execution.expires_at.millis();
         let due = execution.due_at();
         if due.is_some() {
@@ -129,7 +137,7 @@ impl ExecutionStore for DynamoTaskStore {
             (attr::VERSION.to_owned(), n(execution.version)),
             (attr::EXPIRES.to_owned(), n(exp)),
             (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
-            (BODY.to_owned(), s(body)),
+            (PACKED.to_owned(), AttributeValue::B(Blob::new(body))),
         ]);
         items::check_size(&item, || {
             format!("the execution record of task {}", execution.task_id)
@@ -231,5 +239,28 @@ fn due_of(item: &Item) -> Result<DueExecution, StoreError> {
         owner: Owner(get_s(item, attr::OWNER)?.to_owned()),
         task_id: get_s(item, attr::SK)?.to_owned(),
         due_at: Timestamp::from_millis(get_n(item, DUE)?),
+    })
+}
+
+/// The execution record an item holds (deflated, or as the JSON text of the previous layout).
+/// One that does not read is [`StoreError::Unreadable`], saying where it breaks, never what it
+/// holds (a record carries its waits' tokens).
+fn record_of(item: &Item, task_id: &str) -> Result<DurableExecution, StoreError> {
+    let unreadable = |why: String| {
+        StoreError::Unreadable(format!("the execution record of task {task_id} {why}"))
+    };
+    let json = match (item.get(PACKED), item.get(BODY)) {
+        (Some(AttributeValue::B(blob)), _) => items::inflate(blob.as_ref())
+            .map_err(|e| unreadable(format!("does not inflate: {e}")))?,
+        (_, Some(AttributeValue::S(text))) => text.clone().into_bytes(),
+        _ => return Err(unreadable("has no body".into())),
+    };
+    serde_json::from_slice(&json).map_err(|e| {
+        unreadable(format!(
+            "does not read: {:?} error at line {} column {}",
+            e.classify(),
+            e.line(),
+            e.column()
+        ))
     })
 }

@@ -26,7 +26,19 @@ impl ExecutionStore for SqliteStore {
                     |r| r.get(0),
                 )
                 .optional()?;
-            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+            body.map(|b| {
+                serde_json::from_str(&b).map_err(|e| {
+                    // Where it breaks, never what it holds (a record carries its waits' tokens).
+                    DbError::Store(StoreError::Unreadable(format!(
+                        "the execution record of task {task_id} does not read: {:?} error at \
+                         line {} column {}",
+                        e.classify(),
+                        e.line(),
+                        e.column()
+                    )))
+                })
+            })
+            .transpose()
         })
         .await
     }
