@@ -295,8 +295,9 @@ mod tests {
             "{appended:?}"
         );
         assert!(within(&task, &[chunk("a", &fifty, false)], &limits).is_ok());
-        // Another artifact takes the task past its limit.
-        let more = [chunk("b", &fifty, false), chunk("b", &fifty, true)];
+        // Another artifact, within its own limit, takes the task past its limit.
+        let some = "y".repeat(35);
+        let more = [chunk("b", &some, false), chunk("b", &some, true)];
         let total = within(&task, &more, &limits);
         assert!(
             matches!(&total, Err(AppendError::TooLarge(why)) if why.contains("per task")),
