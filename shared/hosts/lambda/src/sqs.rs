@@ -52,15 +52,14 @@ pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
 pub const HANDOVER_MARGIN: Duration = Duration::from_secs(30);
 
 /// When the jobs of an invocation whose deadline is `deadline_ms` (ms since the epoch, as the
-/// Lambda context has it) are handed over: [`HANDOVER_MARGIN`] before it, or a quarter of the
-/// time left before it when that is less (a function whose timeout is short, such as under
-/// `cargo lambda watch`, would otherwise hand every job over at once, again and again).
+/// Lambda context has it) are handed over: [`HANDOVER_MARGIN`] before it, or now if that has
+/// passed.
 pub fn hand_over_at(deadline_ms: u64) -> tokio::time::Instant {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
-    tokio::time::Instant::now() + left.saturating_sub(HANDOVER_MARGIN.min(left / 4))
+    tokio::time::Instant::now() + left.saturating_sub(HANDOVER_MARGIN)
 }
 
 /// Expired inline leases one scheduled sweep handles at most; the next run takes the rest.

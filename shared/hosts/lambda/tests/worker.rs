@@ -405,9 +405,10 @@ async fn a_job_running_past_its_invocation_is_handed_over_before_the_end() {
     let owner = Owner::anonymous("");
     let (task_id, event) = queued_task(&clients, &*store, &batch, &owner, 1).await;
 
-    // An invocation that must hand over in a second (a deadline 4/3 s away: a quarter of the
-    // time left is kept for the handover when that is less than HANDOVER_MARGIN).
-    let deadline_ms = u64::try_from(Timestamp::now().millis()).unwrap() + 1_334;
+    // An invocation that must hand over in a second (a deadline 30 s and 1 s away).
+    let deadline_ms = u64::try_from(Timestamp::now().millis()).unwrap()
+        + u64::try_from((a2a_lambda_glue::HANDOVER_MARGIN + Duration::from_secs(1)).as_millis())
+            .unwrap();
     let answer = tokio::time::timeout(
         Duration::from_secs(60),
         batch.handle_invocation_until(
