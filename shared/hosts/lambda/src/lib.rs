@@ -44,7 +44,7 @@ pub use metrics::EmfObserver;
 pub use mimalloc::MiMalloc as Allocator;
 pub use remote::RemoteSettings;
 pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
-pub use sqs::{hand_over_at, run_push, run_worker, PushBatch, WorkBatch, HANDOVER_MARGIN};
+pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
 
 /// Logs to stdout in the form CloudWatch keeps, no colours.
 ///

@@ -36,30 +36,9 @@ pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
     });
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let batch = batch.clone();
-        let hand_over_at = hand_over_at(event.context.deadline);
-        async move {
-            batch
-                .handle_invocation_until(event.payload, Some(hand_over_at))
-                .await
-        }
+        async move { batch.handle_invocation(event.payload).await }
     }))
     .await
-}
-
-/// How long before its invocation's deadline the worker stops the jobs still running and
-/// hands them over: time for their last writes, the resume jobs' sends, and the batch's
-/// settling (visibility changes, dead letters), each a few calls bounded by the SDK's timeouts.
-pub const HANDOVER_MARGIN: Duration = Duration::from_secs(30);
-
-/// When the jobs of an invocation whose deadline is `deadline_ms` (ms since the epoch, as the
-/// Lambda context has it) are handed over: [`HANDOVER_MARGIN`] before it, or now if that has
-/// passed.
-pub fn hand_over_at(deadline_ms: u64) -> tokio::time::Instant {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
-    tokio::time::Instant::now() + left.saturating_sub(HANDOVER_MARGIN)
 }
 
 /// Expired inline leases one scheduled sweep handles at most; the next run takes the rest.
@@ -176,33 +155,15 @@ impl WorkBatch {
     /// the receive count, which a throttled invocation raises) and, once they are exhausted,
     /// fails the task and gives the reason.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        self.handle_until(event, None).await
-    }
-
-    /// [`Self::handle`], handing over at `hand_over_at` every job still running then
-    /// ([`A2aService::run_work_job_until`]): the invocation's timeout would otherwise kill
-    /// them, and with them the whole batch's outcome.
-    pub async fn handle_until(
-        &self,
-        event: SqsEvent,
-        hand_over_at: Option<tokio::time::Instant>,
-    ) -> SqsBatchResponse {
         let service = &self.service;
         let policy = JobPolicy {
             max_attempts: None,
             // The core's lease on the task keeps a redelivery from running it twice at once.
             visibility: Some(self.visibility),
         };
-        run_batch(
-            &self.queue,
-            event,
-            policy,
-            |job: WorkJob, receive_count| async move {
-                service
-                    .run_work_job_until(&job, receive_count, hand_over_at)
-                    .await
-            },
-        )
+        run_batch(&self.queue, event, policy, |job: WorkJob, receive_count| async move {
+            service.run_work_job(&job, receive_count).await
+        })
         .await
     }
 
@@ -214,21 +175,9 @@ impl WorkBatch {
     /// "resumedExecutions": M}`. Anything
     /// else is refused, so a misrouted event shows up as a failed invocation.
     pub async fn handle_invocation(&self, event: Value) -> Result<Value, Error> {
-        self.handle_invocation_until(event, None).await
-    }
-
-    /// [`Self::handle_invocation`], a batch's jobs handed over at `hand_over_at`
-    /// ([`Self::handle_until`]).
-    pub async fn handle_invocation_until(
-        &self,
-        event: Value,
-        hand_over_at: Option<tokio::time::Instant>,
-    ) -> Result<Value, Error> {
         if event.get("Records").is_some() {
             let batch: SqsEvent = serde_json::from_value(event)?;
-            return Ok(serde_json::to_value(
-                self.handle_until(batch, hand_over_at).await,
-            )?);
+            return Ok(serde_json::to_value(self.handle(batch).await)?);
         }
         if event.get("source").and_then(Value::as_str) == Some("aws.events") {
             let ended = self
