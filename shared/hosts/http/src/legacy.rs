@@ -347,11 +347,11 @@ fn without_nulls(params: Value) -> Value {
 }
 
 /// A push-config get: the named config, or (the early protocol, and 0.3 without
-/// `pushNotificationConfigId`) the task's first one. A 0.3 get naming `default` or the task's
-/// id, which the task does not have, answers the task's first config too, as a2a-python's 0.3
-/// server does (it reads no config id): the A2A TCK 0.3 sets a config without an id and reads
-/// it back as `default`. Any other id the task does not have is PushConfigNotFound (a config
-/// deleted is gone).
+/// `pushNotificationConfigId`) the task's first one. A 0.3 get naming `default`, which the
+/// task does not have, answers the task's first config too, as a2a-python's 0.3 server does
+/// (it reads no config id): the A2A TCK 0.3 sets a config without an id and reads it back as
+/// `default`. Any other id the task does not have is PushConfigNotFound (a config deleted is
+/// gone).
 async fn push_get(
     app: &App,
     ctx: &CallContext,
@@ -370,8 +370,7 @@ async fn push_get(
     let config = match named {
         Err(A2AError::PushConfigNotFound { config_id, .. })
             if config_id.is_empty()
-                || (dialect.generation() == compat::Generation::V03
-                    && (config_id == "default" || config_id == task_id)) =>
+                || (dialect.generation() == compat::Generation::V03 && config_id == "default") =>
         {
             let listed = json!({ "taskId": task_id });
             let reply = crate::invoke(
