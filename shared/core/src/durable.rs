@@ -33,6 +33,7 @@ use crate::journal::{after, DurableRun};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
+use crate::recorded::{decode, failure_value, recorded_failure, too_large_answer};
 use crate::relay::{relay, status_mark, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::request::AgentError;
 use crate::room::{outbound_task_id, RoomAddress};
@@ -40,39 +41,6 @@ use crate::task_log::AppendError;
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
 const PUSHED_POLL_FACTOR: u64 = 10;
-
-/// A step's failure as recorded: a replay fails the same way.
-pub(crate) fn failure_value(reason: &str) -> Value {
-    serde_json::json!({ "a2aLambdaFailure": reason })
-}
-
-/// What a call to another agent records instead of that agent's answer when the answer is too
-/// large for the store to keep in the execution's record: the call fails saying so. The remote
-/// task is left as it is (it finished; canceling it would change nothing).
-pub(crate) fn too_large_answer(agent: &str) -> Value {
-    failure_value(&format!(
-        "The remote agent's answer is too large to keep: the agent at {agent} finished its \
-         task, but its answer is more than this server can store for the task that called it."
-    ))
-}
-
-fn recorded_failure(value: &Value) -> Option<AgentError> {
-    value
-        .get("a2aLambdaFailure")
-        .and_then(Value::as_str)
-        .map(|reason| AgentError::Failed(reason.to_owned()))
-}
-
-fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, AgentError> {
-    if let Some(failure) = recorded_failure(&value) {
-        return Err(failure);
-    }
-    serde_json::from_value(value).map_err(|err| {
-        AgentError::Failed(format!(
-            "The recorded result of step {name:?} does not read back: {err}"
-        ))
-    })
-}
 
 /// A call to another A2A agent ([`Emitter::call_agent`]).
 #[derive(Debug, Clone)]

@@ -26,6 +26,7 @@ mod observe;
 mod ports;
 mod push;
 mod push_policy;
+mod recorded;
 mod relay;
 mod remote;
 mod request;

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use a2a_protocol::Timestamp;
 
-use crate::durable::failure_value;
 use crate::emitter::lease_until;
 use crate::event::TaskEvent;
 use crate::execution::{new_emitter, run_agent};
@@ -15,6 +14,7 @@ use crate::kernel::Core;
 use crate::ports::{
     DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob, WorkQueue,
 };
+use crate::recorded::failure_value;
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
@@ -388,7 +388,7 @@ pub(crate) async fn save_wait(
     tracing::warn!(task_id = %updated.task_id, error = %why, "a remote agent's answer is too large to keep; the call fails saying so");
     core.config.observer.broken_execution();
     wait.outcome = Some(WaitOutcome::Done {
-        value: crate::durable::too_large_answer(&agent),
+        value: crate::recorded::too_large_answer(&agent),
     });
     core.store.save_execution(updated, Some(expected)).await
 }

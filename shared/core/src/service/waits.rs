@@ -5,11 +5,11 @@ use a2a_protocol::{A2AError, StreamResponse, Task, Timestamp};
 use serde_json::Value;
 
 use super::A2aService;
-use crate::durable::failure_value;
 use crate::journal::relay_owner;
 use crate::ports::{
     DurableExecution, Owner, RemoteTaskRef, StoreError, WaitFor, WaitOutcome, WorkJob,
 };
+use crate::recorded::failure_value;
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
 use crate::remote::RemoteError;
 use crate::task_log::{store_error, AppendError};

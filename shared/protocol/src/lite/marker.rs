@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use super::render::{quote, MAX_QUOTE_CHARS};
+pub use super::error::LiteError;
+use super::quote::{quote, MAX_QUOTE_CHARS};
 use super::state::LiteState;
 use super::MAX_LITE_TASK_ID_LEN;
 
@@ -248,31 +249,6 @@ impl fmt::Display for LiteMessage {
             write!(f, "\n{attachment}")?;
         }
         Ok(())
-    }
-}
-
-/// Why a message that starts with a marker is not a valid one: a sentence a person reading the
-/// room understands, and the task it was about when the marker named one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct LiteError {
-    /// What is wrong and how to write it instead.
-    pub message: String,
-    /// The task id the marker named, if it got that far.
-    pub task: Option<String>,
-}
-
-impl LiteError {
-    fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            task: None,
-        }
-    }
-
-    fn about(mut self, task: Option<&str>) -> Self {
-        self.task = task.map(str::to_owned);
-        self
     }
 }
 

@@ -18,7 +18,9 @@
 //! parameter is `key=value`, no key twice, required keys present).
 
 pub mod card;
+mod error;
 pub mod marker;
+pub mod quote;
 pub mod render;
 pub mod state;
 

@@ -2,6 +2,7 @@
 //! its artifacts as text with attachment lines for files.
 
 use super::marker::{Attachment, LiteKind, LiteMessage};
+pub use super::quote::{quote, MAX_QUOTE_CHARS};
 use super::state::LiteState;
 use crate::{Artifact, Message, Part, Task, TaskState, TaskStatus};
 
@@ -13,9 +14,6 @@ pub const MAX_BODY_CHARS: usize = 12_000;
 /// The longest message posted to a room, in characters, whatever it is (a result, a refusal, a
 /// task given to a room): [`fit`] cuts every one to it.
 pub const MAX_MESSAGE_CHARS: usize = MAX_BODY_CHARS;
-
-/// The longest piece of a peer's text a reply quotes, in characters ([`quote`]).
-pub const MAX_QUOTE_CHARS: usize = 64;
 
 /// `text` as it may be posted to a room: at most [`MAX_MESSAGE_CHARS`] characters. A longer
 /// one is cut, and a note saying so (naming `a2a_task`, the A2A task that holds all of it,
@@ -32,27 +30,6 @@ pub fn fit(text: &str, a2a_task: Option<&str>) -> String {
     let mut cut: String = text.chars().take(keep).collect();
     cut.push_str(&note);
     cut
-}
-
-/// A peer's text as a reply quotes it: in double quotes, at most [`MAX_QUOTE_CHARS`]
-/// characters (then `…`), escaped so that it can say nothing of its own in the room: line
-/// breaks, control and invisible characters as `\n`, `\u{…}` (it cannot start a line: a marker
-/// or an attachment line), and `@`, `<`, `>` as `\u{40}`, `\u{3c}`, `\u{3e}` (it mentions no
-/// one: `@room`, `@channel`, Slack's `<!channel>`).
-pub fn quote(text: &str) -> String {
-    let mut out = String::from('"');
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_QUOTE_CHARS {
-            out.push('…');
-            break;
-        }
-        match c {
-            '@' | '<' | '>' => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c => out.extend(c.escape_debug()),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// The `status` message of a task that moved to `status`, for the requester's task `task`:

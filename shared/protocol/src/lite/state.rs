@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::marker::LiteError;
+use super::error::LiteError;
 use crate::TaskState;
 
 /// A task state as A2A-Lite spells it.
@@ -76,7 +76,7 @@ impl LiteState {
                     message: format!(
                         "{} is not a task state: use accepted, working, input-required, \
                          completed, failed, cancelled or rejected.",
-                        super::render::quote(text)
+                        super::quote::quote(text)
                     ),
                     task: None,
                 })
