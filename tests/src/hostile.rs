@@ -64,12 +64,23 @@ pub enum Hostility {
     /// GetTask answers the task as it ended, with both chunks. [`HostileAgent::push_results`]
     /// has the HTTP status of each push.
     OutOfOrderPushes,
+    /// A push delivered twice, and a task that cannot be read at its end: SendMessage answers
+    /// task `t1` WORKING, then the agent pushes its first chunk, its second chunk twice (a
+    /// push service's retry), and its end as a status update without artifacts, and does not
+    /// push again whatever the answers; GetTask answers HTTP 503 the first [`BUSY_READS`] times
+    /// (a call and its client's retries), then the task as it ended, with both chunks once. [`HostileAgent::push_results`] has the HTTP
+    /// status of each push.
+    DoubledChunkThenBusy,
     /// A task that answers too much: SendMessage answers task `t1` WORKING, then the agent
     /// pushes this many chunks of 1,000,000 characters, each appended to one artifact;
     /// GetTask answers it WORKING, CancelTask cancels it. [`HostileAgent::push_results`] has
     /// the HTTP status of each push.
     BigAppends(usize),
 }
+
+/// How many times [`Hostility::DoubledChunkThenBusy`] answers GetTask 503: a GetTask and the
+/// two retries the kit's client makes of it.
+pub const BUSY_READS: usize = 3;
 
 /// A request the agent got.
 #[derive(Debug, Clone)]
@@ -270,6 +281,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     let evil = matches!(shared.hostility, Hostility::Escapes);
     let stuck = matches!(shared.hostility, Hostility::NeverFinishes);
     let scrambled = matches!(shared.hostility, Hostility::OutOfOrderPushes);
+    let doubled = matches!(shared.hostility, Hostility::DoubledChunkThenBusy);
     let big = match shared.hostility {
         Hostility::BigAppends(chunks) => Some(chunks),
         _ => None,
@@ -288,6 +300,21 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
             "status": {"state": "TASK_STATE_WORKING"}})),
         "CancelTask" if big.is_some() => result(json!({"id": task_id, "contextId": "c1",
             "status": {"state": "TASK_STATE_CANCELED"}})),
+        "SendMessage" if doubled => {
+            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
+            let url = config["url"].as_str().unwrap_or_default().to_owned();
+            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            tokio::spawn(push_doubled_chunk(url, token, shared.pushes.clone()));
+            result(json!({"task": {"id": "t1", "contextId": "c1",
+                "status": {"state": "TASK_STATE_WORKING"}}}))
+        }
+        "GetTask" if doubled && calls_of(shared, "GetTask") <= BUSY_READS => {
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        "GetTask" if doubled => result(json!({"id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "answer",
+                "parts": [{"text": "chunk-1 "}, {"text": "chunk-2 "}]}]})),
         "SendMessage" if scrambled => {
             let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
             let url = config["url"].as_str().unwrap_or_default().to_owned();
@@ -323,19 +350,61 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     }
 }
 
+/// How many JSON-RPC calls of `method` the agent got so far (the one being answered too).
+fn calls_of(shared: &Shared, method: &str) -> usize {
+    shared
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|r| r.path == "/rpc")
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter(|call| call["method"] == method)
+        .count()
+}
+
+/// An append of `text` to the artifact `answer` of task `t1` (its start, if not `append`).
+fn answer_chunk(text: &str, append: bool) -> Value {
+    json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1", "append": append,
+        "artifact": {"artifactId": "answer", "parts": [{"text": text}]}}})
+}
+
+/// The end of task `t1`, as a status update without artifacts.
+fn completed_push() -> Value {
+    json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+        "status": {"state": "TASK_STATE_COMPLETED"}}})
+}
+
 /// The pushes of [`Hostility::OutOfOrderPushes`], one after the other's answer.
 async fn push_out_of_order(url: String, token: String, results: Arc<Mutex<Vec<u16>>>) {
-    let chunk = |text: &str, append: bool| {
-        json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1", "append": append,
-            "artifact": {"artifactId": "answer", "parts": [{"text": text}]}}})
-    };
     let pushes = [
-        chunk("chunk-2 ", true),
-        chunk("chunk-1 ", false),
-        json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
-            "status": {"state": "TASK_STATE_COMPLETED"}}}),
-        chunk("chunk-3 ", true),
+        answer_chunk("chunk-2 ", true),
+        answer_chunk("chunk-1 ", false),
+        completed_push(),
+        answer_chunk("chunk-3 ", true),
     ];
+    push_all(url, token, pushes, results).await;
+}
+
+/// The pushes of [`Hostility::DoubledChunkThenBusy`], one after the other's answer.
+async fn push_doubled_chunk(url: String, token: String, results: Arc<Mutex<Vec<u16>>>) {
+    let pushes = [
+        answer_chunk("chunk-1 ", false),
+        answer_chunk("chunk-2 ", true),
+        answer_chunk("chunk-2 ", true),
+        completed_push(),
+    ];
+    push_all(url, token, pushes, results).await;
+}
+
+/// Pushes `pushes` to `url` with `token`, one after the other's answer, recording each answer's
+/// status in `results`.
+async fn push_all(
+    url: String,
+    token: String,
+    pushes: impl IntoIterator<Item = Value>,
+    results: Arc<Mutex<Vec<u16>>>,
+) {
     // It works a moment before its first push: the call that sent to it has parked by then.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let http = reqwest::Client::new();

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 pub use cli::*;
 pub use client::*;
-pub use hostile::{HostileAgent, Hostility, EVIL};
+pub use hostile::{HostileAgent, Hostility, BUSY_READS, EVIL};
 pub use json::*;
 pub use outage::StoreOutage;
 pub use server::*;

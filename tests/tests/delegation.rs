@@ -385,6 +385,35 @@ async fn pushes_out_of_order_leave_our_answer_whole() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_pushed_twice_is_put_right_even_when_the_end_cannot_be_read_at_once() {
+    if !store_ready() {
+        return;
+    }
+    // The remote's second chunk comes twice, and its task cannot be read when its end is
+    // pushed (503): the wait stays open, the pusher is told to try again, and the next sweep
+    // polls the remote at once (not at the next poll of a remote that pushes, five minutes
+    // on): its task as it ended settles ours.
+    let other = HostileAgent::start(Hostility::DoubledChunkThenBusy).await;
+    let sweep = if on_dynamodb() { "3" } else { "1" };
+    let ours = Server::start_with_env(&[
+        ("A2A_REMOTE_POLL_SECS", "30"),
+        ("A2A_SWEEP_INTERVAL_SECS", sweep),
+        ("A2A_DELEGATE_TIMEOUT_SECS", "600"),
+    ])
+    .await;
+    let task = delegated_to(&ours, &other).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(artifact_texts(&task), ["chunk-1 chunk-2 "], "{task}");
+    let asked = methods_called(&other);
+    assert_eq!(
+        asked.iter().filter(|m| *m == "GetTask").count(),
+        BUSY_READS + 1,
+        "read at the pushed end (503 to the call and its retries), then by the sweep: {asked:?}"
+    );
+    assert_eq!(other.push_results(), [200, 200, 200, 500]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_follows_the_call_to_the_other_agent() {
     if !store_ready() {
         return;

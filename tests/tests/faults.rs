@@ -496,11 +496,23 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
             .is_some_and(|f| f.values().any(|n| n.as_u64() > Some(0))),
         "no fault was injected: {faults}"
     );
+    // The servers' warnings, to tell what went wrong where a CI run shows only this.
+    let warnings = |server: &Server| {
+        let logs = server.logs();
+        let lines: Vec<&str> = logs
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    };
     assert!(
         problems.is_empty(),
-        "{} problems under faults ({figures}):\n{}\n---- moto's fault log ----\n{}",
+        "{} problems under faults ({figures}):\n{}\n---- our server's last warnings ----\n{}\n\
+         ---- the remote's last warnings ----\n{}\n---- moto's fault log ----\n{}",
         problems.len(),
         problems.join("\n"),
+        warnings(&server),
+        warnings(&remote),
         moto.log_text()
             .lines()
             .filter(|l| l.contains("fault"))

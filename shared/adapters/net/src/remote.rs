@@ -560,6 +560,11 @@ fn remote_error(agent: &str, err: Error) -> RemoteError {
         Error::HttpStatus { status, .. } => {
             RemoteError::Answered(format!("the agent at {agent} answered HTTP {status}"))
         }
+        // An internal error is the remote's own trouble of the moment (its store, say), as a
+        // 5xx is: worth trying again, unlike an answer about the request.
+        Error::Agent(e) if matches!(e.error, A2AError::Internal(_)) => {
+            RemoteError::Unavailable(quoted(format!("{}: {}", e.name(), e.message())))
+        }
         Error::Agent(e) => RemoteError::Answered(quoted(format!("{}: {}", e.name(), e.message()))),
         Error::OtherOrigin(text) => RemoteError::Refused(quoted(text)),
         other => RemoteError::Answered(quoted(other.to_string())),

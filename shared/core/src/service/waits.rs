@@ -28,6 +28,8 @@ pub struct RelayPush {
     remote: RemoteTaskRef,
     /// Whether it is for the remote task the execution waits for now (else: a late push).
     current: bool,
+    /// The index of the durable step that waits for it (when `current`).
+    step: usize,
     traceparent: Option<String>,
 }
 
@@ -106,13 +108,15 @@ impl A2aService {
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
             WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
-                Some((remote.clone(), token.clone()))
+                Some((remote.clone(), token.clone(), w.step))
             }
             _ => None,
         });
-        let (remote, current) = match waiting {
-            Some((remote, expected)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
-                (remote, true)
+        let (remote, current, step) = match waiting {
+            Some((remote, expected, step))
+                if constant_time_eq(expected.as_bytes(), token.as_bytes()) =>
+            {
+                (remote, true, step)
             }
             _ => {
                 // A remote this task worked with before, pushing on after its call returned.
@@ -122,7 +126,7 @@ impl A2aService {
                         .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
                 });
                 match known {
-                    Some(remote) => (remote.clone(), false),
+                    Some(remote) => (remote.clone(), false, 0),
                     None => return Ok(None),
                 }
             }
@@ -133,6 +137,7 @@ impl A2aService {
             token: token.to_owned(),
             remote,
             current,
+            step,
             traceparent: record.traceparent,
         }))
     }
@@ -156,6 +161,7 @@ impl A2aService {
             token,
             remote,
             current,
+            step,
             traceparent,
         } = push;
         let task_id = task_id.as_str();
@@ -194,15 +200,74 @@ impl A2aService {
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
-        self.take_remote_update(
-            &owner,
+        let taken = self
+            .take_remote_update(
+                &owner,
+                task_id,
+                &remote,
+                &token,
+                &update,
+                traceparent.as_deref(),
+            )
+            .await?;
+        if matches!(update, StreamResponse::ArtifactUpdate(_)) {
+            self.settle_after_late_chunk(&owner, task_id, &remote, step)
+                .await;
+        }
+        Ok(taken)
+    }
+
+    /// A chunk taken while its wait was open may have been written after the wait ended and
+    /// the remote's task as it stopped settled ours (a push delivered twice, the copy slow
+    /// under load): a chunk appended twice. Once the chunk is written, the wait it was for
+    /// (step `step`) is read again; if it is over, the remote's task as it stopped (the
+    /// wait's outcome, or the step's recorded answer) settles ours once more. Whichever of
+    /// the two writes came second sees the other: the resumed run settles after the wait is
+    /// over, and this after the chunk is written. Only what differs is written.
+    async fn settle_after_late_chunk(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        remote: &RemoteTaskRef,
+        step: usize,
+    ) {
+        let record = match self.core.store.load_execution(owner, task_id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(task_id, error = %err, "could not read a wait again after a relayed chunk");
+                return;
+            }
+        };
+        let stopped = match record.wait.as_ref().filter(|w| w.step == step) {
+            Some(wait) => match &wait.outcome {
+                None => return,
+                Some(WaitOutcome::Done { value }) => Some(value),
+                Some(WaitOutcome::TimedOut) => None,
+            },
+            None => record.steps.get(step).map(|s| &s.value),
+        };
+        let Some(task) = stopped
+            .and_then(|value| serde_json::from_value::<Task>(value.clone()).ok())
+            .filter(|task| task.id == remote.task_id && !task.id.is_empty())
+        else {
+            return;
+        };
+        let limits = &self.core.durable.relay_limits;
+        match relay(
+            &self.core.log,
+            limits,
+            owner,
             task_id,
-            &remote,
-            &token,
-            &update,
-            traceparent.as_deref(),
+            &RemoteUpdate::Task(&task),
         )
         .await
+        {
+            Ok(()) | Err(AppendError::Terminal(_)) => {}
+            Err(err) => {
+                tracing::warn!(task_id, error = ?err, "could not settle a remote task's artifacts after a late chunk");
+            }
+        }
     }
 
     /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
@@ -366,6 +431,19 @@ impl A2aService {
                     task = full;
                 }
                 Ok(_) => {}
+                Err(RemoteError::Unavailable(why)) => {
+                    // Its chunks as they came may be off (one pushed twice, or lost), and
+                    // only its task as it stopped says what its artifacts are: the wait stays
+                    // open, polled now (the sweep reads the remote's task), and the pusher is
+                    // told to try again.
+                    tracing::warn!(task_id, error = %why, "a remote task stopped and cannot be read now; it is polled");
+                    self.poll_now(owner, task_id, token)
+                        .await
+                        .map_err(store_error)?;
+                    return Err(A2AError::Internal(format!(
+                        "the remote task stopped, and cannot be read now: {why}"
+                    )));
+                }
                 Err(err) => {
                     tracing::warn!(task_id, error = %err, "could not read a remote task as it stopped");
                 }
@@ -546,6 +624,39 @@ impl A2aService {
 
     /// Ends the wait of the owner's task with `outcome` if `accepts` its record, and queues the
     /// resumption. `false` if no wait took it.
+    /// Makes the open wait with `token` of the owner's task due now: the next sweep polls
+    /// the remote task it follows.
+    async fn poll_now(&self, owner: &Owner, task_id: &str, token: &str) -> Result<(), StoreError> {
+        for _ in 0..SAVE_TRIES {
+            let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
+                return Ok(());
+            };
+            let now = Timestamp::now();
+            let open = record.wait.as_ref().is_some_and(|w| {
+                w.outcome.is_none()
+                    && w.due_at > now
+                    && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if t == token)
+            });
+            if !open {
+                return Ok(());
+            }
+            let expected = record.version;
+            let mut updated = record;
+            updated.version = expected + 1;
+            if let Some(wait) = updated.wait.as_mut() {
+                wait.due_at = now;
+            }
+            match save_wait(&self.core, &mut updated, expected).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Err(StoreError::Backend(
+            "too many concurrent writers on one execution record".into(),
+        ))
+    }
+
     async fn end_wait(
         &self,
         owner: &Owner,
