@@ -362,7 +362,7 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
 
     // Settle: until no task of either server is active, bounded.
     let deadline = tokio::time::Instant::now() + settle;
-    let (tasks, total) = loop {
+    let (tasks, total, remote_tasks) = loop {
         let (tasks, total) = list_all(&server).await;
         let (remote_tasks, _) = list_all(&remote).await;
         let active = tasks
@@ -371,12 +371,16 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
             .filter(|t| ACTIVE.contains(&state(t)))
             .count();
         if active == 0 || tokio::time::Instant::now() >= deadline {
-            break (tasks, total);
+            break (tasks, total, remote_tasks);
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
 
     let mut problems: Vec<String> = Vec::new();
+    // The remote agent's tasks (the delegations') end too.
+    for task in remote_tasks.iter().filter(|t| ACTIVE.contains(&state(t))) {
+        problems.push(format!("remote task left active: {task}"));
+    }
     let by_id: HashMap<String, &Value> = tasks.iter().map(|t| (id_of(t), t)).collect();
     // One task per messageId: every task's first message is a different send's.
     let mut per_message: BTreeMap<String, usize> = BTreeMap::new();
@@ -496,14 +500,28 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
             .is_some_and(|f| f.values().any(|n| n.as_u64() > Some(0))),
         "no fault was injected: {faults}"
     );
-    // The servers' warnings, to tell what went wrong where a CI run shows only this.
+    // The servers' warnings, and every line about a task a problem names, to tell what went
+    // wrong where a CI run shows only this.
+    let named: Vec<String> = problems
+        .iter()
+        .flat_map(|p| {
+            p.split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
+                .filter(|word| word.len() == 36 && word.matches('-').count() == 4)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let warnings = |server: &Server| {
         let logs = server.logs();
         let lines: Vec<&str> = logs
             .lines()
-            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .filter(|l| {
+                l.contains(" WARN ")
+                    || l.contains(" ERROR ")
+                    || named.iter().any(|id| l.contains(id.as_str()))
+            })
             .collect();
-        lines[lines.len().saturating_sub(60)..].join("\n")
+        lines[lines.len().saturating_sub(80)..].join("\n")
     };
     assert!(
         problems.is_empty(),

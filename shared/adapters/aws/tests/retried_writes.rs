@@ -16,7 +16,10 @@ use aws_config::timeout::TimeoutConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use a2a_core::{LoggedEvent, Owner, StoreError, StoredTask, TaskEvent, TaskLogStore, TaskQuery};
+use a2a_core::{
+    DurableExecution, ExecutionStore, LoggedEvent, Owner, StoreError, StoredTask, TaskEvent,
+    TaskLogStore, TaskQuery,
+};
 use a2a_protocol::{Artifact, Part, TaskArtifactUpdateEvent, TaskState, Timestamp};
 use common::Env;
 
@@ -300,5 +303,64 @@ async fn an_append_whose_answer_was_lost_is_written_once() {
         .await
         .expect("read");
     assert_eq!(log.len(), 2, "created and one chunk: {log:?}");
+    env.cleanup().await;
+}
+
+/// An execution record whose save the SDK sent twice (issue 52: under faults, a delegating
+/// task stayed WORKING for good): the retry meets the record it wrote, which is the caller's,
+/// not another run's. Taken for another run's, the run stopped, leaving a wait for a message
+/// it never sent.
+#[tokio::test]
+async fn an_execution_record_whose_answer_was_lost_is_saved() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (store, hold) = answer_losing_store(&env, "putitem").await;
+    let owner = Owner::new("", &a2a_core::new_id());
+    let task_id = a2a_core::new_id();
+    let record = |version: u64| DurableExecution {
+        owner: owner.clone(),
+        task_id: task_id.clone(),
+        trigger_seq: 1,
+        steps: Vec::new(),
+        emitted: version,
+        wait: None,
+        remotes: Default::default(),
+        traceparent: None,
+        version,
+        expires_at: Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    };
+    let first = record(1);
+    hold.store(true, Ordering::SeqCst);
+    assert_eq!(
+        store.save_execution(&first, None).await,
+        Ok(()),
+        "a new record: the retry finds its own write"
+    );
+    assert!(!hold.load(Ordering::SeqCst), "the answer was kept back");
+    let second = record(2);
+    hold.store(true, Ordering::SeqCst);
+    assert_eq!(
+        store.save_execution(&second, Some(1)).await,
+        Ok(()),
+        "an update: the retry finds its own write"
+    );
+    assert!(!hold.load(Ordering::SeqCst), "the answer was kept back");
+    // Another run's write at a version that passed is still a conflict, and changes nothing.
+    assert_eq!(
+        store.save_execution(&record(2), Some(1)).await,
+        Err(StoreError::Conflict)
+    );
+    assert_eq!(
+        store.save_execution(&first, None).await,
+        Err(StoreError::Conflict)
+    );
+    let loaded = env
+        .store()
+        .load_execution(&owner, &first.task_id)
+        .await
+        .expect("load")
+        .expect("the record");
+    assert_eq!(loaded, second);
     env.cleanup().await;
 }

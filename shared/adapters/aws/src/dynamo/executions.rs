@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use super::heads::write_id;
 use super::table::{backend, capacity, names, values, write_units, Next, ReadCost};
 use super::DynamoTaskStore;
 use crate::items::{self, attr, get_n, get_s, n, s, Item};
@@ -131,13 +132,18 @@ impl ExecutionStore for DynamoTaskStore {
             self.put_due_entry(&execution.owner, &execution.task_id, due, exp)
                 .await?;
         }
-        let mut item = items::key(items::task_pk(&execution.task_id), EXECUTION_SK);
+        let key = items::key(items::task_pk(&execution.task_id), EXECUTION_SK);
+        let mut item = key.clone();
+        // This write's own mark: an attempt whose answer was lost (the SDK tries again, and
+        // the condition meets the write itself) is told from another writer's.
+        let mark = n(write_id());
         item.extend([
             (attr::OWNER.to_owned(), s(execution.owner.as_str())),
             (attr::VERSION.to_owned(), n(execution.version)),
             (attr::EXPIRES.to_owned(), n(exp)),
             (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
             (PACKED.to_owned(), AttributeValue::B(Blob::new(body))),
+            (attr::WRITE_ID.to_owned(), mark.clone()),
         ]);
         items::check_size(&item, || {
             format!("the execution record of task {}", execution.task_id)
@@ -158,7 +164,14 @@ impl ExecutionStore for DynamoTaskStore {
                 .await?
             }
         };
-        if !saved {
+        // A refused write whose record holds this write's mark is this write, landed on an
+        // attempt whose answer was lost: saved. (Taken for another writer's, the run would
+        // stop, leaving its own wait for a message it never sent.)
+        let own = || async {
+            let stored = self.get(key.clone()).await?;
+            Ok::<_, StoreError>(stored.is_some_and(|i| i.get(attr::WRITE_ID) == Some(&mark)))
+        };
+        if !saved && !own().await? {
             return Err(StoreError::Conflict);
         }
         if due.is_none() && expected.is_some() {
