@@ -217,6 +217,13 @@ def local_environments(stack, values, local):
             if (to == "every function" or override["name"] in variables
                     or (to == "every HTTP function without one" and role in http_roles())):
                 env[override["name"]] = override["value"]
+        # Lambda gives each invocation a deadline (its start plus the function's Timeout);
+        # cargo lambda watch gives every one 600,000 ms after the epoch. The function's own
+        # Timeout stands in (a2a_lambda_glue::LOCAL_TIMEOUT_VARIABLE).
+        timeout = r["Properties"].get("Timeout", 3)
+        if not isinstance(timeout, int):
+            raise SystemExit(f"sam-translate: {logical}'s Timeout is not a number: {timeout!r}")
+        env["A2A_LOCAL_INVOCATION_TIMEOUT_SECS"] = str(timeout)
         envs[role] = env
     return envs
 

@@ -21,10 +21,18 @@ use crate::task_log::AppendError;
 
 /// Runs `job`; returns what to do with it and the number of the attempt it made (0 when it
 /// made none: nothing to do, or the lease was not ours to take).
+///
+/// `hand_over_at`: when the job's run must stop, if it must (the invocation running it ends
+/// soon after: Lambda's timeout would kill it together with the rest of its batch). A run
+/// still going then is stopped and handed over like an inline one at its deadline
+/// (`Emitter::hand_over`: what it did is kept, a resume job replays it from there); its lease
+/// ends at once but keeps its attempt count, so the resumption is the job's next attempt and
+/// a run that never ends within an invocation fails after `max_job_attempts` of them.
 pub(crate) async fn run_work_job(
     core: &Arc<Core>,
     job: &WorkJob,
     receive_count: u32,
+    hand_over_at: Option<tokio::time::Instant>,
 ) -> (JobOutcome, u32) {
     let store = &core.store;
     let retry = |reason: String| JobOutcome::Retry {
@@ -169,7 +177,7 @@ pub(crate) async fn run_work_job(
     );
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
-    crate::jobs::while_running(
+    let running = crate::jobs::while_running(
         run_agent(core.agent.clone(), emitter.clone()),
         lease / 3,
         || async move {
@@ -178,8 +186,17 @@ pub(crate) async fn run_work_job(
                 tracing::warn!(task_id = %job.task_id, error = %err, "lease renewal failed");
             }
         },
-    )
-    .await;
+    );
+    let finished = match hand_over_at {
+        Some(at) => tokio::time::timeout_at(at, running).await.is_ok(),
+        None => {
+            running.await;
+            true
+        }
+    };
+    if !finished {
+        return (hand_over(core, job, &emitter).await, attempt);
+    }
     // A task that ended needs its lease no more: nothing runs on a terminal task, and a
     // redelivered job finds it terminal before it asks for the lease. Left to expire, the
     // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
@@ -190,6 +207,37 @@ pub(crate) async fn run_work_job(
         release(core, job).await;
     }
     (JobOutcome::Done, attempt)
+}
+
+/// Hands over the run of `job`, stopped before its invocation ends (see [`run_work_job`]).
+async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter) -> JobOutcome {
+    // Ended now, not given back: the resumption takes it at once, as the job's next attempt.
+    if let Err(err) = core
+        .store
+        .acquire_lease(&job.task_id, &core.config.worker_id, Timestamp::now())
+        .await
+    {
+        tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
+    }
+    let active = emitter
+        .state
+        .lock()
+        .await
+        .head
+        .as_ref()
+        .is_some_and(|h| crate::emitter::is_active(h.task.status.state));
+    if active {
+        if let Err(err) = emitter.hand_over().await {
+            // The job comes back from the queue, as the attempt the lease counted.
+            tracing::warn!(task_id = %job.task_id, error = %err, "could not hand the work over before the invocation's end");
+            return JobOutcome::Retry {
+                reason: format!("could not hand the work over: {err}"),
+                after: Duration::from_secs(5),
+            };
+        }
+        tracing::warn!(task_id = %job.task_id, "the work ran until its invocation's end; handed over to the next");
+    }
+    JobOutcome::Done
 }
 
 /// Gives the task's lease back (and with it the job's attempt count: the job is settled).

@@ -224,7 +224,23 @@ impl A2aService {
     /// `max_job_attempts` the task ends FAILED and the outcome is
     /// [`JobOutcome::DeadLetter`] with the reason.
     pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {
-        let (outcome, attempt) = crate::worker::run_work_job(&self.core, job, receive_count).await;
+        self.run_work_job_until(job, receive_count, None).await
+    }
+
+    /// [`Self::run_work_job`], stopping the agent at `hand_over_at` if it still runs then: its
+    /// run is handed over (what it did is kept, and a resume job on the work queue replays it
+    /// from there) and the job is done. For a host whose invocation ends at a known time (a
+    /// Lambda function's timeout, which would kill the job with the rest of its batch). Each
+    /// hand-over counts as an attempt of the job: a run that never ends within an invocation
+    /// fails its task after `max_job_attempts`.
+    pub async fn run_work_job_until(
+        &self,
+        job: &WorkJob,
+        receive_count: u32,
+        hand_over_at: Option<tokio::time::Instant>,
+    ) -> JobOutcome {
+        let (outcome, attempt) =
+            crate::worker::run_work_job(&self.core, job, receive_count, hand_over_at).await;
         if attempt > 0 {
             self.core.config.observer.work_job(attempt, &outcome);
         }

@@ -44,7 +44,10 @@ pub use metrics::EmfObserver;
 pub use mimalloc::MiMalloc as Allocator;
 pub use remote::RemoteSettings;
 pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
-pub use sqs::{run_push, run_worker, PushBatch, WorkBatch};
+pub use sqs::{
+    hand_over_at, run_push, run_worker, PushBatch, WorkBatch, HANDOVER_MARGIN,
+    LOCAL_TIMEOUT_VARIABLE,
+};
 
 /// Logs to stdout in the form CloudWatch keeps, no colours.
 ///

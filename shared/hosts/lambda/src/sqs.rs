@@ -34,11 +34,50 @@ pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
         queue,
         visibility: init.settings.work_visibility,
     });
+    let local_timeout = std::env::var(LOCAL_TIMEOUT_VARIABLE)
+        .ok()
+        .and_then(|secs| secs.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let batch = batch.clone();
-        async move { batch.handle_invocation(event.payload).await }
+        let hand_over_at = hand_over_at(event.context.deadline, local_timeout);
+        async move {
+            batch
+                .handle_invocation_until(event.payload, hand_over_at)
+                .await
+        }
     }))
     .await
+}
+
+/// How long before its invocation's deadline the worker stops the jobs still running and
+/// hands them over: time for their last writes, the resume jobs' sends, and the batch's
+/// settling (visibility changes, dead letters), each a few calls bounded by the SDK's timeouts.
+pub const HANDOVER_MARGIN: Duration = Duration::from_secs(30);
+
+/// The variable in which the local cloud gives each function its `Timeout` from the template,
+/// in seconds: `cargo lambda watch` gives every invocation the same deadline, 600,000 ms after
+/// the epoch, long past (AWS gives the invocation's start plus the function's timeout).
+pub const LOCAL_TIMEOUT_VARIABLE: &str = "A2A_LOCAL_INVOCATION_TIMEOUT_SECS";
+
+/// When the jobs of an invocation whose deadline is `deadline_ms` (ms since the epoch, as the
+/// Lambda context has it) are handed over: [`HANDOVER_MARGIN`] before it, or now if that has
+/// passed. A deadline already past when the invocation begins is not one Lambda gives: the
+/// invocation then has `local_timeout` ([`LOCAL_TIMEOUT_VARIABLE`]), or no known deadline
+/// (`None`: nothing is handed over).
+pub fn hand_over_at(
+    deadline_ms: u64,
+    local_timeout: Option<Duration>,
+) -> Option<tokio::time::Instant> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let left = if deadline_ms > now_ms {
+        Duration::from_millis(deadline_ms - now_ms)
+    } else {
+        local_timeout?
+    };
+    Some(tokio::time::Instant::now() + left.saturating_sub(HANDOVER_MARGIN))
 }
 
 /// Expired inline leases one scheduled sweep handles at most; the next run takes the rest.
@@ -155,15 +194,33 @@ impl WorkBatch {
     /// the receive count, which a throttled invocation raises) and, once they are exhausted,
     /// fails the task and gives the reason.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
+        self.handle_until(event, None).await
+    }
+
+    /// [`Self::handle`], handing over at `hand_over_at` every job still running then
+    /// ([`A2aService::run_work_job_until`]): the invocation's timeout would otherwise kill
+    /// them, and with them the whole batch's outcome.
+    pub async fn handle_until(
+        &self,
+        event: SqsEvent,
+        hand_over_at: Option<tokio::time::Instant>,
+    ) -> SqsBatchResponse {
         let service = &self.service;
         let policy = JobPolicy {
             max_attempts: None,
             // The core's lease on the task keeps a redelivery from running it twice at once.
             visibility: Some(self.visibility),
         };
-        run_batch(&self.queue, event, policy, |job: WorkJob, receive_count| async move {
-            service.run_work_job(&job, receive_count).await
-        })
+        run_batch(
+            &self.queue,
+            event,
+            policy,
+            |job: WorkJob, receive_count| async move {
+                service
+                    .run_work_job_until(&job, receive_count, hand_over_at)
+                    .await
+            },
+        )
         .await
     }
 
@@ -175,9 +232,21 @@ impl WorkBatch {
     /// "resumedExecutions": M}`. Anything
     /// else is refused, so a misrouted event shows up as a failed invocation.
     pub async fn handle_invocation(&self, event: Value) -> Result<Value, Error> {
+        self.handle_invocation_until(event, None).await
+    }
+
+    /// [`Self::handle_invocation`], a batch's jobs handed over at `hand_over_at`
+    /// ([`Self::handle_until`]).
+    pub async fn handle_invocation_until(
+        &self,
+        event: Value,
+        hand_over_at: Option<tokio::time::Instant>,
+    ) -> Result<Value, Error> {
         if event.get("Records").is_some() {
             let batch: SqsEvent = serde_json::from_value(event)?;
-            return Ok(serde_json::to_value(self.handle(batch).await)?);
+            return Ok(serde_json::to_value(
+                self.handle_until(batch, hand_over_at).await,
+            )?);
         }
         if event.get("source").and_then(Value::as_str) == Some("aws.events") {
             let ended = self

@@ -3040,9 +3040,20 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
                     .entry("A2A_PUBLIC_BASE_URL".into())
                     .or_insert_with(|| "http://127.0.0.1:9100".into());
             }
+            // The function's Timeout stands in for the deadline Lambda gives each invocation.
+            let logical = sam::function_logical_id(&stack, &role);
+            let timeout = &stack["Resources"][logical.as_str()]["Properties"]["Timeout"];
+            expected.insert(
+                a2a_lambda_glue::LOCAL_TIMEOUT_VARIABLE.into(),
+                timeout.as_u64().unwrap_or(3).to_string(),
+            );
             assert_eq!(env, expected, "{front_door}: {role}");
         }
         let worker = std::fs::read_to_string(out.join("worker.env")).unwrap();
+        assert!(
+            worker.contains("A2A_LOCAL_INVOCATION_TIMEOUT_SECS='900'\n"),
+            "{worker}"
+        );
         assert!(
             worker.contains("A2A_PUBLIC_BASE_URL='http://127.0.0.1:9100'\n"),
             "{worker}"

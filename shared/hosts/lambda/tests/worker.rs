@@ -188,6 +188,14 @@ async fn a_job_whose_dead_lettering_fails_stays_on_the_queue() {
 async fn work_batch(
     sdk: &aws_config::SdkConfig,
 ) -> (AwsClients, Resources, Arc<dyn TaskStore>, WorkBatch, String) {
+    work_batch_of(sdk, Arc::new(Idle)).await
+}
+
+/// [`work_batch`] running `agent`.
+async fn work_batch_of(
+    sdk: &aws_config::SdkConfig,
+    agent: Arc<dyn Agent>,
+) -> (AwsClients, Resources, Arc<dyn TaskStore>, WorkBatch, String) {
     let clients = AwsClients::from_sdk_config(sdk);
     let prefix = format!("w{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let resources = Resources::named(&prefix);
@@ -211,7 +219,7 @@ async fn work_batch(
                 background_inline: false,
                 ..ServiceConfig::default()
             },
-            Arc::new(Idle),
+            agent,
             store.clone(),
             Arc::new(adapters.work.clone()),
             Arc::new(adapters.push.clone()),
@@ -343,4 +351,133 @@ async fn a_job_whose_own_attempts_are_exhausted_is_dead_lettered_with_its_reason
     assert!(letters[0].0.contains(&task_id));
     assert_eq!(letters[0].1, reason);
     resources::delete_all(&clients, &resources).await;
+}
+
+/// Works for an hour on its first run (after WORKING and a first artifact), straight through
+/// on any run after it.
+#[derive(Default)]
+struct Long {
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Agent for Long {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "long".into(),
+            ..Default::default()
+        }
+    }
+
+    fn placement(&self, _request: &AgentRequest) -> Placement {
+        Placement::Queued
+    }
+
+    async fn execute(&self, _request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        let run = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let part = |text: &str| a2a_protocol::Artifact {
+            artifact_id: "out".into(),
+            parts: vec![a2a_protocol::Part::text(text)],
+            ..Default::default()
+        };
+        emitter.working(None).await?;
+        emitter.artifact(part("one "), false, false).await?;
+        emitter.flush().await?;
+        if run == 0 {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        emitter.artifact(part("two"), true, true).await?;
+        emitter.complete(None).await
+    }
+}
+
+/// A job still running when its invocation is about to end is handed over before the end
+/// (Lambda's timeout would kill it with the rest of its batch): the batch answers in time with
+/// the job done, a resume job is on the queue, and the next invocation finishes the task from
+/// where the first stopped, writing nothing twice.
+#[tokio::test]
+async fn a_job_running_past_its_invocation_is_handed_over_before_the_end() {
+    let Some(sdk) = a2a_test_support::emulator("a2a-lambda-glue worker").await else {
+        return;
+    };
+    let agent = Arc::new(Long::default());
+    let (clients, resources, store, batch, _dlq) = work_batch_of(&sdk, agent.clone()).await;
+    let owner = Owner::anonymous("");
+    let (task_id, event) = queued_task(&clients, &*store, &batch, &owner, 1).await;
+
+    // An invocation that must hand over in a second (a deadline 30 s and 1 s away).
+    let deadline_ms = u64::try_from(Timestamp::now().millis()).unwrap()
+        + u64::try_from((a2a_lambda_glue::HANDOVER_MARGIN + Duration::from_secs(1)).as_millis())
+            .unwrap();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(60),
+        batch.handle_invocation_until(
+            serde_json::to_value(&event).unwrap(),
+            a2a_lambda_glue::hand_over_at(deadline_ms, None),
+        ),
+    )
+    .await
+    .expect("the invocation answers before its deadline")
+    .unwrap();
+    assert_eq!(answer, json!({"batchItemFailures": []}), "the job is done");
+    let midway = store.load_task(&owner, &task_id).await.unwrap().unwrap();
+    assert_eq!(midway.task.status.state, TaskState::Working);
+
+    // The resume job: the next invocation replays the run to its end.
+    let mut received = Vec::new();
+    while received.is_empty() {
+        received = batch
+            .queue
+            .receive(1, Duration::from_secs(1), Some(Duration::from_secs(60)))
+            .await
+            .expect("receive");
+    }
+    let job: a2a_core::WorkJob = serde_json::from_str(&received[0].body).unwrap();
+    assert!(job.resume && job.task_id == task_id, "{job:?}");
+    let record = received
+        .remove(0)
+        .to_lambda_record("arn:aws:sqs:us-east-1:123456789012:work");
+    let event = serde_json::from_value(json!({ "Records": [record] })).unwrap();
+    let out = batch.handle(event).await;
+    assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    let done = store.load_task(&owner, &task_id).await.unwrap().unwrap();
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    let text: String = done.task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(|p| p.text.as_deref())
+        .collect();
+    assert_eq!(text, "one two", "the first chunk is not written twice");
+    assert_eq!(agent.runs.load(std::sync::atomic::Ordering::SeqCst), 2);
+    resources::delete_all(&clients, &resources).await;
+}
+
+/// The deadline a worker invocation hands its jobs over by: the Lambda context's, less the
+/// margin; where the context's had passed before the invocation began (cargo lambda watch
+/// gives every invocation 600,000 ms after the epoch), the local cloud's stand-in for the
+/// function's timeout, or none (under watch without it, every job was handed over at once,
+/// again and again, until it failed after five attempts).
+#[test]
+fn the_hand_over_time_comes_from_a_deadline_lambda_could_give() {
+    let now = tokio::time::Instant::now();
+    let epoch_ms = |d: Duration| {
+        u64::try_from(Timestamp::now().millis()).unwrap() + u64::try_from(d.as_millis()).unwrap()
+    };
+    let margin = a2a_lambda_glue::HANDOVER_MARGIN;
+    // AWS: fifteen minutes from now, handed over thirty seconds before.
+    let aws = a2a_lambda_glue::hand_over_at(epoch_ms(Duration::from_secs(900)), None).unwrap();
+    let left = aws - now;
+    // (Give or take the moments between the clocks' readings.)
+    assert!(
+        left > Duration::from_secs(860) && left < Duration::from_secs(901) - margin,
+        "{left:?}"
+    );
+    // A deadline that passes within the margin: now.
+    let soon = a2a_lambda_glue::hand_over_at(epoch_ms(Duration::from_secs(5)), None).unwrap();
+    assert!(soon - now < Duration::from_secs(1));
+    // cargo lambda watch's fixed deadline: the local timeout, or no hand-over at all.
+    let local = Some(Duration::from_secs(900));
+    let watch = a2a_lambda_glue::hand_over_at(600_000, local).unwrap();
+    assert!(watch - now > Duration::from_secs(860));
+    assert_eq!(a2a_lambda_glue::hand_over_at(600_000, None), None);
 }
