@@ -315,7 +315,14 @@ async fn list_all(server: &Server) -> (Vec<Value>, i64) {
         if !token.is_empty() {
             params["pageToken"] = json!(token);
         }
-        let page = ok(server.list_tasks(B, params).await);
+        // A 5xx is tried again, as a client of AWS does (moto, loaded, may time out a query).
+        let mut tries = 0;
+        let page = loop {
+            match server.list_tasks(B, params.clone()).await {
+                Err(e) if e.http_status >= 500 && tries < 5 => tries += 1,
+                answer => break ok(answer),
+            }
+        };
         total = page["totalSize"].as_i64().unwrap_or(total);
         tasks.extend(page["tasks"].as_array().cloned().unwrap_or_default());
         token = page["nextPageToken"]

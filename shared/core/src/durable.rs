@@ -188,6 +188,11 @@ impl Emitter {
         let mut run = self.begin_step().await?;
         let index = run.take_step();
         if let Some(value) = run.recorded(index, name)? {
+            // A replay: the task is settled on the remote's answer from here on, as the run
+            // that took the answer was.
+            if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
+                self.state.lock().await.settle_on(&task.artifacts);
+            }
             return decode(name, value);
         }
         match run
@@ -229,6 +234,9 @@ impl Emitter {
                                 Err(err) => {
                                     tracing::warn!(task_id = %self.task_id(), error = ?err, "could not settle the remote task's artifacts");
                                 }
+                            }
+                            if recorded_failure(&value).is_none() {
+                                self.state.lock().await.settle_on(&task.artifacts);
                             }
                         }
                         value
@@ -432,6 +440,7 @@ impl Emitter {
             {
                 return Err(failure);
             }
+            self.state.lock().await.settle_on(&task.artifacts);
             return Ok(task);
         }
         if let Some(Wait {

@@ -70,6 +70,11 @@ pub(crate) struct EmitterState {
     /// stream's chunk missing from a completed artifact). Every later emit returns this, and
     /// the run's end writes FAILED ([`Emitter::end_failed`]).
     pub(crate) broken: Option<AgentError>,
+    /// The artifacts of the remote tasks this execution's calls returned, as they stopped:
+    /// every later write settles the task on them ([`TaskLog::append_settling`]), so a chunk
+    /// of theirs that a push wrote after the call ended is put right at the latest by the
+    /// write that ends the task. An artifact the agent emits itself leaves this list.
+    pub(crate) settled: Arc<Vec<Artifact>>,
 }
 
 impl EmitterState {
@@ -97,7 +102,19 @@ impl EmitterState {
             ended: None,
             failure: None,
             broken: None,
+            settled: Arc::default(),
         }
+    }
+
+    /// Settles every later write on `artifacts` (a called remote task's, as it stopped), in
+    /// place of what was settled under their ids before.
+    pub(crate) fn settle_on(&mut self, artifacts: &[Artifact]) {
+        if artifacts.is_empty() {
+            return;
+        }
+        let settled = Arc::make_mut(&mut self.settled);
+        settled.retain(|a| !artifacts.iter().any(|r| r.artifact_id == a.artifact_id));
+        settled.extend(artifacts.iter().cloned());
     }
 
     /// What an emit gets once the writes before it are done: the task's end or a failed
@@ -380,7 +397,17 @@ impl Emitter {
             None => state.projected,
         };
         state.projected = next;
-        let artifact = matches!(event, TaskEvent::Artifact { .. });
+        let artifact = match &event {
+            TaskEvent::Artifact { update } => {
+                // The agent's own artifact of that id is what stands, not a remote's.
+                let id = &update.artifact.artifact_id;
+                if state.settled.iter().any(|a| &a.artifact_id == id) {
+                    Arc::make_mut(&mut state.settled).retain(|a| &a.artifact_id != id);
+                }
+                true
+            }
+            _ => false,
+        };
         state.queued.push(event);
         let wait = !is_active(next) || state.queued.len() >= MAX_QUEUED;
         if !wait && artifact && !self.request.streaming && !state.writing {
@@ -469,9 +496,13 @@ impl Emitter {
                 state.queued.clear();
                 continue;
             };
+            let settled = state.settled.clone();
             // The agent emits on while this write is in flight.
             drop(state);
-            let written = self.log.append(&self.owner, head, events.clone()).await;
+            let written = self
+                .log
+                .append_settling(&self.owner, head, events.clone(), &settled)
+                .await;
             let mut state = self.state.lock().await;
             match written {
                 // More than the store takes in one write: the same events again, in smaller

@@ -5,7 +5,7 @@ use a2a_protocol::{Message, Part, Role, Task, TaskState, TaskStatus, Timestamp};
 
 use crate::event::TaskEvent;
 use crate::ports::{Owner, RemoteTaskRef};
-use crate::task_log::{AppendError, TaskLog};
+use crate::task_log::{unsettled, AppendError, TaskLog};
 
 /// How large a remote agent's answer may make our task: what its artifacts (the remote's
 /// relayed into ours, and our agent's own) may come to, measured as their parts' JSON, as
@@ -202,15 +202,8 @@ pub(crate) async fn relay(
     match update {
         RemoteUpdate::Task(task) => {
             events.extend(status(&task.status));
-            for remote in &task.artifacts {
-                let known = head
-                    .task
-                    .artifacts
-                    .iter()
-                    .any(|a| a.artifact_id == remote.artifact_id && a.parts == remote.parts);
-                if !known {
-                    events.push(artifact(remote, false, true));
-                }
+            for remote in unsettled(&head.task, &task.artifacts) {
+                events.push(artifact(remote, false, true));
             }
         }
         RemoteUpdate::Status(update) => events.extend(status(&update.status)),

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_protocol::{
-    A2AError, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
-    TaskStatusUpdateEvent, Timestamp,
+    A2AError, Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
 use futures::Stream;
 use tokio::time::Instant;
@@ -299,30 +299,60 @@ impl TaskLog {
         head: StoredTask,
         events: Vec<TaskEvent>,
     ) -> Result<StoredTask, AppendError> {
-        self.append_at(owner, head, events, false).await
+        self.append_at(owner, head, events, false, &[]).await
+    }
+
+    /// [`Self::append`], each attempt first settling the task on `settled`: the artifacts of
+    /// the remote tasks its execution called, as they stopped. One of them the task holds
+    /// otherwise (a remote's chunk pushed twice, whose push was let in while the call was
+    /// still waiting and written after it ended) is written again whole, in the same write:
+    /// whatever was appended before, this write puts right, and nothing is appended after the
+    /// write that ends the task.
+    pub(crate) async fn append_settling(
+        &self,
+        owner: &Owner,
+        head: StoredTask,
+        events: Vec<TaskEvent>,
+        settled: &[Artifact],
+    ) -> Result<StoredTask, AppendError> {
+        self.append_at(owner, head, events, false, settled).await
     }
 
     /// [`Self::append`]; `exact`: only on top of `head` as given (an A2A 1.1
     /// `ifGenerationMatch`): a conflict is TaskGenerationMismatchError, not a new attempt on the
-    /// head as it stands now.
+    /// head as it stands now. `settled`: see [`Self::append_settling`].
     async fn append_at(
         &self,
         owner: &Owner,
         mut head: StoredTask,
         events: Vec<TaskEvent>,
         exact: bool,
+        settled: &[Artifact],
     ) -> Result<StoredTask, AppendError> {
         for _attempt in 0..32 {
             if head.task.status.state.is_terminal() {
                 return Err(AppendError::Terminal(Box::new(head.task)));
             }
+            let settling: Vec<TaskEvent> = unsettled(&head.task, settled)
+                .map(|artifact| TaskEvent::Artifact {
+                    update: TaskArtifactUpdateEvent {
+                        task_id: head.task.id.clone(),
+                        context_id: head.task.context_id.clone(),
+                        artifact: artifact.clone(),
+                        append: false,
+                        last_chunk: true,
+                        metadata: None,
+                        generation: 0,
+                    },
+                })
+                .collect();
             // The head is the caller's to give: it becomes the next head in place (a streaming
             // task's head holds every chunk so far; a copy per append would be a big one).
             let (expected, expires_at) = (head.version, head.expires_at);
             let mut next = head;
             let now = Timestamp::now();
-            let mut logged = Vec::with_capacity(events.len());
-            for event in &events {
+            let mut logged = Vec::with_capacity(settling.len() + events.len());
+            for event in settling.iter().chain(&events) {
                 if let Err(e) = self.check_turn(&next.task, event) {
                     return Err(AppendError::Invalid(e));
                 }
@@ -488,9 +518,15 @@ impl TaskLog {
         message: Message,
         exact: bool,
     ) -> Result<StoredTask, A2AError> {
-        self.append_at(owner, head, vec![TaskEvent::UserMessage { message }], exact)
-            .await
-            .map_err(A2AError::from)
+        self.append_at(
+            owner,
+            head,
+            vec![TaskEvent::UserMessage { message }],
+            exact,
+            &[],
+        )
+        .await
+        .map_err(A2AError::from)
     }
 
     /// Ends the task FAILED with `reason` (best effort, for paths that are already failing).
@@ -627,9 +663,55 @@ impl TaskLog {
     }
 }
 
+/// The artifacts of `remote` (a remote task's, as it stopped) that `task` does not hold as they
+/// are (same id, same parts): what settling `task` on them writes again, whole.
+pub(crate) fn unsettled<'a>(
+    task: &'a Task,
+    remote: &'a [Artifact],
+) -> impl Iterator<Item = &'a Artifact> + 'a {
+    remote.iter().filter(move |r| {
+        !task
+            .artifacts
+            .iter()
+            .any(|a| a.artifact_id == r.artifact_id && a.parts == r.parts)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_protocol::Part;
+
+    fn artifact(id: &str, texts: &[&str]) -> Artifact {
+        Artifact {
+            artifact_id: id.into(),
+            parts: texts.iter().map(|t| Part::text(*t)).collect(),
+            ..Artifact::default()
+        }
+    }
+
+    #[test]
+    fn a_chunk_appended_after_the_remote_stopped_is_unsettled_and_nothing_else() {
+        // The remote's answer as it stopped: one artifact of three chunks, one of one.
+        let stopped = [artifact("a", &["1", "2", "3"]), artifact("b", &["x"])];
+        let mut task = Task {
+            artifacts: vec![artifact("a", &["1", "2", "3"]), artifact("b", &["x"])],
+            ..Task::default()
+        };
+        assert_eq!(
+            unsettled(&task, &stopped).count(),
+            0,
+            "settled: nothing written"
+        );
+        // A chunk pushed twice, written after the call ended; and our own artifact beside.
+        task.artifacts[0] = artifact("a", &["1", "2", "3", "2"]);
+        task.artifacts.push(artifact("ours", &["mine"]));
+        let again: Vec<&Artifact> = unsettled(&task, &stopped).collect();
+        assert_eq!(again, [&stopped[0]], "only the changed artifact, whole");
+        // An artifact of the remote's that a write lost is written again too.
+        task.artifacts.remove(1);
+        assert_eq!(unsettled(&task, &stopped).count(), 2);
+    }
 
     #[test]
     fn expiries_are_a_retention_away_rounded_up_to_a_sixteenth_of_it() {
