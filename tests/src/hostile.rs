@@ -55,6 +55,8 @@ pub enum Hostility {
     StalledCard,
     /// A JWKS that never ends.
     EndlessJwks,
+    /// An OAuth token endpoint (`/oauth/token`) whose answer never ends.
+    EndlessToken,
     /// A task that never finishes: SendMessage and GetTask answer it WORKING forever, and no
     /// push ever comes; CancelTask cancels it.
     NeverFinishes,
@@ -187,6 +189,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             Hostility::EndlessJwks => endless(b"{\"keys\":[", b"{\"kty\":\"EC\"},"),
             _ => json_response(&json!({"keys": []})),
         },
+        "/oauth/token" if matches!(shared.hostility, Hostility::EndlessToken) => {
+            endless(b"{\"access_token\":\"", b"aaaaaaaa")
+        }
         "/rpc" => rpc(&shared, &body),
         _ => StatusCode::NOT_FOUND.into_response(),
     }

@@ -2,7 +2,7 @@
 //! server on 127.0.0.1): terminal control sequences in everything they send, answers that
 //! never end, redirects and cards that would carry credentials elsewhere, streams that lie
 //! about their task, end empty, fall silent or never end, a card that stalls, a JWKS that never
-//! ends. Each check fails on the command as it was before it was made safe against that.
+//! ends, and (against the client library) a token endpoint whose answer never ends. Each check fails on the command as it was before it was made safe against that.
 
 use a2a_e2e::*;
 use base64::Engine;
@@ -305,4 +305,35 @@ async fn push_listen_reads_no_endless_jwks() {
             .count(),
         1
     );
+}
+
+/// An OAuth token endpoint whose answer never ends: the client stops reading it at its 1 MiB
+/// limit and fails saying so, instead of reading until memory runs out; nothing (not even
+/// the card request, which carries the token too) goes to the agent without a token. (The
+/// `a2a` command has no OAuth, so this drives the client library.)
+#[tokio::test]
+async fn an_endless_token_response_stops_at_its_limit() {
+    use a2a_client::{Auth, Client, OAuth2ClientCredentials};
+
+    let agent = HostileAgent::start(Hostility::EndlessToken).await;
+    let credentials =
+        OAuth2ClientCredentials::new(format!("{}/oauth/token", agent.base), "cli", "s3cret");
+    // The guard only turns a regression (reading for ever) into a failure.
+    let connected = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        Client::builder()
+            .auth(Auth::oauth2(credentials))
+            .connect(&agent.base),
+    )
+    .await
+    .expect("the token response is not read for ever");
+    let Err(a2a_client::Error::Auth(why)) = connected else {
+        panic!("an authentication error: {:?}", connected.err());
+    };
+    assert!(
+        why.contains("the token request is larger than the body size limit of 1048576 bytes"),
+        "{why}"
+    );
+    let paths: Vec<String> = agent.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/oauth/token"], "nothing was sent without a token");
 }

@@ -1,5 +1,5 @@
-//! Connection limits of the local server: a client that never finishes its request headers is
-//! disconnected, and connections beyond the cap wait until one closes.
+//! Connection limits of the local server: a client that never finishes its request headers or
+//! its body is disconnected, and connections beyond the cap wait until one closes.
 
 use std::time::Duration;
 
@@ -87,5 +87,40 @@ async fn a_connection_beyond_the_cap_waits_until_one_closes() {
     assert!(
         text.starts_with("HTTP/1.1 200"),
         "unexpected response: {text}"
+    );
+}
+
+/// A client that sends a request's headers and then only part of its body is answered (the
+/// body could not be read: `-32600`) and disconnected once the body timeout
+/// (`A2A_BODY_TIMEOUT_SECS`, here 1 s) passes, and the request does nothing: without the
+/// timeout the server would wait for the rest as long as the connection stays open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_body_is_disconnected_after_the_body_timeout() {
+    let server = Server::start_with_env(&[("A2A_BODY_TIMEOUT_SECS", "1")]).await;
+    let mut stream = connect(&server).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"#;
+    let head = format!(
+        "POST /jsonrpc HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n",
+        body.len() + 1000
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    // The rest of the body never comes; the connection stays open until the server ends it.
+    let received = read_until_closed(&mut stream).await;
+    let text = String::from_utf8_lossy(&received);
+    // JSON-RPC answers its errors with HTTP 200; what counts is that the body was not read.
+    assert!(
+        text.contains(r#""code":-32600"#) && text.contains("The request body could not be read"),
+        "not the body's timeout: {text}"
+    );
+    let listed = server
+        .list_tasks(Binding::Rest, serde_json::json!({}))
+        .await
+        .expect("ListTasks");
+    assert_eq!(
+        listed["tasks"],
+        serde_json::json!([]),
+        "nothing was created"
     );
 }

@@ -790,3 +790,92 @@ async fn refusals_are_cut_and_quote_peers_harmlessly() {
     }
     assert_eq!(room.tasks().await.len(), before, "nothing was created");
 }
+
+/// The chat's outgoing webhook as JSON (Mattermost, Rocket.Chat) of exactly `len` bytes: a
+/// chat message from U1 in #general, padded with plain text to that size.
+fn webhook_json_of(len: usize) -> String {
+    let head = format!(
+        r#"{{"token":"{TOKEN}","channel_id":"C1","channel_name":"general","user_id":"U1","user_name":"ann","text":""#
+    );
+    let tail = r#""}"#;
+    let padding = len - head.len() - tail.len();
+    format!("{head}{}{tail}", "x".repeat(padding))
+}
+
+/// A channel request body is read up to 4 MiB and no further: a webhook of exactly 4 MiB is
+/// read (its token checked, its chat ignored), one byte more is refused with 413 before the
+/// bridge sees it. Exactly at the bound on both sides, so the test fails whether the bound is
+/// raised, removed (axum's own default is 2 MiB) or lowered. The bound is one layer on all
+/// the channel routes, Matrix transactions included; the webhook stands for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_body_is_read_up_to_four_mib() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[]).await;
+    let post = |body: String| {
+        room.server
+            .http()
+            .post(room.server.url("/a2a-lite/webhook"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    const MAX: usize = 4 * 1024 * 1024;
+    let at_the_bound = post(webhook_json_of(MAX)).await.unwrap();
+    assert_eq!(at_the_bound.status(), 200, "4 MiB is read");
+    let over = post(webhook_json_of(MAX + 1)).await.unwrap();
+    assert_eq!(over.status(), 413, "a byte more is refused");
+    // Neither is a message to the agent: the room hears nothing before the card.
+    room.nothing_said_before_the_card().await;
+}
+
+/// A chat message is read up to 64 KiB: a task marker of exactly 65,536 bytes starts its
+/// task; one of 65,537 is refused with a reply saying how long it was and what is read, and
+/// starts nothing; longer chat without a marker is ignored without a reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_message_is_read_up_to_64_kib() {
+    if !store_ready() {
+        return;
+    }
+    let mut room = Room::open(&[]).await;
+    const MAX: usize = 64 * 1024;
+    let task_of = |id: &str, len: usize| {
+        let head = format!("[A2A:task id={id}]\n");
+        format!("{head}{}", "x".repeat(len - head.len()))
+    };
+
+    assert_eq!(room.say("U1", &task_of("at1", MAX)).await, 200);
+    let ack = room.heard().await;
+    assert_eq!(
+        ack.lite().kind,
+        LiteKind::Ack { task: "at1".into() },
+        "{}",
+        ack.text
+    );
+    let result = room.heard().await;
+    assert!(
+        result
+            .text
+            .starts_with("[A2A:result task=at1 state=completed]"),
+        "{}",
+        result.text
+    );
+    let before = room.tasks().await.len();
+
+    assert_eq!(room.say("U1", &task_of("over1", MAX + 1)).await, 200);
+    let refused = room.heard().await;
+    assert!(
+        refused
+            .text
+            .contains("This A2A message is 65537 bytes long; the most I read is 65536."),
+        "{}",
+        refused.text
+    );
+    assert!(parse(&refused.text).unwrap().is_none(), "a plain reply");
+
+    // Chat is no business of the agent's, however long: no reply at all.
+    assert_eq!(room.say("U1", &"chat ".repeat(MAX)).await, 200);
+    room.nothing_said_before_the_card().await;
+    assert_eq!(room.tasks().await.len(), before, "nothing more was started");
+}

@@ -16,7 +16,8 @@ use crate::settings::MatrixSettings;
 /// The channel's name in ids and URLs.
 pub const MATRIX_CHANNEL: &str = "matrix";
 
-/// How long one request to the homeserver may take.
+/// How long one request to the homeserver may take, unless [`MatrixChannel::timeout`] says
+/// otherwise.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many transaction ids an instance remembers, to answer a repeated transaction at once.
@@ -29,6 +30,7 @@ pub struct MatrixChannel {
     homeserver: url::Url,
     as_token: String,
     policy: PushPolicy,
+    timeout: Duration,
 }
 
 impl MatrixChannel {
@@ -42,7 +44,15 @@ impl MatrixChannel {
             homeserver,
             as_token: settings.as_token.clone(),
             policy: policy.clone(),
+            timeout: REQUEST_TIMEOUT,
         })
+    }
+
+    /// The longest one request to the homeserver may take, connecting and answering together
+    /// (default 10 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// `{homeserver}/_matrix/client/v3/` followed by `segments`, each percent-encoded.
@@ -64,7 +74,7 @@ impl MatrixChannel {
         let host = self.homeserver.host_str().unwrap_or_default().to_owned();
         let response = request
             .bearer_auth(&self.as_token)
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(self.timeout)
             .send()
             .await
             .map_err(|e| {
@@ -265,6 +275,33 @@ mod tests {
             "http://127.0.0.1:8008/_matrix/client/v3/rooms/!r:hs/send/m.room.message/k%2F1"
         );
         assert!(MatrixChannel::new(&settings, &PushPolicy::default()).is_err());
+    }
+
+    /// A homeserver that takes a message and never answers fails the post once the channel's
+    /// timeout (here 1 s) passes, saying it timed out, instead of holding the bridge for as
+    /// long as the homeserver hangs.
+    #[tokio::test]
+    async fn a_message_the_homeserver_never_answers_times_out() {
+        let silent = a2a_test_support::webhook::RawListener::silent().await;
+        let settings = MatrixSettings {
+            homeserver_url: format!("http://127.0.0.1:{}/", silent.port),
+            as_token: "a".into(),
+            hs_token: "h".into(),
+            sender_localpart: "a2a".into(),
+        };
+        let channel = MatrixChannel::new(&settings, &PushPolicy::local())
+            .unwrap()
+            .timeout(Duration::from_secs(1));
+        // The guard only turns a post that waits for ever into a failure.
+        let posted =
+            tokio::time::timeout(Duration::from_secs(30), channel.post("!r:hs", "hi", "k1"))
+                .await
+                .expect("the post ends at its timeout");
+        assert!(
+            matches!(&posted, Err(ChannelError(why)) if why.contains("timed out")),
+            "{posted:?}"
+        );
+        assert_eq!(silent.accepted(), 1, "the message reached the homeserver");
     }
 
     #[test]

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 /// The channel's name in ids and URLs.
 pub const WEBHOOK_CHANNEL: &str = "webhook";
 
-/// How long one post to the incoming webhook may take.
+/// How long one post to the incoming webhook may take, unless [`WebhookChannel::timeout`]
+/// says otherwise.
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Posts to a chat's incoming webhook, through the SSRF guard.
@@ -22,6 +23,7 @@ pub struct WebhookChannel {
     client: reqwest::Client,
     url: url::Url,
     policy: PushPolicy,
+    timeout: Duration,
 }
 
 impl WebhookChannel {
@@ -34,7 +36,14 @@ impl WebhookChannel {
             client: a2a_net::guarded_client(policy)?,
             url,
             policy: policy.clone(),
+            timeout: POST_TIMEOUT,
         })
+    }
+
+    /// The longest one post may take, connecting and answering together (default 10 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 
@@ -54,7 +63,7 @@ impl ChannelPort for WebhookChannel {
         let response = self
             .client
             .post(self.url.clone())
-            .timeout(POST_TIMEOUT)
+            .timeout(self.timeout)
             .json(&json!({"text": text, "channel": room}))
             .send()
             .await
@@ -156,7 +165,31 @@ impl OutgoingWebhook {
 
 #[cfg(test)]
 mod tests {
+    use a2a_test_support::webhook::RawListener;
+
     use super::*;
+
+    /// An incoming webhook that takes the post and never answers fails it once the channel's
+    /// timeout (here 1 s) passes, saying it timed out: the bridge then retries the post
+    /// instead of waiting for as long as the chat hangs.
+    #[tokio::test]
+    async fn a_post_the_chat_never_answers_times_out() {
+        let silent = RawListener::silent().await;
+        let url = format!("http://127.0.0.1:{}/hook", silent.port);
+        let channel = WebhookChannel::new(&url, &PushPolicy::local())
+            .unwrap()
+            .timeout(Duration::from_secs(1));
+        // The guard only turns a post that waits for ever into a failure.
+        let posted =
+            tokio::time::timeout(Duration::from_secs(30), channel.post("general", "hi", "k"))
+                .await
+                .expect("the post ends at its timeout");
+        assert!(
+            matches!(&posted, Err(ChannelError(why)) if why.contains("timed out")),
+            "{posted:?}"
+        );
+        assert_eq!(silent.accepted(), 1, "the post reached the chat");
+    }
 
     #[test]
     fn slack_forms_and_json_bodies_read_alike() {

@@ -152,6 +152,8 @@ fn error_chain(err: &reqwest::Error) -> String {
 mod tests {
     use std::time::Duration;
 
+    use a2a_test_support::webhook::RawListener;
+
     use super::*;
 
     fn request(url: &str, policy: PushPolicy) -> WebhookRequest {
@@ -208,5 +210,28 @@ mod tests {
             outcome,
             WebhookOutcome::Answered(reqwest::StatusCode::FOUND)
         );
+    }
+
+    /// A webhook that reads the push and never answers fails it once the request's timeout
+    /// (`push_timeout`, here 1 s) passes, saying it timed out: the delivery is then retried
+    /// with backoff instead of holding a worker for as long as the webhook hangs.
+    #[tokio::test]
+    async fn a_webhook_that_never_answers_times_out() {
+        let silent = RawListener::silent().await;
+        let mut push = request(
+            &format!("http://127.0.0.1:{}/hook", silent.port),
+            PushPolicy::local(),
+        );
+        push.timeout = Duration::from_secs(1);
+        // The guard only turns a push that waits for ever into a failure.
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(30), WebhookClient::new().send(push))
+                .await
+                .expect("the push ends at its timeout");
+        let WebhookOutcome::Failed(reason) = outcome else {
+            panic!("not failed: {outcome:?}");
+        };
+        assert!(reason.starts_with("timed out"), "{reason}");
+        assert_eq!(silent.accepted(), 1, "the push reached the webhook");
     }
 }

@@ -16,7 +16,7 @@ use a2a_protocol::{Message, SendMessageResponse, TaskPushNotificationConfig, Tas
 use a2a_reference_agent::ReferenceAgent;
 use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
 use axum::http::HeaderMap;
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -392,4 +392,134 @@ async fn a_card_with_an_overflowing_max_age_is_cached_not_a_panic() {
         .filter(|(what, ..)| what == "card")
         .count();
     assert_eq!(cards, 1, "the card is cached, not fetched again");
+}
+
+/// An agent whose JSON-RPC endpoint is `rpc` and whose card is `card`, or else one naming that
+/// endpoint.
+async fn scripted_agent(card: Option<MethodRouter>, rpc: MethodRouter) -> InProcessServer {
+    InProcessServer::start(move |base| {
+        let card = card.unwrap_or_else(|| {
+            let card = card_at(base);
+            get(move || async move { Json(card) })
+        });
+        axum::Router::new()
+            .route("/.well-known/agent-card.json", card)
+            .route("/jsonrpc", rpc)
+    })
+    .await
+}
+
+/// A card naming `base`'s JSON-RPC endpoint.
+fn card_at(base: &str) -> Value {
+    json!({
+        "name": "scripted", "description": "", "version": "1",
+        "supportedInterfaces": [{"url": format!("{base}/jsonrpc"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {},
+        "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+    })
+}
+
+/// An agent answering every call with a JSON-RPC error whose message is 100,000 bytes of
+/// lines and multi-byte characters: the error we keep (which becomes our task's failure
+/// reason, shown to our client) quotes at most 300 bytes of it, on one line, cut on a
+/// character boundary with an ellipsis.
+#[tokio::test]
+async fn a_remote_error_is_quoted_short_and_on_one_line() {
+    let head = "no such skill; ";
+    // Three-byte characters straddle the cut so it must move to a character boundary.
+    let message = format!("{head}{}", "€ line\n".repeat(100_000 / 9));
+    let agent = scripted_agent(None, {
+        let message = message.clone();
+        post(move |Json(body): Json<Value>| async move {
+            Json(json!({"jsonrpc": "2.0", "id": body["id"],
+                "error": {"code": -32602, "message": message}}))
+        })
+    })
+    .await;
+    let remote = client(AgentCredentials::none());
+    let answered = remote
+        .send(&agent.base, Message::user_text("m", "hi"), None, None)
+        .await;
+    let Err(RemoteError::Answered(quoted)) = answered else {
+        panic!("the agent's error, as an answer: {answered:?}");
+    };
+    assert_eq!(agent.hits("/jsonrpc"), 1, "the agent was asked once");
+    assert!(
+        quoted.contains(head),
+        "what the agent said is quoted: {quoted}"
+    );
+    assert!(
+        quoted.len() <= 300 + '…'.len_utf8(),
+        "{} bytes quoted of {}",
+        quoted.len(),
+        message.len()
+    );
+    assert!(quoted.ends_with('…'), "the cut is marked: {quoted}");
+    assert!(!quoted.contains(['\n', '\r']), "one line: {quoted:?}");
+}
+
+/// A remote agent that accepts the request and never answers fails each call (the card, a
+/// send, a poll, a cancel) once the settings' per-request timeout passes, with an error
+/// saying so and worth retrying; without the timeout each call would hang as long as the
+/// agent does. The timeout is set to one second so the test is quick.
+#[tokio::test]
+async fn each_call_to_a_remote_that_never_answers_times_out() {
+    let hanging = || std::future::pending::<Json<Value>>();
+    let remote = RemoteAgentsClient::new(RemoteAgentSettings {
+        timeout: Duration::from_secs(1),
+        ..RemoteAgentSettings::local()
+    });
+    let timed_out = |outcome: &Result<_, RemoteError>| matches!(outcome, Err(RemoteError::Unavailable(why)) if why.contains("did not answer in time"));
+    // The outer guard only turns a regression (a call that hangs) into a failure; the a2a
+    // client's own 60 s default must not be what ends the calls, so it is well below that.
+    let guard = Duration::from_secs(20);
+
+    // The JSON-RPC endpoint hangs: the card is read, then the send, poll and cancel time out.
+    let rpc_hangs = scripted_agent(None, post(hanging)).await;
+    let held = RemoteTaskRef {
+        agent: rpc_hangs.base.clone(),
+        task_id: "r1".into(),
+        context_id: "c1".into(),
+        stopped_at: None,
+        push_token: None,
+    };
+    let reached = |before: usize| rpc_hangs.hits("/jsonrpc") > before;
+    let (sent, polled, canceled) = tokio::time::timeout(guard, async {
+        let sent = remote
+            .send(&rpc_hangs.base, Message::user_text("m", "hi"), None, None)
+            .await
+            .map(drop);
+        assert!(reached(0), "the send reached the agent");
+        // A poll is idempotent, so the client may try it again: each try times out alike.
+        let before = rpc_hangs.hits("/jsonrpc");
+        let polled = remote.get_task(&held, None).await.map(drop);
+        assert!(reached(before), "the poll reached the agent");
+        let before = rpc_hangs.hits("/jsonrpc");
+        let canceled = remote.cancel_task(&held, None).await;
+        assert!(reached(before), "the cancel reached the agent");
+        (sent, polled, canceled)
+    })
+    .await
+    .expect("each call ends at the timeout, not when the agent answers");
+    for (call, outcome) in [("send", sent), ("poll", polled), ("cancel", canceled)] {
+        assert!(timed_out(&outcome), "{call}: {outcome:?}");
+    }
+
+    // The card hangs: the send times out before anything is sent.
+    let card_hangs = scripted_agent(Some(get(hanging)), post(hanging)).await;
+    let sent = tokio::time::timeout(
+        guard,
+        remote.send(&card_hangs.base, Message::user_text("m", "hi"), None, None),
+    )
+    .await
+    .expect("the card fetch ends at the timeout")
+    .map(drop);
+    assert!(timed_out(&sent), "card: {sent:?}");
+    assert_eq!(card_hangs.hits("/.well-known/agent-card.json"), 1);
+    assert_eq!(
+        card_hangs.hits("/jsonrpc"),
+        0,
+        "nothing sent without a card"
+    );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use a2a_core::{KeySet, PushPolicy, SigningAlgorithm, SigningKey};
 use a2a_protocol::push::PushClaims;
 use a2a_push_verify::{Verifier, VerifyError, SIGNATURE_HEADER};
-use a2a_test_support::webhook::{Push, Webhook};
+use a2a_test_support::webhook::{Push, RawListener, Webhook};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use support::{on_every_backend, AgentServer, Backend};
 
@@ -341,4 +341,34 @@ async fn keys_rotate_without_a_gap(backend: Backend) {
         fresh.verify(&push.headers, &push.body).await.unwrap();
     }
     agent.finish().await;
+}
+
+/// A JWKS endpoint that takes the request and never answers fails the push that needed the
+/// keys once the fetch timeout (here 1 s, 10 s by default) passes, with an error saying so,
+/// and the next push at once (the failure is kept for the cooldown) instead of each waiting
+/// again for as long as the endpoint hangs.
+#[tokio::test]
+async fn a_jwks_that_never_answers_fails_the_push_at_the_fetch_timeout() {
+    let silent = RawListener::silent().await;
+    let agent = format!("http://127.0.0.1:{}", silent.port);
+    let hook = "http://127.0.0.1:9/hook";
+    let verifier = Verifier::for_agent(&agent, hook).fetch_timeout(Duration::from_secs(1));
+    let body = b"{}";
+    let headers = signature_headers(&key().sign(&claims(&agent, hook, body)).unwrap());
+    for _ in 0..2 {
+        // The guard only turns a fetch that waits for ever into a failure.
+        let refused =
+            tokio::time::timeout(Duration::from_secs(30), verifier.verify(&headers, body))
+                .await
+                .expect("the push is answered, not held");
+        assert!(
+            matches!(&refused, Err(VerifyError::Jwks(why)) if why.contains("did not answer within 1 s")),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(
+        silent.accepted(),
+        1,
+        "one fetch, the second push answered from the failure"
+    );
 }

@@ -174,7 +174,7 @@ async fn record(
 }
 
 /// A raw listener on 127.0.0.1 that counts accepted connections and answers each with
-/// `response` (bytes of a whole HTTP response).
+/// `response` (bytes of a whole HTTP response), or never answers ([`RawListener::silent`]).
 pub struct RawListener {
     /// Its port.
     pub port: u16,
@@ -185,6 +185,17 @@ pub struct RawListener {
 impl RawListener {
     /// Starts a listener answering every connection with `response`.
     pub async fn start(response: String) -> Self {
+        Self::serve(Some(response)).await
+    }
+
+    /// A listener that reads each request and never answers, holding the connection open:
+    /// a peer that makes its caller wait for ever.
+    pub async fn silent() -> Self {
+        Self::serve(None).await
+    }
+
+    /// Answers each connection with `response`, or holds it open without a word.
+    async fn serve(response: Option<String>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -198,8 +209,14 @@ impl RawListener {
                 tokio::spawn(async move {
                     let mut buf = [0u8; 4096];
                     let _ = socket.read(&mut buf).await;
-                    let _ = socket.write_all(response.as_bytes()).await;
-                    let _ = socket.shutdown().await;
+                    match response {
+                        Some(response) => {
+                            let _ = socket.write_all(response.as_bytes()).await;
+                            let _ = socket.shutdown().await;
+                        }
+                        // The socket stays open until the test's runtime ends.
+                        None => std::future::pending().await,
+                    }
                 });
             }
         });
