@@ -432,6 +432,17 @@ impl Emitter {
         self.written().await
     }
 
+    /// Whether the task, as this emitter last wrote it, is still active (submitted or
+    /// working): a run stopped now has work left to hand over.
+    pub(crate) async fn task_active(&self) -> bool {
+        self.state
+            .lock()
+            .await
+            .head
+            .as_ref()
+            .is_some_and(|h| is_active(h.task.status.state))
+    }
+
     /// Starts the write task if events are queued and none runs.
     fn start_writing(&self, state: &mut EmitterState) {
         if !state.writing && !state.queued.is_empty() {

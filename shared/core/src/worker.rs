@@ -219,14 +219,7 @@ async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter
     {
         tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
     }
-    let active = emitter
-        .state
-        .lock()
-        .await
-        .head
-        .as_ref()
-        .is_some_and(|h| crate::emitter::is_active(h.task.status.state));
-    if active {
+    if emitter.task_active().await {
         if let Err(err) = emitter.hand_over().await {
             // The job comes back from the queue, as the attempt the lease counted.
             tracing::warn!(task_id = %job.task_id, error = %err, "could not hand the work over before the invocation's end");

@@ -12,7 +12,6 @@ use super::A2aService;
 use crate::agent::Placement;
 use crate::auth::Permission;
 use crate::context::CallContext;
-use crate::emitter::is_active;
 use crate::emitter::{Emitter, FirstOutcome};
 use crate::event::find_sent;
 use crate::execution::{new_emitter, take_follow_up_lease};
@@ -639,14 +638,7 @@ async fn settle(run: Option<InlineRun>, deadline: Instant) {
     }
     handle.abort();
     let _ = handle.await;
-    let active = emitter
-        .state
-        .lock()
-        .await
-        .head
-        .as_ref()
-        .is_some_and(|h| is_active(h.task.status.state));
-    if active {
+    if emitter.task_active().await {
         if let Err(err) = emitter.hand_over().await {
             // Its lease runs out, and the sweep ends the task with the reason.
             tracing::warn!(task_id = %emitter.task_id(), error = %err, "could not hand the execution over");
