@@ -101,7 +101,7 @@ async def test_transactions_are_checked_and_idempotent(claw, stack):
     assert card.body.startswith('[A2A:card]')
     await claw.say(room, '[A2A:cancel task=nothing-here]')
     after = await claw.next(room)
-    assert 'there is no task nothing-here of yours here' in after.body, after.body
+    assert 'there is no task "nothing-here" of yours here' in after.body, after.body
     assert after.sender == BRIDGE
 
 
