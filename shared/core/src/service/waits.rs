@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::A2aService;
 use crate::journal::relay_owner;
 use crate::ports::{
-    DurableExecution, Owner, RemoteTaskRef, StoreError, WaitFor, WaitOutcome, WorkJob,
+    DurableExecution, Owner, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
 use crate::recorded::failure_value;
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
@@ -28,8 +28,6 @@ pub struct RelayPush {
     remote: RemoteTaskRef,
     /// Whether it is for the remote task the execution waits for now (else: a late push).
     current: bool,
-    /// The index of the durable step that waits for it (when `current`).
-    step: usize,
     traceparent: Option<String>,
 }
 
@@ -108,15 +106,13 @@ impl A2aService {
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
             WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
-                Some((remote.clone(), token.clone(), w.step))
+                Some((remote.clone(), token.clone()))
             }
             _ => None,
         });
-        let (remote, current, step) = match waiting {
-            Some((remote, expected, step))
-                if constant_time_eq(expected.as_bytes(), token.as_bytes()) =>
-            {
-                (remote, true, step)
+        let (remote, current) = match waiting {
+            Some((remote, expected)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
+                (remote, true)
             }
             _ => {
                 // A remote this task worked with before, pushing on after its call returned.
@@ -126,7 +122,7 @@ impl A2aService {
                         .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
                 });
                 match known {
-                    Some(remote) => (remote.clone(), false, 0),
+                    Some(remote) => (remote.clone(), false),
                     None => return Ok(None),
                 }
             }
@@ -137,7 +133,6 @@ impl A2aService {
             token: token.to_owned(),
             remote,
             current,
-            step,
             traceparent: record.traceparent,
         }))
     }
@@ -161,7 +156,6 @@ impl A2aService {
             token,
             remote,
             current,
-            step,
             traceparent,
         } = push;
         let task_id = task_id.as_str();
@@ -200,74 +194,18 @@ impl A2aService {
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
             return Ok(true);
         }
-        let taken = self
-            .take_remote_update(
-                &owner,
-                task_id,
-                &remote,
-                &token,
-                &update,
-                traceparent.as_deref(),
-            )
-            .await?;
-        if matches!(update, StreamResponse::ArtifactUpdate(_)) {
-            self.settle_after_late_chunk(&owner, task_id, &remote, step)
-                .await;
-        }
-        Ok(taken)
-    }
-
-    /// A chunk taken while its wait was open may have been written after the wait ended and
-    /// the remote's task as it stopped settled ours (a push delivered twice, the copy slow
-    /// under load): a chunk appended twice. Once the chunk is written, the wait it was for
-    /// (step `step`) is read again; if it is over, the remote's task as it stopped (the
-    /// wait's outcome, or the step's recorded answer) settles ours once more. Whichever of
-    /// the two writes came second sees the other: the resumed run settles after the wait is
-    /// over, and this after the chunk is written. Only what differs is written.
-    async fn settle_after_late_chunk(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        remote: &RemoteTaskRef,
-        step: usize,
-    ) {
-        let record = match self.core.store.load_execution(owner, task_id).await {
-            Ok(Some(record)) => record,
-            Ok(None) => return,
-            Err(err) => {
-                tracing::warn!(task_id, error = %err, "could not read a wait again after a relayed chunk");
-                return;
-            }
-        };
-        let stopped = match record.wait.as_ref().filter(|w| w.step == step) {
-            Some(wait) => match &wait.outcome {
-                None => return,
-                Some(WaitOutcome::Done { value }) => Some(value),
-                Some(WaitOutcome::TimedOut) => None,
-            },
-            None => record.steps.get(step).map(|s| &s.value),
-        };
-        let Some(task) = stopped
-            .and_then(|value| serde_json::from_value::<Task>(value.clone()).ok())
-            .filter(|task| task.id == remote.task_id && !task.id.is_empty())
-        else {
-            return;
-        };
-        let limits = &self.core.durable.relay_limits;
-        match relay(
-            &self.core.log,
-            limits,
-            owner,
+        // A chunk of this push written after the call ended (delivered twice, the copy slow)
+        // is put right by the resumed run's writes, which settle the task on the remote's
+        // answer (`TaskLog::append_settling`).
+        self.take_remote_update(
+            &owner,
             task_id,
-            &RemoteUpdate::Task(&task),
+            &remote,
+            &token,
+            &update,
+            traceparent.as_deref(),
         )
         .await
-        {
-            Ok(()) | Err(AppendError::Terminal(_)) => {}
-            Err(err) => {
-                tracing::warn!(task_id, error = ?err, "could not settle a remote task's artifacts after a late chunk");
-            }
-        }
     }
 
     /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
@@ -622,41 +560,23 @@ impl A2aService {
         }
     }
 
-    /// Ends the wait of the owner's task with `outcome` if `accepts` its record, and queues the
-    /// resumption. `false` if no wait took it.
     /// Makes the open wait with `token` of the owner's task due now: the next sweep polls
     /// the remote task it follows.
     async fn poll_now(&self, owner: &Owner, task_id: &str, token: &str) -> Result<(), StoreError> {
-        for _ in 0..SAVE_TRIES {
-            let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
-                return Ok(());
-            };
-            let now = Timestamp::now();
-            let open = record.wait.as_ref().is_some_and(|w| {
+        let open = |record: &DurableExecution| {
+            record.wait.as_ref().is_some_and(|w| {
                 w.outcome.is_none()
-                    && w.due_at > now
+                    && w.due_at > Timestamp::now()
                     && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if t == token)
-            });
-            if !open {
-                return Ok(());
-            }
-            let expected = record.version;
-            let mut updated = record;
-            updated.version = expected + 1;
-            if let Some(wait) = updated.wait.as_mut() {
-                wait.due_at = now;
-            }
-            match save_wait(&self.core, &mut updated, expected).await {
-                Ok(()) => return Ok(()),
-                Err(StoreError::Conflict) => {}
-                Err(err) => return Err(err),
-            }
-        }
-        Err(StoreError::Backend(
-            "too many concurrent writers on one execution record".into(),
-        ))
+            })
+        };
+        self.change_wait(owner, task_id, open, |wait| wait.due_at = Timestamp::now())
+            .await
+            .map(drop)
     }
 
+    /// Ends the wait of the owner's task with `outcome` if `accepts` its record, and queues the
+    /// resumption. `false` if no wait took it.
     async fn end_wait(
         &self,
         owner: &Owner,
@@ -664,30 +584,46 @@ impl A2aService {
         accepts: impl Fn(&DurableExecution) -> bool,
         outcome: WaitOutcome,
     ) -> Result<bool, StoreError> {
+        let end = |wait: &mut Wait| {
+            wait.outcome = Some(outcome.clone());
+            wait.due_at = Timestamp::now();
+        };
+        let Some(updated) = self.change_wait(owner, task_id, accepts, end).await? else {
+            return Ok(false);
+        };
+        let job = WorkJob::resume(owner, task_id, updated.trigger_seq).traced(updated.traceparent);
+        // If this enqueue is lost, the sweep finds the wait due and queues it.
+        if let Err(err) = self.core.work.enqueue_work(&job).await {
+            tracing::warn!(task_id, error = %err, "could not queue the resumption; the sweep will");
+        }
+        Ok(true)
+    }
+
+    /// Applies `change` to the wait of the owner's task if `accepts` its record, written
+    /// conditionally on the version read (read again and tried again after losing to another
+    /// write). Returns the record as written; `None` if there is none, or `accepts` refused it.
+    async fn change_wait(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        accepts: impl Fn(&DurableExecution) -> bool,
+        change: impl Fn(&mut Wait),
+    ) -> Result<Option<DurableExecution>, StoreError> {
         for _ in 0..SAVE_TRIES {
             let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
-                return Ok(false);
+                return Ok(None);
             };
             if !accepts(&record) {
-                return Ok(false);
+                return Ok(None);
             }
             let expected = record.version;
             let mut updated = record;
             updated.version = expected + 1;
             if let Some(wait) = updated.wait.as_mut() {
-                wait.outcome = Some(outcome.clone());
-                wait.due_at = Timestamp::now();
+                change(wait);
             }
             match save_wait(&self.core, &mut updated, expected).await {
-                Ok(()) => {
-                    let job = WorkJob::resume(owner, task_id, updated.trigger_seq)
-                        .traced(updated.traceparent.clone());
-                    // If this enqueue is lost, the sweep finds the wait due and queues it.
-                    if let Err(err) = self.core.work.enqueue_work(&job).await {
-                        tracing::warn!(task_id, error = %err, "could not queue the resumption; the sweep will");
-                    }
-                    return Ok(true);
-                }
+                Ok(()) => return Ok(Some(updated)),
                 Err(StoreError::Conflict) => {}
                 Err(err) => return Err(err),
             }
