@@ -293,9 +293,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     };
     match method {
         "SendMessage" if big.is_some() => {
-            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
-            let url = config["url"].as_str().unwrap_or_default().to_owned();
-            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            let (url, token) = push_target(&request);
             let chunks = big.unwrap_or_default();
             tokio::spawn(push_big_appends(url, token, chunks, shared.pushes.clone()));
             result(json!({"task": {"id": "t1", "contextId": "c1",
@@ -306,9 +304,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         "CancelTask" if big.is_some() => result(json!({"id": task_id, "contextId": "c1",
             "status": {"state": "TASK_STATE_CANCELED"}})),
         "SendMessage" if doubled => {
-            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
-            let url = config["url"].as_str().unwrap_or_default().to_owned();
-            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            let (url, token) = push_target(&request);
             tokio::spawn(push_doubled_chunk(url, token, shared.pushes.clone()));
             result(json!({"task": {"id": "t1", "contextId": "c1",
                 "status": {"state": "TASK_STATE_WORKING"}}}))
@@ -321,9 +317,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
             "artifacts": [{"artifactId": "answer",
                 "parts": [{"text": "chunk-1 "}, {"text": "chunk-2 "}]}]})),
         "SendMessage" if scrambled => {
-            let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
-            let url = config["url"].as_str().unwrap_or_default().to_owned();
-            let token = config["token"].as_str().unwrap_or_default().to_owned();
+            let (url, token) = push_target(&request);
             tokio::spawn(push_out_of_order(url, token, shared.pushes.clone()));
             result(json!({"task": {"id": "t1", "contextId": "c1",
                 "status": {"state": "TASK_STATE_WORKING"}}}))
@@ -353,6 +347,13 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         _ => json_response(&json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": "no such method"}})),
     }
+}
+
+/// The URL and token of the push config a SendMessage `request` carried (empty if none).
+fn push_target(request: &Value) -> (String, String) {
+    let config = &request["params"]["configuration"]["taskPushNotificationConfig"];
+    let text = |name: &str| config[name].as_str().unwrap_or_default().to_owned();
+    (text("url"), text("token"))
 }
 
 /// How many JSON-RPC calls of `method` the agent got so far (the one being answered too).
