@@ -30,23 +30,31 @@ pub struct StoreOutage {
 struct Faults {
     /// Every write.
     all_writes: AtomicBool,
-    /// The next `n` calls of one operation (lowercase, e.g. `putitem`).
-    next: Mutex<Option<(String, u64)>>,
+    /// The next `n` calls of one operation (lowercase, e.g. `putitem`) whose request holds a
+    /// text (lowercase): the calls of one write, not whichever of the server's writes come next.
+    next: Mutex<Option<NextCalls>>,
     /// How many calls it failed.
     failed: AtomicU64,
 }
 
+/// Calls to fail: `left` more of `operation` whose request holds `holding`.
+struct NextCalls {
+    operation: String,
+    holding: String,
+    left: u64,
+}
+
 impl Faults {
-    /// Whether the request with lowercase head `head` fails (and counts it if so).
+    /// Whether the request `head` (lowercase, head and body) fails (and counts it if so).
     fn fails(&self, head: &str) -> bool {
         let target = |op: &str| head.contains(&format!("x-amz-target: dynamodb_20120810.{op}\r\n"));
         let mut fail = self.all_writes.load(Ordering::SeqCst) && WRITES.iter().any(|op| target(op));
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((op, left)) = next.as_mut() {
-            if target(op) {
+        if let Some(calls) = next.as_mut() {
+            if target(&calls.operation) && head.contains(&calls.holding) {
                 fail = true;
-                *left -= 1;
-                if *left == 0 {
+                calls.left -= 1;
+                if calls.left == 0 {
                     *next = None;
                 }
             }
@@ -87,10 +95,15 @@ impl StoreOutage {
         self.faults.all_writes.store(failing, Ordering::SeqCst);
     }
 
-    /// Fails the next `n` calls of DynamoDB's `operation` (`PutItem`, …), then passes them.
-    pub fn fail_next(&self, operation: &str, n: u64) {
-        *self.faults.next.lock().unwrap_or_else(|e| e.into_inner()) =
-            (n > 0).then(|| (operation.to_ascii_lowercase(), n));
+    /// Fails the next `n` calls of DynamoDB's `operation` (`PutItem`, …) whose request holds
+    /// `holding` (compared lowercase: something only the write meant has, since the server's
+    /// own sweeps write too and under load one of theirs could come first), then passes them.
+    pub fn fail_next(&self, operation: &str, holding: &str, n: u64) {
+        *self.faults.next.lock().unwrap_or_else(|e| e.into_inner()) = (n > 0).then(|| NextCalls {
+            operation: operation.to_ascii_lowercase(),
+            holding: holding.to_ascii_lowercase(),
+            left: n,
+        });
     }
 
     /// How many calls it has failed so far.

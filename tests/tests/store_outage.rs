@@ -152,8 +152,10 @@ async fn a_refused_create_spends_no_message_id() {
         "role": "ROLE_USER",
         "parts": [{"text": "hello"}]
     }});
-    // The create's attempts: the SDK's three.
-    outage.fail_next("PutItem", 3);
+    // The create's attempts (the SDK's three): the writes of a task's head whose previous
+    // version (`nv`) is 0. Not merely the next three PutItems: under load a write of the
+    // server's own sweeps could come first (the message itself is deflated, not matchable).
+    outage.fail_next("PutItem", r#""nv":{"N":"0"}"#, 3);
     let refused = server.send(Binding::JsonRpc, request.clone()).await;
     let error = refused.expect_err("the create failed");
     assert_eq!(error.code, Some(-32603), "{}", error.body);
