@@ -7,7 +7,7 @@ use std::time::Duration;
 use a2a_protocol::Timestamp;
 
 use crate::emitter::lease_until;
-use crate::event::TaskEvent;
+use crate::event::{LoggedEvent, TaskEvent};
 use crate::execution::{new_emitter, run_agent};
 use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
@@ -129,21 +129,33 @@ pub(crate) async fn run_work_job(
         }
         (false, None) => None,
     };
-    let trigger = match store
+    // A first attempt also reads the event after the message: the same read, one row more.
+    let first_attempt = !job.resume && attempt == 1;
+    let events = match store
         .read_events(
             &job.owner,
             &job.task_id,
             job.trigger_seq.saturating_sub(1),
-            1,
+            if first_attempt { 2 } else { 1 },
         )
         .await
     {
-        Ok(events) => events.into_iter().find(|e| e.seq == job.trigger_seq),
+        Ok(events) => events,
         Err(err) => {
             release(core, job).await;
             return (retry(format!("store: {err}")), attempt);
         }
     };
+    if first_attempt && ran_before(&events, job.trigger_seq) {
+        // The queue handed the job out again (SQS delivers at least once; a delete can fail
+        // after it took effect) after a run of it ended and gave the lease back, with its task
+        // waiting for input or parked: running it again would run the agent twice on one
+        // message.
+        tracing::info!(task_id = %job.task_id, seq = job.trigger_seq, "work job delivered again after its run; nothing to do");
+        release(core, job).await;
+        return (JobOutcome::Done, attempt);
+    }
+    let trigger = events.into_iter().find(|e| e.seq == job.trigger_seq);
     let (message, previous) = match trigger.map(|e| e.event) {
         Some(TaskEvent::Created { task }) => (task.history.last().cloned(), None),
         Some(TaskEvent::UserMessage { message }) => (Some(message), Some(head.task.clone())),
@@ -207,6 +219,21 @@ pub(crate) async fn run_work_job(
         release(core, job).await;
     }
     (JobOutcome::Done, attempt)
+}
+
+/// Whether `events` (read from the job's message on) show that a run of the job at
+/// `trigger_seq` already wrote: the event right after the message is the agent's (a status or
+/// an artifact), not a later message of the client. Only a run of this job writes there: a
+/// cancel ends the task (a job finds it terminal first), a run handed over is resumed by a
+/// resume job, and an attempt that died keeps its count on the lease (its job replays).
+fn ran_before(events: &[LoggedEvent], trigger_seq: u64) -> bool {
+    events.iter().any(|e| {
+        e.seq == trigger_seq + 1
+            && matches!(
+                e.event,
+                TaskEvent::Status { .. } | TaskEvent::Artifact { .. }
+            )
+    })
 }
 
 /// Hands over the run of `job`, stopped before its invocation ends (see [`run_work_job`]).

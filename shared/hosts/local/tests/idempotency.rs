@@ -19,7 +19,10 @@ use a2a_reference_agent::ReferenceAgent;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-/// The reference agent, counting its executions.
+/// A message the fixture's agent runs as the reference agent's `hold`, on the worker.
+const QUEUED_HOLD: &str = "queued hold";
+
+/// The reference agent, counting its executions (and running [`QUEUED_HOLD`] queued).
 #[derive(Default)]
 struct Counting {
     runs: AtomicUsize,
@@ -32,11 +35,18 @@ impl Agent for Counting {
     }
 
     fn placement(&self, request: &AgentRequest) -> Placement {
+        if request.text().starts_with("queued hold") {
+            return Placement::Queued;
+        }
         ReferenceAgent.placement(request)
     }
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
+        let mut request = request;
+        if request.text().starts_with("queued hold") {
+            request.message.parts = vec![a2a_protocol::Part::text("hold")];
+        }
         ReferenceAgent.execute(request, emitter).await
     }
 }
@@ -552,4 +562,48 @@ async fn a_re_executed_job_replaces_its_partial_output() {
         .filter_map(|p| p.text.as_deref())
         .collect();
     assert_eq!(texts, ["chunk-1 ", "chunk-2 ", "chunk-3 "]);
+}
+
+/// At-least-once, the other way: a work job handed out again after its run ended with the task
+/// waiting for input (SQS delivers a message twice now and then; a delete can fail after it
+/// took effect) finds that its run wrote, and runs nothing: the agent saw its message once.
+#[tokio::test]
+async fn a_job_delivered_again_after_its_run_runs_nothing() {
+    let f = Fixture::new();
+    let task = match f
+        .send_as(&f.ctx, message(&unique("m"), QUEUED_HOLD), true)
+        .await
+    {
+        Ok(SendMessageResponse::Task(task)) => task,
+        other => panic!("expected a task: {other:?}"),
+    };
+    let received = f
+        .store
+        .receive(QueueName::Work, 1, Duration::from_secs(60))
+        .await
+        .expect("receive");
+    let job: WorkJob = serde_json::from_str(&received[0].body).expect("a work job");
+    let done = a2a_core::JobOutcome::Done;
+    assert_eq!(f.service.run_work_job(&job, 1).await, done);
+    let waiting = f.task(&task.id).await;
+    assert_eq!(
+        waiting.status.state,
+        TaskState::InputRequired,
+        "{waiting:?}"
+    );
+    assert_eq!(f.runs(), 1);
+
+    assert_eq!(f.service.run_work_job(&job, 2).await, done);
+    assert_eq!(f.runs(), 1, "the agent ran twice on one message");
+    assert_eq!(f.task(&task.id).await, waiting, "the task changed");
+
+    // The lease was given back: the client's answer runs at once.
+    let answer = Message {
+        task_id: task.id.clone(),
+        ..message(&unique("f"), "here it is")
+    };
+    f.send(answer).await.expect("the answer");
+    let answered = f.wait_for(&task.id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(answered.status.state, TaskState::Completed, "{answered:?}");
+    assert_eq!(f.runs(), 2);
 }
