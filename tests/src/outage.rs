@@ -1,5 +1,5 @@
 //! A store outage on demand: a proxy in front of the AWS emulator that answers DynamoDB's
-//! writes with `500 InternalServerError` (as DynamoDB does in a partial outage, and as the SDK
+//! writes (or one operation of DynamoDB or SQS) with `500 InternalServerError` (as DynamoDB does in a partial outage, and as the SDK
 //! retries) while it is told to, and passes everything else through. The server under test is
 //! pointed at it with `AWS_ENDPOINT_URL`.
 
@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// The DynamoDB operations that write.
+/// The DynamoDB operations that write (their `x-amz-target`, lowercase).
 const WRITES: [&str; 5] = [
-    "putitem",
-    "updateitem",
-    "deleteitem",
-    "transactwriteitems",
-    "batchwriteitem",
+    "dynamodb_20120810.putitem",
+    "dynamodb_20120810.updateitem",
+    "dynamodb_20120810.deleteitem",
+    "dynamodb_20120810.transactwriteitems",
+    "dynamodb_20120810.batchwriteitem",
 ];
 
 /// The proxy: [`StoreOutage::base`] is its address; [`StoreOutage::fail_writes`] starts and
@@ -30,7 +30,7 @@ pub struct StoreOutage {
 struct Faults {
     /// Every write.
     all_writes: AtomicBool,
-    /// The next `n` calls of one operation (lowercase, e.g. `putitem`) whose request holds a
+    /// The next `n` calls of one operation (its `x-amz-target`, lowercase) whose request holds a
     /// text (lowercase): the calls of one write, not whichever of the server's writes come next.
     next: Mutex<Option<NextCalls>>,
     /// How many calls it failed.
@@ -47,7 +47,7 @@ struct NextCalls {
 impl Faults {
     /// Whether the request `head` (lowercase, head and body) fails (and counts it if so).
     fn fails(&self, head: &str) -> bool {
-        let target = |op: &str| head.contains(&format!("x-amz-target: dynamodb_20120810.{op}\r\n"));
+        let target = |op: &str| head.contains(&format!("x-amz-target: {op}\r\n"));
         let mut fail = self.all_writes.load(Ordering::SeqCst) && WRITES.iter().any(|op| target(op));
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(calls) = next.as_mut() {
@@ -95,7 +95,8 @@ impl StoreOutage {
         self.faults.all_writes.store(failing, Ordering::SeqCst);
     }
 
-    /// Fails the next `n` calls of DynamoDB's `operation` (`PutItem`, …) whose request holds
+    /// Fails the next `n` calls of `operation` (its `x-amz-target`:
+    /// `DynamoDB_20120810.PutItem`, `AmazonSQS.SendMessage`, …) whose request holds
     /// `holding` (compared lowercase: something only the write meant has, since the server's
     /// own sweeps write too and under load one of theirs could come first), then passes them.
     pub fn fail_next(&self, operation: &str, holding: &str, n: u64) {

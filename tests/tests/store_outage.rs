@@ -155,7 +155,7 @@ async fn a_refused_create_spends_no_message_id() {
     // The create's attempts (the SDK's three): the writes of a task's head whose previous
     // version (`nv`) is 0. Not merely the next three PutItems: under load a write of the
     // server's own sweeps could come first (the message itself is deflated, not matchable).
-    outage.fail_next("PutItem", r#""nv":{"N":"0"}"#, 3);
+    outage.fail_next("DynamoDB_20120810.PutItem", r#""nv":{"N":"0"}"#, 3);
     let refused = server.send(Binding::JsonRpc, request.clone()).await;
     let error = refused.expect_err("the create failed");
     assert_eq!(error.code, Some(-32603), "{}", error.body);
@@ -168,6 +168,39 @@ async fn a_refused_create_spends_no_message_id() {
     let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(text_of(&task), "hello", "{task}");
+}
+
+/// A queued job the work queue refused through the SDK's retries (issue 52's 20 % fault run:
+/// the task ended FAILED "the work could not be queued", and the client's retry of the message
+/// got that FAILED task back): the send is answered with the task, the next sweep queues the
+/// job, and the task completes; a retry of the message is a repeat of that task.
+#[tokio::test]
+async fn a_job_the_queue_refused_is_queued_by_the_sweep() {
+    let env = [("A2A_SWEEP_INTERVAL_SECS", "1")];
+    let Some((server, outage)) = server_behind_outage(&env).await else {
+        return;
+    };
+    let request = json!({
+        "message": {
+            "messageId": format!("unqueued-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "job 1 10"}]
+        },
+        "configuration": {"returnImmediately": true}
+    });
+    // The send's attempts (the SDK's three) at queueing a work job (its body names the
+    // message's place in the task's log, which no push job does).
+    outage.fail_next("AmazonSQS.SendMessage", "triggerseq", 3);
+    let answer = ok(server.send(Binding::JsonRpc, request.clone()).await);
+    let task = task_of(&answer).clone();
+    assert_eq!(outage.failed(), 3, "the queue did not refuse the job");
+    assert_eq!(state(&task), "TASK_STATE_SUBMITTED", "{task}");
+    let id = id_of(&task);
+    let ended = server.await_terminal(&id, Duration::from_secs(60)).await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    let again = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    assert_eq!(id_of(&again), id, "a retry made a second task");
+    assert_eq!(state(&again), "TASK_STATE_COMPLETED", "{again}");
 }
 
 /// A message id no other test run uses.

@@ -13,7 +13,7 @@ use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
 use crate::journal::{DurableEnv, DurableRun};
-use crate::ports::{Owner, StoreError, StoredTask, TaskStore};
+use crate::ports::{Owner, StoreError, StoredTask, TaskStore, WorkJob, WorkQueue};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{store_error, AppendError, TaskLog};
 
@@ -150,12 +150,27 @@ pub(crate) async fn take_follow_up_lease(
 pub(crate) const ORPHANED_REASON: &str = "The execution of this task stopped before it finished \
     (its server went away); send the message again to retry.";
 
+/// The holder of the lease that stands for a queued job that could not be queued: the sweep
+/// queues it (see [`unqueued_holder`]).
+const UNQUEUED: &str = "unqueued@";
+
+/// The lease holder that marks task message `trigger_seq` as recorded but not queued (the
+/// queue refused it through its retries): as an inline lease that has already ended, it is
+/// listed by the next sweep, which queues the job ([`sweep_expired`]). A worker that runs the
+/// job meanwhile (the queue had taken it after all) takes the lease as its own, and the sweep
+/// no longer sees it.
+pub(crate) fn unqueued_holder(trigger_seq: u64) -> String {
+    format!("{UNQUEUED}{trigger_seq}")
+}
+
 /// Ends the tasks of up to `limit` expired inline leases FAILED (those still active) and
-/// removes the leases; returns how many tasks it ended. See
+/// removes the leases; returns how many tasks it ended. A lease that stands for a job that
+/// could not be queued ([`unqueued_holder`]) gets its job queued instead. See
 /// `A2aService::sweep_expired_executions`.
 pub(crate) async fn sweep_expired(
     store: &dyn TaskStore,
     log: &TaskLog,
+    work: &dyn WorkQueue,
     limit: usize,
 ) -> Result<usize, StoreError> {
     let expired = store
@@ -163,6 +178,17 @@ pub(crate) async fn sweep_expired(
         .await?;
     let mut ended = 0;
     for lease in expired {
+        if let Some(seq) = lease.holder.strip_prefix(UNQUEUED) {
+            let job = WorkJob::run(&lease.owner, &lease.task_id, seq.parse().unwrap_or(0));
+            if let Err(err) = work.enqueue_work(&job).await {
+                // Keep the lease: the next sweep tries again.
+                tracing::warn!(task_id = %lease.task_id, error = %err, "could not queue a job the send could not queue");
+                continue;
+            }
+            tracing::info!(task_id = %lease.task_id, "queued a job its send could not queue");
+            store.remove_expired_lease(&lease).await?;
+            continue;
+        }
         let head = store.load_task(&lease.owner, &lease.task_id).await?;
         // A durable execution that parked (its process died after it saved its wait, before it
         // let go of the lease) is no orphan: its wait has a deadline, and the sweep of due

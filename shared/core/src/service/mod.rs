@@ -215,7 +215,8 @@ impl A2aService {
     /// it ended. Hosts call it on a schedule; it is safe to run anywhere, any number of times
     /// at once.
     pub async fn sweep_expired_executions(&self, limit: usize) -> Result<usize, StoreError> {
-        crate::execution::sweep_expired(&*self.core.store, &self.core.log, limit).await
+        let core = &self.core;
+        crate::execution::sweep_expired(&*core.store, &core.log, &*core.work, limit).await
     }
 
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`

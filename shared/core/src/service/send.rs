@@ -446,13 +446,7 @@ impl A2aService {
         };
         let job = WorkJob::run(&ctx.owner, &task_id, head.version).traced(ctx.traceparent.clone());
         if let Err(err) = self.core.work.enqueue_work(&job).await {
-            // The client gets an error, and the task must not stay SUBMITTED forever.
-            let _ = self
-                .core
-                .log
-                .finish_failed(&ctx.owner, head, "the work could not be queued")
-                .await;
-            return Err(internal("work queue enqueue failed", err));
+            return self.unqueued(ctx, head, err).await;
         }
         Ok(Started::Task {
             task_id,
@@ -460,6 +454,47 @@ impl A2aService {
             head: Some(Box::new(head)),
             execution: None,
         })
+    }
+
+    /// A queued job the queue refused through its retries: the message is recorded, and a lease
+    /// that has already ended marks its job for the next sweep, which queues it
+    /// ([`crate::execution::unqueued_holder`]). The send is answered as any queued one: the
+    /// work starts a sweep later, and a client's retry of the message is a repeat that finds
+    /// the task. Only if that mark cannot be written either does the task end FAILED (never
+    /// SUBMITTED forever) and the client get an error.
+    async fn unqueued(
+        &self,
+        ctx: &CallContext,
+        head: StoredTask,
+        err: impl std::fmt::Display,
+    ) -> Result<Started, A2AError> {
+        let task_id = head.task.id.clone();
+        tracing::warn!(%task_id, error = %err, "the work queue refused a job; the sweep queues it");
+        let holder = crate::execution::unqueued_holder(head.version);
+        let marked = self
+            .core
+            .store
+            .acquire_inline_lease(
+                &ctx.owner,
+                &task_id,
+                &holder,
+                a2a_protocol::Timestamp::now(),
+            )
+            .await;
+        if let Ok(true) = marked {
+            return Ok(Started::Task {
+                task_id,
+                from_seq: head.version,
+                head: Some(Box::new(head)),
+                execution: None,
+            });
+        }
+        let _ = self
+            .core
+            .log
+            .finish_failed(&ctx.owner, head, "the work could not be queued")
+            .await;
+        Err(internal("work queue enqueue failed", err))
     }
 
     /// Starts an inline execution on a task waiting for this follow-up.
