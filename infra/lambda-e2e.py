@@ -15,7 +15,9 @@ a fresh worker (`infra/lambda-local.sh restart-watch` replaces the dead process)
 the A2A 1.1 draft (long-polling GetTask on both bindings, ifGenerationMatch); push config secrets
 not read back; a delegated task waiting for a slow remote agent (an a2a-local on 127.0.0.1) with
 no function running, its worker killed mid-wait, and the invocations and billed milliseconds of
-every function meanwhile (A2A_E2E_DELEGATE_SECS, 60 by default).
+every function meanwhile (A2A_E2E_DELEGATE_SECS, 60 by default); and answers lost after the work
+was done (the worker's, the fan-out's: a2a-lambda-freezer's `POST /faults`), retried as Lambda's
+event sources retry, with nothing run or pushed twice.
 """
 import http.client
 import http.server
@@ -669,6 +671,88 @@ def push_secrets():
     assert got["authentication"]["scheme"] == "Bearer", got
 
 
+def faults(lose=None):
+    """The freezer's lost answers (a2a-lambda-freezer, `POST /faults`): with `lose` (function,
+    count), the next `count` invocations of that function run and their answers are lost."""
+    url = os.environ["A2A_WATCH_URL"].rstrip("/") + "/faults"
+    body = None
+    if lose is not None:
+        body = json.dumps({"function": lose[0], "lose": lose[1]}).encode()
+    req = urllib.request.Request(url, data=body, method="POST" if body else "GET",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def wait_for(what, predicate, seconds):
+    """Polls `predicate` until it holds; fails, saying `what`, after `seconds`."""
+    deadline = time.time() + seconds
+    while not predicate():
+        if time.time() > deadline:
+            raise AssertionError(f"{what}: not within {seconds} s")
+        time.sleep(0.2)
+
+
+def lost_answers():
+    """A function that did its work but whose answer was lost: Lambda counts a function error
+    and its event source retries. The worker's job comes back from SQS after its visibility
+    timeout, once its run left the task waiting for input: it runs nothing again (the task is
+    as the first run left it). The fan-out's stream batch is handed over again: no event is
+    pushed twice."""
+    # The worker.
+    offset = os.path.getsize(os.path.join(STATE, "poller-work.log"))
+    visibility = int(local_env().get("A2A_WORK_VISIBILITY_SECS", "20"))
+    faults(("worker", 1))
+    t = call("POST", "/message:send", message("hold", returnImmediately=True))["task"]
+    tid = t["id"]
+    wait_state(tid, {"TASK_STATE_INPUT_REQUIRED"}, 60)
+    first = call("GET", f"/tasks/{tid}")
+    assert faults()["lost"].get("worker", 0) >= 1, faults()
+    wait_for(f"the job of {tid} handed out again and deleted",
+             lambda: any(n >= 2 and what == "done, deleted" for n, what in deliveries(tid, offset)),
+             2 * visibility + 60)
+    again = call("GET", f"/tasks/{tid}")
+    assert again == first, f"the job ran again: {first} then {again}"
+    call("POST", f"/tasks/{tid}:cancel", {})
+
+    # The fan-out.
+    received = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        offsets = log_offsets()
+        lost_before = faults()["lost"].get("fanout", 0)
+        faults(("fanout", 1))
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        t = call("POST", "/message:send", message("job 2 10", returnImmediately=True,
+                                                  taskPushNotificationConfig={"url": url, "token": "tok-2"}))["task"]
+        wait_state(t["id"], TERMINAL, 90)
+        wait_for("the fan-out's answer lost, and its batch handed over again",
+                 lambda: faults()["lost"].get("fanout", 0) > lost_before
+                 and invocations(offsets).get("fanout", [0])[0] >= 2, 60)
+        push_url = local_env()["A2A_PUSH_QUEUE_URL"]
+        wait_for("every push delivered (the push queue empty)",
+                 lambda: queue_depth(push_url) == 0
+                 and any(state_of(b) == "TASK_STATE_COMPLETED" for b in received), 90)
+        bodies = [json.dumps(b, sort_keys=True) for b in received]
+        assert len(bodies) == len(set(bodies)), f"an event was pushed twice: {received}"
+        print(f"     the worker's job came back and ran nothing; {len(bodies)} pushes, none twice, "
+              f"after the fan-out's retried batch")
+    finally:
+        server.shutdown()
+
+
 CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_1_1),
           ("push config secrets", push_secrets), ("echo", echo), ("queued job", queued_job),
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
@@ -676,7 +760,7 @@ CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),
           ("a delegated task waits for free", delegate_waits),
           ("the worker dies while a delegated task waits", delegate_worker_dies),
-          ("worker dies mid-run", worker_dies)]
+          ("worker dies mid-run", worker_dies), ("answers lost, invocations retried", lost_answers)]
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ Two more layers make it behave like AWS where moto does not:
   405,000 bytes its own way), 100 items per TransactWriteItems, the 1 MB Query/Scan page,
   BatchGetItem's 100 keys and 16 MB, and DelaySeconds <= 900 (infra/test_moto_server.py checks
   each, so a moto upgrade that drops one is noticed).
+- A FIFO queue's deduplication window (fifo_deduplication_window): SQS drops a message whose
+  deduplication id it accepted in the last 5 minutes, whether or not that first message was
+  received and deleted since; moto compares it only with the messages still in the queue, so a
+  push job sent again after its first was delivered (a stream batch retried) went out twice.
 - The faults AWS produces (inject_faults, off unless A2A_FAULT_RATE is set): throttles, 500s,
   slow answers, connections reset before a request reaches moto or after it was applied,
   answers lost after a write landed, SQS messages delivered twice and deletes that fail after
@@ -654,6 +658,39 @@ def inject_faults(app, plan):
     return wrapped
 
 
+# SQS's deduplication interval for FIFO queues.
+DEDUPLICATION_SECONDS = 300
+
+
+def fifo_deduplication_window():
+    """Makes moto's FIFO queues drop a message whose deduplication id (given, or the body's hash
+    under content-based deduplication) was accepted in the last DEDUPLICATION_SECONDS, as SQS
+    does, instead of only while an earlier copy is still queued. Each queue remembers the ids
+    it accepted in that window (then forgets them: memory stays bounded by the send rate)."""
+    from moto.sqs import models
+
+    add_message = models.Queue.add_message
+    accepted = {}  # (queue ARN, deduplication id) -> when accepted (monotonic seconds)
+    lock = threading.Lock()
+
+    def deduplicated_add_message(self, message):
+        dedup = getattr(message, "deduplication_id", None) if self.fifo_queue else None
+        if dedup is not None:
+            now = time.monotonic()
+            with lock:
+                if len(accepted) > 10_000:
+                    for key in [k for k, at in accepted.items() if now - at >= DEDUPLICATION_SECONDS]:
+                        del accepted[key]
+                key = (self.queue_arn, dedup)
+                at = accepted.get(key)
+                if at is not None and now - at < DEDUPLICATION_SECONDS:
+                    return None
+                accepted[key] = now
+        return add_message(self, message)
+
+    models.Queue.add_message = deduplicated_add_message
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -667,6 +704,7 @@ def main():
     for service in ("dynamodb", "dynamodbstreams", "sqs", "secretsmanager"):
         importlib.import_module(f"moto.{service}.models")
     gc.freeze()
+    fifo_deduplication_window()
     backends.list_of_moto_modules = cache(lambda listed=backends.list_of_moto_modules: tuple(listed()))
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     plan = FaultPlan.from_env(os.environ)

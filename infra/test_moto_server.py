@@ -236,6 +236,21 @@ class SqsLimits(unittest.TestCase):
         self.sqs.send_message(QueueUrl=self.queue, MessageBody="x", DelaySeconds=900)
 
 
+    def test_a_fifo_message_sent_again_after_delivery_is_dropped_for_5_minutes(self):
+        fifo = self.sqs.create_queue(QueueName=f"q{uuid.uuid4().hex[:12]}.fifo",
+                                     Attributes={"FifoQueue": "true"})["QueueUrl"]
+        send = dict(QueueUrl=fifo, MessageBody="job", MessageGroupId="g", MessageDeduplicationId="d1")
+        self.sqs.send_message(**send)
+        got = self.sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10)["Messages"]
+        self.assertEqual(len(got), 1)
+        self.sqs.delete_message(QueueUrl=fifo, ReceiptHandle=got[0]["ReceiptHandle"])
+        # Sent again (a retried batch): accepted, as SQS answers, and never delivered.
+        self.sqs.send_message(**send)
+        self.sqs.send_message(**{**send, "MessageDeduplicationId": "d2", "MessageBody": "other"})
+        got = self.sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10).get("Messages", [])
+        self.assertEqual([m["Body"] for m in got], ["other"])
+
+
 class Faults(unittest.TestCase):
     """Each kind of fault, on at a rate of 1 for that kind alone."""
 

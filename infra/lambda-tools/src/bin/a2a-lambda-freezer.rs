@@ -10,6 +10,13 @@
 //! Function URL requests (`/lambda-url/<function>/…`) and the Invoke API
 //! (`/2015-03-31/functions/<function>/invocations`).
 //!
+//! It also plays an invocation that did its work but failed to answer (a runtime that died after
+//! its writes, an answer past the caller's timeout): `POST /faults` with
+//! `{"function": "worker", "lose": 1}` makes the next invocation of that function run to its
+//! end, then answers its caller 502, as Lambda reports a function error. Its caller retries as
+//! Lambda would: SQS hands the batch out again after its visibility timeout, a stream's batch
+//! is retried. `GET /faults` says how many answers are still to be lost and how many were.
+//!
 //! An invocation lasts until its whole answer has been passed on (a stream to its last byte).
 //! The function's process is found among the descendants of watch's process by its
 //! executable's name (watch runs `cargo run --bin <function>`).
@@ -46,6 +53,24 @@ struct App {
     http: reqwest::Client,
     /// Invocations in flight, per function.
     in_flight: Mutex<HashMap<String, usize>>,
+    /// Answers to lose, and answers lost, per function (`POST /faults`).
+    faults: Mutex<Faults>,
+}
+
+/// The answers the proxy loses (see the module's doc).
+#[derive(Debug, Default, serde::Serialize)]
+struct Faults {
+    /// Answers still to be lost, per function.
+    pending: HashMap<String, u32>,
+    /// Answers lost so far, per function.
+    lost: HashMap<String, u32>,
+}
+
+/// `POST /faults`: lose the next `lose` answers of `function`.
+#[derive(Debug, serde::Deserialize)]
+struct LoseAnswers {
+    function: String,
+    lose: u32,
 }
 
 impl App {
@@ -55,6 +80,19 @@ impl App {
             .ok()
             .and_then(|pid| pid.trim().parse().ok())
             .map_or_else(Vec::new, |watch| processes_of(watch, function))
+    }
+
+    /// Whether this invocation of `function` loses its answer (and counts it if so).
+    fn loses_answer(&self, function: &str) -> bool {
+        let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        match faults.pending.get_mut(function) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                *faults.lost.entry(function.to_owned()).or_default() += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// An invocation of `function` starts: its process runs (again).
@@ -169,6 +207,22 @@ fn signal(pids: &[u32], which: &str) {
     }
 }
 
+/// `POST /faults`: the answers to lose from now on.
+async fn set_faults(
+    State(app): State<Arc<App>>,
+    axum::Json(lose): axum::Json<LoseAnswers>,
+) -> Response {
+    let mut faults = app.faults.lock().unwrap_or_else(|e| e.into_inner());
+    faults.pending.insert(lose.function, lose.lose);
+    axum::Json(&*faults).into_response()
+}
+
+/// `GET /faults`: the answers still to lose, and those lost.
+async fn faults(State(app): State<Arc<App>>) -> Response {
+    let faults = app.faults.lock().unwrap_or_else(|e| e.into_inner());
+    axum::Json(&*faults).into_response()
+}
+
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let path_and_query = request
         .uri()
@@ -177,6 +231,7 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         .unwrap_or_default();
     let url = format!("{}{path_and_query}", app.watch);
     let function = function_of(request.uri().path()).map(str::to_owned);
+    let lose = function.as_deref().is_some_and(|f| app.loses_answer(f));
     let in_flight = function.map(|function| {
         app.begin(&function);
         InFlight {
@@ -184,7 +239,21 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
             function,
         }
     });
-    match a2a_lambda_tools::forward(&app.http, &url, request).await {
+    let result = a2a_lambda_tools::forward(&app.http, &url, request).await;
+    if lose {
+        // The function runs to its end (its whole answer is read), and its caller never hears.
+        if let Ok(response) = result {
+            let _ = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+        }
+        drop(in_flight);
+        tracing::warn!(url, "lost the invocation's answer (POST /faults)");
+        return (
+            StatusCode::BAD_GATEWAY,
+            "the function's answer was lost (POST /faults)",
+        )
+            .into_response();
+    }
+    match result {
         // The invocation lasts until its answer is passed on whole.
         Ok(response) => response.map(|body| {
             Body::from_stream(body.into_data_stream().map_err(move |err| {
@@ -213,12 +282,16 @@ async fn main() -> Result<(), String> {
             .build()
             .map_err(|e| e.to_string())?,
         in_flight: Mutex::new(HashMap::new()),
+        faults: Mutex::new(Faults::default()),
     });
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     tracing::info!(addr = %options.addr, watch = %app.watch, "a2a-lambda-freezer listening");
-    let router = axum::Router::new().fallback(forward).with_state(app);
+    let router = axum::Router::new()
+        .route("/faults", axum::routing::post(set_faults).get(faults))
+        .fallback(forward)
+        .with_state(app);
     axum::serve(listener, router)
         .await
         .map_err(|e| e.to_string())
