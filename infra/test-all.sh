@@ -136,9 +136,10 @@ cleanup() {
   for pid in ${server:-} ${auth_server:-} ${issuer:-}; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
-  # The background check's whole session: its script, cargo, its server.
-  if [ -n "${new_agent:-}" ]; then
-    kill -- -"$new_agent" 2>/dev/null || true; wait "$new_agent" 2>/dev/null || true
+  # The background suite's whole session: its script, its functions, moto, the router.
+  if [ -n "${lambda_suite:-}" ]; then
+    kill -- -"$lambda_suite" 2>/dev/null || true; wait "$lambda_suite" 2>/dev/null || true
+    "$root/infra/lambda-local.sh" stop >/dev/null 2>&1 || true
   fi
   [ -n "${data_dir:-}" ] && rm -rf "$data_dir"
   "$root/infra/moto.sh" stop >/dev/null 2>&1 || true
@@ -208,15 +209,16 @@ step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
 cargo test --workspace --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
 
 data_dir=$(mktemp -d)
-# The generated agent project compiles for minutes while the steps below (the benchmark smoke
-# run, the cold starts, the interop suites, the template checks) run prebuilt binaries and
-# mostly wait on sockets: it runs beside them, at the lowest priority so that they keep the
-# CPU they ask for, in its own session (stopped with the run if it fails). None of them runs
-# cargo, whose target-directory lock would make them wait for it; its result is read before
-# the Lambda step, whose `cargo lambda watch` does.
-setsid nice -n 19 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
-new_agent=$!
-echo "A new agent project (a2a-local new): checked in the background from here; its log follows the SAM template step"
+# The Lambda suite (about 9 minutes: its own moto, the functions under `cargo lambda watch`, the
+# router and pollers on ports 9100-9300) mostly waits on sockets, as the steps below do (the
+# benchmark smoke run, the cold starts, the interop suites, the template checks, which run
+# prebuilt binaries and no cargo): it runs beside them, in its own session (stopped with the
+# run if that fails); its log is printed, and its status read, after them. The new agent
+# project's check comes after both: its cargo build holds the target directory's lock for
+# minutes, which would keep each `cargo run` of `cargo lambda watch` waiting.
+setsid "$root/infra/lambda-e2e.sh" >"$data_dir/lambda.log" 2>&1 </dev/null &
+lambda_suite=$!
+echo "Lambda functions end to end: run in the background from here; its log follows the SAM template step"
 
 step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
 # Asserts only that every request succeeded and the counts add up; the figures are printed.
@@ -292,12 +294,12 @@ fi
 step "SAM template: sam validate, cfn-lint, routes and streaming modes"
 "$root/infra/check-template.sh"
 
-step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate"
-new_agent_status=0
-wait "$new_agent" || new_agent_status=$?
-new_agent=""
-cat "$data_dir/new-agent.log"
-[ "$new_agent_status" = 0 ] || { echo "infra/new-agent-check.sh failed (status $new_agent_status)" >&2; exit 1; }
+step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller), run beside the steps since the cost step"
+lambda_status=0
+wait "$lambda_suite" || lambda_status=$?
+lambda_suite=""
+cat "$data_dir/lambda.log"
+[ "$lambda_status" = 0 ] || { echo "infra/lambda-e2e.sh failed (status $lambda_status)" >&2; exit 1; }
 
-step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller)"
-"$root/infra/lambda-e2e.sh"
+step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate"
+"$root/infra/new-agent-check.sh"
