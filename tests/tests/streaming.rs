@@ -314,3 +314,42 @@ async fn status_timestamps_never_decrease_along_a_task() {
         );
     }
 }
+
+/// A stream is held at most `max_stream_duration` (docs/bounds.md; 14 minutes on Lambda, an
+/// hour locally, 1 s here): then it ends, without a final event, while the task goes on; the
+/// client resubscribes for the rest.
+#[tokio::test]
+async fn a_stream_ends_at_its_longest_and_the_task_goes_on() {
+    let server = Server::start_with_env(&[("A2A_MAX_STREAM_SECS", "1")]).await;
+    let mut stream = server
+        .stream(Binding::JsonRpc, send_request("slow 8 400"))
+        .await
+        .unwrap_or_else(|e| panic!("stream: {}", e.body));
+    let mut payloads = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        payloads.push(event.payload());
+    }
+    let id = id_of(&payloads[0]["task"]);
+    let chunks = payloads
+        .iter()
+        .filter(|p| kind(p) == "artifactUpdate")
+        .count();
+    assert!(chunks < 8, "the stream outlived its bound: {payloads:#?}");
+    assert!(
+        payloads
+            .iter()
+            .filter_map(event_state)
+            .all(|s| !is_terminal(s)),
+        "the task ended within the bound: {payloads:#?}"
+    );
+    let task = server.await_terminal(&id, Duration::from_secs(30)).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let text: String = task["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(artifact_text)
+        .collect();
+    let whole: String = (1..=8).map(|i| format!("chunk-{i} ")).collect();
+    assert_eq!(text, whole, "{task}");
+}

@@ -17,6 +17,6 @@ mod openid;
 mod remote;
 mod webhook;
 
-pub use openid::OpenIdJwks;
+pub use openid::{OpenIdJwks, ISSUER_TIMEOUT};
 pub use remote::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
 pub use webhook::{describe_error, guarded_client, WebhookClient};

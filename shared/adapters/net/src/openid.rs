@@ -9,7 +9,7 @@ use jsonwebtoken::jwk::JwkSet;
 use serde::Deserialize;
 
 /// How long one discovery or JWKS request may take.
-const TIMEOUT: Duration = Duration::from_secs(10);
+pub const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Fetches an issuer's JWKS: from the configured JWKS URL, or from the `jwks_uri` its
 /// discovery document names (discovered once, then remembered).
@@ -22,14 +22,21 @@ pub struct OpenIdJwks {
 }
 
 impl OpenIdJwks {
-    /// The key source of the issuer `config` names.
+    /// The key source of the issuer `config` names; each request to it may take
+    /// [`ISSUER_TIMEOUT`].
     pub fn new(config: &JwtConfig) -> Self {
+        Self::with_timeout(config, ISSUER_TIMEOUT)
+    }
+
+    /// [`Self::new`], each request to the issuer bounded by `timeout` instead: an issuer that
+    /// never answers makes a request wait that long, then the token is refused as unverifiable.
+    pub fn with_timeout(config: &JwtConfig, timeout: Duration) -> Self {
         Self {
             issuer: config.issuer.clone(),
             discovery_url: config.discovery_url(),
             jwks_url: Mutex::new(config.jwks_url.clone()),
             http: reqwest::Client::builder()
-                .timeout(TIMEOUT)
+                .timeout(timeout)
                 .build()
                 .expect("a default reqwest client builds"),
         }
