@@ -303,6 +303,35 @@ mod tests {
         }
     }
 
+    /// A resolver that never answers: a DNS server that drops the query.
+    #[derive(Debug)]
+    struct SilentDns;
+
+    #[async_trait]
+    impl HostResolver for SilentDns {
+        async fn resolve(&self, _host: &str, _port: u16) -> std::io::Result<Vec<SocketAddr>> {
+            std::future::pending().await
+        }
+    }
+
+    /// The creation's DNS lookup is given up on after RESOLVE_TIMEOUT (docs/bounds.md): the
+    /// config is accepted, as for a name that does not resolve now, and its addresses are
+    /// checked on every connection. Without the bound the request would hang.
+    #[tokio::test]
+    async fn a_resolver_that_never_answers_is_given_up_on_after_five_seconds() {
+        assert_eq!(RESOLVE_TIMEOUT, Duration::from_secs(5));
+        let policy = PushPolicy::default();
+        let started = tokio::time::Instant::now();
+        let checked = tokio::time::timeout(
+            Duration::from_secs(30),
+            policy.check_new_url("https://hooks.example.com/a2a", &SilentDns),
+        )
+        .await
+        .expect("the check gave up by itself");
+        assert!(checked.is_ok(), "{checked:?}");
+        assert!(started.elapsed() >= RESOLVE_TIMEOUT);
+    }
+
     #[test]
     fn creation_refuses_non_public_literals_unless_allow_listed() {
         let policy = PushPolicy::local();
