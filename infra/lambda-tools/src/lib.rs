@@ -215,6 +215,42 @@ pub async fn forward(
         .unwrap_or_else(|_| axum::http::StatusCode::BAD_GATEWAY.into_response()))
 }
 
+/// How long API Gateway waits for a buffered integration (a route without response
+/// streaming): its whole answer must be in by then.
+pub const BUFFERED_INTEGRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(29);
+
+/// [`forward`] for a buffered API Gateway route: the whole answer is read, and one not
+/// complete within `timeout` is answered `504 {"message": "Endpoint request timed out"}`, as API
+/// Gateway answers when its integration outlasts the 29 s it allows
+/// ([`BUFFERED_INTEGRATION_TIMEOUT`]). The function is not stopped: on AWS it runs on too, to
+/// its own timeout, with nobody to answer.
+pub async fn forward_buffered(
+    http: &reqwest::Client,
+    url: &str,
+    request: axum::extract::Request,
+    timeout: std::time::Duration,
+) -> Result<axum::response::Response, reqwest::Error> {
+    use axum::response::IntoResponse;
+
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || {
+        (
+            axum::http::StatusCode::GATEWAY_TIMEOUT,
+            axum::Json(serde_json::json!({"message": "Endpoint request timed out"})),
+        )
+            .into_response()
+    };
+    let Ok(answer) = tokio::time::timeout_at(deadline, forward(http, url, request)).await else {
+        return Ok(timed_out());
+    };
+    let (parts, body) = answer?.into_parts();
+    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, usize::MAX)).await {
+        Ok(Ok(bytes)) => Ok(axum::response::Response::from_parts(parts, bytes.into())),
+        Ok(Err(_)) => Ok(axum::http::StatusCode::BAD_GATEWAY.into_response()),
+        Err(_) => Ok(timed_out()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

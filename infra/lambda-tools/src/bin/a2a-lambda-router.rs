@@ -2,7 +2,9 @@
 //! its function's Function URL under `cargo lambda watch` (`/lambda-url/<function>/<path>`),
 //! streaming the response back, as API Gateway does in front of the deployed functions. With
 //! `--front-door function-url` it forwards every request to the one front function instead, as
-//! the front door `FunctionUrl` does.
+//! the front door `FunctionUrl` does. As API Gateway, a buffered route (a function that does
+//! not stream, `routes.json`) gets at most 29 s for its whole answer, then its caller gets 504
+//! (`--buffered-timeout-secs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,6 +43,10 @@ struct Options {
     /// (`A2A_BASE_PATH`). Default: none.
     #[arg(long, env = "A2A_ROUTER_STAGE", default_value = "")]
     stage: String,
+    /// With `api-gateway`: how long a buffered route's whole answer may take before the caller
+    /// gets 504, as API Gateway's integration timeout. Default: API Gateway's 29 s.
+    #[arg(long, default_value_t = a2a_lambda_tools::BUFFERED_INTEGRATION_TIMEOUT.as_secs())]
+    buffered_timeout_secs: u64,
 }
 
 struct App {
@@ -49,6 +55,7 @@ struct App {
     stage: String,
     watch: String,
     http: reqwest::Client,
+    buffered_timeout: std::time::Duration,
 }
 
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
@@ -81,7 +88,19 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         .and_then(|rest| rest.split('/').next())
         .unwrap_or("-");
     let invocation = Invocation::start(function, task);
-    match a2a_lambda_tools::forward(&app.http, &url, request).await {
+    let buffered = app.front_door == FrontDoor::ApiGateway
+        && app
+            .routes
+            .functions
+            .get(function)
+            .is_some_and(|f| !f.streaming);
+    let answer = if buffered {
+        let timeout = app.buffered_timeout;
+        a2a_lambda_tools::forward_buffered(&app.http, &url, request, timeout).await
+    } else {
+        a2a_lambda_tools::forward(&app.http, &url, request).await
+    };
+    match answer {
         // The invocation lasts until the function's answer is complete: the guard goes with
         // the stream and logs when it is dropped, after the last byte (or the client left).
         Ok(response) => response.map(|body| {
@@ -121,6 +140,7 @@ async fn main() -> Result<(), String> {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| e.to_string())?,
+        buffered_timeout: std::time::Duration::from_secs(options.buffered_timeout_secs),
     });
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
