@@ -187,7 +187,9 @@ def cancel():
     assert call("GET", f"/tasks/{t['id']}")["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-def push():
+def webhook():
+    """A webhook listener on 127.0.0.1 answering 200: (server, its URL, the (headers, body)
+    pairs it received). The caller shuts the server down."""
     received = []
 
     class Hook(http.server.BaseHTTPRequestHandler):
@@ -202,8 +204,12 @@ def push():
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/hook", received
+
+
+def push():
+    server, url, received = webhook()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
         t = call("POST", "/message:send", message("job 2 300", returnImmediately=True,
                                                   taskPushNotificationConfig={"url": url, "token": "tok-1"}))["task"]
         deadline = time.time() + 90
@@ -716,25 +722,11 @@ def lost_answers():
     call("POST", f"/tasks/{tid}:cancel", {})
 
     # The fan-out.
-    received = []
-
-    class Hook(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            received.append(json.loads(body))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, url, received = webhook()
     try:
         offsets = log_offsets()
         lost_before = faults()["lost"].get("fanout", 0)
         faults(("fanout", 1))
-        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
         t = call("POST", "/message:send", message("job 2 10", returnImmediately=True,
                                                   taskPushNotificationConfig={"url": url, "token": "tok-2"}))["task"]
         wait_state(t["id"], TERMINAL, 90)
@@ -744,9 +736,9 @@ def lost_answers():
         push_url = local_env()["A2A_PUSH_QUEUE_URL"]
         wait_for("every push delivered (the push queue empty)",
                  lambda: queue_depth(push_url) == 0
-                 and any(state_of(b) == "TASK_STATE_COMPLETED" for b in received), 90)
-        bodies = [json.dumps(b, sort_keys=True) for b in received]
-        assert len(bodies) == len(set(bodies)), f"an event was pushed twice: {received}"
+                 and any(state_of(b) == "TASK_STATE_COMPLETED" for _, b in received), 90)
+        bodies = [json.dumps(b, sort_keys=True) for _, b in received]
+        assert len(bodies) == len(set(bodies)), f"an event was pushed twice: {bodies}"
         print(f"     the worker's job came back and ran nothing; {len(bodies)} pushes, none twice, "
               f"after the fan-out's retried batch")
     finally:

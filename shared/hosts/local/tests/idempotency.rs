@@ -91,6 +91,26 @@ impl Fixture {
         }
     }
 
+    /// Sends `text` with `returnImmediately` (queued: the fixture runs no worker) and takes
+    /// its job off the work queue: the task as answered, and the job.
+    async fn queued(&self, text: &str) -> (Task, WorkJob) {
+        let task = match self
+            .send_as(&self.ctx, message(&unique("m"), text), true)
+            .await
+        {
+            Ok(SendMessageResponse::Task(task)) => task,
+            other => panic!("expected a task: {other:?}"),
+        };
+        let received = self
+            .store
+            .receive(QueueName::Work, 1, Duration::from_secs(60))
+            .await
+            .expect("receive");
+        let job: WorkJob = serde_json::from_str(&received[0].body).expect("a work job");
+        assert_eq!(job.task_id, task.id);
+        (task, job)
+    }
+
     fn runs(&self) -> usize {
         self.agent.runs.load(Ordering::SeqCst)
     }
@@ -501,20 +521,7 @@ async fn a_queued_repeat_enqueues_no_second_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_re_executed_job_replaces_its_partial_output() {
     let f = Fixture::new();
-    let task = match f
-        .send_as(&f.ctx, message(&unique("m"), "slow 3 200"), true)
-        .await
-    {
-        Ok(SendMessageResponse::Task(task)) => task,
-        other => panic!("expected a task: {other:?}"),
-    };
-    let received = f
-        .store
-        .receive(QueueName::Work, 1, Duration::from_secs(60))
-        .await
-        .expect("receive");
-    let job: WorkJob = serde_json::from_str(&received[0].body).expect("a work job");
-    assert_eq!(job.task_id, task.id);
+    let (task, job) = f.queued("slow 3 200").await;
 
     // The first run, in a runtime of its own (a process), killed once its first chunk is in
     // the log: shutting the runtime down drops the agent wherever it is, as a crash would.
@@ -570,19 +577,7 @@ async fn a_re_executed_job_replaces_its_partial_output() {
 #[tokio::test]
 async fn a_job_delivered_again_after_its_run_runs_nothing() {
     let f = Fixture::new();
-    let task = match f
-        .send_as(&f.ctx, message(&unique("m"), QUEUED_HOLD), true)
-        .await
-    {
-        Ok(SendMessageResponse::Task(task)) => task,
-        other => panic!("expected a task: {other:?}"),
-    };
-    let received = f
-        .store
-        .receive(QueueName::Work, 1, Duration::from_secs(60))
-        .await
-        .expect("receive");
-    let job: WorkJob = serde_json::from_str(&received[0].body).expect("a work job");
+    let (task, job) = f.queued(QUEUED_HOLD).await;
     let done = a2a_core::JobOutcome::Done;
     assert_eq!(f.service.run_work_job(&job, 1).await, done);
     let waiting = f.task(&task.id).await;
