@@ -117,13 +117,15 @@ write_env() {
 
 # Starts `cargo lambda watch` on $WATCH_PORT, appending to watch.log: every function gets
 # runtime.env, and its own env file ($STATE/env/<function>.env, through functions/Cargo.toml).
+# The `cargo` watch calls is infra/lambda-tools/prebuilt/cargo: `cargo run --bin <function>`
+# runs the binary `start` built, without cargo's build lock.
 start_watch() {
   # A function's environment is its env files' only: none of the caller's A2A_* (an
   # A2A_FUNCTION would give every function the same role, an A2A_TABLE a variable the template
   # does not give it), nor the AWS_* this script exported for its own calls.
   local unset=() name
   for name in $(compgen -e | grep -E '^(A2A_|AWS_)'); do unset+=(-u "$name"); done
-  PATH="$ROOT/$VENV/bin:$PATH" setsid env "${unset[@]}" "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+  PATH="$ROOT/infra/lambda-tools/prebuilt:$ROOT/$VENV/bin:$PATH" setsid env "${unset[@]}" "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
     --ignore-changes --env-file "$STATE/runtime.env" >>"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
 }
@@ -162,10 +164,8 @@ wait_for() { # url seconds
 }
 
 # Starts every function, one cheap request each, one after the other: watch starts a function
-# (`cargo run` of its binary) on its first request, and no test should pay that start, or time
-# out on it. One at a time, because a dozen `cargo run`s started together contend for cargo's
-# locks, and twice one of them (`stream`'s) never got past them: no "Running" line, and its
-# first request waited out the 300 s. Each takes about a second once the binaries are built.
+# (`cargo run` of its binary, the prebuilt binary itself through infra/lambda-tools/prebuilt)
+# on its first request, and no test should pay that start, or time out on it.
 # Any HTTP answer will do (an HTTP function answers a path it does not serve with 404, or
 # 401 with auth on); the queue functions get an empty SQS batch through the Invoke API.
 warm_functions() {
@@ -202,13 +202,18 @@ start() {
   local bin="${CARGO_TARGET_DIR:-target}/debug"
   mkdir -p "$STATE"
   install
-  say "building the functions and local tools (minutes from an empty target directory; cargo's progress follows)"
   # The workspace as infra/test-all.sh builds it (a no-op after it), then what watch's
   # `cargo run --bin <function>` at the workspace root resolves: every member's binaries, no
   # dev-dependencies. The two resolve the same features (no dev-dependency adds one; test-all
-  # checks it), so the second compiles nothing and no function compiles on its first request.
-  cargo build --workspace --all-targets >&2
-  cargo build --workspace --bins >&2
+  # checks it). Watch's `cargo run` then runs these binaries as they are
+  # (infra/lambda-tools/prebuilt/cargo): no function compiles, or waits on cargo's lock, when
+  # it starts. A2A_LAMBDA_PREBUILT=1 skips the build (infra/test-all.sh built it all, and its
+  # other builds must not make this one wait).
+  if [ "${A2A_LAMBDA_PREBUILT:-}" != 1 ]; then
+    say "building the functions and local tools (minutes from an empty target directory; cargo's progress follows)"
+    cargo build --workspace --all-targets >&2
+    cargo build --workspace --bins >&2
+  fi
   if alive watch; then say "already running"; print_env; return; fi
   if ! alive moto; then
     [ -n "$MOTO_PORT" ] || MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

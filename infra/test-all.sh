@@ -137,6 +137,9 @@ cleanup() {
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
   # The background suite's whole session: its script, its functions, moto, the router.
+  if [ -n "${new_agent:-}" ]; then
+    kill -- -"$new_agent" 2>/dev/null || true; wait "$new_agent" 2>/dev/null || true
+  fi
   if [ -n "${lambda_suite:-}" ]; then
     kill -- -"$lambda_suite" 2>/dev/null || true; wait "$lambda_suite" 2>/dev/null || true
     "$root/infra/lambda-local.sh" stop >/dev/null 2>&1 || true
@@ -209,16 +212,21 @@ step "What each operation costs on DynamoDB and SQS (see docs/cost.md)"
 cargo test --workspace --locked --test cost -- --nocapture 2>&1 | grep -E '^\|' || true
 
 data_dir=$(mktemp -d)
-# The Lambda suite (about 9 minutes: its own moto, the functions under `cargo lambda watch`, the
+# The Lambda suite (about 10 minutes: its own moto, the functions under `cargo lambda watch`, the
 # router and pollers on ports 9100-9300) mostly waits on sockets, as the steps below do (the
 # benchmark smoke run, the cold starts, the interop suites, the template checks, which run
 # prebuilt binaries and no cargo): it runs beside them, in its own session (stopped with the
-# run if that fails); its log is printed, and its status read, after them. The new agent
-# project's check comes after both: its cargo build holds the target directory's lock for
-# minutes, which would keep each `cargo run` of `cargo lambda watch` waiting.
-setsid "$root/infra/lambda-e2e.sh" >"$data_dir/lambda.log" 2>&1 </dev/null &
+# run if that fails); its log is printed, and its status read, after them. It builds nothing
+# (A2A_LAMBDA_PREBUILT: the build step did) and its functions start from their binaries
+# without cargo's lock (infra/lambda-tools/prebuilt/cargo).
+A2A_LAMBDA_PREBUILT=1 setsid "$root/infra/lambda-e2e.sh" >"$data_dir/lambda.log" 2>&1 </dev/null &
 lambda_suite=$!
 echo "Lambda functions end to end: run in the background from here; its log follows the SAM template step"
+# The new agent project's check compiles the kit's crates again for the project's feature set
+# (minutes of CPU, where the suites beside it mostly wait): in the background too, niced so the
+# suites' servers keep the CPU they ask for; its log and status follow the Lambda suite's.
+setsid nice -n 10 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
+new_agent=$!
 
 step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
 # Asserts only that every request succeeded and the counts add up; the figures are printed.
@@ -301,5 +309,9 @@ lambda_suite=""
 cat "$data_dir/lambda.log"
 [ "$lambda_status" = 0 ] || { echo "infra/lambda-e2e.sh failed (status $lambda_status)" >&2; exit 1; }
 
-step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate"
-"$root/infra/new-agent-check.sh"
+step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate; run beside the steps since the cost step"
+new_agent_status=0
+wait "$new_agent" || new_agent_status=$?
+new_agent=""
+cat "$data_dir/new-agent.log"
+[ "$new_agent_status" = 0 ] || { echo "infra/new-agent-check.sh failed (status $new_agent_status)" >&2; exit 1; }
