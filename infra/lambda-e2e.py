@@ -145,6 +145,21 @@ def echo():
     assert t["artifacts"][0]["parts"][0]["text"] == "hello lambda"
 
 
+def request_limits():
+    """AWS's request limits at the front door: a 7 MB send never reaches a function (Lambda's
+    6 MB event), a 2 MB one does and the function refuses it with its own 1 MiB limit."""
+    door = open(os.path.join(STATE, "front-door")).read().strip()
+    code, body = status_of("POST", "/message:send", message("x" * 7_000_000))
+    assert code == 413, (code, body)
+    if door == "FunctionUrl":
+        assert "smaller than 6291456 bytes" in body["Message"], body
+    else:
+        assert body == {"message": "Request Too Long"}, body
+    code, body = status_of("POST", "/message:send", message("x" * 2_000_000))
+    assert code == 413, (code, body)
+    assert "error" in body and "Request Too Long" not in json.dumps(body), body
+
+
 def queued_job():
     t = call("POST", "/message:send", message("job 2 300", returnImmediately=True))["task"]
     assert t["status"]["state"] not in TERMINAL
@@ -748,14 +763,22 @@ def lost_answers():
         server.shutdown()
 
 
+def no_timeouts():
+    """No invocation reached its function's Timeout in the checks before (the freezer ends such an
+    invocation as Lambda does, and counts it): work Lambda would have ended fails here."""
+    timed_out = faults()["timed_out"]
+    assert not timed_out, f"invocations ended at their function's Timeout: {timed_out}"
+
+
 CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_1_1),
-          ("push config secrets", push_secrets), ("echo", echo), ("queued job", queued_job),
+          ("push config secrets", push_secrets), ("echo", echo), ("AWS's request limits", request_limits), ("queued job", queued_job),
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
           ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),
           ("a delegated task waits for free", delegate_waits),
           ("the worker dies while a delegated task waits", delegate_worker_dies),
-          ("worker dies mid-run", worker_dies), ("answers lost, invocations retried", lost_answers)]
+          ("worker dies mid-run", worker_dies), ("answers lost, invocations retried", lost_answers),
+          ("no invocation reached its timeout", no_timeouts)]
 
 
 if __name__ == "__main__":

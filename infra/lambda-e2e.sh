@@ -138,6 +138,8 @@ A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(v
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
 say "the A2A-Lite webhook channel behind the Function URL (the front function)"
 lite_check
+say "no invocation reached its function's Timeout, in any pass (the freezer counts them)"
+python3 infra/lambda-e2e.py no_timeouts
 for name in token other_token read_token; do
   if grep -qF "$(value "$name")" "$state"/*.log; then
     echo "a log of the functions, router or pollers holds a bearer token" >&2; exit 1

@@ -242,7 +242,7 @@ start() {
   : >"$STATE/watch.log"
   start_watch
   setsid "$bin"/a2a-lambda-freezer --addr "127.0.0.1:$FREEZER_PORT" \
-    --watch "http://127.0.0.1:$WATCH_PORT" --watch-pid-file "$STATE/watch.pid" \
+    --watch "http://127.0.0.1:$WATCH_PORT" --watch-pid-file "$STATE/watch.pid" --env-dir "$STATE/env" \
     >"$STATE/freezer.log" 2>&1 &
   echo $! >"$STATE/freezer.pid"
   set -a; . "$STATE/lambda.env"; set +a

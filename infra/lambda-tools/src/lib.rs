@@ -179,7 +179,7 @@ fn hop_by_hop(name: &axum::http::HeaderName) -> bool {
 }
 
 /// The largest request body [`forward`] relays.
-const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
+pub const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
 
 /// Sends `request` (its method, its headers but the hop-by-hop ones, and its body) to `url`
 /// and answers with what came back, the body streamed. A body over 16 MiB is answered 413
@@ -249,6 +249,154 @@ pub async fn forward_buffered(
         Ok(Err(_)) => Ok(axum::http::StatusCode::BAD_GATEWAY.into_response()),
         Err(_) => Ok(timed_out()),
     }
+}
+
+/// The largest request body API Gateway (REST) takes: 10 MiB. A larger one is answered
+/// `413 {"message": "Request Too Long"}` and reaches no function.
+pub const API_GATEWAY_MAX_REQUEST_BODY: usize = 10 * 1024 * 1024;
+
+/// The largest event a synchronous invocation takes: Lambda refuses a larger one
+/// (`RequestEntityTooLargeException`, "Request must be smaller than 6291456 bytes for the
+/// InvokeFunction operation") and the function never runs.
+pub const LAMBDA_MAX_REQUEST_EVENT: usize = 6_291_456;
+
+/// The most a streaming function may send in one response (Lambda's default since July 2025;
+/// 20 MB before): the stream is cut there.
+pub const LAMBDA_MAX_STREAMED_RESPONSE: u64 = 200 * 1024 * 1024;
+
+/// How many bytes the invocation event for a request with these headers and this body takes,
+/// as the JSON the front door hands Lambda: the body as a JSON string (base64 when it is not
+/// UTF-8), the headers (twice behind API Gateway: `headers` and `multiValueHeaders`), the path
+/// and query, and the fixed fields of the request context. It is the measure Lambda's 6 MB
+/// applies to, within the few hundred bytes the request context's exact fields make.
+pub fn invocation_event_size(
+    front_door: FrontDoor,
+    parts: &axum::http::request::Parts,
+    body: &[u8],
+) -> usize {
+    // The request context's fields the request does not change: ids, account, stage, times,
+    // the caller's address and user agent (counted again below, with the headers).
+    const CONTEXT: usize = 1_200;
+    let json_len = |text: &str| serde_json::to_string(text).map_or(text.len(), |s| s.len());
+    let body = match std::str::from_utf8(body) {
+        Ok(text) => json_len(text),
+        Err(_) => body.len().div_ceil(3) * 4 + 2,
+    };
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            json_len(name.as_str()) + json_len(&String::from_utf8_lossy(value.as_bytes())) + 2
+        })
+        .sum();
+    let copies = match front_door {
+        FrontDoor::ApiGateway => 2,
+        FrontDoor::FunctionUrl => 1,
+    };
+    let target = json_len(parts.uri.path()) + parts.uri.query().map_or(0, |q| 2 * json_len(q));
+    CONTEXT + body + copies * headers + 2 * target
+}
+
+/// What AWS answers in place of the function for a request it will not hand to it, or `None`
+/// when the request passes: behind API Gateway a body over 10 MiB
+/// ([`API_GATEWAY_MAX_REQUEST_BODY`]), then behind either front door an invocation event over
+/// Lambda's 6 MB ([`LAMBDA_MAX_REQUEST_EVENT`], [`invocation_event_size`]). Both are 413: API
+/// Gateway's `{"message": "Request Too Long"}`, a Function URL's Lambda error.
+pub fn refused_request(
+    front_door: FrontDoor,
+    parts: &axum::http::request::Parts,
+    body: &[u8],
+) -> Option<axum::response::Response> {
+    use axum::response::IntoResponse;
+
+    let too_long = || {
+        (
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            axum::Json(serde_json::json!({"message": "Request Too Long"})),
+        )
+            .into_response()
+    };
+    if front_door == FrontDoor::ApiGateway && body.len() > API_GATEWAY_MAX_REQUEST_BODY {
+        return Some(too_long());
+    }
+    if invocation_event_size(front_door, parts, body) <= LAMBDA_MAX_REQUEST_EVENT {
+        return None;
+    }
+    Some(match front_door {
+        FrontDoor::ApiGateway => too_long(),
+        FrontDoor::FunctionUrl => (
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            axum::Json(serde_json::json!({
+                "Message": format!(
+                    "Request must be smaller than {LAMBDA_MAX_REQUEST_EVENT} bytes for the InvokeFunction operation"
+                ),
+                "Type": "User",
+            })),
+        )
+            .into_response(),
+    })
+}
+
+/// `body`, cut at `limit` bytes as Lambda cuts a streamed response that outgrows
+/// [`LAMBDA_MAX_STREAMED_RESPONSE`]: the chunks within the limit pass, the one that would pass
+/// it ends the stream with an error, and its caller sees the response break off unfinished.
+pub fn cut_streamed_response(body: axum::body::Body, limit: u64) -> axum::body::Body {
+    use futures::StreamExt;
+
+    let mut sent = 0u64;
+    axum::body::Body::from_stream(body.into_data_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        sent += chunk.len() as u64;
+        if sent > limit {
+            return Err(std::io::Error::other(format!(
+                "the function's streamed response passed Lambda's {limit} bytes"
+            )));
+        }
+        Ok(chunk)
+    }))
+}
+
+/// `body`, ended at `deadline` as Lambda ends an invocation at its function's `Timeout`: the
+/// chunks before it pass; at the deadline the stream ends with an error (its caller sees the
+/// answer break off) and `on_timeout` runs, once. A body that ends first is passed on whole.
+pub fn end_body_at(
+    body: axum::body::Body,
+    deadline: tokio::time::Instant,
+    on_timeout: impl FnOnce() + Send + 'static,
+) -> axum::body::Body {
+    use futures::StreamExt;
+
+    let chunks = body.into_data_stream();
+    let stream = futures::stream::unfold(
+        (chunks, Some(on_timeout)),
+        move |(mut chunks, mut on_timeout)| async move {
+            let on = on_timeout.take()?;
+            tokio::select! {
+                chunk = chunks.next() => {
+                    let chunk = chunk?.map_err(std::io::Error::other);
+                    Some((chunk, (chunks, Some(on))))
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    on();
+                    let cut = std::io::Error::other("the invocation reached its function's timeout");
+                    Some((Err(cut), (chunks, None)))
+                }
+            }
+        },
+    );
+    axum::body::Body::from_stream(stream)
+}
+
+/// A function's `Timeout` as its local environment file gives it
+/// (`A2A_LOCAL_INVOCATION_TIMEOUT_SECS='N'`, infra/sam-translate.py --local-env), if it does.
+pub fn timeout_in_env_file(text: &str) -> Option<std::time::Duration> {
+    text.lines().find_map(|line| {
+        let value = line
+            .trim()
+            .strip_prefix("A2A_LOCAL_INVOCATION_TIMEOUT_SECS=")?;
+        let secs = value.trim_matches(|c| c == '\'' || c == '"').parse().ok()?;
+        Some(std::time::Duration::from_secs(secs))
+    })
 }
 
 #[cfg(test)]

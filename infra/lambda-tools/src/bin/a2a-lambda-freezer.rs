@@ -17,6 +17,13 @@
 //! Lambda would: SQS hands the batch out again after its visibility timeout, a stream's batch
 //! is retried. `GET /faults` says how many answers are still to be lost and how many were.
 //!
+//! And it ends an invocation at its function's `Timeout` (`--env-dir`: each function's local
+//! environment file carries it), as Lambda does: the caller gets 502 with Lambda's
+//! `Sandbox.Timedout` error, or its stream breaks off. Each one is counted (`timed_out` in
+//! `GET /faults`), and the Lambda suite fails when any happened: work that would be killed on
+//! AWS fails a test here. (The process itself runs on: `cargo lambda watch` cannot start one
+//! function again.)
+//!
 //! An invocation lasts until its whole answer has been passed on (a stream to its last byte).
 //! The function's process is found among the descendants of watch's process by its
 //! executable's name (watch runs `cargo run --bin <function>`).
@@ -45,11 +52,17 @@ struct Options {
     /// functions: read at each invocation, so a restarted watch is followed.
     #[arg(long)]
     watch_pid_file: std::path::PathBuf,
+    /// The directory of each function's environment file (`<function>.env`), whose
+    /// `A2A_LOCAL_INVOCATION_TIMEOUT_SECS` is the function's `Timeout`: read at each invocation,
+    /// so a restart with other settings is followed. Without it, no invocation times out.
+    #[arg(long)]
+    env_dir: Option<std::path::PathBuf>,
 }
 
 struct App {
     watch: String,
     watch_pid_file: std::path::PathBuf,
+    env_dir: Option<std::path::PathBuf>,
     http: reqwest::Client,
     /// Invocations in flight, per function.
     in_flight: Mutex<HashMap<String, usize>>,
@@ -64,6 +77,8 @@ struct Faults {
     pending: HashMap<String, u32>,
     /// Answers lost so far, per function.
     lost: HashMap<String, u32>,
+    /// Invocations ended at their function's timeout, per function.
+    timed_out: HashMap<String, u32>,
 }
 
 /// `POST /faults`: lose the next `lose` answers of `function`.
@@ -80,6 +95,22 @@ impl App {
             .ok()
             .and_then(|pid| pid.trim().parse().ok())
             .map_or_else(Vec::new, |watch| processes_of(watch, function))
+    }
+
+    /// The `Timeout` of `function`, from its environment file.
+    fn timeout_of(&self, function: &str) -> Option<std::time::Duration> {
+        let file = self.env_dir.as_ref()?.join(format!("{function}.env"));
+        a2a_lambda_tools::timeout_in_env_file(&std::fs::read_to_string(file).ok()?)
+    }
+
+    /// An invocation of `function` reached its timeout.
+    fn timed_out(&self, function: &str) {
+        tracing::error!(
+            function,
+            "an invocation reached its function's timeout: Lambda would end it"
+        );
+        let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        *faults.timed_out.entry(function.to_owned()).or_default() += 1;
     }
 
     /// Whether this invocation of `function` loses its answer (and counts it if so).
@@ -232,6 +263,12 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let url = format!("{}{path_and_query}", app.watch);
     let function = function_of(request.uri().path()).map(str::to_owned);
     let lose = function.as_deref().is_some_and(|f| app.loses_answer(f));
+    let timeout = function
+        .as_deref()
+        .and_then(|f| app.timeout_of(f).map(|t| (f.to_owned(), t)));
+    let deadline = timeout
+        .as_ref()
+        .map(|(_, t)| tokio::time::Instant::now() + *t);
     let in_flight = function.map(|function| {
         app.begin(&function);
         InFlight {
@@ -239,7 +276,26 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
             function,
         }
     });
-    let result = a2a_lambda_tools::forward(&app.http, &url, request).await;
+    let answer = a2a_lambda_tools::forward(&app.http, &url, request);
+    let result = match deadline {
+        None => answer.await,
+        Some(deadline) => match tokio::time::timeout_at(deadline, answer).await {
+            Ok(result) => result,
+            Err(_) => {
+                let (function, timeout) = timeout.expect("a deadline has its timeout");
+                app.timed_out(&function);
+                drop(in_flight);
+                return (
+                    StatusCode::BAD_GATEWAY,
+                    axum::Json(serde_json::json!({
+                        "errorType": "Sandbox.Timedout",
+                        "errorMessage": format!("Task timed out after {}.00 seconds", timeout.as_secs()),
+                    })),
+                )
+                    .into_response();
+            }
+        },
+    };
     if lose {
         // The function runs to its end (its whole answer is read), and its caller never hears.
         if let Ok(response) = result {
@@ -256,6 +312,13 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     match result {
         // The invocation lasts until its answer is passed on whole.
         Ok(response) => response.map(|body| {
+            let body = match (deadline, timeout) {
+                (Some(deadline), Some((function, _))) => {
+                    let app = app.clone();
+                    a2a_lambda_tools::end_body_at(body, deadline, move || app.timed_out(&function))
+                }
+                _ => body,
+            };
             Body::from_stream(body.into_data_stream().map_err(move |err| {
                 let _ = &in_flight;
                 err
@@ -277,6 +340,7 @@ async fn main() -> Result<(), String> {
     let app = Arc::new(App {
         watch: options.watch.trim_end_matches('/').to_owned(),
         watch_pid_file: options.watch_pid_file,
+        env_dir: options.env_dir,
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()

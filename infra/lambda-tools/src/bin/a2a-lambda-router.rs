@@ -4,7 +4,9 @@
 //! `--front-door function-url` it forwards every request to the one front function instead, as
 //! the front door `FunctionUrl` does. As API Gateway, a buffered route (a function that does
 //! not stream, `routes.json`) gets at most 29 s for its whole answer, then its caller gets 504
-//! (`--buffered-timeout-secs`).
+//! (`--buffered-timeout-secs`). AWS's request limits are applied before any function is
+//! invoked (API Gateway's 10 MiB body, Lambda's 6 MB event: 413), and a streamed answer is cut
+//! at Lambda's 200 MiB (`--streamed-limit-bytes`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,6 +49,10 @@ struct Options {
     /// gets 504, as API Gateway's integration timeout. Default: API Gateway's 29 s.
     #[arg(long, default_value_t = a2a_lambda_tools::BUFFERED_INTEGRATION_TIMEOUT.as_secs())]
     buffered_timeout_secs: u64,
+    /// The most a streamed answer may carry before it is cut, as Lambda cuts a streaming
+    /// function's response. Default: Lambda's 200 MiB.
+    #[arg(long, default_value_t = a2a_lambda_tools::LAMBDA_MAX_STREAMED_RESPONSE)]
+    streamed_limit_bytes: u64,
 }
 
 struct App {
@@ -56,6 +62,7 @@ struct App {
     watch: String,
     http: reqwest::Client,
     buffered_timeout: std::time::Duration,
+    streamed_limit: u64,
 }
 
 async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
@@ -87,6 +94,17 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         .strip_prefix("/a2a-relay/")
         .and_then(|rest| rest.split('/').next())
         .unwrap_or("-");
+    // AWS's request limits: API Gateway's 10 MiB, Lambda's 6 MB event. The function is not
+    // invoked; its caller gets what AWS answers.
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, a2a_lambda_tools::MAX_FORWARDED_BODY).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+    };
+    if let Some(refusal) = a2a_lambda_tools::refused_request(app.front_door, &parts, &body) {
+        tracing::warn!(%function, %path, bytes = body.len(), "request refused as AWS would refuse it");
+        return refusal;
+    }
+    let request = Request::from_parts(parts, Body::from(body));
     let invocation = Invocation::start(function, task);
     let buffered = app.front_door == FrontDoor::ApiGateway
         && app
@@ -104,6 +122,13 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         // The invocation lasts until the function's answer is complete: the guard goes with
         // the stream and logs when it is dropped, after the last byte (or the client left).
         Ok(response) => response.map(|body| {
+            // A streamed answer is cut at Lambda's limit (buffered ones were read whole, and
+            // the functions measure those against the 6 MB themselves).
+            let body = if buffered {
+                body
+            } else {
+                a2a_lambda_tools::cut_streamed_response(body, app.streamed_limit)
+            };
             Body::from_stream(body.into_data_stream().map_err(move |err| {
                 let _ = &invocation;
                 err
@@ -141,6 +166,7 @@ async fn main() -> Result<(), String> {
             .build()
             .map_err(|e| e.to_string())?,
         buffered_timeout: std::time::Duration::from_secs(options.buffered_timeout_secs),
+        streamed_limit: options.streamed_limit_bytes,
     });
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
