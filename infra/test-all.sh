@@ -302,16 +302,19 @@ fi
 step "SAM template: sam validate, cfn-lint, routes and streaming modes"
 "$root/infra/check-template.sh"
 
+# Waits for a check started in the background (its pid, its log, its script), prints its log,
+# and stops the run if it failed.
+finish_background() {
+  local status=0
+  wait "$1" || status=$?
+  cat "$2"
+  [ "$status" = 0 ] || { echo "$3 failed (status $status)" >&2; exit 1; }
+}
+
 step "Lambda functions end to end under cargo lambda watch (moto, local router, SQS poller), run beside the steps since the cost step"
-lambda_status=0
-wait "$lambda_suite" || lambda_status=$?
+finish_background "$lambda_suite" "$data_dir/lambda.log" infra/lambda-e2e.sh
 lambda_suite=""
-cat "$data_dir/lambda.log"
-[ "$lambda_status" = 0 ] || { echo "infra/lambda-e2e.sh failed (status $lambda_status)" >&2; exit 1; }
 
 step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate; run beside the steps since the cost step"
-new_agent_status=0
-wait "$new_agent" || new_agent_status=$?
+finish_background "$new_agent" "$data_dir/new-agent.log" infra/new-agent-check.sh
 new_agent=""
-cat "$data_dir/new-agent.log"
-[ "$new_agent_status" = 0 ] || { echo "infra/new-agent-check.sh failed (status $new_agent_status)" >&2; exit 1; }
