@@ -1,7 +1,8 @@
 //! A store that fails its writes for a while (issue 52, "a write that fails through the SDK's
 //! retries silently drops a chunk" and "a transient fault spends a messageId, with raw
 //! internals shown"): a2a-local on DynamoDB + SQS, through a proxy in front of the emulator
-//! that answers DynamoDB's writes with 500 while the test says so.
+//! that answers DynamoDB's writes with 500 while the test says so; and a durable step whose read
+//! fails the same way is run again by its job.
 //!
 //! Run with `A2A_E2E_STORE=dynamodb` and an emulator (`infra/test-all.sh` does); on the
 //! embedded store these tests return at once: it has no backend to fail.
@@ -212,4 +213,76 @@ fn uuid_like() -> String {
             .unwrap()
             .as_nanos()
     )
+}
+
+/// Sends `delegate <remote> hello there` without waiting, with the server's next `failures`
+/// reads of the task's execution record (sort key "X": no other request holds that key before
+/// the delegation's first step) failing, and returns the task once it ended.
+async fn delegate_through_failed_reads(env: &[(&str, &str)], failures: u64) -> Option<Value> {
+    let mut env = env.to_vec();
+    env.extend([
+        ("A2A_REMOTE_POLL_SECS", "1"),
+        ("A2A_SWEEP_INTERVAL_SECS", "3"),
+    ]);
+    let (server, outage) = server_behind_outage(&env).await?;
+    let remote = Server::start().await;
+    let request = json!({
+        "message": {
+            "messageId": format!("durable-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": format!("delegate {} hello there", remote.base())}]
+        },
+        "configuration": {"returnImmediately": true}
+    });
+    outage.fail_next("DynamoDB_20120810.GetItem", r#""sk":{"s":"x"}"#, failures);
+    let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    let ended = server
+        .await_terminal(&id_of(&task), Duration::from_secs(120))
+        .await;
+    assert_eq!(
+        outage.failed(),
+        failures,
+        "the store did not fail the step's reads"
+    );
+    Some(ended)
+}
+
+/// The agent's messages in a task's history.
+fn agent_messages(task: &Value) -> Vec<String> {
+    history(task)
+        .iter()
+        .filter(|m| m["role"] == "ROLE_AGENT")
+        .map(message_text)
+        .collect()
+}
+
+/// A durable step whose read of its execution record fails through the SDK's three attempts
+/// (issue 52's fault run at 20 %: three delegations of 400 ended FAILED, "the task store was
+/// unavailable", for a throttling burst a second later read gets through): the core reads
+/// again after a pause, and the task completes with the remote's answer.
+#[tokio::test]
+async fn a_durable_step_reads_its_record_again_after_a_burst_of_failures() {
+    let Some(ended) = delegate_through_failed_reads(&[], 3).await else {
+        return;
+    };
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    assert_eq!(text_of(&ended), "hello there", "{ended}");
+}
+
+/// The same step, run by a work job (as on Lambda: `--queue-background-work`), whose reads
+/// fail longer than the core's own retries (three rounds of three): the run stops there, the
+/// job comes back from the queue, and its next attempt completes the task with the remote's
+/// answer once. What the agent said before its first durable step, it says again on the
+/// attempt that comes back (no record of the first attempt was saved to replay from).
+#[tokio::test]
+async fn a_durable_step_the_store_failed_is_run_again_by_its_job() {
+    let env = [("A2A_QUEUE_BACKGROUND_WORK", "on")];
+    let Some(ended) = delegate_through_failed_reads(&env, 9).await else {
+        return;
+    };
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    assert_eq!(text_of(&ended), "hello there", "{ended}");
+    let said = agent_messages(&ended);
+    let delegating = said.iter().filter(|m| m.starts_with("Delegating")).count();
+    assert_eq!(delegating, 2, "one per attempt: {said:?}");
 }

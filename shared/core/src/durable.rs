@@ -483,14 +483,13 @@ impl Emitter {
         }
         match saved {
             Err(StoreError::Conflict) => {}
-            other => return other.map_err(save_failure),
+            Ok(()) => return Ok(()),
+            Err(err) => return Err(save_failure(run, err)),
         }
-        let stored = self
-            .env
-            .store
-            .load_execution(&self.owner, self.task_id())
-            .await
-            .map_err(store_failure)?;
+        let stored = match self.load_record().await {
+            Ok(stored) => stored,
+            Err(err) => return Err(run.interrupt(err)),
+        };
         let taken_over = stored.is_some_and(|r| {
             r.steps.len() > index
                 || r.wait
@@ -498,7 +497,7 @@ impl Emitter {
                     .is_some_and(|w| w.step == index && w.outcome.is_some())
         });
         if !taken_over {
-            return Err(save_failure(StoreError::Conflict));
+            return Err(save_failure(run, StoreError::Conflict));
         }
         run.parked = true;
         tracing::info!(task_id = %self.task_id(), "the remote's push ended the wait first; its resumption goes on");
@@ -520,7 +519,7 @@ impl Emitter {
         match self.try_save(run).await {
             Ok(()) => return Ok(value),
             Err(StoreError::TooLarge(why)) => self.answer_too_large(&why),
-            Err(err) => return Err(save_failure(err)),
+            Err(err) => return Err(save_failure(run, err)),
         }
         let value = too_large_answer(agent);
         run.push_step(index, name, value.clone());
@@ -547,12 +546,14 @@ impl Emitter {
         let mut remotes = BTreeMap::new();
         if !run.loaded {
             run.loaded = true;
-            let found = self
-                .env
-                .store
-                .load_execution(&self.owner, self.task_id())
-                .await
-                .map_err(store_failure)?;
+            let found = match self.load_record().await {
+                Ok(found) => found,
+                Err(err) => {
+                    // Read again by the next attempt of the run.
+                    run.loaded = false;
+                    return Err(run.interrupt(err));
+                }
+            };
             run.stored = found.as_ref().map(|r| r.version);
             match found {
                 Some(record) if record.trigger_seq == run.trigger_seq => run.record = Some(record),
@@ -576,9 +577,21 @@ impl Emitter {
         Ok(run)
     }
 
+    /// The stored record of this task's execution, read again after a failure of the store's
+    /// backend (a read may be repeated; see [`crate::task_log::with_store_retries`]).
+    async fn load_record(&self) -> Result<Option<DurableExecution>, StoreError> {
+        crate::task_log::with_store_retries("an execution record's read", self.task_id(), || {
+            self.env.store.load_execution(&self.owner, self.task_id())
+        })
+        .await
+    }
+
     /// Writes the run's record, conditionally on the version it last saw.
     async fn save(&self, run: &mut DurableRun) -> Result<(), AgentError> {
-        self.try_save(run).await.map_err(save_failure)
+        match self.try_save(run).await {
+            Ok(()) => Ok(()),
+            Err(err) => Err(save_failure(run, err)),
+        }
     }
 
     /// [`Self::save`], with the store's error as it is.
@@ -681,7 +694,7 @@ impl Emitter {
             .work
             .enqueue_work(&job)
             .await
-            .map_err(store_failure)?;
+            .map_err(crate::task_log::store_unavailable)?;
         tracing::info!(task_id = %self.task_id(), "the execution was handed over to the worker");
         Ok(())
     }
@@ -774,15 +787,12 @@ fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
 /// A record that changed under this run (another run of the execution went on, or a push or a
 /// deadline ended its wait and queued the resumption) stops this run quietly: whoever wrote it
 /// carries the task on, and ending the task FAILED here would end their work too.
-fn save_failure(err: StoreError) -> AgentError {
+/// Any other failure is the store's ([`DurableRun::interrupt`]).
+fn save_failure(run: &mut DurableRun, err: StoreError) -> AgentError {
     match err {
         StoreError::Conflict => AgentError::Parked,
-        err => store_failure(err),
+        err => run.interrupt(err),
     }
-}
-
-fn store_failure(err: StoreError) -> AgentError {
-    crate::task_log::store_unavailable(err)
 }
 
 /// The task a remote's direct message answer stands for: completed, with the message.

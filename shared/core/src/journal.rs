@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::ports::{DurableExecution, Owner, StepRecord, TaskStore, Wait, WorkQueue};
+use crate::ports::{DurableExecution, Owner, StepRecord, StoreError, TaskStore, Wait, WorkQueue};
 use crate::remote::RemoteAgents;
 use crate::request::AgentError;
 
@@ -89,6 +89,13 @@ pub(crate) struct DurableRun {
     pub(crate) skip: u64,
     /// The run parked: it stops, and nothing it would still emit is written.
     pub(crate) parked: bool,
+    /// The run is a work job's, which its queue hands out again when it ends in
+    /// [`crate::ports::JobOutcome::Retry`]: a store failure in a durable step stops it
+    /// ([`Self::interrupt`]) instead of failing its task.
+    pub(crate) by_job: bool,
+    /// The run stopped on a store failure in a durable step; its job runs it again, replaying
+    /// what its record holds.
+    pub(crate) interrupted: bool,
 }
 
 impl DurableRun {
@@ -104,6 +111,8 @@ impl DurableRun {
             emits: 0,
             skip: 0,
             parked: false,
+            by_job: false,
+            interrupted: false,
         }
     }
 
@@ -119,7 +128,38 @@ impl DurableRun {
             next_step: 0,
             emits: 0,
             parked: false,
+            by_job: false,
+            interrupted: false,
         }
+    }
+
+    /// This run, as a work job's (see [`Self::by_job`]).
+    pub(crate) fn for_job(self) -> Self {
+        Self {
+            by_job: true,
+            ..self
+        }
+    }
+
+    /// What a durable step does when the store fails (`err`, after the SDK's retries): when
+    /// the backend failed (it may not, the next time) in a work job's run, the run stops as if
+    /// parked (nothing it would still emit is written) and its job is retried, replaying the
+    /// record, so that a burst of throttling does not fail a task a later attempt completes.
+    /// Any other run, or a failure that would come again (an item too large, unreadable), ends
+    /// its task FAILED, saying the store was unavailable (its internals go to the log).
+    pub(crate) fn interrupt(&mut self, err: StoreError) -> AgentError {
+        if !self.by_job || !matches!(err, StoreError::Backend(_)) {
+            return crate::task_log::store_unavailable(err);
+        }
+        tracing::warn!(%err, "the task store failed in a durable step; the job runs again");
+        self.parked = true;
+        self.interrupted = true;
+        AgentError::Parked
+    }
+
+    /// Whether the run stopped on a store failure, for its job to run it again.
+    pub(crate) fn is_interrupted(&self) -> bool {
+        self.interrupted
     }
 
     /// Counts an emit: `true` if the run it replays wrote it already (it is not written again),

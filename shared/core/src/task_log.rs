@@ -49,9 +49,38 @@ pub(crate) fn store_unavailable(err: impl std::fmt::Display) -> AgentError {
     AgentError::Failed(STORE_UNAVAILABLE.into())
 }
 
-/// The pauses before an append that failed in the store's backend is made again: a task's
-/// events are not given up for a burst of throttling of a second or two.
+/// The pauses before a store call that failed in the store's backend is made again: a task's
+/// events, or a durable step's read, are not given up for a burst of throttling of a second or
+/// two.
 const STORE_RETRY_PAUSES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
+
+/// `call`, made again after each of [`STORE_RETRY_PAUSES`] while the store's backend fails it
+/// (a throttling burst outlasting the adapter's own retries); any other outcome is returned as
+/// it is. Only for calls that may be repeated: reads, and writes whose store tells a repeat of a
+/// write that landed from a new one. `what` and `task_id` name it in the log.
+pub(crate) async fn with_store_retries<T, F, Fut>(
+    what: &str,
+    task_id: &str,
+    mut call: F,
+) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut pauses = STORE_RETRY_PAUSES.iter();
+    loop {
+        match call().await {
+            Err(StoreError::Backend(err)) => {
+                let Some(pause) = pauses.next() else {
+                    return Err(StoreError::Backend(err));
+                };
+                tracing::warn!(%task_id, error = %err, what, "a store call failed; it is tried again");
+                tokio::time::sleep(*pause).await;
+            }
+            other => return other,
+        }
+    }
+}
 
 /// The client's view of a store failure: what it can act on, or a generic internal error.
 pub(crate) fn store_error(err: StoreError) -> A2AError {
@@ -410,19 +439,10 @@ impl TaskLog {
         expected: u64,
         logged: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        let mut pauses = STORE_RETRY_PAUSES.iter();
-        loop {
-            match self.store.append_events(next, expected, logged).await {
-                Err(StoreError::Backend(err)) => {
-                    let Some(pause) = pauses.next() else {
-                        return Err(StoreError::Backend(err));
-                    };
-                    tracing::warn!(task_id = %next.task.id, error = %err, "a task write failed; it is tried again");
-                    tokio::time::sleep(*pause).await;
-                }
-                other => return other,
-            }
-        }
+        with_store_retries("a task write", &next.task.id, || {
+            self.store.append_events(next, expected, logged)
+        })
+        .await
     }
 
     /// Creates a task for `request` (SUBMITTED, with the message in its history), followed by

@@ -177,7 +177,8 @@ pub(crate) async fn run_work_job(
     let run = match record {
         Some(record) => DurableRun::replaying(record),
         None => DurableRun::fresh(job.trigger_seq, job.traceparent.clone()),
-    };
+    }
+    .for_job();
     let (emitter, _first) = new_emitter(
         &core.log,
         &core.durable,
@@ -209,6 +210,13 @@ pub(crate) async fn run_work_job(
     if !finished {
         return (hand_over(core, job, &emitter).await, attempt);
     }
+    if emitter.durable.lock().await.is_interrupted() {
+        // The store failed in a durable step: the job comes back and replays the record, as
+        // the attempt the lease counts (ended now, not given back, so the next one may take
+        // it at once and a run that never gets through fails after `max_job_attempts`).
+        end_lease_now(core, job).await;
+        return (retry("store: a durable step failed".into()), attempt);
+    }
     // A task that ended needs its lease no more: nothing runs on a terminal task, and a
     // redelivered job finds it terminal before it asks for the lease. Left to expire, the
     // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
@@ -239,13 +247,7 @@ fn ran_before(events: &[LoggedEvent], trigger_seq: u64) -> bool {
 /// Hands over the run of `job`, stopped before its invocation ends (see [`run_work_job`]).
 async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter) -> JobOutcome {
     // Ended now, not given back: the resumption takes it at once, as the job's next attempt.
-    if let Err(err) = core
-        .store
-        .acquire_lease(&job.task_id, &core.config.worker_id, Timestamp::now())
-        .await
-    {
-        tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
-    }
+    end_lease_now(core, job).await;
     if emitter.task_active().await {
         if let Err(err) = emitter.hand_over().await {
             // The job comes back from the queue, as the attempt the lease counted.
@@ -258,6 +260,18 @@ async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter
         tracing::warn!(task_id = %job.task_id, "the work ran until its invocation's end; handed over to the next");
     }
     JobOutcome::Done
+}
+
+/// Ends the task's lease now but keeps it, with the job's attempt count: the job's next
+/// attempt takes it at once and counts on.
+async fn end_lease_now(core: &Core, job: &WorkJob) {
+    if let Err(err) = core
+        .store
+        .acquire_lease(&job.task_id, &core.config.worker_id, Timestamp::now())
+        .await
+    {
+        tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
+    }
 }
 
 /// Gives the task's lease back (and with it the job's attempt count: the job is settled).

@@ -101,6 +101,11 @@ pub struct Options {
     /// this plus --sweep-interval-secs, by this server or another one on the same store.
     #[arg(long, env = "A2A_EXECUTION_LEASE_SECS", default_value_t = 30)]
     pub execution_lease_secs: u64,
+    /// Runs the work of a send the client does not wait for (`returnImmediately`) from the
+    /// work queue, as the Lambda stack does (nothing may run there after a response), instead
+    /// of in this process's background. Off by default.
+    #[arg(long, env = "A2A_QUEUE_BACKGROUND_WORK", default_value = "off", value_parser = a2a_core::parse_switch, action = clap::ArgAction::Set)]
+    pub queue_background_work: bool,
     /// Seconds between sweeps for tasks whose execution lease expired (one runs at start-up).
     #[arg(long, env = "A2A_SWEEP_INTERVAL_SECS", default_value_t = 10)]
     pub sweep_interval_secs: u64,
@@ -555,7 +560,7 @@ pub async fn serve(
         message_id_reuse: options.message_id_reuse,
         max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
         long_poll_max_wait: Duration::from_secs(options.long_poll_secs),
-        background_inline: true,
+        background_inline: !options.queue_background_work,
         push_policy,
         push_sender: Arc::new(WebhookClient::new()),
         // The issuer is the base URL: receivers find the JWKS at `{iss}/.well-known/jwks.json`.
