@@ -78,6 +78,10 @@ pub enum Hostility {
     /// GetTask answers it WORKING, CancelTask cancels it. [`HostileAgent::push_results`] has
     /// the HTTP status of each push.
     BigAppends(usize),
+    /// An agent in trouble for a moment (its store, say): SendMessage answers JSON-RPC
+    /// InternalError (-32603) the first this many times, then takes the message and answers
+    /// task `t1` COMPLETED.
+    BusySends(usize),
 }
 
 /// How many times [`Hostility::DoubledChunkThenBusy`] answers GetTask 503: a GetTask and the
@@ -291,7 +295,13 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         Hostility::BigAppends(chunks) => Some(chunks),
         _ => None,
     };
+    let busy = match shared.hostility {
+        Hostility::BusySends(times) => calls_of(shared, "SendMessage") <= times,
+        _ => false,
+    };
     match method {
+        "SendMessage" if busy => json_response(&json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32603, "message": "Internal error"}})),
         "SendMessage" if big.is_some() => {
             let (url, token) = push_target(&request);
             let chunks = big.unwrap_or_default();

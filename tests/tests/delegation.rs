@@ -354,6 +354,46 @@ async fn a_remote_that_never_finishes_ends_ours_failed_at_the_timeout() {
     );
 }
 
+/// An agent that answers InternalError for a moment (the 20 % fault run of issue 52 ended three
+/// delegations FAILED on a remote a2a-local whose store was being throttled) is sent the same
+/// message again, with the same id, and the call goes on; one that stays in trouble past the
+/// retries fails the call, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_in_trouble_for_a_moment_gets_the_message_again() {
+    if !store_ready() {
+        return;
+    }
+    let busy = HostileAgent::start(Hostility::BusySends(2)).await;
+    let ours = delegating(60).await;
+    let task = delegated_to(&ours, &busy).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let sends: Vec<Value> = busy
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/rpc")
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter(|call| call["method"] == "SendMessage")
+        .collect();
+    assert_eq!(sends.len(), 3, "two refusals, then the message taken");
+    let ids: Vec<&Value> = sends
+        .iter()
+        .map(|call| &call["params"]["message"]["messageId"])
+        .collect();
+    assert!(
+        ids.iter().all(|id| *id == ids[0]),
+        "the same message each time: {ids:?}"
+    );
+
+    let troubled = HostileAgent::start(Hostility::BusySends(usize::MAX)).await;
+    let task = delegated_to(&ours, &troubled).await;
+    assert_eq!(state(&task), "TASK_STATE_FAILED", "{task}");
+    assert!(
+        message_text(&task["status"]["message"]).contains("Internal error"),
+        "{task}"
+    );
+    assert_eq!(methods_called(&troubled), ["SendMessage"; 3]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushes_out_of_order_leave_our_answer_whole() {
     if !store_ready() {

@@ -35,6 +35,7 @@ use crate::ports::{
 };
 use crate::recorded::{decode, failure_value, recorded_failure, too_large_answer};
 use crate::relay::{relay, status_mark, stopped_anew, too_large_reason, RemoteUpdate};
+use crate::remote::{RemoteAgents, RemoteError, RemoteSent};
 use crate::request::AgentError;
 use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
@@ -315,7 +316,9 @@ impl Emitter {
                 token: token.clone(),
                 poll_every_ms: u64::try_from(poll.as_millis()).unwrap_or(u64::MAX),
             },
-            due_at: after(poll).min(deadline),
+            // Not due before the send has had its time (its attempts and their pauses): a
+            // sweep would otherwise resume the wait while this run's message is still out.
+            due_at: after(poll.max(SEND_WINDOW)).min(deadline),
             deadline,
             outcome: None,
         });
@@ -342,10 +345,14 @@ impl Emitter {
                 token: token.clone(),
                 ..TaskPushNotificationConfig::default()
             });
-        let sent = env
-            .remote
-            .send(&call.agent, message, push, run.traceparent.as_deref())
-            .await;
+        let sent = send_retried(
+            env.remote.as_ref(),
+            &call.agent,
+            &message,
+            push.as_ref(),
+            run.traceparent.as_deref(),
+        )
+        .await;
         let mut pushed_with = None;
         let task = match sent.map(|s| (s.answer, s.pushes || kept_token.is_some())) {
             Err(err) => {
@@ -361,17 +368,20 @@ impl Emitter {
             Ok((SendMessageResponse::Task(task), pushes)) => {
                 if pushes {
                     pushed_with = Some(token.clone());
-                    // Its pushes bring the news: a poll is only the safety net.
-                    if let Some(Wait {
-                        what: WaitFor::RemoteTask { poll_every_ms, .. },
-                        due_at,
-                        deadline,
-                        ..
-                    }) = run.record_mut().wait.as_mut()
-                    {
+                }
+                // The first poll is due from now, the message taken; with pushes the poll is
+                // only the safety net, ten times rarer.
+                if let Some(Wait {
+                    what: WaitFor::RemoteTask { poll_every_ms, .. },
+                    due_at,
+                    deadline,
+                    ..
+                }) = run.record_mut().wait.as_mut()
+                {
+                    if pushes {
                         *poll_every_ms = poll_every_ms.saturating_mul(PUSHED_POLL_FACTOR);
-                        *due_at = after(Duration::from_millis(*poll_every_ms)).min(*deadline);
                     }
+                    *due_at = after(Duration::from_millis(*poll_every_ms)).min(*deadline);
                 }
                 task
             }
@@ -601,7 +611,12 @@ impl Emitter {
         record.version = expected.map_or(1, |v| v + 1);
         record.expires_at = self.env.expiry();
         let record = record.clone();
-        self.env.store.save_execution(&record, expected).await?;
+        // Made again, the same record, after a failure of the backend: the store tells a
+        // repeat of a save that landed (the same version and content) from another writer's.
+        crate::task_log::with_store_retries("an execution record's save", self.task_id(), || {
+            self.env.store.save_execution(&record, expected)
+        })
+        .await?;
         run.stored = Some(record.version);
         Ok(())
     }
@@ -768,6 +783,44 @@ fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task
             push_token: Some(token.clone()),
         },
     );
+}
+
+/// How long a send to another agent may take, its retries included ([`send_retried`]: three
+/// attempts of at most 30 s each, the network adapter's limit, and their pauses), with room to
+/// spare. The wait written before the message goes out is not due before then.
+const SEND_WINDOW: Duration = Duration::from_secs(120);
+
+/// The pauses before a message the other agent could not take ([`RemoteError::Unavailable`]:
+/// unreachable, overloaded, its own trouble of the moment such as its store) is sent again.
+const REMOTE_RETRY_PAUSES: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(3)];
+
+/// `remote.send`, made again after each of [`REMOTE_RETRY_PAUSES`] while the other agent is
+/// unavailable: the same message with the same id (derived from the task and the step), which
+/// an agent that deduplicates by message id (as this kit's does) takes once. Every other
+/// outcome, an answer or a refusal, is returned as it is.
+async fn send_retried(
+    remote: &dyn RemoteAgents,
+    agent: &str,
+    message: &Message,
+    push: Option<&TaskPushNotificationConfig>,
+    traceparent: Option<&str>,
+) -> Result<RemoteSent, RemoteError> {
+    let mut pauses = REMOTE_RETRY_PAUSES.iter();
+    loop {
+        match remote
+            .send(agent, message.clone(), push.cloned(), traceparent)
+            .await
+        {
+            Err(RemoteError::Unavailable(why)) => {
+                let Some(pause) = pauses.next() else {
+                    return Err(RemoteError::Unavailable(why));
+                };
+                tracing::warn!(%agent, reason = %why, "the other agent could not take the message; it is sent again");
+                tokio::time::sleep(*pause).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Remembers the status a remote task stopped in when it asks for input, so that the call

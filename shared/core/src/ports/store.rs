@@ -223,7 +223,9 @@ pub trait ExecutionStore: Send + Sync + 'static {
     ) -> Result<Option<DurableExecution>, StoreError>;
 
     /// Writes `execution` if the stored record's version is `expected` (`None`: no record, or an
-    /// expired one); `Conflict` otherwise. `execution.version` is what the store keeps. The
+    /// expired one); `Conflict` otherwise, unless the stored record is `execution` itself (the
+    /// same version and content: a repeat of a save that landed, its answer lost, is saved,
+    /// not a conflict). `execution.version` is what the store keeps. The
     /// record is due again at [`DurableExecution::due_at`], when it has a wait:
     /// [`Self::list_due_executions`] lists it from then on.
     async fn save_execution(

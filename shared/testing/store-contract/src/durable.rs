@@ -53,10 +53,20 @@ pub async fn execution_records<S: TaskStore + ?Sized>(store: &S) {
         .save_execution(&first, None)
         .await
         .expect("a new record");
+    let mut other = first.clone();
+    other.steps.push(a2a_core::StepRecord {
+        name: "another writer's".into(),
+        value: serde_json::json!(1),
+    });
+    assert_eq!(
+        store.save_execution(&other, None).await,
+        Err(StoreError::Conflict),
+        "a record exists: another create conflicts"
+    );
     assert_eq!(
         store.save_execution(&first, None).await,
-        Err(StoreError::Conflict),
-        "a record exists: a create conflicts"
+        Ok(()),
+        "a repeat of the save that landed (its answer lost) is that save, not a conflict"
     );
     let loaded = store.load_execution(&owner, &task).await.unwrap();
     assert_eq!(loaded.as_ref(), Some(&first));

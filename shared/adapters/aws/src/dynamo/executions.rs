@@ -142,7 +142,10 @@ impl ExecutionStore for DynamoTaskStore {
             (attr::VERSION.to_owned(), n(execution.version)),
             (attr::EXPIRES.to_owned(), n(exp)),
             (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
-            (PACKED.to_owned(), AttributeValue::B(Blob::new(body))),
+            (
+                PACKED.to_owned(),
+                AttributeValue::B(Blob::new(body.clone())),
+            ),
             (attr::WRITE_ID.to_owned(), mark.clone()),
         ]);
         items::check_size(&item, || {
@@ -165,11 +168,17 @@ impl ExecutionStore for DynamoTaskStore {
             }
         };
         // A refused write whose record holds this write's mark is this write, landed on an
-        // attempt whose answer was lost: saved. (Taken for another writer's, the run would
-        // stop, leaving its own wait for a message it never sent.)
+        // attempt whose answer was lost: saved. So is one holding this very record (the same
+        // version and bytes): the core's own repeat of a save that failed through the SDK's
+        // attempts after one of them landed. (Taken for another writer's, the run would stop,
+        // leaving its own wait for a message it never sent.)
         let own = || async {
             let stored = self.get(key.clone()).await?;
-            Ok::<_, StoreError>(stored.is_some_and(|i| i.get(attr::WRITE_ID) == Some(&mark)))
+            Ok::<_, StoreError>(stored.is_some_and(|i| {
+                i.get(attr::WRITE_ID) == Some(&mark)
+                    || (i.get(attr::VERSION) == Some(&n(execution.version))
+                        && i.get(PACKED) == Some(&AttributeValue::B(Blob::new(body.clone()))))
+            }))
         };
         if !saved && !own().await? {
             return Err(StoreError::Conflict);

@@ -59,17 +59,23 @@ impl ExecutionStore for SqliteStore {
             .write(move |tx| {
                 let now = now_ms();
                 // The row as it stands: an expired one counts as none.
-                let stored: Option<(String, i64)> = tx
+                let stored: Option<(String, i64, String)> = tx
                     .query_row_cached(
-                        "SELECT owner, version FROM executions
+                        "SELECT owner, version, body FROM executions
                          WHERE task_id = ?1 AND expires_at_ms > ?2",
                         params![task_id, now],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )
                     .optional()?;
+                // A repeat of a save that landed: this very record is stored already.
+                if let Some((stored_owner, v, stored_body)) = &stored {
+                    if *stored_owner == owner && *v == version && *stored_body == body {
+                        return Ok(true);
+                    }
+                }
                 let matches = match (&stored, expected) {
                     (None, None) => true,
-                    (Some((stored_owner, v)), Some(e)) => *stored_owner == owner && *v == e,
+                    (Some((stored_owner, v, _)), Some(e)) => *stored_owner == owner && *v == e,
                     _ => false,
                 };
                 if !matches {
