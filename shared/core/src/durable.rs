@@ -29,13 +29,13 @@ use serde_json::Value;
 use tokio::sync::MutexGuard;
 
 use crate::emitter::Emitter;
-use crate::journal::{after, DurableRun};
+use crate::journal::{after, mark_stop, remember_pushed, save_failure, DurableRun};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
 use crate::recorded::{decode, failure_value, recorded_failure, too_large_answer};
-use crate::relay::{relay, status_mark, stopped_anew, too_large_reason, RemoteUpdate};
-use crate::remote::{RemoteAgents, RemoteError, RemoteSent};
+use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
+use crate::remote::{send_retried, SEND_WINDOW};
 use crate::request::AgentError;
 use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
@@ -752,99 +752,6 @@ impl Emitter {
                 tracing::warn!(task_id = %self.task_id(), error = %err, "could not remove the execution record");
             }
         }
-    }
-}
-
-/// A wait that a push ended before the run that sent the message recorded the remote's
-/// answer: the record does not know the remote task yet (its wait names none, or, for a room,
-/// only the id this call gave it). The pushed task is that task, and it pushes to us with the
-/// wait's token (a poll needs the task's id, and a room's poll never ends a wait, so only a
-/// push can have ended such a wait). Once the answer is recorded, the record knows the task,
-/// with whether it pushes.
-fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
-    let WaitFor::RemoteTask { remote, token, .. } = what else {
-        return;
-    };
-    let named_by_us = RoomAddress::is_room(&remote.agent) && remote.task_id == task.id;
-    if !(remote.task_id.is_empty() || named_by_us) || task.id.is_empty() {
-        return;
-    }
-    let remotes = &mut run.record_mut().remotes;
-    if remotes.get(name).is_some_and(|r| r.task_id == task.id) {
-        return;
-    }
-    remotes.insert(
-        name.to_owned(),
-        RemoteTaskRef {
-            agent: remote.agent.clone(),
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            stopped_at: None,
-            push_token: Some(token.clone()),
-        },
-    );
-}
-
-/// How long a send to another agent may take, its retries included ([`send_retried`]: three
-/// attempts of at most 30 s each, the network adapter's limit, and their pauses), with room to
-/// spare. The wait written before the message goes out is not due before then.
-const SEND_WINDOW: Duration = Duration::from_secs(120);
-
-/// The pauses before a message the other agent could not take ([`RemoteError::Unavailable`]:
-/// unreachable, overloaded, its own trouble of the moment such as its store) is sent again.
-const REMOTE_RETRY_PAUSES: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(3)];
-
-/// `remote.send`, made again after each of [`REMOTE_RETRY_PAUSES`] while the other agent is
-/// unavailable: the same message with the same id (derived from the task and the step), which
-/// an agent that deduplicates by message id (as this kit's does) takes once. Every other
-/// outcome, an answer or a refusal, is returned as it is.
-async fn send_retried(
-    remote: &dyn RemoteAgents,
-    agent: &str,
-    message: &Message,
-    push: Option<&TaskPushNotificationConfig>,
-    traceparent: Option<&str>,
-) -> Result<RemoteSent, RemoteError> {
-    let mut pauses = REMOTE_RETRY_PAUSES.iter();
-    loop {
-        match remote
-            .send(agent, message.clone(), push.cloned(), traceparent)
-            .await
-        {
-            Err(RemoteError::Unavailable(why)) => {
-                let Some(pause) = pauses.next() else {
-                    return Err(RemoteError::Unavailable(why));
-                };
-                tracing::warn!(%agent, reason = %why, "the other agent could not take the message; it is sent again");
-                tokio::time::sleep(*pause).await;
-            }
-            other => return other,
-        }
-    }
-}
-
-/// Remembers the status a remote task stopped in when it asks for input, so that the call
-/// continuing it does not take a snapshot from before its message for a new stop.
-fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
-    if let Some(remote) = run.record_mut().remotes.get_mut(name) {
-        remote.stopped_at = task
-            .status
-            .state
-            .is_interrupted()
-            .then(|| status_mark(task))
-            .flatten();
-    }
-}
-
-/// A failed save of the record: a conflict means another run of this execution went on.
-/// A record that changed under this run (another run of the execution went on, or a push or a
-/// deadline ended its wait and queued the resumption) stops this run quietly: whoever wrote it
-/// carries the task on, and ending the task FAILED here would end their work too.
-/// Any other failure is the store's ([`DurableRun::interrupt`]).
-fn save_failure(run: &mut DurableRun, err: StoreError) -> AgentError {
-    match err {
-        StoreError::Conflict => AgentError::Parked,
-        err => run.interrupt(err),
     }
 }
 

@@ -5,14 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_protocol::Timestamp;
+use a2a_protocol::{Task, Timestamp};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::ports::{DurableExecution, Owner, StepRecord, StoreError, TaskStore, Wait, WorkQueue};
+use crate::ports::{
+    DurableExecution, Owner, RemoteTaskRef, StepRecord, StoreError, TaskStore, Wait, WaitFor,
+    WorkQueue,
+};
+use crate::relay::status_mark;
 use crate::remote::RemoteAgents;
 use crate::request::AgentError;
+use crate::room::RoomAddress;
 
 /// The longest delay a work queue takes for a delayed job (SQS's 15 minutes); a wait due later
 /// is found by the sweep of due executions instead.
@@ -228,5 +233,60 @@ impl DurableRun {
         if record.wait.as_ref().is_some_and(|w| w.step == index) {
             record.wait = None;
         }
+    }
+}
+
+/// A wait that a push ended before the run that sent the message recorded the remote's
+/// answer: the record does not know the remote task yet (its wait names none, or, for a room,
+/// only the id this call gave it). The pushed task is that task, and it pushes to us with the
+/// wait's token (a poll needs the task's id, and a room's poll never ends a wait, so only a
+/// push can have ended such a wait). Once the answer is recorded, the record knows the task,
+/// with whether it pushes.
+pub(crate) fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
+    let WaitFor::RemoteTask { remote, token, .. } = what else {
+        return;
+    };
+    let named_by_us = RoomAddress::is_room(&remote.agent) && remote.task_id == task.id;
+    if !(remote.task_id.is_empty() || named_by_us) || task.id.is_empty() {
+        return;
+    }
+    let remotes = &mut run.record_mut().remotes;
+    if remotes.get(name).is_some_and(|r| r.task_id == task.id) {
+        return;
+    }
+    remotes.insert(
+        name.to_owned(),
+        RemoteTaskRef {
+            agent: remote.agent.clone(),
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            stopped_at: None,
+            push_token: Some(token.clone()),
+        },
+    );
+}
+
+/// Remembers the status a remote task stopped in when it asks for input, so that the call
+/// continuing it does not take a snapshot from before its message for a new stop.
+pub(crate) fn mark_stop(run: &mut DurableRun, name: &str, task: &Task) {
+    if let Some(remote) = run.record_mut().remotes.get_mut(name) {
+        remote.stopped_at = task
+            .status
+            .state
+            .is_interrupted()
+            .then(|| status_mark(task))
+            .flatten();
+    }
+}
+
+/// A failed save of the record: a conflict means another run of this execution went on.
+/// A record that changed under this run (another run of the execution went on, or a push or a
+/// deadline ended its wait and queued the resumption) stops this run quietly: whoever wrote it
+/// carries the task on, and ending the task FAILED here would end their work too.
+/// Any other failure is the store's ([`DurableRun::interrupt`]).
+pub(crate) fn save_failure(run: &mut DurableRun, err: StoreError) -> AgentError {
+    match err {
+        StoreError::Conflict => AgentError::Parked,
+        err => run.interrupt(err),
     }
 }

@@ -3,6 +3,7 @@
 //! configured for each agent; the core only says what to send and what to follow.
 
 use std::fmt;
+use std::time::Duration;
 
 use a2a_protocol::{Message, SendMessageResponse, Task, TaskPushNotificationConfig};
 use async_trait::async_trait;
@@ -128,4 +129,42 @@ fn not_configured(agent: &str) -> RemoteError {
     RemoteError::Refused(format!(
         "this server is not configured to call other agents (asked to call {agent})"
     ))
+}
+
+/// How long a send to another agent may take, its retries included ([`send_retried`]: three
+/// attempts of at most 30 s each, the network adapter's limit, and their pauses), with room to
+/// spare. The wait written before the message goes out is not due before then.
+pub(crate) const SEND_WINDOW: Duration = Duration::from_secs(120);
+
+/// The pauses before a message the other agent could not take ([`RemoteError::Unavailable`]:
+/// unreachable, overloaded, its own trouble of the moment such as its store) is sent again.
+const REMOTE_RETRY_PAUSES: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(3)];
+
+/// `remote.send`, made again after each of [`REMOTE_RETRY_PAUSES`] while the other agent is
+/// unavailable: the same message with the same id (derived from the task and the step), which
+/// an agent that deduplicates by message id (as this kit's does) takes once. Every other
+/// outcome, an answer or a refusal, is returned as it is.
+pub(crate) async fn send_retried(
+    remote: &dyn RemoteAgents,
+    agent: &str,
+    message: &Message,
+    push: Option<&TaskPushNotificationConfig>,
+    traceparent: Option<&str>,
+) -> Result<RemoteSent, RemoteError> {
+    let mut pauses = REMOTE_RETRY_PAUSES.iter();
+    loop {
+        match remote
+            .send(agent, message.clone(), push.cloned(), traceparent)
+            .await
+        {
+            Err(RemoteError::Unavailable(why)) => {
+                let Some(pause) = pauses.next() else {
+                    return Err(RemoteError::Unavailable(why));
+                };
+                tracing::warn!(%agent, reason = %why, "the other agent could not take the message; it is sent again");
+                tokio::time::sleep(*pause).await;
+            }
+            other => return other,
+        }
+    }
 }
