@@ -771,7 +771,8 @@ def no_timeouts():
 
 
 CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_1_1),
-          ("push config secrets", push_secrets), ("echo", echo), ("AWS's request limits", request_limits), ("queued job", queued_job),
+          ("push config secrets", push_secrets), ("echo", echo),
+          ("AWS's request limits", request_limits), ("queued job", queued_job),
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
           ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),

@@ -136,7 +136,8 @@ cleanup() {
   for pid in ${server:-} ${auth_server:-} ${issuer:-}; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
-  # The background suite's whole session: its script, its functions, moto, the router.
+  # The checks run in the background, each its whole session: the new agent project's (its
+  # cargo and server), the Lambda suite's (its script, its functions, moto, the router).
   if [ -n "${new_agent:-}" ]; then
     kill -- -"$new_agent" 2>/dev/null || true; wait "$new_agent" 2>/dev/null || true
   fi

@@ -297,44 +297,36 @@ pub fn invocation_event_size(
     CONTEXT + body + copies * headers + 2 * target
 }
 
-/// What AWS answers in place of the function for a request it will not hand to it, or `None`
-/// when the request passes: behind API Gateway a body over 10 MiB
-/// ([`API_GATEWAY_MAX_REQUEST_BODY`]), then behind either front door an invocation event over
-/// Lambda's 6 MB ([`LAMBDA_MAX_REQUEST_EVENT`], [`invocation_event_size`]). Both are 413: API
-/// Gateway's `{"message": "Request Too Long"}`, a Function URL's Lambda error.
+/// Whether AWS refuses to hand a request with these headers and this body to a function:
+/// behind API Gateway a body over 10 MiB ([`API_GATEWAY_MAX_REQUEST_BODY`]), behind either
+/// front door an invocation event over Lambda's 6 MB ([`LAMBDA_MAX_REQUEST_EVENT`],
+/// [`invocation_event_size`]). Its caller then gets [`request_too_large`].
 pub fn refused_request(
     front_door: FrontDoor,
     parts: &axum::http::request::Parts,
     body: &[u8],
 ) -> Option<axum::response::Response> {
+    let refused = (front_door == FrontDoor::ApiGateway
+        && body.len() > API_GATEWAY_MAX_REQUEST_BODY)
+        || invocation_event_size(front_door, parts, body) > LAMBDA_MAX_REQUEST_EVENT;
+    refused.then(|| request_too_large(front_door))
+}
+
+/// What AWS answers, in place of the function, a request too large for it: 413, API Gateway's
+/// `{"message": "Request Too Long"}` or, behind a Function URL, Lambda's own error.
+pub fn request_too_large(front_door: FrontDoor) -> axum::response::Response {
     use axum::response::IntoResponse;
 
-    let too_long = || {
-        (
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            axum::Json(serde_json::json!({"message": "Request Too Long"})),
-        )
-            .into_response()
+    let body = match front_door {
+        FrontDoor::ApiGateway => serde_json::json!({"message": "Request Too Long"}),
+        FrontDoor::FunctionUrl => serde_json::json!({
+            "Message": format!(
+                "Request must be smaller than {LAMBDA_MAX_REQUEST_EVENT} bytes for the InvokeFunction operation"
+            ),
+            "Type": "User",
+        }),
     };
-    if front_door == FrontDoor::ApiGateway && body.len() > API_GATEWAY_MAX_REQUEST_BODY {
-        return Some(too_long());
-    }
-    if invocation_event_size(front_door, parts, body) <= LAMBDA_MAX_REQUEST_EVENT {
-        return None;
-    }
-    Some(match front_door {
-        FrontDoor::ApiGateway => too_long(),
-        FrontDoor::FunctionUrl => (
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            axum::Json(serde_json::json!({
-                "Message": format!(
-                    "Request must be smaller than {LAMBDA_MAX_REQUEST_EVENT} bytes for the InvokeFunction operation"
-                ),
-                "Type": "User",
-            })),
-        )
-            .into_response(),
-    })
+    (axum::http::StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response()
 }
 
 /// `body`, cut at `limit` bytes as Lambda cuts a streamed response that outgrows

@@ -30,6 +30,7 @@ mod recorded;
 mod relay;
 mod remote;
 mod request;
+mod retry;
 mod room;
 mod service;
 mod signing;

@@ -151,20 +151,11 @@ pub(crate) async fn send_retried(
     push: Option<&TaskPushNotificationConfig>,
     traceparent: Option<&str>,
 ) -> Result<RemoteSent, RemoteError> {
-    let mut pauses = REMOTE_RETRY_PAUSES.iter();
-    loop {
-        match remote
-            .send(agent, message.clone(), push.cloned(), traceparent)
-            .await
-        {
-            Err(RemoteError::Unavailable(why)) => {
-                let Some(pause) = pauses.next() else {
-                    return Err(RemoteError::Unavailable(why));
-                };
-                tracing::warn!(%agent, reason = %why, "the other agent could not take the message; it is sent again");
-                tokio::time::sleep(*pause).await;
-            }
-            other => return other,
-        }
-    }
+    crate::retry::after_pauses(
+        &REMOTE_RETRY_PAUSES,
+        |err| matches!(err, RemoteError::Unavailable(_)),
+        || remote.send(agent, message.clone(), push.cloned(), traceparent),
+        |err| tracing::warn!(%agent, reason = %err, "the other agent could not take the message; it is sent again"),
+    )
+    .await
 }

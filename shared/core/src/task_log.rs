@@ -61,25 +61,19 @@ const STORE_RETRY_PAUSES: [Duration; 2] = [Duration::from_millis(250), Duration:
 pub(crate) async fn with_store_retries<T, F, Fut>(
     what: &str,
     task_id: &str,
-    mut call: F,
+    call: F,
 ) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
-    let mut pauses = STORE_RETRY_PAUSES.iter();
-    loop {
-        match call().await {
-            Err(StoreError::Backend(err)) => {
-                let Some(pause) = pauses.next() else {
-                    return Err(StoreError::Backend(err));
-                };
-                tracing::warn!(%task_id, error = %err, what, "a store call failed; it is tried again");
-                tokio::time::sleep(*pause).await;
-            }
-            other => return other,
-        }
-    }
+    crate::retry::after_pauses(
+        &STORE_RETRY_PAUSES,
+        |err| matches!(err, StoreError::Backend(_)),
+        call,
+        |err| tracing::warn!(%task_id, error = %err, what, "a store call failed; it is tried again"),
+    )
+    .await
 }
 
 /// The client's view of a store failure: what it can act on, or a generic internal error.

@@ -263,12 +263,11 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     let url = format!("{}{path_and_query}", app.watch);
     let function = function_of(request.uri().path()).map(str::to_owned);
     let lose = function.as_deref().is_some_and(|f| app.loses_answer(f));
-    let timeout = function
-        .as_deref()
-        .and_then(|f| app.timeout_of(f).map(|t| (f.to_owned(), t)));
-    let deadline = timeout
-        .as_ref()
-        .map(|(_, t)| tokio::time::Instant::now() + *t);
+    // The function's Timeout, and when this invocation reaches it.
+    let deadline = function.as_deref().and_then(|f| {
+        let timeout = app.timeout_of(f)?;
+        Some((f.to_owned(), timeout, tokio::time::Instant::now() + timeout))
+    });
     let in_flight = function.map(|function| {
         app.begin(&function);
         InFlight {
@@ -277,13 +276,12 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         }
     });
     let answer = a2a_lambda_tools::forward(&app.http, &url, request);
-    let result = match deadline {
+    let result = match &deadline {
         None => answer.await,
-        Some(deadline) => match tokio::time::timeout_at(deadline, answer).await {
+        Some((function, timeout, at)) => match tokio::time::timeout_at(*at, answer).await {
             Ok(result) => result,
             Err(_) => {
-                let (function, timeout) = timeout.expect("a deadline has its timeout");
-                app.timed_out(&function);
+                app.timed_out(function);
                 drop(in_flight);
                 return (
                     StatusCode::BAD_GATEWAY,
@@ -312,12 +310,12 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     match result {
         // The invocation lasts until its answer is passed on whole.
         Ok(response) => response.map(|body| {
-            let body = match (deadline, timeout) {
-                (Some(deadline), Some((function, _))) => {
+            let body = match deadline {
+                Some((function, _, at)) => {
                     let app = app.clone();
-                    a2a_lambda_tools::end_body_at(body, deadline, move || app.timed_out(&function))
+                    a2a_lambda_tools::end_body_at(body, at, move || app.timed_out(&function))
                 }
-                _ => body,
+                None => body,
             };
             Body::from_stream(body.into_data_stream().map_err(move |err| {
                 let _ = &in_flight;

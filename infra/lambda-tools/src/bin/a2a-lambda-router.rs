@@ -98,7 +98,8 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
     // invoked; its caller gets what AWS answers.
     let (parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, a2a_lambda_tools::MAX_FORWARDED_BODY).await else {
-        return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+        // Past both limits.
+        return a2a_lambda_tools::request_too_large(app.front_door);
     };
     if let Some(refusal) = a2a_lambda_tools::refused_request(app.front_door, &parts, &body) {
         tracing::warn!(%function, %path, bytes = body.len(), "request refused as AWS would refuse it");

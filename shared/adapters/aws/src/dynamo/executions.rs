@@ -133,6 +133,7 @@ impl ExecutionStore for DynamoTaskStore {
                 .await?;
         }
         let key = items::key(items::task_pk(&execution.task_id), EXECUTION_SK);
+        let packed = AttributeValue::B(Blob::new(body));
         let mut item = key.clone();
         // This write's own mark: an attempt whose answer was lost (the SDK tries again, and
         // the condition meets the write itself) is told from another writer's.
@@ -142,10 +143,7 @@ impl ExecutionStore for DynamoTaskStore {
             (attr::VERSION.to_owned(), n(execution.version)),
             (attr::EXPIRES.to_owned(), n(exp)),
             (attr::TTL.to_owned(), n(items::ttl_secs(exp))),
-            (
-                PACKED.to_owned(),
-                AttributeValue::B(Blob::new(body.clone())),
-            ),
+            (PACKED.to_owned(), packed.clone()),
             (attr::WRITE_ID.to_owned(), mark.clone()),
         ]);
         items::check_size(&item, || {
@@ -177,7 +175,7 @@ impl ExecutionStore for DynamoTaskStore {
             Ok::<_, StoreError>(stored.is_some_and(|i| {
                 i.get(attr::WRITE_ID) == Some(&mark)
                     || (i.get(attr::VERSION) == Some(&n(execution.version))
-                        && i.get(PACKED) == Some(&AttributeValue::B(Blob::new(body.clone()))))
+                        && i.get(PACKED) == Some(&packed))
             }))
         };
         if !saved && !own().await? {

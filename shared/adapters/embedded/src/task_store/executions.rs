@@ -59,27 +59,34 @@ impl ExecutionStore for SqliteStore {
             .write(move |tx| {
                 let now = now_ms();
                 // The row as it stands: an expired one counts as none.
-                let stored: Option<(String, i64, String)> = tx
+                let stored: Option<(String, i64)> = tx
                     .query_row_cached(
-                        "SELECT owner, version, body FROM executions
+                        "SELECT owner, version FROM executions
                          WHERE task_id = ?1 AND expires_at_ms > ?2",
                         params![task_id, now],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                        |r| Ok((r.get(0)?, r.get(1)?)),
                     )
                     .optional()?;
-                // A repeat of a save that landed: this very record is stored already.
-                if let Some((stored_owner, v, stored_body)) = &stored {
-                    if *stored_owner == owner && *v == version && *stored_body == body {
-                        return Ok(true);
-                    }
-                }
                 let matches = match (&stored, expected) {
                     (None, None) => true,
-                    (Some((stored_owner, v, _)), Some(e)) => *stored_owner == owner && *v == e,
+                    (Some((stored_owner, v)), Some(e)) => *stored_owner == owner && *v == e,
                     _ => false,
                 };
                 if !matches {
-                    return Ok(false);
+                    // A repeat of a save that landed: this very record is stored already (its
+                    // body is read only here, off the usual path).
+                    let repeat = match &stored {
+                        Some((stored_owner, v)) if *stored_owner == owner && *v == version => {
+                            let stored_body: String = tx.query_row_cached(
+                                "SELECT body FROM executions WHERE task_id = ?1",
+                                params![task_id],
+                                |r| r.get(0),
+                            )?;
+                            stored_body == body
+                        }
+                        _ => false,
+                    };
+                    return Ok(repeat);
                 }
                 tx.execute_cached(
                     "INSERT INTO executions (task_id, owner, version, due_at_ms, expires_at_ms, body)
