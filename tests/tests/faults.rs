@@ -1,10 +1,15 @@
 //! An end-to-end run under the faults AWS produces (issue 52, item 4).
 //!
 //! The test starts its own moto (`infra/moto_server.py` from `.venv-moto`, which
-//! `infra/moto.sh setup` installs) and two `a2a-local` servers on DynamoDB + SQS through it,
-//! turns faults on (`/fault-api/on`: throttles, 500s, slow answers, resets before and after a
-//! write, lost answers, SQS duplicates and lost deletes), sends a mix of every kind of work,
-//! turns faults off, waits for the servers to settle and then checks what a client of AWS may
+//! `infra/moto.sh setup` installs) and `a2a-local` servers on DynamoDB + SQS through it: ours,
+//! a second process on ours' table and queues (another instance of the same functions: it
+//! takes queued jobs, relay pushes and sweeps as a worker does), and a remote agent for the
+//! delegations. It turns faults on (`/fault-api/on`: throttles, 500s, slow answers, resets
+//! before and after a write, lost answers, SQS duplicates and lost deletes), sends a mix of
+//! every kind of work, kills the second process with SIGKILL a third of the way through (a
+//! Lambda instance lost mid-job: its jobs come back from the queue, its leases expire) and
+//! starts it again, turns faults off, waits for the servers to settle and then checks what a
+//! client of AWS may
 //! expect: every acknowledged task in its expected state with its artifacts whole, one task per
 //! messageId, nothing left active, every push delivered, ListTasks' totalSize exact, and every
 //! failure visible. A client that gets a 5xx sends again with the same messageId, as the SDKs do.
@@ -125,6 +130,8 @@ impl FaultyMoto {
             ("A2A_REMOTE_POLL_SECS", "1"),
             ("A2A_SWEEP_INTERVAL_SECS", "3"),
             ("A2A_EXECUTION_LEASE_SECS", "5"),
+            // A job whose process was killed comes back from the queue this soon.
+            ("A2A_WORK_VISIBILITY_SECS", "15"),
         ]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -355,16 +362,40 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
     let local_pairs = moto.env(&format!("l{}", &unique[..10]));
     let remote = Server::start_with_env(&pairs(&remote_pairs)).await;
     let server = Server::start_with_env(&pairs(&local_pairs)).await;
+    // The same functions' second instance: same table and queues (the prefix), its own port.
+    let mut instance = Server::start_with_env(&pairs(&local_pairs)).await;
     let hook = Webhook::start().await;
 
     // Faults on only once both servers made their tables and queues.
     moto.fault_api("on", json!({"rate": rate, "seed": seed}))
         .await;
+    // A third of the way through, the second instance dies (SIGKILL, whatever it was doing)
+    // and another starts in its place, as Lambda starts a new one.
+    let kill_at = sends / 3;
+    let third = std::sync::Arc::new(tokio::sync::Notify::new());
+    let killer = tokio::spawn({
+        let third = third.clone();
+        async move {
+            third.notified().await;
+            instance.restart().await;
+            instance
+        }
+    });
     let sent: Vec<Sent> = futures::stream::iter(0..sends)
-        .map(|i| run_one(&server, remote.base(), &hook.url, i))
+        .map(|i| {
+            if i == kill_at {
+                third.notify_one();
+            }
+            run_one(&server, remote.base(), &hook.url, i)
+        })
         .buffer_unordered(8)
         .collect()
         .await;
+    let instance = killer.await.expect("the second instance restarted");
+    assert!(
+        instance.logs().contains("server killed (SIGKILL)"),
+        "the second instance was not killed"
+    );
     let faults = moto.fault_api("off", json!({})).await;
 
     // Settle: until no task of either server is active, bounded.
@@ -488,7 +519,8 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
     }
     let figures = format!(
         "{sends} sends ({acknowledged} acknowledged, {refused} refused, {} client retries), \
-         {} tasks listed; faults at rate {rate} seed {seed}: {} of {} AWS requests: {}",
+         {} tasks listed, the second instance killed at send {kill_at}; faults at rate {rate} \
+         seed {seed}: {} of {} AWS requests: {}",
         sent.iter()
             .map(|s| s.attempts.saturating_sub(1))
             .sum::<u32>(),
@@ -533,10 +565,12 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
     assert!(
         problems.is_empty(),
         "{} problems under faults ({figures}):\n{}\n---- our server's last warnings ----\n{}\n\
+         ---- the second instance's last warnings ----\n{}\n\
          ---- the remote's last warnings ----\n{}\n---- moto's fault log ----\n{}",
         problems.len(),
         problems.join("\n"),
         warnings(&server),
+        warnings(&instance),
         warnings(&remote),
         moto.log_text()
             .lines()
