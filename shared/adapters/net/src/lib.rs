@@ -18,5 +18,5 @@ mod remote;
 mod webhook;
 
 pub use openid::{OpenIdJwks, ISSUER_TIMEOUT};
-pub use remote::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
+pub use remote::{AgentCredentials, CredentialSource, RemoteAgentSettings, RemoteAgentsClient};
 pub use webhook::{describe_error, guarded_client, WebhookClient};

@@ -4,8 +4,9 @@
 //! names, are checked before a request (an IP literal must be public or allow-listed), and
 //! host names are resolved by the guarded resolver of [`crate::guarded_client`] on every
 //! connection; no redirects, no proxies. Cards are cached as their `Cache-Control` says.
-//! Credentials come from configuration ([`AgentCredentials`]), by agent URL prefix, and go to
-//! that agent's origin only. Every request carries the work's W3C `traceparent`, and on Lambda
+//! Credentials come from configuration ([`AgentCredentials`], through a [`CredentialSource`]
+//! read at the first call that needs them and again every so often), by agent URL prefix, and
+//! go to that agent's origin only. Every request carries the work's W3C `traceparent`, and on Lambda
 //! the invocation's X-Ray trace header.
 
 use std::collections::HashMap;
@@ -42,6 +43,9 @@ const MAX_JWKS_WAIT: Duration = Duration::from_secs(10);
 const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// The longest error text of a remote agent quoted into our task's failure reason.
 const MAX_QUOTED: usize = 300;
+/// A credential source that failed is asked again this soon at the earliest, not by every
+/// call in between.
+const RETRY_FAILED_CREDENTIALS: Duration = Duration::from_secs(1);
 
 /// How calls to other agents are made.
 #[derive(Debug, Clone)]
@@ -50,8 +54,9 @@ pub struct RemoteAgentSettings {
     /// an agent must be on a public address (loopback, for the local server), and whether
     /// agents must be called over `https`.
     pub policy: PushPolicy,
-    /// The credentials to send, by agent URL prefix.
-    pub credentials: AgentCredentials,
+    /// Where the credentials to send, by agent URL prefix, come from: a fixed document, or a
+    /// source asked again every so often (a secret that is rotated).
+    pub credentials: Arc<dyn CredentialSource>,
     /// The longest one request may take (a card fetch, a send, a poll, a cancel).
     pub timeout: Duration,
     /// How long a card is reused when its response says nothing about caching.
@@ -63,7 +68,7 @@ impl RemoteAgentSettings {
     pub fn local() -> Self {
         Self {
             policy: PushPolicy::local(),
-            credentials: AgentCredentials::default(),
+            credentials: Arc::new(AgentCredentials::default()),
             timeout: Duration::from_secs(30),
             card_ttl: Duration::from_secs(300),
         }
@@ -195,6 +200,40 @@ fn covers(prefix: &Url, url: &Url) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// Where the credentials for other agents come from. Read at the first call that needs them,
+/// not when the host starts, and again once [`Self::refresh`] has passed: a rotated secret
+/// is used without a redeploy, and a document that does not read fails the calls to other
+/// agents (saying why, never what it holds) instead of the whole host. A later failure keeps
+/// the credentials read before.
+#[async_trait]
+pub trait CredentialSource: Send + Sync + fmt::Debug {
+    /// The document as it is now. The error names the source and what is wrong with it.
+    async fn load(&self) -> Result<AgentCredentials, String>;
+
+    /// How long loaded credentials are used before the source is asked again.
+    fn refresh(&self) -> Duration;
+}
+
+/// A fixed document: read once, never asked again.
+#[async_trait]
+impl CredentialSource for AgentCredentials {
+    async fn load(&self) -> Result<AgentCredentials, String> {
+        Ok(self.clone())
+    }
+
+    fn refresh(&self) -> Duration {
+        Duration::MAX
+    }
+}
+
+/// The credentials in force, when they were read, and the last failure to read them since.
+#[derive(Default)]
+struct CredentialCache {
+    current: Option<Arc<AgentCredentials>>,
+    loaded_at: Option<Instant>,
+    failed: Option<(Instant, String)>,
+}
+
 /// A card as cached, and until when it is fresh.
 #[derive(Debug, Clone)]
 struct CachedCard {
@@ -210,6 +249,7 @@ pub struct RemoteAgentsClient {
     /// Lambda function's init where the certificate directory is large, docs/lambda.md), and
     /// most instances never call another agent.
     http: OnceLock<reqwest::Client>,
+    credentials: tokio::sync::Mutex<CredentialCache>,
     cards: Mutex<HashMap<String, CachedCard>>,
     verifiers: Mutex<HashMap<(String, String), Arc<Verifier>>>,
 }
@@ -228,6 +268,7 @@ impl RemoteAgentsClient {
         Self {
             settings,
             http: OnceLock::new(),
+            credentials: tokio::sync::Mutex::new(CredentialCache::default()),
             cards: Mutex::new(HashMap::new()),
             verifiers: Mutex::new(HashMap::new()),
         }
@@ -278,17 +319,49 @@ impl RemoteAgentsClient {
         Ok(self.http.get_or_init(|| http).clone())
     }
 
+    /// The credentials in force: read from the source if they are due (see
+    /// [`CredentialSource`]). Never read successfully: unavailable, with the reason (the
+    /// source is asked again at the next call, a second later at the soonest).
+    async fn credentials(&self) -> Result<Arc<AgentCredentials>, RemoteError> {
+        let source = &self.settings.credentials;
+        let refresh = source.refresh();
+        let mut cache = self.credentials.lock().await;
+        let fresh = cache.loaded_at.is_some_and(|at| at.elapsed() < refresh);
+        let failed_just_now = cache
+            .failed
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < refresh.min(RETRY_FAILED_CREDENTIALS));
+        if !fresh && !failed_just_now {
+            match source.load().await {
+                Ok(credentials) => {
+                    cache.current = Some(Arc::new(credentials));
+                    cache.loaded_at = Some(Instant::now());
+                    cache.failed = None;
+                }
+                Err(why) => cache.failed = Some((Instant::now(), why)),
+            }
+        }
+        match (&cache.current, &cache.failed) {
+            (Some(current), _) => Ok(current.clone()),
+            (None, Some((_, why))) => Err(RemoteError::Unavailable(format!(
+                "the credentials for other agents cannot be read, so nothing was sent: {why}"
+            ))),
+            (None, None) => Ok(Arc::new(AgentCredentials::none())),
+        }
+    }
+
     /// A client builder for requests to `agent`: the guarded HTTP client, its credentials,
     /// the timeout, the trace headers.
-    fn builder(
+    async fn builder(
         &self,
         agent: &str,
         traceparent: Option<&str>,
     ) -> Result<ClientBuilder, RemoteError> {
+        let credentials = self.credentials().await?;
         let mut builder = Client::builder()
             .http_client(self.http()?)
             .timeout(Some(self.settings.timeout));
-        if let Some(auth) = self.settings.credentials.for_url(agent) {
+        if let Some(auth) = credentials.for_url(agent) {
             builder = builder.auth(auth.clone());
         }
         if let Some(value) = traceparent.and_then(|t| HeaderValue::from_str(t).ok()) {
@@ -320,7 +393,8 @@ impl RemoteAgentsClient {
             }
         }
         let resolver = self
-            .builder(agent, traceparent)?
+            .builder(agent, traceparent)
+            .await?
             .card_resolver()
             .map_err(|e| remote_error(agent, e))?;
         let fetched = match cached {
@@ -365,7 +439,8 @@ impl RemoteAgentsClient {
     ) -> Result<(Client, FetchedCard), RemoteError> {
         let fetched = self.card(agent, traceparent).await?;
         let client = self
-            .builder(agent, traceparent)?
+            .builder(agent, traceparent)
+            .await?
             .for_fetched_card(fetched.clone())
             .map_err(|e| remote_error(agent, e))?;
         // The card is the remote's word: the interface it names is checked like its URL.

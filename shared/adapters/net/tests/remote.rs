@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use a2a_core::{PushPolicy, RemoteAgents, RemoteError, RemoteTaskRef, ServiceConfig};
 use a2a_http::{router, HttpOptions};
-use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
+use a2a_net::{AgentCredentials, CredentialSource, RemoteAgentSettings, RemoteAgentsClient};
 use a2a_protocol::{Message, SendMessageResponse, TaskPushNotificationConfig, TaskState};
 use a2a_reference_agent::ReferenceAgent;
 use a2a_test_support::server::{interface, EmbeddedStore, InProcessServer};
@@ -24,7 +24,7 @@ const TRACE: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 fn client(credentials: AgentCredentials) -> RemoteAgentsClient {
     RemoteAgentsClient::new(RemoteAgentSettings {
-        credentials,
+        credentials: std::sync::Arc::new(credentials),
         timeout: Duration::from_secs(10),
         ..RemoteAgentSettings::local()
     })
@@ -235,6 +235,101 @@ async fn credentials_and_the_trace_go_to_their_agent_only() {
         other_seen.all(),
         vec![("card".into(), None, None), ("rpc".into(), None, None)],
         "another agent gets neither the credentials nor a trace it was not given"
+    );
+}
+
+/// A rotated secret: the document it holds now (changed by the test), read at every call
+/// (`refresh` zero), counting the reads.
+#[derive(Debug, Default)]
+struct RotatedSecret {
+    document: Mutex<String>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl CredentialSource for RotatedSecret {
+    async fn load(&self) -> Result<AgentCredentials, String> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let text = self.document.lock().unwrap().clone();
+        AgentCredentials::from_json(&text).map_err(|e| format!("the test secret: {e}"))
+    }
+
+    fn refresh(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+#[tokio::test]
+async fn credentials_are_read_at_the_first_call_and_again_after_a_rotation() {
+    let seen = Seen::default();
+    let agent = recording_agent(None, seen.clone()).await;
+    let secret = Arc::new(RotatedSecret::default());
+    // A document that does not read (a typo in the secret): the client is made all the same.
+    *secret.document.lock().unwrap() = r#"{"agents": [{"url": "#.into();
+    let remote = RemoteAgentsClient::new(RemoteAgentSettings {
+        credentials: secret.clone(),
+        timeout: Duration::from_secs(10),
+        ..RemoteAgentSettings::local()
+    });
+    assert_eq!(
+        secret.reads.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing is read before a call needs it"
+    );
+    // The call fails, saying why, and nothing reaches the agent.
+    let failed = remote
+        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .await;
+    assert!(
+        matches!(&failed, Err(RemoteError::Unavailable(why))
+            if why.contains("credentials for other agents cannot be read")
+                && why.contains("line 1")),
+        "{failed:?}"
+    );
+    assert!(seen.all().is_empty(), "nothing was sent: {:?}", seen.all());
+
+    // The secret mended, then rotated: each call after sends what it holds then.
+    let document = |token: &str| {
+        format!(
+            r#"{{"agents": [{{"url": "{}", "bearer": "{token}"}}]}}"#,
+            agent.base
+        )
+    };
+    *secret.document.lock().unwrap() = document("first");
+    // A failed read is asked again a second later at the soonest.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    remote
+        .send(&agent.base, Message::user_text("m1", "hi"), push(), None)
+        .await
+        .unwrap();
+    *secret.document.lock().unwrap() = document("rotated");
+    remote
+        .send(&agent.base, Message::user_text("m2", "hi"), push(), None)
+        .await
+        .unwrap();
+    let sent: Vec<Option<String>> = seen.all().into_iter().map(|(_, auth, _)| auth).collect();
+    assert_eq!(
+        sent.first(),
+        Some(&Some("Bearer first".to_owned())),
+        "{sent:?}"
+    );
+    assert_eq!(
+        sent.last(),
+        Some(&Some("Bearer rotated".to_owned())),
+        "{sent:?}"
+    );
+
+    // A rotation that breaks the document keeps the credentials read before.
+    *secret.document.lock().unwrap() = "not json".into();
+    remote
+        .send(&agent.base, Message::user_text("m3", "hi"), push(), None)
+        .await
+        .unwrap();
+    let sent: Vec<Option<String>> = seen.all().into_iter().map(|(_, auth, _)| auth).collect();
+    assert_eq!(
+        sent.last(),
+        Some(&Some("Bearer rotated".to_owned())),
+        "{sent:?}"
     );
 }
 

@@ -19,7 +19,6 @@ use lambda_http::{Request, RequestExt};
 
 use crate::settings::Settings;
 use crate::{Error, Init, KeyUse};
-use a2a_channels::LiteSettings;
 
 /// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
 /// door's routes (`shared/hosts/lambda/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
@@ -226,11 +225,7 @@ fn path_shape(path: &str) -> String {
 /// until the runtime stops the instance.
 pub async fn serve_http(function: HttpFunction, agent: Arc<dyn Agent>) -> Result<(), Error> {
     let init = Init::for_callers(agent, function.key_use()).await?;
-    let lite = if function.serves_channels() {
-        init.lite.clone()
-    } else {
-        LiteSettings::default()
-    };
+    let lite = function.serves_channels().then(|| init.lite.clone());
     let handler = LazyRouter::new(init, function, lite);
     keep_serving(|| {
         let handler = handler.clone();
@@ -299,19 +294,23 @@ pub(crate) struct LazyRouter {
     /// request needs to do again.
     streaming: bool,
     /// The A2A-Lite channels the function serves (none unless it serves channels).
-    lite: Arc<LiteSettings>,
+    lite: Option<Arc<crate::channel::LiteSource>>,
     router: Arc<OnceLock<Router>>,
 }
 
 impl LazyRouter {
     /// A router for `function` (with the A2A-Lite channels of `lite`); built now if the base
     /// URL is configured.
-    pub(crate) fn new(init: Init, function: HttpFunction, lite: LiteSettings) -> Self {
+    pub(crate) fn new(
+        init: Init,
+        function: HttpFunction,
+        lite: Option<Arc<crate::channel::LiteSource>>,
+    ) -> Self {
         let this = Self {
             init: Arc::new(init),
             function,
             streaming: function.streaming(),
-            lite: Arc::new(lite),
+            lite,
             router: Arc::new(OnceLock::new()),
         };
         if let Some(base) = this.init.settings.public_base_url.clone() {
@@ -327,7 +326,7 @@ impl LazyRouter {
             http_options(&self.init.settings),
             &self.function.surface(),
         );
-        crate::channel::with_channels(router, &self.lite, service, base)
+        crate::channel::with_channels(router, self.lite.as_ref(), service, base)
     }
 
     fn router_for(&self, request: &Request) -> Router {

@@ -29,7 +29,7 @@ mod settings;
 mod sqs;
 mod streamed;
 
-pub use channel::{lite_settings_from, ENV_LITE_SECRET_ARN};
+pub use channel::{lite_settings_from, LiteSource, ENV_LITE_SECRET_ARN};
 pub use fanout::{run_fanout, FanoutBatch};
 pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
 pub use http::{serve_http, HttpFunction};
@@ -43,7 +43,9 @@ pub use metrics::EmfObserver;
 /// fifth of a warm send's CPU on them, `malloc_consolidate` included.
 pub use mimalloc::MiMalloc as Allocator;
 pub use remote::RemoteSettings;
-pub use settings::{build_auth, key_source, load_keys, Init, KeyUse, Settings};
+pub use settings::{
+    agent_credentials_source, build_auth, key_source, load_keys, Init, KeyUse, Settings,
+};
 pub use sqs::{
     hand_over_at, run_push, run_worker, PushBatch, WorkBatch, HANDOVER_MARGIN,
     LOCAL_TIMEOUT_VARIABLE,

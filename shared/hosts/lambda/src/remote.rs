@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_channels::LiteSettings;
 use a2a_core::{ConfigError, PushPolicy, RelayLimits, RemoteAgents};
-use a2a_net::{AgentCredentials, RemoteAgentSettings, RemoteAgentsClient};
+use a2a_net::{AgentCredentials, CredentialSource, RemoteAgentSettings, RemoteAgentsClient};
+
+use crate::channel::{LiteSource, RoomsAndAgents};
+use crate::secret::read_secret;
 
 /// Agent hosts exempt from the public-address rule (comma-separated; local runs only).
 pub(crate) const ENV_AGENT_ALLOW_HOSTS: &str = "A2A_AGENT_ALLOW_HOSTS";
@@ -76,24 +78,19 @@ impl RemoteSettings {
     }
 
     /// The network adapter: the cloud's rules (`https`, public addresses) unless the local env
-    /// file relaxes them, with the credentials document `credentials` (the text of the secret
-    /// [`Self::credentials_secret_arn`] names, read once per instance: a changed secret reaches
-    /// new instances). A broken document stops the function at init, never quoted.
-    /// Rooms (`lite:<channel>:<room>`) are called through the channels of `lite` (posting
-    /// through `room_policy`, the push policy: the chat's URLs are checked as webhooks are);
-    /// without channels a call to a room is refused, saying so.
+    /// file relaxes them, with the credentials of `credentials` (the secret
+    /// [`Self::credentials_secret_arn`] names: read at the first call to another agent and
+    /// again every `api_key_refresh`, so a rotation needs no redeploy; a document that does
+    /// not read fails those calls, saying why, never the function).
+    /// Rooms (`lite:<channel>:<room>`) are called through the channels of `lite` as they are
+    /// at each call (posting through `room_policy`, the push policy: the chat's URLs are
+    /// checked as webhooks are); without channels a call to a room is refused, saying so.
     pub(crate) fn client(
         &self,
-        credentials: Option<&str>,
-        lite: &LiteSettings,
+        credentials: Arc<dyn CredentialSource>,
+        lite: Arc<LiteSource>,
         room_policy: &PushPolicy,
-    ) -> Result<Arc<dyn RemoteAgents>, String> {
-        let credentials = match credentials {
-            Some(text) => AgentCredentials::from_json(text).map_err(|e| {
-                a2a_core::ConfigError::unreadable("the agent credentials secret", e)
-            })?,
-            None => AgentCredentials::none(),
-        };
+    ) -> Arc<dyn RemoteAgents> {
         let client = RemoteAgentsClient::new(RemoteAgentSettings {
             policy: PushPolicy {
                 allowed_hosts: self.allow_hosts.clone(),
@@ -102,11 +99,40 @@ impl RemoteSettings {
             credentials,
             ..RemoteAgentSettings::cloud()
         });
-        Ok(Arc::new(a2a_channels::remote_agents(
+        Arc::new(RoomsAndAgents::new(
             lite,
-            room_policy,
+            room_policy.clone(),
             Arc::new(client),
-        )?))
+        ))
+    }
+}
+
+/// The credentials for other agents in a Secrets Manager secret, read again every `refresh`.
+#[derive(Debug)]
+pub(crate) struct SecretAgentCredentials {
+    pub(crate) client: aws_sdk_secretsmanager::Client,
+    pub(crate) arn: String,
+    pub(crate) refresh: Duration,
+}
+
+#[async_trait::async_trait]
+impl CredentialSource for SecretAgentCredentials {
+    async fn load(&self) -> Result<AgentCredentials, String> {
+        let read = async {
+            let text = read_secret(&self.client, &self.arn, "agent credentials")
+                .await
+                .map_err(|e| e.to_string())?;
+            AgentCredentials::from_json(&text)
+                .map_err(|e| format!("the agent credentials secret does not read: {e}"))
+        };
+        let credentials = read.await.inspect_err(|err| {
+            tracing::error!(%err, "cannot read the credentials for other agents; calls to other agents use those read before, if any, or fail until it reads");
+        })?;
+        Ok(credentials)
+    }
+
+    fn refresh(&self) -> Duration {
+        self.refresh
     }
 }
 
@@ -161,9 +187,12 @@ mod tests {
     #[tokio::test]
     async fn a_room_of_no_channel_is_refused_clearly() {
         let settings = RemoteSettings::from_lookup(|_| None).expect("defaults");
-        let agents = settings
-            .client(None, &LiteSettings::default(), &PushPolicy::default())
-            .expect("the client");
+        let lite = LiteSource::new(|_| None, None, Duration::MAX).expect("no channels");
+        let agents = settings.client(
+            Arc::new(AgentCredentials::none()),
+            Arc::new(lite),
+            &PushPolicy::default(),
+        );
         let message = a2a_protocol::Message::user_text("m1", "hello");
         let err = agents
             .send("lite:webhook:general", message, None, None)

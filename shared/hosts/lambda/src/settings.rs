@@ -19,7 +19,6 @@ use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_
 use crate::remote::RemoteSettings;
 use crate::secret::read_secret;
 use crate::Error;
-use a2a_channels::LiteSettings;
 
 /// Turn A2A 0.3 (`on`/`off`) and the early protocol on or off; both on by default. The same
 /// variables as `a2a-local` reads.
@@ -369,9 +368,9 @@ pub struct Init {
     /// The network adapter of the agent's calls to other agents (and rooms).
     pub remote_agents: Arc<dyn RemoteAgents>,
     /// The A2A-Lite channels of the deployment (none without `A2A_LITE_SECRET_ARN` or the
-    /// local `A2A_LITE_*` variables): the rooms the agent calls, and the channel routes of the
-    /// functions that serve them.
-    pub lite: LiteSettings,
+    /// local `A2A_LITE_*` variables), read when first needed: the rooms the agent calls, and
+    /// the channel routes of the functions that serve them.
+    pub lite: Arc<crate::channel::LiteSource>,
 }
 
 /// What a function does with the push signing keys.
@@ -432,30 +431,23 @@ impl Init {
                 description: description.clone(),
             }),
         };
-        let agent_credentials = match &settings.remote.credentials_secret_arn {
-            Some(arn) => Some(
-                read_secret(
-                    &aws_sdk_secretsmanager::Client::new(&sdk),
-                    arn,
-                    "agent credentials",
-                )
-                .await?,
-            ),
-            None => None,
-        };
+        let agent_credentials = agent_credentials_source(&settings, &sdk);
         // The rooms the agent may call (`lite:<channel>:<room>`): the A2A-Lite channels of the
-        // deployment, when it has them (the secret `A2A_LITE_SECRET_ARN` names, read once per
-        // instance; locally the `A2A_LITE_*` variables).
-        let lite =
-            crate::channel::lite_settings_from(|name| std::env::var(name).ok(), Some(&sdk)).await?;
+        // deployment, when it has them (the secret `A2A_LITE_SECRET_ARN` names, read at the
+        // first call or channel request and again every `api_key_refresh`; locally the
+        // `A2A_LITE_*` variables).
+        let lite = Arc::new(crate::channel::LiteSource::new(
+            |name| std::env::var(name).ok(),
+            Some(&sdk),
+            settings.api_key_refresh,
+        )?);
         let room_policy = PushPolicy {
             allowed_hosts: settings.push_allow_hosts.clone(),
             require_https: !settings.push_allow_http,
         };
-        let remote_agents =
-            settings
-                .remote
-                .client(agent_credentials.as_deref(), &lite, &room_policy)?;
+        let remote_agents = settings
+            .remote
+            .client(agent_credentials, lite.clone(), &room_policy);
         Ok(Self {
             settings,
             sdk,
@@ -491,6 +483,24 @@ impl Init {
             Arc::new(self.adapters.work.clone()),
             Arc::new(self.adapters.push.clone()),
         )
+    }
+}
+
+/// Where the credentials for other agents come from: the secret `settings` name
+/// (`A2A_AGENT_CREDENTIALS_SECRET_ARN`), read at the first call to another agent and again
+/// every `api_key_refresh`, or none. Nothing is read here: a secret that does not read fails
+/// the calls to other agents, saying why, not the function's init.
+pub fn agent_credentials_source(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+) -> Arc<dyn a2a_net::CredentialSource> {
+    match &settings.remote.credentials_secret_arn {
+        Some(arn) => Arc::new(crate::remote::SecretAgentCredentials {
+            client: aws_sdk_secretsmanager::Client::new(sdk),
+            arn: arn.clone(),
+            refresh: settings.api_key_refresh,
+        }),
+        None => Arc::new(a2a_net::AgentCredentials::none()),
     }
 }
 

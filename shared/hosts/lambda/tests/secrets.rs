@@ -479,3 +479,49 @@ async fn the_channels_come_from_their_secret() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_agent_credentials_are_read_when_needed_and_a_broken_secret_fails_only_that() {
+    let Some(sdk) = moto().await else {
+        return;
+    };
+    let arn = create_secret(
+        &sdk,
+        r#"{"agents": [{"url": "https://billing.example.com/""#,
+    )
+    .await;
+    let mut settings = settings(&[("A2A_AGENT_CREDENTIALS_SECRET_ARN", arn.clone())]);
+    settings.api_key_refresh = Duration::ZERO;
+    // Nothing is read to make the source: a function whose secret is broken still starts.
+    let source = a2a_lambda_glue::agent_credentials_source(&settings, &sdk);
+    let err = source.load().await.expect_err("a broken document");
+    assert!(
+        err.contains("agent credentials secret does not read"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("billing"),
+        "the secret's content is not quoted: {err}"
+    );
+    // Mended (or rotated): the next read has it, no redeploy.
+    put_secret(
+        &sdk,
+        &arn,
+        r#"{"agents": [{"url": "https://billing.example.com/", "bearer": "t1"}]}"#,
+    )
+    .await;
+    let credentials = source.load().await.expect("the mended document");
+    assert_eq!(credentials.len(), 1);
+    assert!(credentials
+        .for_url("https://billing.example.com/a2a")
+        .is_some());
+    assert_eq!(source.refresh(), Duration::ZERO);
+    // A secret that cannot be read at all names it, as every secret's error does.
+    let mut gone = settings.clone();
+    gone.remote.credentials_secret_arn = Some(format!("{arn}-gone"));
+    let err = a2a_lambda_glue::agent_credentials_source(&gone, &sdk)
+        .load()
+        .await
+        .expect_err("no such secret");
+    assert!(err.contains("agent credentials secret"), "{err}");
+}

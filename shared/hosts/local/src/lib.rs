@@ -714,7 +714,7 @@ fn remote_agents(options: &Options) -> Result<RemoteAgentsClient, String> {
             allowed_hosts: options.agent_allow_hosts.clone(),
             require_https: false,
         },
-        credentials,
+        credentials: std::sync::Arc::new(credentials),
         ..RemoteAgentSettings::local()
     }))
 }
