@@ -217,15 +217,14 @@ pub(crate) async fn run_work_job(
         end_lease_now(core, job).await;
         return (retry("store: a durable step failed".into()), attempt);
     }
-    // A task that ended needs its lease no more: nothing runs on a terminal task, and a
-    // redelivered job finds it terminal before it asks for the lease. Left to expire, the
-    // lease costs nothing; giving it back would cost a write. A task that stopped to wait for
-    // its client (input required), or whose execution parked, gets it back, so that the next
-    // message or the resumption can run at once.
-    let ended = emitter.state.lock().await.task_ended();
-    if !ended {
-        release(core, job).await;
-    }
+    // The lease goes back whether the task ended or not. One that stopped to wait for its
+    // client (input required), or whose execution parked, must have it back so that the next
+    // message or the resumption can run at once. One that ended would need it no more (a
+    // redelivered job finds the task terminal before it asks for the lease), but a lease left
+    // to expire lingers until DynamoDB's TTL removes it, days later, and every sweep of
+    // expired leases reads it until then: at a million queued tasks a month, a write each is
+    // cheaper than those reads (docs/cost.md, "Execution leases and the sweep").
+    release(core, job).await;
     (JobOutcome::Done, attempt)
 }
 

@@ -121,3 +121,84 @@ async fn a_broken_record_does_not_hold_up_the_sweep() {
     .await;
     env.cleanup().await;
 }
+
+/// The sweep of due waits reads what is due, not what waits for later: with 400 executions
+/// parked for an hour and 3 due, a pass is one query per due partition that reads the 3
+/// (DynamoDB bills a query what it reads before any filter, so a partition queried whole and
+/// filtered on the time would bill every parked entry, at every pass).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_of_due_waits_reads_only_what_is_due() {
+    use a2a_core::{DurableExecution, ExecutionStore, Owner, Wait, WaitFor};
+    use a2a_protocol::Timestamp;
+    use futures::StreamExt;
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let meter = a2a_aws::Meter::new();
+    let store = env.store().with_meter(meter.clone());
+    let owner = Owner::anonymous("");
+    let now = Timestamp::now().millis();
+    let parked = |due_ms: i64| {
+        let due = Timestamp::from_millis(due_ms);
+        DurableExecution {
+            owner: owner.clone(),
+            task_id: a2a_core::new_id(),
+            trigger_seq: 1,
+            steps: Vec::new(),
+            emitted: 0,
+            wait: Some(Wait {
+                step: 0,
+                name: "nap".into(),
+                what: WaitFor::Timer,
+                due_at: due,
+                deadline: due,
+                outcome: None,
+            }),
+            remotes: Default::default(),
+            traceparent: None,
+            version: 1,
+            expires_at: Timestamp::from_millis(now + 7_200_000),
+        }
+    };
+    let later: Vec<_> = (0..400).map(|_| parked(now + 3_600_000)).collect();
+    let due: Vec<_> = (0..3).map(|i| parked(now - 1_000 - i)).collect();
+    futures::stream::iter(later.iter().chain(&due))
+        .for_each_concurrent(16, |record| {
+            let store = &store;
+            async move { store.save_execution(record, None).await.unwrap() }
+        })
+        .await;
+    // A process's first sweep also looks for the previous layout's entries, once.
+    store
+        .list_due_executions(Timestamp::now(), 100)
+        .await
+        .unwrap();
+    meter.take();
+
+    let listed = store
+        .list_due_executions(Timestamp::now(), 100)
+        .await
+        .unwrap();
+    let calls = meter.take();
+    let mut want: Vec<&str> = due.iter().map(|r| r.task_id.as_str()).collect();
+    want.reverse();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|d| d.task_id.as_str())
+            .collect::<Vec<_>>(),
+        want,
+        "the due ones, soonest first"
+    );
+    let rru: f64 = calls.iter().map(|c| c.estimated_rru).sum();
+    eprintln!(
+        "a sweep pass with 400 waits parked for later and 3 due: {} queries, {rru} est. RRU",
+        calls.len()
+    );
+    assert!(calls.iter().all(|c| c.api == "Query"), "{calls:?}");
+    assert_eq!(calls.len(), 8, "one query per due partition");
+    // The least a query bills (0.5 RRU, eventually consistent) in each: nothing parked for
+    // later was read (those 400 entries are about 50 KB: 8 RRU read whole).
+    assert!(rru <= 4.0, "{rru} est. RRU: {calls:?}");
+    env.cleanup().await;
+}

@@ -815,11 +815,12 @@ async fn cost_per_operation() {
     let worked = bench
         .row("worker: receive + run queued echo + delete")
         .await;
-    // Target: a queued echo end to end (send, claim, run, complete) ≤ 8 WRU: 6, its count, and
+    // Target: a queued echo end to end (send, claim, run, complete) ≤ 9 WRU: 6, its count, and
     // its move from SUBMITTED to COMPLETED in its owner's counts per state (what keeps
-    // ListTasks by status flat: docs/cost.md, "ListTasks at scale").
+    // ListTasks by status flat: docs/cost.md, "ListTasks at scale"), and the lease given back
+    // (left to expire, every sweep of expired leases would read it for days).
     let queued_wru = sent.estimated_wru + worked.estimated_wru;
-    assert!(queued_wru <= 8.0, "queued echo: {queued_wru} WRU");
+    assert!(queued_wru <= 9.0, "queued echo: {queued_wru} WRU");
 
     // A delegated task: queued, the worker calls the other agent and parks; the other agent's
     // pushes come to the relay route (two chunks, then its end, which reads its task once and

@@ -408,3 +408,128 @@ async fn tasks_written_before_the_split_index_are_listed_by_every_filter() {
         (vec![old_working.id.clone(), new_ids[0].clone()], 2)
     );
 }
+
+/// Every due entry in the table's due partitions, as (partition, sort key).
+async fn due_entries(env: &Env) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
+    for shard in 0..8 {
+        for item in env.partition(format!("WAITS#{shard}")).await {
+            let key = |name: &str| match item.get(name) {
+                Some(AttributeValue::S(v)) => v.clone(),
+                other => panic!("{name}: {other:?}"),
+            };
+            entries.push((key("pk"), key("sk")));
+        }
+    }
+    entries
+}
+
+fn parked(
+    owner: &Owner,
+    task_id: &str,
+    version: u64,
+    due: Option<Timestamp>,
+) -> a2a_core::DurableExecution {
+    a2a_core::DurableExecution {
+        owner: owner.clone(),
+        task_id: task_id.to_owned(),
+        trigger_seq: 1,
+        steps: Vec::new(),
+        emitted: 0,
+        wait: due.map(|due| a2a_core::Wait {
+            step: 0,
+            name: "nap".into(),
+            what: a2a_core::WaitFor::Timer,
+            due_at: due,
+            deadline: due,
+            outcome: None,
+        }),
+        remotes: Default::default(),
+        traceparent: None,
+        version,
+        expires_at: Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
+    }
+}
+
+/// A wait parked by the previous layout (its due entry keyed by the task id alone, its record
+/// without the due time) is found by the first sweep of a process, which moves the entry to
+/// its time key and tells the record; the record's next save then removes it.
+#[tokio::test]
+async fn a_wait_parked_by_the_previous_layout_is_swept_and_its_entry_moved() {
+    use a2a_core::ExecutionStore;
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let owner = Owner::anonymous("");
+    let task = a2a_core::new_id();
+    let due = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
+    env.store()
+        .save_execution(&parked(&owner, &task, 1, Some(due)), None)
+        .await
+        .unwrap();
+    // Made as the previous layout left it: no due time on the record, the entry keyed by id.
+    let db = &env.clients.dynamodb;
+    for (pk, sk) in due_entries(&env).await {
+        db.delete_item()
+            .table_name(&env.config.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .send()
+            .await
+            .unwrap();
+    }
+    db.update_item()
+        .table_name(&env.config.table)
+        .key("pk", s(format!("T#{task}")))
+        .key("sk", s("X"))
+        .update_expression("REMOVE #due")
+        .expression_attribute_names("#due", "due")
+        .send()
+        .await
+        .unwrap();
+    let exp = Timestamp::now().millis() + 3_600_000;
+    db.put_item()
+        .table_name(&env.config.table)
+        .item("pk", s("WAITS#0"))
+        .item("sk", s(task.clone()))
+        .item("own", s(owner.as_str()))
+        .item("due", n(due.millis()))
+        .item("exp", n(exp))
+        .item("ttl", n(exp / 1000))
+        .send()
+        .await
+        .unwrap();
+
+    // A new process: its first sweep finds the wait, and the entry moves to its time key.
+    let store = env.store();
+    let listed = store
+        .list_due_executions(Timestamp::now(), 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|d| d.task_id.as_str())
+            .collect::<Vec<_>>(),
+        [task.as_str()]
+    );
+    assert_eq!(listed[0].due_at, due);
+    let entries = due_entries(&env).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(
+        entries[0].1.starts_with('@') && entries[0].1.ends_with(&format!("#{task}")),
+        "{entries:?}"
+    );
+    // Its wait over, the record's save removes the moved entry: nothing is listed or left.
+    store
+        .save_execution(&parked(&owner, &task, 2, None), Some(1))
+        .await
+        .unwrap();
+    assert!(due_entries(&env).await.is_empty());
+    assert!(store
+        .list_due_executions(Timestamp::now(), 100)
+        .await
+        .unwrap()
+        .is_empty());
+    env.cleanup().await;
+}

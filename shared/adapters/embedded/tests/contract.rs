@@ -311,6 +311,10 @@ impl a2a_core::ExecutionStore for RoundRobin {
     ) -> Result<Vec<a2a_core::DueExecution>, StoreError> {
         self.pick().list_due_executions(now, limit).await
     }
+
+    async fn forget_due_entry(&self, entry: &a2a_core::DueExecution) -> Result<(), StoreError> {
+        self.pick().forget_due_entry(entry).await
+    }
 }
 
 #[async_trait]

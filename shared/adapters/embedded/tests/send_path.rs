@@ -205,6 +205,10 @@ impl a2a_core::ExecutionStore for Counting {
     ) -> Result<Vec<a2a_core::DueExecution>, StoreError> {
         self.store.list_due_executions(now, limit).await
     }
+
+    async fn forget_due_entry(&self, entry: &a2a_core::DueExecution) -> Result<(), StoreError> {
+        self.store.forget_due_entry(entry).await
+    }
 }
 
 #[async_trait]

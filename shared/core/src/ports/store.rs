@@ -243,4 +243,10 @@ pub trait ExecutionStore: Send + Sync + 'static {
         now: Timestamp,
         limit: usize,
     ) -> Result<Vec<DueExecution>, StoreError>;
+
+    /// Forgets `entry`, one [`Self::list_due_executions`] listed, whose record turned out not
+    /// to wait for that time (or to be gone): a store that keeps what is due apart from its
+    /// records (DynamoDB's due entries) may be left one by a save whose answer was lost.
+    /// A store whose list reads the records themselves has nothing to forget.
+    async fn forget_due_entry(&self, entry: &DueExecution) -> Result<(), StoreError>;
 }

@@ -7,7 +7,8 @@ use serde_json::Value;
 use super::A2aService;
 use crate::journal::relay_owner;
 use crate::ports::{
-    DurableExecution, Owner, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
+    DueExecution, DurableExecution, Owner, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome,
+    WorkJob,
 };
 use crate::recorded::failure_value;
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
@@ -458,7 +459,7 @@ impl A2aService {
             .await?;
         let mut resumed = 0;
         for entry in due {
-            match self.sweep_due_execution(&entry.owner, &entry.task_id).await {
+            match self.sweep_due_execution(&entry).await {
                 Ok(true) => resumed += 1,
                 Ok(false) => {}
                 Err(StoreError::Unreadable(why)) => {
@@ -473,9 +474,14 @@ impl A2aService {
         Ok(resumed)
     }
 
-    /// [`Self::sweep_due_executions`] for one execution: whether it resumed.
-    async fn sweep_due_execution(&self, owner: &Owner, task_id: &str) -> Result<bool, StoreError> {
-        let Some(record) = self.core.store.load_execution(owner, task_id).await? else {
+    /// [`Self::sweep_due_executions`] for one execution: whether it resumed. An entry whose
+    /// record is gone, or waits for another time (an entry a lost answer left behind), is
+    /// forgotten: the record's own entry, if it has one, brings it back when it is due.
+    async fn sweep_due_execution(&self, entry: &DueExecution) -> Result<bool, StoreError> {
+        let store = &self.core.store;
+        let record = store.load_execution(&entry.owner, &entry.task_id).await?;
+        let Some(record) = record.filter(|r| r.due_at() == Some(entry.due_at)) else {
+            store.forget_due_entry(entry).await?;
             return Ok(false);
         };
         let job = WorkJob::resume(&record.owner, &record.task_id, record.trigger_seq)

@@ -52,6 +52,9 @@ pub struct DynamoTaskStore {
     table: Arc<str>,
     meter: Option<Meter>,
     heads: HeadCache,
+    /// Whether this process moved the due entries of the previous layout yet
+    /// (`executions.rs`): the first sweep does, once.
+    legacy_waits_moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl fmt::Debug for DynamoTaskStore {
@@ -71,6 +74,7 @@ impl DynamoTaskStore {
             table: Arc::from(table),
             meter: None,
             heads: HeadCache::default(),
+            legacy_waits_moved: Arc::default(),
         }
     }
 

@@ -43,10 +43,13 @@ const MINUTES: f64 = 30.0 * 24.0 * 60.0;
 /// pollers).
 const SQS_POLLS_A_MONTH: f64 = 5.0 * 3.0 * MINUTES;
 /// The sweep: once a minute (`SweepSchedule`), on the worker (256 MB), about 50 ms (assumed),
-/// 8 eventually consistent `Query`s of 0.5 RRU.
+/// 16 eventually consistent `Query`s of 0.5 RRU when nothing is due: one per lease partition
+/// (expired inline leases) and one per due partition (due waits); each reads only the live
+/// leases and the due waits, so this grows with executions running at once and waits due
+/// at once, not with traffic (`a_sweep_of_due_waits_reads_only_what_is_due`).
 const SWEEPS_A_MONTH: f64 = MINUTES;
 const SWEEP_MS: f64 = 50.0;
-const SWEEP_RRU: f64 = 8.0 * 0.5;
+const SWEEP_RRU: f64 = (8.0 + 8.0) * 0.5;
 /// Lambda's own log lines per invocation at `SystemLogLevel` INFO, bytes: `platform.start`,
 /// `platform.runtimeDone` and `platform.report` in the JSON format (assumed from Lambda's
 /// documented shapes: about 150, 350 and 500 bytes). None at WARN.

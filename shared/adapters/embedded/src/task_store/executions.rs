@@ -119,6 +119,11 @@ impl ExecutionStore for SqliteStore {
         .await
     }
 
+    /// Nothing to forget: the list reads the records themselves.
+    async fn forget_due_entry(&self, _entry: &DueExecution) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn list_due_executions(
         &self,
         now: Timestamp,
