@@ -128,7 +128,7 @@ async fn a_broken_record_does_not_hold_up_the_sweep() {
 /// filtered on the time would bill every parked entry, at every pass).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_of_due_waits_reads_only_what_is_due() {
-    use a2a_core::{DurableExecution, ExecutionStore, Owner, Wait, WaitFor};
+    use a2a_core::{ExecutionStore, Owner};
     use a2a_protocol::Timestamp;
     use futures::StreamExt;
     let Some(env) = Env::new().await else {
@@ -139,26 +139,12 @@ async fn a_sweep_of_due_waits_reads_only_what_is_due() {
     let owner = Owner::anonymous("");
     let now = Timestamp::now().millis();
     let parked = |due_ms: i64| {
-        let due = Timestamp::from_millis(due_ms);
-        DurableExecution {
-            owner: owner.clone(),
-            task_id: a2a_core::new_id(),
-            trigger_seq: 1,
-            steps: Vec::new(),
-            emitted: 0,
-            wait: Some(Wait {
-                step: 0,
-                name: "nap".into(),
-                what: WaitFor::Timer,
-                due_at: due,
-                deadline: due,
-                outcome: None,
-            }),
-            remotes: Default::default(),
-            traceparent: None,
-            version: 1,
-            expires_at: Timestamp::from_millis(now + 7_200_000),
-        }
+        store_contract::durable::record(
+            &owner,
+            &a2a_core::new_id(),
+            1,
+            Some(Timestamp::from_millis(due_ms)),
+        )
     };
     let later: Vec<_> = (0..400).map(|_| parked(now + 3_600_000)).collect();
     let due: Vec<_> = (0..3).map(|i| parked(now - 1_000 - i)).collect();

@@ -424,33 +424,6 @@ async fn due_entries(env: &Env) -> Vec<(String, String)> {
     entries
 }
 
-fn parked(
-    owner: &Owner,
-    task_id: &str,
-    version: u64,
-    due: Option<Timestamp>,
-) -> a2a_core::DurableExecution {
-    a2a_core::DurableExecution {
-        owner: owner.clone(),
-        task_id: task_id.to_owned(),
-        trigger_seq: 1,
-        steps: Vec::new(),
-        emitted: 0,
-        wait: due.map(|due| a2a_core::Wait {
-            step: 0,
-            name: "nap".into(),
-            what: a2a_core::WaitFor::Timer,
-            due_at: due,
-            deadline: due,
-            outcome: None,
-        }),
-        remotes: Default::default(),
-        traceparent: None,
-        version,
-        expires_at: Timestamp::from_millis(Timestamp::now().millis() + 3_600_000),
-    }
-}
-
 /// A wait parked by the previous layout (its due entry keyed by the task id alone, its record
 /// without the due time) is found by the first sweep of a process, which moves the entry to
 /// its time key and tells the record; the record's next save then removes it.
@@ -464,7 +437,10 @@ async fn a_wait_parked_by_the_previous_layout_is_swept_and_its_entry_moved() {
     let task = a2a_core::new_id();
     let due = Timestamp::from_millis(Timestamp::now().millis() - 1_000);
     env.store()
-        .save_execution(&parked(&owner, &task, 1, Some(due)), None)
+        .save_execution(
+            &a2a_store_contract::durable::record(&owner, &task, 1, Some(due)),
+            None,
+        )
         .await
         .unwrap();
     // Made as the previous layout left it: no due time on the record, the entry keyed by id.
@@ -522,7 +498,10 @@ async fn a_wait_parked_by_the_previous_layout_is_swept_and_its_entry_moved() {
     );
     // Its wait over, the record's save removes the moved entry: nothing is listed or left.
     store
-        .save_execution(&parked(&owner, &task, 2, None), Some(1))
+        .save_execution(
+            &a2a_store_contract::durable::record(&owner, &task, 2, None),
+            Some(1),
+        )
         .await
         .unwrap();
     assert!(due_entries(&env).await.is_empty());

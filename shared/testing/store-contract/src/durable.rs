@@ -21,7 +21,14 @@ use futures::future::BoxFuture;
 
 use crate::{fresh_owner, hours_from_now, unique};
 
-fn record(owner: &Owner, task_id: &str, version: u64, due: Option<Timestamp>) -> DurableExecution {
+/// An execution record of the owner's task at `version`, waiting on a timer due at `due` (no
+/// wait without), expiring in an hour.
+pub fn record(
+    owner: &Owner,
+    task_id: &str,
+    version: u64,
+    due: Option<Timestamp>,
+) -> DurableExecution {
     DurableExecution {
         owner: owner.clone(),
         task_id: task_id.to_owned(),

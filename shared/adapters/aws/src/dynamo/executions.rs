@@ -157,27 +157,15 @@ impl DynamoTaskStore {
                 ]),
             ),
         };
-        let size = items::item_size(&item);
-        let result = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item))
-            .condition_expression(condition)
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .return_values(ReturnValue::AllOld)
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await;
-        let written = self.conditional(
-            "PutItem",
-            result,
-            |out| out.consumed_capacity(),
-            |_| write_units(size),
-            write_units(size),
-        )?;
-        Ok(written.map(|out| out.attributes.filter(|old| !old.is_empty())))
+        self.put_if_replacing(
+            item,
+            condition,
+            names,
+            values,
+            0.0,
+            Some(ReturnValue::AllOld),
+        )
+        .await
     }
 
     /// Moves the due entries of the previous layout (keyed by task id) in the due partitions

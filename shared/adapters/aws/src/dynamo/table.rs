@@ -9,7 +9,9 @@ use a2a_core::{Owner, StoreError};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
-use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConsumedCapacity, ReturnConsumedCapacity, ReturnValue,
+};
 
 use super::DynamoTaskStore;
 use crate::items::{self, Item};
@@ -294,6 +296,25 @@ impl DynamoTaskStore {
         values: HashMap<String, AttributeValue>,
         index_wru: f64,
     ) -> Result<bool, StoreError> {
+        let written = self
+            .put_if_replacing(item, condition, names, values, index_wru, None)
+            .await?;
+        Ok(written.is_some())
+    }
+
+    /// [`Self::put_if_indexed`] answering what `returned` asks of the item it replaced
+    /// (`ALL_OLD` costs no more capacity; `None` asks nothing, and sends nothing for it):
+    /// `None` when the condition did not hold, `Some(None)` when there was no item (or
+    /// nothing was asked).
+    pub(super) async fn put_if_replacing(
+        &self,
+        item: Item,
+        condition: &str,
+        names: HashMap<String, String>,
+        values: HashMap<String, AttributeValue>,
+        index_wru: f64,
+        returned: Option<ReturnValue>,
+    ) -> Result<Option<Option<Item>>, StoreError> {
         let size = items::item_size(&item);
         let result = self
             .client
@@ -303,6 +324,7 @@ impl DynamoTaskStore {
             .condition_expression(condition)
             .set_expression_attribute_names(Some(names))
             .set_expression_attribute_values(Some(values))
+            .set_return_values(returned)
             .set_return_consumed_capacity(self.return_capacity())
             .send()
             .await;
@@ -313,6 +335,6 @@ impl DynamoTaskStore {
             |_| write_units(size) + index_wru,
             write_units(size),
         )?;
-        Ok(written.is_some())
+        Ok(written.map(|out| out.attributes.filter(|old| !old.is_empty())))
     }
 }
