@@ -33,6 +33,9 @@ struct Faults {
     /// The next `n` calls of one operation (its `x-amz-target`, lowercase) whose request holds a
     /// text (lowercase): the calls of one write, not whichever of the server's writes come next.
     next: Mutex<Option<NextCalls>>,
+    /// One call whose answer is lost (it reaches the emulator, its caller gets a 500), and
+    /// the calls to fail once it was: [`StoreOutage::lose_then_fail`].
+    lose: Mutex<Option<(NextCalls, NextCalls)>>,
     /// How many calls it failed.
     failed: AtomicU64,
 }
@@ -44,7 +47,37 @@ struct NextCalls {
     left: u64,
 }
 
+/// What becomes of one request.
+enum Fate {
+    Pass,
+    /// Answered 500 without reaching the emulator.
+    Fail,
+    /// Passed to the emulator, then answered 500 (its answer lost).
+    Lose,
+}
+
 impl Faults {
+    /// What becomes of the request `head` (lowercase, head and body); a failed or lost one is
+    /// counted.
+    fn fate(&self, head: &str) -> Fate {
+        let target = |op: &str| head.contains(&format!("x-amz-target: {op}\r\n"));
+        let mut lose = self.lose.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((lost, _)) = lose.as_ref() {
+            if target(&lost.operation) && head.contains(&lost.holding) {
+                let (_, then) = lose.take().expect("checked");
+                *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(then);
+                self.failed.fetch_add(1, Ordering::SeqCst);
+                return Fate::Lose;
+            }
+        }
+        drop(lose);
+        if self.fails(head) {
+            Fate::Fail
+        } else {
+            Fate::Pass
+        }
+    }
+
     /// Whether the request `head` (lowercase, head and body) fails (and counts it if so).
     fn fails(&self, head: &str) -> bool {
         let target = |op: &str| head.contains(&format!("x-amz-target: {op}\r\n"));
@@ -107,7 +140,25 @@ impl StoreOutage {
         });
     }
 
-    /// How many calls it has failed so far.
+    /// Loses the answer of the next call of `operation` whose request holds `holding` (the
+    /// call reaches the emulator and takes effect; its caller gets a 500, which the SDK
+    /// retries), then fails the next `n` calls of `then` holding `then_holding`.
+    pub fn lose_then_fail(
+        &self,
+        (operation, holding): (&str, &str),
+        (then, then_holding): (&str, &str),
+        n: u64,
+    ) {
+        let calls = |operation: &str, holding: &str, left| NextCalls {
+            operation: operation.to_ascii_lowercase(),
+            holding: holding.to_ascii_lowercase(),
+            left,
+        };
+        *self.faults.lose.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((calls(operation, holding, 1), calls(then, then_holding, n)));
+    }
+
+    /// How many calls it has failed (or lost the answer of) so far.
     pub fn failed(&self) -> u64 {
         self.faults.failed.load(Ordering::SeqCst)
     }
@@ -120,23 +171,28 @@ async fn relay(mut client: TcpStream, upstream: String, faults: Arc<Faults>) {
         return;
     };
     let head = String::from_utf8_lossy(&request).to_ascii_lowercase();
-    if faults.fails(&head) {
-        let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error (injected by the test)"}"#;
-        let answer = format!(
-            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = client.write_all(answer.as_bytes()).await;
-        return;
+    let fate = faults.fate(&head);
+    if !matches!(fate, Fate::Fail) {
+        let Ok(mut server) = TcpStream::connect(&upstream).await else {
+            return;
+        };
+        let mut answer = Vec::new();
+        if server.write_all(&request).await.is_err()
+            || server.read_to_end(&mut answer).await.is_err()
+        {
+            return;
+        }
+        if matches!(fate, Fate::Pass) {
+            let _ = client.write_all(&answer).await;
+            return;
+        }
     }
-    let Ok(mut server) = TcpStream::connect(&upstream).await else {
-        return;
-    };
-    let mut answer = Vec::new();
-    if server.write_all(&request).await.is_err() || server.read_to_end(&mut answer).await.is_err() {
-        return;
-    }
-    let _ = client.write_all(&answer).await;
+    let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error (injected by the test)"}"#;
+    let answer = format!(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(answer.as_bytes()).await;
 }
 
 /// One HTTP request: its head and its `content-length` body.

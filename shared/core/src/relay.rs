@@ -154,8 +154,7 @@ pub(crate) async fn relay(
     update: &RemoteUpdate<'_>,
 ) -> Result<(), AppendError> {
     let head = log
-        .store
-        .load_task(owner, task_id)
+        .load_retried(owner, task_id)
         .await
         .map_err(AppendError::Store)?
         .ok_or_else(|| AppendError::NotFound(task_id.to_owned()))?;

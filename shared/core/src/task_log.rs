@@ -403,8 +403,7 @@ impl TaskLog {
                 }
                 Err(StoreError::Conflict) => {
                     head = self
-                        .store
-                        .load_task(owner, &next.task.id)
+                        .load_retried(owner, &next.task.id)
                         .await
                         .map_err(AppendError::Store)?
                         .ok_or_else(|| AppendError::NotFound(next.task.id.clone()))?;
@@ -422,6 +421,20 @@ impl TaskLog {
         Err(AppendError::Store(StoreError::Backend(
             "too many concurrent writers on one task".into(),
         )))
+    }
+
+    /// The owner's task as stored, read again after a failure of the backend (see
+    /// [`with_store_retries`]): the read a write depends on, so that a throttling burst does
+    /// not fail the work the write belongs to.
+    pub(crate) async fn load_retried(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        with_store_retries("a task read", task_id, || {
+            self.store.load_task(owner, task_id)
+        })
+        .await
     }
 
     /// The store's append of `logged`, made again, the same, after a failure of the backend
