@@ -290,15 +290,11 @@ async fn a_durable_step_the_store_failed_is_run_again_by_its_job() {
 /// A create that landed while its answer was lost and the store's check of it failed too
 /// (issue 52's 20 % fault run: a delegation's task on the other agent stayed SUBMITTED for good,
 /// and the delegation WORKING with it): the client gets an error, yet the task exists, and
-/// its retry of the message is a repeat of it, but nothing runs the task and no sweep finds
-/// it. What must hold: the task completes (its work queued by a sweep, say), or at the least
-/// ends FAILED, never SUBMITTED for good.
+/// its retry of the message is a repeat of it, but nothing ran the task and no sweep found it
+/// (`slow` without streaming is queued work, and the send queued no job). Now the job is marked
+/// for the sweep, which queues it, and the task completes.
 ///
-/// Ignored: this reproduces a defect still open (the repeat answers SUBMITTED and nothing
-/// runs the task; giving the execution's lease to the sweep at its end was not enough: the run
-/// never reaches its end there). Run it with `--run-ignored only` on DynamoDB.
 #[tokio::test]
-#[ignore = "reproduces an open defect: a create that landed unseen stays SUBMITTED"]
 async fn a_create_that_landed_unseen_is_run_by_the_sweep() {
     let env = [("A2A_SWEEP_INTERVAL_SECS", "1")];
     let Some((server, outage)) = server_behind_outage(&env).await else {
@@ -329,4 +325,53 @@ async fn a_create_that_landed_unseen_is_run_by_the_sweep() {
         .await;
     assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
     assert_eq!(text_of(&ended), "chunk-1 chunk-2 chunk-3 ", "{ended}");
+}
+
+/// The same on the inline path: a streamed `slow` whose create landed unseen, with the
+/// agent's first status in it. The execution gave its lease back at its end, and the task
+/// stayed WORKING for good; now the lease stays, runs out, and the sweep ends the task FAILED
+/// (the agent already ran: a job would not run it again).
+#[tokio::test]
+async fn an_inline_create_that_landed_unseen_is_ended_by_the_sweep() {
+    let env = [
+        ("A2A_SWEEP_INTERVAL_SECS", "1"),
+        ("A2A_EXECUTION_LEASE_SECS", "2"),
+    ];
+    let Some((server, outage)) = server_behind_outage(&env).await else {
+        return;
+    };
+    let message_id = format!("unseen-inline-{}", uuid_like());
+    let request = |configuration: Value| {
+        json!({
+            "message": {
+                "messageId": message_id,
+                "role": "ROLE_USER",
+                "parts": [{"text": "slow 3 50"}]
+            },
+            "configuration": configuration
+        })
+    };
+    outage.lose_then_fail(
+        ("DynamoDB_20120810.PutItem", r#""nv":{"N":"0"}"#),
+        ("DynamoDB_20120810.GetItem", r#""sk":{"s":"h"}"#),
+        3,
+    );
+    let refused = server.stream(Binding::Rest, request(json!({}))).await;
+    assert!(refused.is_err(), "the create's outcome was not known");
+    assert_eq!(outage.failed(), 4, "the answer lost and three reads failed");
+    let repeat = task_of(&ok(server
+        .send(
+            Binding::JsonRpc,
+            request(json!({"returnImmediately": true})),
+        )
+        .await))
+    .clone();
+    let ended = server
+        .await_terminal(&id_of(&repeat), Duration::from_secs(30))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_FAILED", "{ended}");
+    assert!(
+        !message_text(&ended["status"]["message"]).is_empty(),
+        "a FAILED task says why: {ended}"
+    );
 }

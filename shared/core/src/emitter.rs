@@ -730,6 +730,16 @@ impl Emitter {
             tracing::warn!(task_id = %self.task_id(), "a failed write left the task active: its lease stays, for the sweep to end it");
             return;
         }
+        // A create that failed through the store may have landed all the same (its answer
+        // lost, and the store's check of it failed too), with the agent's first events in it:
+        // given back, the lease would leave that task active for good, run by nobody (a
+        // client's retry of the message is a repeat of it, and a job would not run an agent
+        // that already wrote). Kept, it runs out, and the sweep ends such a task FAILED, or
+        // just removes the lease if the create did not land.
+        if state.broken.is_some() && state.head.is_none() && state.lease_held {
+            tracing::warn!(task_id = %self.task_id(), "a create failed through the store and may have landed: its lease stays, for the sweep");
+            return;
+        }
         self.release_lease(&mut state).await;
     }
 

@@ -432,6 +432,15 @@ impl A2aService {
                 Err(AppendError::Store(StoreError::Conflict)) => {
                     return self.superseded(ctx, sent, &task_id, retry).await
                 }
+                // The store failed through its retries: the create may have landed all the
+                // same (its answer lost, and the store's check of it failed too), and then a
+                // retry of the message is a repeat of a task nobody queued work for. The job
+                // is marked for the sweep, which queues it: it runs the task if it exists, and
+                // ends at once if it does not.
+                Err(AppendError::Store(err @ StoreError::Backend(_))) => {
+                    self.mark_for_the_sweep(ctx, &task_id, 1).await;
+                    return Err(AppendError::Store(err).into());
+                }
                 Err(err) => return Err(err.into()),
             },
             Some(head) => match self
@@ -456,6 +465,19 @@ impl A2aService {
         })
     }
 
+    /// Marks the job of the message at `trigger_seq` of the owner's task `task_id` for the next
+    /// sweep (an inline lease that has already ended, held by
+    /// [`crate::execution::unqueued_holder`]), which queues it: whether the mark was written.
+    async fn mark_for_the_sweep(&self, ctx: &CallContext, task_id: &str, trigger_seq: u64) -> bool {
+        let holder = crate::execution::unqueued_holder(trigger_seq);
+        let marked = self
+            .core
+            .store
+            .acquire_inline_lease(&ctx.owner, task_id, &holder, a2a_protocol::Timestamp::now())
+            .await;
+        matches!(marked, Ok(true))
+    }
+
     /// A queued job the queue refused through its retries: the message is recorded, and a lease
     /// that has already ended marks its job for the next sweep, which queues it
     /// ([`crate::execution::unqueued_holder`]). The send is answered as any queued one: the
@@ -470,18 +492,7 @@ impl A2aService {
     ) -> Result<Started, A2AError> {
         let task_id = head.task.id.clone();
         tracing::warn!(%task_id, error = %err, "the work queue refused a job; the sweep queues it");
-        let holder = crate::execution::unqueued_holder(head.version);
-        let marked = self
-            .core
-            .store
-            .acquire_inline_lease(
-                &ctx.owner,
-                &task_id,
-                &holder,
-                a2a_protocol::Timestamp::now(),
-            )
-            .await;
-        if let Ok(true) = marked {
+        if self.mark_for_the_sweep(ctx, &task_id, head.version).await {
             return Ok(Started::Task {
                 task_id,
                 from_seq: head.version,
