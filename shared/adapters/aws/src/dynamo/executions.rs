@@ -70,13 +70,18 @@ fn due_sk(due_ms: i64, task_id: &str) -> String {
     format!("{DUE_MARK}{:015}#{task_id}", due_ms.max(0))
 }
 
+/// The key of the due entry of task `task_id`'s wait due at `due_ms`.
+fn due_key(due_ms: i64, task_id: &str) -> Item {
+    items::key(wait_pk(task_id), due_sk(due_ms, task_id))
+}
+
 /// The key of the due entry a record item points at: the one of its wait (its `due`), none
 /// when it has no wait, the task id alone for a record of the previous layout.
 fn entry_of_record(record: &Item, task_id: &str) -> Option<Item> {
     match record.get(DUE) {
         Some(AttributeValue::N(ms)) => match ms.parse::<i64>() {
             Ok(0) | Err(_) => None,
-            Ok(ms) => Some(items::key(wait_pk(task_id), due_sk(ms, task_id))),
+            Ok(ms) => Some(due_key(ms, task_id)),
         },
         _ => Some(items::key(wait_pk(task_id), task_id)),
     }
@@ -91,7 +96,7 @@ impl DynamoTaskStore {
         due: Timestamp,
         expires_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut item = items::key(wait_pk(task_id), due_sk(due.millis(), task_id));
+        let mut item = due_key(due.millis(), task_id);
         item.extend([
             (attr::OWNER.to_owned(), s(owner.as_str())),
             (DUE.to_owned(), n(due.millis())),
@@ -301,12 +306,7 @@ impl ExecutionStore for DynamoTaskStore {
             };
         };
         // The entry of the wait the record had goes, unless it is this wait's.
-        let now_entry = due.map(|d| {
-            items::key(
-                wait_pk(&execution.task_id),
-                due_sk(d.millis(), &execution.task_id),
-            )
-        });
+        let now_entry = due.map(|d| due_key(d.millis(), &execution.task_id));
         if let Some(before) = replaced.and_then(|old| entry_of_record(&old, &execution.task_id)) {
             if Some(&before) != now_entry.as_ref() {
                 self.remove_due_entry(before).await?;
@@ -348,11 +348,8 @@ impl ExecutionStore for DynamoTaskStore {
 
     /// Removes the entry `entry` was listed from ([`Self::list_due_executions`]).
     async fn forget_due_entry(&self, entry: &DueExecution) -> Result<(), StoreError> {
-        self.remove_due_entry(items::key(
-            wait_pk(&entry.task_id),
-            due_sk(entry.due_at.millis(), &entry.task_id),
-        ))
-        .await
+        self.remove_due_entry(due_key(entry.due_at.millis(), &entry.task_id))
+            .await
     }
 
     /// One eventually consistent query per due partition for the keys due by `now`, soonest
