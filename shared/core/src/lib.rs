@@ -30,6 +30,7 @@ mod recorded;
 mod relay;
 mod remote;
 mod request;
+mod reread;
 mod retry;
 mod room;
 mod service;
@@ -75,6 +76,7 @@ pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
 pub use relay::RelayLimits;
 pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
+pub use reread::{ReadClock, RETRY_FAILED_READ};
 pub use service::{A2aService, OperationRequest, OperationResponse, RelayPush, Reply};
 pub use signing::{
     body_sha256, KeyDocumentText, KeyError, KeySet, PushSigner, SecretPem, SigningAlgorithm,

@@ -18,7 +18,9 @@ use a2a_client::{
     Auth, CancelTaskRequest, CardFetch, Client, ClientBuilder, Error, FetchedCard, GetTaskRequest,
     SendMessageConfiguration, SendMessageRequest, MAX_CARD_MAX_AGE,
 };
-use a2a_core::{is_non_public, PushPolicy, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
+use a2a_core::{
+    is_non_public, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
+};
 use a2a_protocol::{A2AError, Message, Task, TaskPushNotificationConfig};
 use a2a_push_verify::{Verifier, VerifyError};
 use async_trait::async_trait;
@@ -43,9 +45,6 @@ const MAX_JWKS_WAIT: Duration = Duration::from_secs(10);
 const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// The longest error text of a remote agent quoted into our task's failure reason.
 const MAX_QUOTED: usize = 300;
-/// A credential source that failed is asked again this soon at the earliest, not by every
-/// call in between.
-const RETRY_FAILED_CREDENTIALS: Duration = Duration::from_secs(1);
 
 /// How calls to other agents are made.
 #[derive(Debug, Clone)]
@@ -226,12 +225,11 @@ impl CredentialSource for AgentCredentials {
     }
 }
 
-/// The credentials in force, when they were read, and the last failure to read them since.
+/// The credentials in force, and when they were read (or failed to be).
 #[derive(Default)]
 struct CredentialCache {
     current: Option<Arc<AgentCredentials>>,
-    loaded_at: Option<Instant>,
-    failed: Option<(Instant, String)>,
+    clock: ReadClock,
 }
 
 /// A card as cached, and until when it is fresh.
@@ -326,24 +324,18 @@ impl RemoteAgentsClient {
         let source = &self.settings.credentials;
         let refresh = source.refresh();
         let mut cache = self.credentials.lock().await;
-        let fresh = cache.loaded_at.is_some_and(|at| at.elapsed() < refresh);
-        let failed_just_now = cache
-            .failed
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < refresh.min(RETRY_FAILED_CREDENTIALS));
-        if !fresh && !failed_just_now {
+        if cache.clock.due(refresh) {
             match source.load().await {
                 Ok(credentials) => {
                     cache.current = Some(Arc::new(credentials));
-                    cache.loaded_at = Some(Instant::now());
-                    cache.failed = None;
+                    cache.clock.read();
                 }
-                Err(why) => cache.failed = Some((Instant::now(), why)),
+                Err(why) => cache.clock.failed(why),
             }
         }
-        match (&cache.current, &cache.failed) {
+        match (&cache.current, cache.clock.failure()) {
             (Some(current), _) => Ok(current.clone()),
-            (None, Some((_, why))) => Err(RemoteError::Unavailable(format!(
+            (None, Some(why)) => Err(RemoteError::Unavailable(format!(
                 "the credentials for other agents cannot be read, so nothing was sent: {why}"
             ))),
             (None, None) => Ok(Arc::new(AgentCredentials::none())),

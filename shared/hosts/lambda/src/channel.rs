@@ -4,12 +4,13 @@
 //! routes, and the calls to their rooms.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use a2a_channels::{LiteChannels, LiteSettings, EVENTS_PATH, MATRIX_PREFIX, WEBHOOK_PATH};
 use a2a_core::lite::RoomAddress;
 use a2a_core::{
-    A2aService, ConfigError, PushPolicy, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
+    A2aService, ConfigError, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent,
+    RemoteTaskRef,
 };
 use a2a_protocol::{Message, Task, TaskPushNotificationConfig};
 use async_trait::async_trait;
@@ -25,9 +26,6 @@ use crate::secret::read_secret;
 /// Without it, the channels come from the environment as `a2a-local` reads them
 /// (`A2A_LITE_WEBHOOK_TOKEN`, …): local runs only.
 pub const ENV_LITE_SECRET_ARN: &str = "A2A_LITE_SECRET_ARN";
-
-/// A source that failed is asked again this soon at the earliest, not by every request.
-const RETRY_FAILED_READ: Duration = Duration::from_secs(1);
 
 /// The channels the environment `lookup` describes, read now: the secret named by
 /// [`ENV_LITE_SECRET_ARN`] (read through `sdk`) over the `A2A_LITE_*` variables. An unreadable
@@ -57,14 +55,13 @@ pub struct LiteSource {
     cache: tokio::sync::Mutex<LiteCache>,
 }
 
-/// The channels in force, their version (bumped when a read finds them changed), when they
-/// were read, and the last failure to read them since.
+/// The channels in force, their version (bumped when a read finds them changed), and when
+/// they were read (or failed to be).
 #[derive(Default)]
 struct LiteCache {
     current: Option<Arc<LiteSettings>>,
     version: u64,
-    loaded_at: Option<Instant>,
-    failed: Option<(Instant, String)>,
+    clock: ReadClock,
 }
 
 impl LiteSource {
@@ -106,14 +103,7 @@ impl LiteSource {
             return Ok((self.from_env.clone(), 0));
         };
         let mut cache = self.cache.lock().await;
-        let fresh = cache
-            .loaded_at
-            .is_some_and(|at| at.elapsed() < self.refresh);
-        let failed_just_now = cache
-            .failed
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < self.refresh.min(RETRY_FAILED_READ));
-        if !fresh && !failed_just_now {
+        if cache.clock.due(self.refresh) {
             let read = match read_secret(client, arn, "A2A-Lite channel").await {
                 Ok(text) => (*self.from_env)
                     .clone()
@@ -133,18 +123,17 @@ impl LiteSource {
                         cache.current = Some(Arc::new(lite));
                         cache.version += 1;
                     }
-                    cache.loaded_at = Some(Instant::now());
-                    cache.failed = None;
+                    cache.clock.read();
                 }
                 Err(why) => {
                     tracing::error!(error = %why, "cannot read the A2A-Lite channels; they fail until it reads (channels read before stay in force)");
-                    cache.failed = Some((Instant::now(), why));
+                    cache.clock.failed(why);
                 }
             }
         }
-        match (&cache.current, &cache.failed) {
+        match (&cache.current, cache.clock.failure()) {
             (Some(current), _) => Ok((current.clone(), cache.version)),
-            (None, Some((_, why))) => Err(why.clone()),
+            (None, Some(why)) => Err(why.to_owned()),
             (None, None) => Ok((Arc::new(LiteSettings::default()), 0)),
         }
     }
@@ -476,7 +465,7 @@ mod tests {
             .send()
             .await
             .expect("mend the secret");
-        tokio::time::sleep(RETRY_FAILED_READ).await;
+        tokio::time::sleep(a2a_core::RETRY_FAILED_READ).await;
         let (status, body) = post_webhook(&router).await;
         assert_ne!(status, 503, "{body}");
         assert_ne!(status, 404, "{body}");
