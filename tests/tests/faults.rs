@@ -342,6 +342,19 @@ async fn list_all(server: &Server) -> (Vec<Value>, i64) {
     }
 }
 
+/// How long the pushes may take after the tasks settled: the push queue's visibility timeout
+/// (30 s, a job the killed instance had taken), and a delivery after it.
+const PUSH_WAIT: Duration = Duration::from_secs(45);
+
+/// Whether `pushes` holds the COMPLETED of task `id` (a status update or a whole task).
+fn completed_pushed(pushes: &[Push], id: &str) -> bool {
+    pushes.iter().any(|p| {
+        let body = p.json();
+        event_state(&body) == Some("TASK_STATE_COMPLETED")
+            && (body["statusUpdate"]["taskId"] == json!(id) || body["task"]["id"] == json!(id))
+    })
+}
+
 fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
@@ -450,6 +463,23 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
         ));
     }
 
+    // Pushes go out after their task ends, through the push queue: one taken by the killed
+    // instance comes back when its visibility ends (30 s), so they are awaited, bounded.
+    let push_tasks: Vec<&str> = sent
+        .iter()
+        .filter(|s| s.work == Work::Push)
+        .filter_map(|s| s.task.as_deref())
+        .collect();
+    let pushed = tokio::time::Instant::now();
+    let all_pushed = hook
+        .wait_for_all(PUSH_WAIT, |pushes| {
+            push_tasks.iter().all(|id| completed_pushed(pushes, id))
+        })
+        .await;
+    eprintln!(
+        "faults: every push task's COMPLETED pushed: {all_pushed}, {:.1} s after the tasks settled",
+        pushed.elapsed().as_secs_f64()
+    );
     let pushes = hook.received();
     let mut acknowledged = 0;
     let mut refused = 0;
@@ -506,14 +536,7 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
                 ));
             }
         }
-        if s.work == Work::Push
-            && !pushes.iter().any(|p| {
-                let body = p.json();
-                event_state(&body) == Some("TASK_STATE_COMPLETED")
-                    && (body["statusUpdate"]["taskId"] == json!(id)
-                        || body["task"]["id"] == json!(id))
-            })
-        {
+        if s.work == Work::Push && !completed_pushed(&pushes, id) {
             problems.push(format!("push task {id}: its COMPLETED was never pushed"));
         }
     }

@@ -676,12 +676,17 @@ impl Emitter {
         if state.lease_held || !is_active(next) {
             return Ok(());
         }
-        let taken = self
-            .log
-            .store
-            .acquire_inline_lease(&self.owner, self.task_id(), &lease.holder, lease.until())
-            .await
-            .map_err(crate::task_log::store_unavailable)?;
+        // Made again after a failure of the backend: a lease that is ours is ours to take.
+        let taken = crate::task_log::with_store_retries("an inline lease", self.task_id(), || {
+            self.log.store.acquire_inline_lease(
+                &self.owner,
+                self.task_id(),
+                &lease.holder,
+                lease.until(),
+            )
+        })
+        .await
+        .map_err(crate::task_log::store_unavailable)?;
         if !taken {
             return Err(AgentError::Failed(
                 "another execution is running on this task".into(),

@@ -470,11 +470,17 @@ impl A2aService {
     /// [`crate::execution::unqueued_holder`]), which queues it: whether the mark was written.
     async fn mark_for_the_sweep(&self, ctx: &CallContext, task_id: &str, trigger_seq: u64) -> bool {
         let holder = crate::execution::unqueued_holder(trigger_seq);
-        let marked = self
-            .core
-            .store
-            .acquire_inline_lease(&ctx.owner, task_id, &holder, a2a_protocol::Timestamp::now())
-            .await;
+        // Made again after a failure of the backend: the lease is ours to take again (the
+        // same holder), so a repeat of a mark that landed is a mark too.
+        let marked = crate::task_log::with_store_retries("a mark for the sweep", task_id, || {
+            self.core.store.acquire_inline_lease(
+                &ctx.owner,
+                task_id,
+                &holder,
+                a2a_protocol::Timestamp::now(),
+            )
+        })
+        .await;
         matches!(marked, Ok(true))
     }
 

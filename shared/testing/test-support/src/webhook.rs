@@ -104,6 +104,15 @@ impl Webhook {
         self.state.received.borrow().clone()
     }
 
+    /// Waits until every POST received so far satisfies `done` taken together, for at most
+    /// `within`; whether it did.
+    pub async fn wait_for_all(&self, within: Duration, done: impl Fn(&[Push]) -> bool) -> bool {
+        let mut received = self.state.received.subscribe();
+        tokio::time::timeout(within, received.wait_for(|all| done(all)))
+            .await
+            .is_ok_and(|ok| ok.is_ok())
+    }
+
     /// The next push not handed out by this method yet, or `None` if none arrives within
     /// `timeout`.
     pub async fn next_within(&mut self, timeout: Duration) -> Option<Push> {
