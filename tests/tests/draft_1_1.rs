@@ -17,6 +17,7 @@ both_bindings!(
     streams_carry_the_generation_of_each_event,
     long_poll_answers_once_the_generation_passes,
     long_poll_answers_at_once_when_passed_or_terminal,
+    long_polls_beyond_the_bound_on_held_polls_are_answered_at_once,
     if_generation_match_refuses_a_stale_follow_up,
     push_config_secrets_are_not_read_back,
 );
@@ -273,6 +274,68 @@ async fn long_poll_answers_at_once_when_passed_or_terminal(b: Binding) {
     )
     .await);
     bad.assert_is(-32602, 400, "INVALID_PARAMS");
+}
+
+/// A long poll of `id` past `current`, in the background.
+fn poll_in_background(
+    server: &Client,
+    b: Binding,
+    id: &str,
+    current: i64,
+) -> tokio::task::JoinHandle<Result<Value, ApiError>> {
+    let server = server.clone();
+    let id = id.to_owned();
+    tokio::spawn(async move {
+        call(
+            &server,
+            b,
+            "1.1",
+            "GetTask",
+            json!({"id": id, "currentGeneration": current.to_string()}),
+        )
+        .await
+    })
+}
+
+/// Two long polls of a new held task, with one slot free: one answers at once, as the task
+/// stands; the other is held until the task moves on.
+async fn one_of_two_polls_is_held(server: &Client, b: Binding) {
+    let task = held(server, b).await;
+    let id = id_of(&task);
+    let current = generation(&task);
+    let mut first = poll_in_background(server, b, &id, current);
+    let mut second = poll_in_background(server, b, &id, current);
+    // Held polls last a minute here, longer than this wait: an answer within it, on a task
+    // that did not change, is a poll that was not held.
+    let (answered, still_held) = tokio::time::timeout(EVENT_TIMEOUT, async {
+        tokio::select! {
+            a = &mut first => (a, second),
+            a = &mut second => (a, first),
+        }
+    })
+    .await
+    .expect("one of two long polls, with one slot, answers before the task changes");
+    let answered = ok(answered.unwrap());
+    assert_eq!(generation(&answered), current, "{answered}");
+    let follow = ok(call(server, b, "1.1", "SendMessage", follow_up(&id, "done")).await);
+    assert_eq!(state(task_of(&follow)), "TASK_STATE_COMPLETED", "{follow}");
+    let polled = ok(still_held.await.unwrap());
+    assert!(
+        generation(&polled) > current,
+        "the other poll was held until the task moved: {polled}"
+    );
+}
+
+async fn long_polls_beyond_the_bound_on_held_polls_are_answered_at_once(b: Binding) {
+    let server = Server::start_with_env(&[
+        ("A2A_LONG_POLL_MAX_HELD", "1"),
+        ("A2A_LONG_POLL_SECS", "60"),
+    ])
+    .await;
+    one_of_two_polls_is_held(&server, b).await;
+    // Again: the held poll gave its slot back when it answered (else both would answer at
+    // once now).
+    one_of_two_polls_is_held(&server, b).await;
 }
 
 async fn if_generation_match_refuses_a_stale_follow_up(b: Binding) {

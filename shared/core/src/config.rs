@@ -39,6 +39,13 @@ pub struct ServiceConfig {
     /// answers with the task as it stands. It must fit the front door: API Gateway ends a
     /// buffered request after 29 s, so the default stays below that.
     pub long_poll_max_wait: Duration,
+    /// How many long polls the deployment holds at once, across all its processes (`None`:
+    /// no bound). Beyond it a long poll answers at once with the task as it stands, as a
+    /// plain GetTask. Each held poll takes one of this many slots, leases in the store (a
+    /// write to take and one to give back): on Lambda a held poll is an instance billed for
+    /// its hold, and the bound keeps them from taking the concurrency the worker and the
+    /// pushes need (docs/lambda.md, "Concurrency").
+    pub long_poll_max_held: Option<u32>,
     /// How long one SSE stream may last before it ends gracefully (the client resubscribes).
     pub max_stream_duration: Duration,
     /// Whether inline work may go on after the response ends. True for a long-lived process;
@@ -89,6 +96,7 @@ impl Default for ServiceConfig {
             message_id_reuse: MessageIdReuse::default(),
             blocking_timeout: Duration::from_secs(120),
             long_poll_max_wait: DEFAULT_LONG_POLL_MAX_WAIT,
+            long_poll_max_held: None,
             max_stream_duration: Duration::from_secs(14 * 60),
             background_inline: true,
             push_policy: PushPolicy::default(),

@@ -8,6 +8,8 @@
 //! nothing: a 1.1 client sees a gap of one there, and re-reads the task as the draft says.
 
 use a2a_protocol::{A2AError, SendMessageConfiguration, SendMessageResponse};
+use std::time::Duration;
+
 use futures::StreamExt;
 use tokio::time::Instant;
 
@@ -77,20 +79,101 @@ pub(super) fn if_generation_match(
     configuration.if_generation_match.filter(|_| ctx.v1_1)
 }
 
+/// The lease that is slot `k` of the deployment's held long polls. A lease's name is a task id
+/// everywhere else; task ids are UUIDs, which never start with `~`.
+fn held_poll_slot(k: u32) -> String {
+    format!("~held-poll#{k}")
+}
+
+/// How many of the slots a long poll tries before it answers at once: near the bound, a few
+/// free slots may be missed (then the poll answers as a plain GetTask would), never more held.
+const SLOT_PROBES: u32 = 3;
+
+/// Holds a slot past the poll's own bound by this much, so that a process that dies holding
+/// one frees it soon after the poll would have ended anyway.
+const SLOT_MARGIN: Duration = Duration::from_secs(5);
+
+/// One of the deployment's slots for a held long poll, taken as a lease (see
+/// [`crate::ServiceConfig::long_poll_max_held`]).
+struct HeldPollSlot {
+    name: String,
+    holder: String,
+}
+
 impl A2aService {
     /// Long-polling GetTask: `head` once its generation is above `generation`, or as it
     /// stands when the task can no longer change (terminal), at the deployment's bound on
     /// holding a request (`long_poll_max_wait`, sized to the front door), or when this
-    /// process shuts down. A generation already passed answers at once.
+    /// process shuts down. A generation already passed answers at once, and so does a poll
+    /// beyond the deployment's bound on held polls (`long_poll_max_held`), as a plain GetTask.
     pub(super) async fn hold_until_past(
+        &self,
+        ctx: &CallContext,
+        head: StoredTask,
+        generation: i64,
+    ) -> Result<StoredTask, A2AError> {
+        if passed(&head, generation) {
+            return Ok(head);
+        }
+        let max_wait = self.core.config.long_poll_max_wait;
+        let slot = match self.core.config.long_poll_max_held {
+            None => None,
+            Some(max) => match self.take_held_poll_slot(max, max_wait + SLOT_MARGIN).await {
+                Some(slot) => Some(slot),
+                None => return Ok(head),
+            },
+        };
+        let held = self.hold(ctx, head, generation, max_wait).await;
+        if let Some(slot) = slot {
+            // A release that fails leaves the slot to its lease's end.
+            if let Err(err) = self
+                .core
+                .store
+                .release_lease(&slot.name, &slot.holder)
+                .await
+            {
+                tracing::warn!(error = %err, slot = %slot.name, "a held poll's slot was not given back");
+            }
+        }
+        held
+    }
+
+    /// One of `max` slots for `lasting`, or `None` when the few tried are held (or the store
+    /// fails: a poll answered at once is always right).
+    async fn take_held_poll_slot(&self, max: u32, lasting: Duration) -> Option<HeldPollSlot> {
+        if max == 0 {
+            return None;
+        }
+        let holder = uuid::Uuid::new_v4();
+        // Where to start is random, so concurrent polls spread over the slots.
+        let start = (holder.as_u128() % u128::from(max)) as u32;
+        let holder = holder.to_string();
+        let until = crate::emitter::lease_until(lasting);
+        for i in 0..SLOT_PROBES.min(max) {
+            let name = held_poll_slot((start + i) % max);
+            match self.core.store.acquire_lease(&name, &holder, until).await {
+                Ok(true) => return Some(HeldPollSlot { name, holder }),
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, "a held poll's slot could not be taken; answered at once");
+                    return None;
+                }
+            }
+        }
+        tracing::debug!(max, "every slot tried holds a poll; answered at once");
+        None
+    }
+
+    async fn hold(
         &self,
         ctx: &CallContext,
         mut head: StoredTask,
         generation: i64,
+        max_wait: Duration,
     ) -> Result<StoredTask, A2AError> {
-        let deadline = Instant::now() + self.core.config.long_poll_max_wait;
+        let deadline = Instant::now() + max_wait;
         loop {
-            if head.version as i64 > generation || head.task.status.state.is_terminal() {
+            if passed(&head, generation) {
                 return Ok(head);
             }
             let now = Instant::now();
@@ -108,4 +191,9 @@ impl A2aService {
             }
         }
     }
+}
+
+/// Whether a long poll of `head` past `generation` answers now: passed, or terminal.
+fn passed(head: &StoredTask, generation: i64) -> bool {
+    head.version as i64 > generation || head.task.status.state.is_terminal()
 }

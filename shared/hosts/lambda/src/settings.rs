@@ -46,6 +46,11 @@ pub(crate) const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
 pub(crate) const ENV_BASE_PATH: &str = "A2A_BASE_PATH";
 /// Seconds a long-polling GetTask (A2A 1.1) is held at most: under API Gateway's 29 s.
 pub(crate) const ENV_LONG_POLL_SECS: &str = "A2A_LONG_POLL_SECS";
+/// How many long polls the deployment holds at once, across its instances (0: none held).
+pub(crate) const ENV_LONG_POLL_MAX_HELD: &str = "A2A_LONG_POLL_MAX_HELD";
+/// The bound on held long polls when [`ENV_LONG_POLL_MAX_HELD`] does not say: each is an
+/// instance billed for its hold, so a Lambda deployment always has one.
+const DEFAULT_LONG_POLL_MAX_HELD: u32 = 100;
 /// ARN of the Secrets Manager secret holding the push signing keys (`KeySet::from_json`).
 pub(crate) const ENV_PUSH_SIGNING_SECRET_ARN: &str = "A2A_PUSH_SIGNING_SECRET_ARN";
 /// A local key file instead of the secret (created on first use; local runs only).
@@ -105,6 +110,8 @@ pub struct Settings {
     pub base_path: String,
     /// How long a long-polling GetTask is held at most (`A2A_LONG_POLL_SECS`, default 25).
     pub long_poll_max_wait: Duration,
+    /// How many long polls are held at once at most (`A2A_LONG_POLL_MAX_HELD`, default 100).
+    pub long_poll_max_held: u32,
     /// Secrets Manager secret of the push signing keys.
     pub push_signing_secret_arn: Option<String>,
     /// Local key file of the push signing keys.
@@ -209,6 +216,15 @@ impl Settings {
             base_path: a2a_http::base_path(&get(ENV_BASE_PATH).unwrap_or_default())
                 .map_err(|e| ConfigError::invalid(ENV_BASE_PATH, e))?,
             long_poll_max_wait: secs(ENV_LONG_POLL_SECS, 25)?,
+            long_poll_max_held: match get(ENV_LONG_POLL_MAX_HELD) {
+                None => DEFAULT_LONG_POLL_MAX_HELD,
+                Some(v) => v.parse().map_err(|_| {
+                    ConfigError::invalid(
+                        ENV_LONG_POLL_MAX_HELD,
+                        format!("must be a whole number of polls, not {v:?}"),
+                    )
+                })?,
+            },
             push_signing_secret_arn: get(ENV_PUSH_SIGNING_SECRET_ARN),
             push_signing_keys_file: get(ENV_PUSH_SIGNING_KEYS_FILE),
             push_keys_refresh: secs(ENV_PUSH_KEYS_REFRESH_SECS, 300)?,
@@ -325,6 +341,7 @@ impl Settings {
             lease_duration: self.execution_lease.min(self.work_visibility),
             blocking_timeout: self.blocking_timeout,
             long_poll_max_wait: self.long_poll_max_wait,
+            long_poll_max_held: Some(self.long_poll_max_held),
             generations: self.generations,
             observer: Arc::new(self.metrics()),
             remote_poll: self.remote.poll,
@@ -774,13 +791,18 @@ mod tests {
         let defaults = with(&[]).unwrap();
         assert_eq!(defaults.base_path, "");
         assert_eq!(defaults.long_poll_max_wait, Duration::from_secs(25));
+        assert_eq!(defaults.long_poll_max_held, 100);
         let set = with(&[
             ("A2A_BASE_PATH", "/agents/a2a/"),
             ("A2A_LONG_POLL_SECS", "10"),
+            ("A2A_LONG_POLL_MAX_HELD", "0"),
         ])
         .unwrap();
         assert_eq!(set.base_path, "/agents/a2a");
         assert_eq!(set.long_poll_max_wait, Duration::from_secs(10));
+        assert_eq!(set.long_poll_max_held, 0);
+        let err = with(&[("A2A_LONG_POLL_MAX_HELD", "many")]).unwrap_err();
+        assert!(err.to_string().contains("A2A_LONG_POLL_MAX_HELD"), "{err}");
         for bad in ["a2a", "/a2a?x=1", "/a/../b", "/a b"] {
             let pairs: &'static [(&'static str, &'static str)] =
                 Box::leak(Box::new([("A2A_BASE_PATH", bad)]));

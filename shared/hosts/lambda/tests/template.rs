@@ -2836,7 +2836,9 @@ fn per_function_variables_go_to_the_functions_that_read_them() {
                     || http.serves_channels()
             }
             "A2A_MAX_STREAM_SECS" => http.streaming(),
-            "A2A_LONG_POLL_SECS" => surface.operations.contains(&Operation::GetTask),
+            "A2A_LONG_POLL_SECS" | "A2A_LONG_POLL_MAX_HELD" => {
+                surface.operations.contains(&Operation::GetTask)
+            }
             "A2A_PUSH_KEYS_REFRESH_SECS" => http.key_use() != KeyUse::None,
             other => panic!("{other}"),
         }
@@ -2852,6 +2854,7 @@ fn per_function_variables_go_to_the_functions_that_read_them() {
                 "A2A_AGENT_DESCRIPTION",
                 "A2A_MAX_STREAM_SECS",
                 "A2A_LONG_POLL_SECS",
+                "A2A_LONG_POLL_MAX_HELD",
                 "A2A_PUSH_KEYS_REFRESH_SECS",
             ] {
                 assert_eq!(env.contains_key(name), reads(&role, name), "{role}: {name}");

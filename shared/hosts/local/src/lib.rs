@@ -143,6 +143,11 @@ pub struct Options {
     /// answers with the task as it stands.
     #[arg(long, env = "A2A_LONG_POLL_SECS", default_value_t = 25)]
     pub long_poll_secs: u64,
+    /// How many long polls are held at once across every server on this store (0: none;
+    /// unset: no bound, as a held poll costs this process nothing but a parked future). Set it
+    /// to try what a Lambda deployment does (A2A_LONG_POLL_MAX_HELD, 100 there).
+    #[arg(long, env = "A2A_LONG_POLL_MAX_HELD")]
+    pub long_poll_max_held: Option<u32>,
     /// Serve the whole surface (both bindings, SSE, the card, the JWKS) under this path
     /// prefix, e.g. `/a2a`; the card's URLs include it.
     #[arg(long, env = "A2A_BASE_PATH", default_value = "", value_parser = a2a_http::base_path)]
@@ -560,6 +565,7 @@ pub async fn serve(
         message_id_reuse: options.message_id_reuse,
         max_stream_duration: Duration::from_secs(options.max_stream_secs.max(1)),
         long_poll_max_wait: Duration::from_secs(options.long_poll_secs),
+        long_poll_max_held: options.long_poll_max_held,
         background_inline: !options.queue_background_work,
         push_policy,
         push_sender: Arc::new(WebhookClient::new()),
