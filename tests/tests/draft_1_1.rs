@@ -193,20 +193,7 @@ async fn long_poll_answers_once_the_generation_passes(b: Binding) {
     let task = held(&server, b).await;
     let id = id_of(&task);
     let current = generation(&task);
-    let poll = {
-        let server: Client = (*server).clone();
-        let id = id.clone();
-        tokio::spawn(async move {
-            call(
-                &server,
-                b,
-                "1.1",
-                "GetTask",
-                json!({"id": id, "currentGeneration": current.to_string()}),
-            )
-            .await
-        })
-    };
+    let poll = poll_in_background(&server, b, &id, current);
     // The follow-up moves the task on; the held GetTask answers with a later generation.
     let follow = ok(call(&server, b, "1.1", "SendMessage", follow_up(&id, "done")).await);
     assert_eq!(state(task_of(&follow)), "TASK_STATE_COMPLETED", "{follow}");
