@@ -52,7 +52,7 @@ pub struct Options {
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:9000")]
     pub addr: SocketAddr,
     /// Directory holding the store file (created if missing).
-    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a", global = true)]
+    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a")]
     pub data_dir: PathBuf,
     /// Webhook hosts push notifications may be sent to (comma-separated). Loopback by default.
     #[arg(
@@ -243,7 +243,7 @@ pub struct AuthOptions {
     #[arg(long = "auth", env = "A2A_AUTH", default_value = "none")]
     pub mode: AuthMode,
     /// The API key document (hashes only). Default: `<data-dir>/api-keys.json`.
-    #[arg(long, env = "A2A_API_KEY_FILE", global = true)]
+    #[arg(long, env = "A2A_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
     /// Where clients send the API key: `header` or `query`.
     #[arg(long, env = "A2A_API_KEY_LOCATION", default_value = "header")]
@@ -392,11 +392,27 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Manage API keys (for `--auth api-key`).
-    #[command(subcommand)]
-    Keys(KeysCommand),
+    Keys(KeysArgs),
     /// Writes a new agent project into a directory: its agent, a local server, the Lambda
     /// binary, template.yaml and a test, on this kit's crates.
     New(new_project::NewArgs),
+}
+
+/// `a2a-local keys …`: which key document, and what to do with it. The document's options are
+/// the keys' own, not global ones, so that `new --help` lists only what `new` takes.
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// The data directory whose key document to use. Default: the server's (`--data-dir`
+    /// before `keys`, A2A_DATA_DIR, or ./.a2a).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// The API key document (hashes only). Default: the server's (`--api-key-file` before
+    /// `keys`, A2A_API_KEY_FILE, or `<data-dir>/api-keys.json`).
+    #[arg(long, global = true)]
+    pub api_key_file: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: KeysCommand,
 }
 
 /// `a2a-local keys …`.
@@ -431,10 +447,14 @@ pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
         Command::Keys(keys) => keys,
         Command::New(args) => return new_project::run(args).map_err(|e| e.to_string()),
     };
-    let file = ApiKeyFile::new(options.auth.api_key_path(&options.data_dir));
+    let data_dir = keys.data_dir.as_ref().unwrap_or(&options.data_dir);
+    let file = ApiKeyFile::new(match &keys.api_key_file {
+        Some(file) => file.clone(),
+        None => options.auth.api_key_path(data_dir),
+    });
     let path = file.path();
     let mut doc = file.read()?;
-    match keys {
+    match &keys.command {
         KeysCommand::Issue {
             permissions,
             principal,
