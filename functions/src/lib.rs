@@ -19,5 +19,43 @@ static ALLOCATOR: a2a_lambda_glue::Allocator = a2a_lambda_glue::Allocator;
 /// handler spawns runs while the handler awaits it, as the functions require anyway.
 #[tokio::main(flavor = "current_thread")]
 pub async fn main() -> Result<(), a2a_lambda_glue::Error> {
+    command_line(std::env::args());
     a2a_lambda_glue::run(a2a_agent::agent()).await
+}
+
+/// Answers `--help` and `--version`, and refuses any other argument, exiting; returns when
+/// there are none. Lambda passes none: the role comes from the environment.
+fn command_line(mut args: impl Iterator<Item = String>) {
+    let program = args.next().unwrap_or_default();
+    let program = std::path::Path::new(&program)
+        .file_name()
+        .map_or("a2a-function".into(), |n| n.to_string_lossy().into_owned());
+    let Some(arg) = args.next() else {
+        return;
+    };
+    let roles = a2a_lambda_glue::Function::ALL.map(a2a_lambda_glue::Function::name);
+    let usage = format!(
+        "Usage: {env}=<role> {program}\n\n\
+         A Lambda function of an a2a-lambda stack. It takes no arguments: the environment names \
+         its role ({env}, which template.yaml sets on each function).\n\
+         Roles: {roles}.\n\
+         To run the functions on this machine: infra/lambda-local.sh start (docs/lambda.md); \
+         to serve the agent locally without Lambda: cargo run -p a2a-local.",
+        env = a2a_lambda_glue::ENV_FUNCTION,
+        roles = roles.join(", "),
+    );
+    match arg.as_str() {
+        "-h" | "--help" => {
+            println!("{usage}");
+            std::process::exit(0)
+        }
+        "-V" | "--version" => {
+            println!("{program} {}", env!("CARGO_PKG_VERSION"));
+            std::process::exit(0)
+        }
+        _ => {
+            eprintln!("{program}: unexpected argument {arg:?}\n\n{usage}");
+            std::process::exit(2)
+        }
+    }
 }

@@ -37,3 +37,37 @@ fn an_unknown_role_is_refused() {
     assert!(!ok);
     assert!(stderr.contains("A2A_FUNCTION=\"sned\""), "{stderr}");
 }
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_a2a-function"))
+        .env_clear()
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn help_prints_the_usage_and_the_roles_not_an_error() {
+    for flag in ["--help", "-h"] {
+        let out = run(&[flag]);
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with("Usage: A2A_FUNCTION=<role>"), "{stdout}");
+        assert!(
+            stdout.contains("worker") && stdout.contains("push-config"),
+            "{stdout}"
+        );
+        assert!(out.stderr.is_empty(), "{out:?}");
+    }
+    let version = run(&["--version"]);
+    assert!(version.status.success(), "{version:?}");
+}
+
+#[test]
+fn an_argument_is_refused_with_the_usage() {
+    let out = run(&["send"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unexpected argument \"send\""), "{stderr}");
+    assert!(stderr.contains("A2A_FUNCTION"), "{stderr}");
+}

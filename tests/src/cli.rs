@@ -151,6 +151,17 @@ impl LiveCli {
         }
     }
 
+    /// Sends SIGINT, as Ctrl-C in a terminal does.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().expect("a2a is running");
+        let status = Command::new("kill")
+            .arg("-INT")
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -INT {pid} failed");
+    }
+
     async fn stderr_now(&mut self) -> String {
         let _ = self.child.start_kill();
         let mut text = Vec::new();

@@ -68,11 +68,14 @@ impl TestIssuer {
 
     /// Starts an issuer on `addr` (e.g. `127.0.0.1:0`).
     pub async fn start_on(addr: &str) -> TestIssuer {
+        Self::try_start_on(addr).await.expect("bind the issuer")
+    }
+
+    /// Like [`Self::start_on`]; an address it cannot listen on is an error.
+    pub async fn try_start_on(addr: &str) -> std::io::Result<TestIssuer> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let (key, pem) = SigningKey::generate(SigningAlgorithm::Rs256).expect("generate a key");
         let private_der = pem::parse(pem.expose()).expect("PEM").contents().to_vec();
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .expect("bind the issuer");
         let issuer = format!("http://{}", listener.local_addr().expect("address"));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
         let token_requests = Arc::new(AtomicUsize::new(0));
@@ -145,14 +148,14 @@ impl TestIssuer {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        TestIssuer {
+        Ok(TestIssuer {
             issuer,
             key,
             private_der,
             jwks_fetches,
             token_requests,
             task,
-        }
+        })
     }
 
     /// How many times the JWKS was fetched.

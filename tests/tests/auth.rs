@@ -835,3 +835,27 @@ async fn logs_of_a_full_run_hold_no_token_key_or_push_credential() {
         }
     }
 }
+
+#[test]
+fn the_test_issuer_binary_answers_help_and_a_bad_address_with_its_usage() {
+    let run = |arg: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_test-issuer"))
+            .arg(arg)
+            .output()
+            .expect("run test-issuer")
+    };
+    let help = run("--help");
+    assert!(help.status.success(), "{help:?}");
+    let stdout = String::from_utf8_lossy(&help.stdout);
+    assert!(stdout.starts_with("Usage: test-issuer [ADDR]"), "{stdout}");
+    assert!(stdout.contains("--jwt-issuer"), "{stdout}");
+
+    let bad = run("nowhere");
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.starts_with("test-issuer: \"nowhere\" is not an address such as 127.0.0.1:0"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

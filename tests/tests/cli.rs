@@ -49,6 +49,8 @@ both_servers!(
     push_listen_prints_verified_pushes_only,
     discover_filters_by_skill_tag_and_input_mode_and_caches_cards,
     errors_print_the_a2a_error_with_its_exit_code,
+    ctrl_c_on_a_stream_leaves_the_task_running_and_says_how_to_follow_it,
+    ctrl_c_before_an_answer_says_where_to_look,
 );
 
 /// The state of a task, asked with the client library.
@@ -410,6 +412,103 @@ async fn errors_print_the_a2a_error_with_its_exit_code(t: Target) {
     let no_url = a2a(&["get", "some-task"]).await;
     no_url.expect_code(2);
     assert!(no_url.stderr.contains("A2A_URL"), "{no_url:#?}");
+
+    // The next step for a task not found: which tasks these credentials can see.
+    assert!(missing.stderr.contains("`a2a list`"), "{missing:#?}");
+}
+
+/// The id of the task a `send --stream` follows, from its first line.
+async fn streamed_task_id(live: &mut LiveCli) -> String {
+    let first = live.line_where(|l| l.starts_with("task ")).await;
+    first
+        .split_whitespace()
+        .nth(1)
+        .expect("task id")
+        .to_string()
+}
+
+async fn ctrl_c_on_a_stream_leaves_the_task_running_and_says_how_to_follow_it(t: Target) {
+    let mut live = LiveCli::start(&["send", "--stream", &t.url, "slow 60 500"]).await;
+    let id = streamed_task_id(&mut live).await;
+    live.interrupt();
+    let out = live.finish().await;
+    out.expect_code(130);
+    let url = &t.url;
+    for said in [
+        format!("stopped following task {id}, which runs on"),
+        format!("`a2a subscribe {url} {id}`"),
+        format!("`a2a get {url} {id}`"),
+        format!("`a2a cancel {url} {id}`"),
+    ] {
+        assert!(out.stderr.contains(&said), "says {said:?}: {out:#?}");
+    }
+
+    // It does run on: followed again, new chunks arrive, until it is canceled.
+    assert!(!state_of(url, &id).await.is_terminal());
+    let mut again = LiveCli::start(&["subscribe", url, &id]).await;
+    again.line_where(|l| l.contains("chunk-")).await;
+    a2a(&["cancel", url, &id]).await.expect_code(0);
+    let followed = again.finish().await;
+    followed.expect_code(5);
+    // The last line: the state, and a2a-local's reason after it.
+    let last = followed.stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("status TASK_STATE_CANCELED"),
+        "{followed:#?}"
+    );
+
+    // Once it has ended, A2A 1.0 refuses a subscription (UnsupportedOperationError): the
+    // command says the task has ended, how to read it, and prints its final state.
+    let ended = a2a(&["subscribe", url, &id]).await;
+    ended.expect_code(5);
+    assert!(
+        ended.stderr.starts_with(&format!(
+            "a2a: task {id} has already ended (TASK_STATE_CANCELED): there is nothing left to \
+             follow (`a2a get {url} {id}` prints the task)"
+        )),
+        "{ended:#?}"
+    );
+    assert!(
+        ended
+            .stdout
+            .starts_with(&format!("task {id}  TASK_STATE_CANCELED")),
+        "{ended:#?}"
+    );
+}
+
+async fn ctrl_c_before_an_answer_says_where_to_look(t: Target) {
+    // A blocking send: no answer until the task ends, so the command knows no task id.
+    let live = LiveCli::start(&["send", &t.url, "slow 60 500"]).await;
+    // The agent has the task once it lists it.
+    let client = a2a_client::Client::connect(&t.url).await.expect("connect");
+    let deadline = tokio::time::Instant::now() + EVENT_TIMEOUT;
+    let task_id = loop {
+        let page = client
+            .list_tasks(a2a_client::ListTasksRequest::default())
+            .await
+            .expect("ListTasks");
+        if let Some(task) = page.tasks.first() {
+            break task.id.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never showed in ListTasks"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    live.interrupt();
+    let out = live.finish().await;
+    out.expect_code(130);
+    assert!(
+        out.stderr.contains(&format!(
+            "interrupted before the agent answered; it may have the message and work on it: \
+             `a2a list {}` shows its tasks",
+            t.url
+        )),
+        "{out:#?}"
+    );
+    assert!(!state_of(&t.url, &task_id).await.is_terminal());
+    a2a(&["cancel", &t.url, &task_id]).await.expect_code(0);
 }
 
 #[tokio::test]
@@ -418,6 +517,94 @@ async fn an_unreachable_agent_exits_with_code_3() {
     let out = a2a(&["card", "http://127.0.0.1:9"]).await;
     out.expect_code(3);
     assert!(out.stderr.starts_with("a2a: "), "{out:#?}");
+}
+
+#[tokio::test]
+async fn no_agent_at_the_url_says_nothing_listens_and_how_to_start_one() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    // The walkthrough's `a2a send hello`, with the URL from A2A_URL and no server started.
+    let mut command = a2a_command(&["send", "hello"]);
+    command.env("A2A_URL", &url);
+    let out = run_cli(command).await;
+    out.expect_code(3);
+    let line = out.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{out:#?}");
+    assert!(
+        line.starts_with(&format!("a2a: cannot connect to {url}: ")),
+        "{out:#?}"
+    );
+    for said in [
+        "Connection refused",
+        "is the agent running?",
+        "`cargo run -p a2a-local`",
+    ] {
+        assert!(line.contains(said), "says {said:?}: {out:#?}");
+    }
+    assert!(!line.contains("error sending request"), "{out:#?}");
+
+    // A host that does not resolve (.invalid never does): the name is what to check.
+    let out = a2a(&["card", "http://no-such-agent.invalid:9000"]).await;
+    out.expect_code(3);
+    assert!(out.stderr.contains("is the host name right?"), "{out:#?}");
+}
+
+#[tokio::test]
+async fn push_listen_on_a_port_in_use_names_the_flag_that_chooses_another() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port().to_string();
+    let out = a2a(&["push", "listen", "http://127.0.0.1:9", "--port", &port]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .starts_with(&format!("a2a: cannot listen on 127.0.0.1:{port}: ")),
+        "{out:#?}"
+    );
+    assert!(out.stderr.contains("Address already in use"), "{out:#?}");
+    assert!(
+        out.stderr
+            .contains("choose another port with --port (0: any free one)"),
+        "{out:#?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unquoted_message_is_refused_with_the_command_quoted() {
+    // Nothing is sent: a usage error (2), not an unreachable agent (3).
+    let mut command = a2a_command(&["send", "hello", "world"]);
+    command.env("A2A_URL", "http://127.0.0.1:9");
+    let out = run_cli(command).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("the message as one argument"),
+        "{out:#?}"
+    );
+    assert!(
+        out.stderr.contains(r#"as in a2a send "hello world""#),
+        "{out:#?}"
+    );
+
+    let out = a2a(&["send", "http://127.0.0.1:9", "hello", "big", "world"]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains(r#"as in a2a send http://127.0.0.1:9 "hello big world""#),
+        "{out:#?}"
+    );
+
+    // Where a URL stands, a word that is none is named, with how the arguments read.
+    let out = a2a(&["get", "some-task", "other"]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.starts_with(
+            r#"a2a: "some-task" is not an agent URL (http://… or https://…): get takes [URL] TASK_ID"#
+        ),
+        "{out:#?}"
+    );
 }
 
 #[tokio::test]
@@ -469,6 +656,36 @@ async fn a2a_api_key_goes_where_the_card_says() {
         refused.stderr.starts_with("UnauthenticatedError: "),
         "{refused:#?}"
     );
+    // The next step: the key was refused, not missing.
+    assert!(
+        refused
+            .stderr
+            .contains("the agent refused the API key of --api-key or A2A_API_KEY"),
+        "{refused:#?}"
+    );
+
+    // A key that may only read: a send is refused for want of the permission, and says so.
+    let read_only = std::process::Command::new(ensure_built())
+        .args(["keys", "issue", "--permissions", "read", "--api-key-file"])
+        .arg(&file)
+        .output()
+        .expect("run a2a-local keys issue");
+    assert!(read_only.status.success(), "{read_only:?}");
+    let read_only = String::from_utf8(read_only.stdout).expect("UTF-8");
+    let mut command = a2a_command(&["send", server.base(), "hello"]);
+    command.env("A2A_API_KEY", read_only.trim());
+    let denied = run_cli(command).await;
+    denied.expect_code(1);
+    assert!(
+        denied.stderr.starts_with("PermissionDeniedError: "),
+        "{denied:#?}"
+    );
+    assert!(
+        denied
+            .stderr
+            .contains("the credentials are valid but may not do this"),
+        "{denied:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -487,6 +704,25 @@ async fn a2a_token_from_the_environment_is_sent_as_a_bearer_token() {
     refused.expect_code(1);
     assert!(
         refused.stderr.starts_with("UnauthenticatedError: "),
+        "{refused:#?}"
+    );
+    // The next step: credentials are missing, and how to give them.
+    assert!(
+        refused
+            .stderr
+            .contains("the agent wants credentials: pass --api-key or --token"),
+        "{refused:#?}"
+    );
+    // A token it refuses (from another issuer): the token is the thing to check.
+    let stranger = TestIssuer::start().await;
+    let mut command = a2a_command(&["list", server.base()]);
+    command.env("A2A_TOKEN", stranger.token("alice", ALL_SCOPES));
+    let refused = run_cli(command).await;
+    refused.expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("the agent refused the token of --token or A2A_TOKEN"),
         "{refused:#?}"
     );
 

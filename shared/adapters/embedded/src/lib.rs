@@ -184,9 +184,17 @@ impl SqliteStore {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Backend(format!("cannot create the data directory: {e}")))?;
         let path = data_dir.join(DB_FILE_NAME);
-        let mut conn = Connection::open(&path).map_err(DbError::from)?;
-        configure(&mut conn)?;
-        schema::migrate(&mut conn)?;
+        let opened = Connection::open(&path)
+            .map_err(DbError::from)
+            .and_then(|mut conn| {
+                configure(&mut conn)?;
+                schema::migrate(&mut conn)?;
+                Ok(conn)
+            });
+        // SQLite says "unable to open database file" whatever the reason; the common one,
+        // a directory or file this user may not write, is named instead.
+        let mut conn =
+            opened.map_err(|e| unwritable(data_dir, &path).unwrap_or_else(|| e.into()))?;
         let counts = Arc::new(LogCounts::default());
         let checkpoint = checkpoint_in_background(&mut conn, &path, limits, counts.clone())?;
         let (writer, jobs) = mpsc::channel();
@@ -478,6 +486,24 @@ impl CachedStatements for Connection {
 }
 
 /// Sets the per-connection pragmas.
+/// Why the store cannot be written, if the reason is the file system's: the directory refuses
+/// a new file, or the store's file refuses writes (permissions, a read-only file system).
+fn unwritable(data_dir: &Path, path: &Path) -> Option<StoreError> {
+    let probe = data_dir.join(".a2a-write-check");
+    let checked = std::fs::File::create(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot create a file in the data directory: {e}"))
+        .and_then(|()| match path.exists() {
+            true => std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map(drop)
+                .map_err(|e| format!("cannot write {}: {e}", path.display())),
+            false => Ok(()),
+        });
+    checked.err().map(StoreError::Backend)
+}
+
 fn configure(conn: &mut Connection) -> Result<(), DbError> {
     // Set first, so that everything below (and the schema creation) waits for other processes
     // instead of failing with SQLITE_BUSY.

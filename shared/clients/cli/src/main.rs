@@ -1,8 +1,15 @@
 //! `a2a`: call any A2A 1.0 agent from a terminal. See `a2a --help`.
 
+mod args;
 mod discover;
+mod failure;
+mod follow;
 mod render;
 mod sanitize;
+
+use args::{or_env, url_and};
+pub(crate) use failure::{error_text, Failure, Outcome};
+use follow::{ended, finished, follow, stopped, unanswered, until_interrupted};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,13 +18,12 @@ use std::time::Duration;
 
 use a2a_client::webhook::WebhookReceiver;
 use a2a_client::{
-    AgentCard, Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error, GetTaskRequest,
-    Limit, Limits, ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part, SecurityScheme,
-    SendMessageConfiguration, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
+    A2AError, AgentCard, Auth, Binding, CancelTaskRequest, Client, ClientBuilder, Error,
+    GetTaskRequest, Limits, ListTaskPushNotificationConfigsRequest, ListTasksRequest, Part,
+    SecurityScheme, SendMessageConfiguration, SendMessageResponse, SubscribeToTaskRequest,
     TaskPushNotificationConfig, TaskPushNotificationConfigRef, TaskState,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use futures::StreamExt;
 use serde_json::Value;
 
 const EXIT_CODES: &str = "\
@@ -32,6 +38,7 @@ Exit codes:
      sends an event of another task, a redirect or an interface on another host while
      credentials are set (see --share-credentials)
   5  the task ended FAILED, REJECTED or CANCELED (send, subscribe)
+  130  Ctrl-C while the agent worked: the task runs on; the message says how to find it
 
 Whatever the agent sends is shown as text, never interpreted by the terminal: control
 characters and bidi controls are printed as escapes (\\x1b, \\u{202e}); --json prints exact
@@ -166,8 +173,9 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct SendArgs {
-    /// [URL] TEXT (URL defaults to $A2A_URL).
-    #[arg(value_name = "[URL] TEXT", num_args = 1..=2, required = true)]
+    /// [URL] TEXT (URL defaults to $A2A_URL); quote a message of several words.
+    // More than two are taken, to say how to quote them rather than "unexpected argument".
+    #[arg(value_name = "[URL] TEXT", num_args = 1.., required = true)]
     args: Vec<String>,
     /// Follow the task live: a status line and artifact text as it arrives.
     #[arg(long)]
@@ -248,98 +256,15 @@ enum PushCommand {
     },
 }
 
-/// A failure, and the exit code it maps to.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    Usage(String),
-    Client(Error),
-    /// The task ended FAILED, REJECTED or CANCELED (its state was printed).
-    TaskUnsuccessful,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Self::Client(e)
-    }
-}
-
-impl Failure {
-    fn exit_code(&self) -> u8 {
-        match self {
-            Self::Usage(_) | Self::Client(Error::Usage(_)) => 2,
-            Self::Client(Error::Agent(_)) => 1,
-            Self::Client(
-                Error::Transport(_)
-                | Error::Timeout { .. }
-                | Error::HttpStatus { .. }
-                | Error::Auth(_),
-            ) => 3,
-            Self::Client(
-                Error::InvalidResponse(_)
-                | Error::Card(_)
-                | Error::TooLarge { .. }
-                | Error::OtherOrigin(_),
-            ) => 4,
-            Self::TaskUnsuccessful => 5,
-        }
-    }
-}
-
-pub(crate) type Outcome = Result<(), Failure>;
-
-/// The most of an error message printed: an agent's error may quote a whole answer.
-const MAX_ERROR_CHARS: usize = 2000;
-
-/// An error message as printed: safe for the terminal, and not longer than [`MAX_ERROR_CHARS`].
-fn error_text(message: &str) -> String {
-    let mut shown = sanitize::line(message).into_owned();
-    if let Some((cut, _)) = shown.char_indices().nth(MAX_ERROR_CHARS) {
-        shown.truncate(cut);
-        shown.push_str("… (cut)");
-    }
-    shown
-}
-
-/// What the user can do about a client error, if a flag helps.
-fn hint(e: &Error) -> &'static str {
-    match e {
-        Error::TooLarge {
-            limit: Limit::Body, ..
-        } => " (--max-body-bytes raises the limit)",
-        Error::TooLarge {
-            limit: Limit::Event,
-            ..
-        } => " (--max-event-bytes raises the limit)",
-        Error::TooLarge {
-            limit: Limit::Stream,
-            ..
-        } => " (--max-stream-bytes raises the limit)",
-        Error::OtherOrigin(_) => " (--share-credentials sends them there)",
-        _ => "",
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.global.json;
+    let credentials = cli.global.credentials();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            match &failure {
-                Failure::Usage(message) => eprintln!("a2a: {}", error_text(message)),
-                Failure::Client(Error::Agent(e)) if json => {
-                    let out = serde_json::json!({
-                        "error": {"name": e.name(), "message": e.message(), "reason": e.reason}
-                    });
-                    eprintln!("{}", sanitize::json_line(&out));
-                }
-                Failure::Client(Error::Agent(e)) => {
-                    eprintln!("{}: {}", e.name(), error_text(&e.message()))
-                }
-                Failure::Client(e) => eprintln!("a2a: {}{}", error_text(&e.to_string()), hint(e)),
-                Failure::TaskUnsuccessful => {}
-            }
+            failure.report(json, credentials);
             ExitCode::from(failure.exit_code())
         }
     }
@@ -359,6 +284,15 @@ fn api_key_scheme(card: &AgentCard) -> Option<(String, bool)> {
 }
 
 impl Global {
+    /// The credentials the command sends (a token wins over an API key).
+    fn credentials(&self) -> failure::Credentials {
+        match (&self.token, &self.api_key) {
+            (Some(_), _) => failure::Credentials::Token,
+            (None, Some(_)) => failure::Credentials::ApiKey,
+            (None, None) => failure::Credentials::None,
+        }
+    }
+
     /// A client builder; `card`, when known, says where an API key goes.
     fn builder_for(&self, card: Option<&AgentCard>) -> ClientBuilder {
         let auth = match (&self.token, &self.api_key) {
@@ -404,29 +338,6 @@ impl Global {
     }
 }
 
-/// The agent URL from the environment.
-fn env_url() -> Result<String, Failure> {
-    std::env::var("A2A_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| Failure::Usage("no agent URL: pass one or set A2A_URL".into()))
-}
-
-/// Splits `[URL] ARG…`: `n` arguments after an optional URL.
-fn url_and(args: &[String], n: usize) -> Result<(String, Vec<String>), Failure> {
-    match args.len() {
-        len if len == n + 1 => Ok((args[0].clone(), args[1..].to_vec())),
-        len if len == n => Ok((env_url()?, args.to_vec())),
-        _ => Err(Failure::Usage(format!(
-            "expected [URL] and {n} argument(s)"
-        ))),
-    }
-}
-
-fn or_env(url: Option<String>) -> Result<String, Failure> {
-    url.map_or_else(env_url, Ok)
-}
-
 fn parse_state(text: &str) -> Result<TaskState, Failure> {
     let upper = text.to_ascii_uppercase().replace('-', "_");
     let full = if upper.starts_with("TASK_STATE_") {
@@ -467,7 +378,7 @@ async fn run(cli: Cli) -> Outcome {
             wait,
             history,
         } => {
-            let (url, rest) = url_and(&args, 1)?;
+            let (url, rest) = url_and("get", &args, &["TASK_ID"])?;
             let client = g.connect(&url).await?;
             let get = GetTaskRequest {
                 id: rest[0].clone(),
@@ -513,7 +424,7 @@ async fn run(cli: Cli) -> Outcome {
             Ok(())
         }
         Command::Cancel { args } => {
-            let (url, rest) = url_and(&args, 1)?;
+            let (url, rest) = url_and("cancel", &args, &["TASK_ID"])?;
             let client = g.connect(&url).await?;
             let task = client
                 .cancel_task(CancelTaskRequest {
@@ -525,18 +436,19 @@ async fn run(cli: Cli) -> Outcome {
             Ok(())
         }
         Command::Subscribe { args } => {
-            let (url, rest) = url_and(&args, 1)?;
+            let (url, rest) = url_and("subscribe", &args, &["TASK_ID"])?;
             let client = g.connect(&url).await?;
-            let events = client
-                .subscribe_to_task(
-                    SubscribeToTaskRequest {
-                        id: rest[0].clone(),
-                        ..SubscribeToTaskRequest::default()
-                    },
-                    None,
-                )
-                .await?;
-            follow(&out, events).await
+            let request = SubscribeToTaskRequest {
+                id: rest[0].clone(),
+                ..SubscribeToTaskRequest::default()
+            };
+            match client.subscribe_to_task(request, None).await {
+                Ok(events) => follow(&out, events, &url).await,
+                Err(Error::Agent(e)) if matches!(e.error, A2AError::UnsupportedOperation(_)) => {
+                    ended(&client, &out, &url, &rest[0], Error::Agent(e)).await
+                }
+                Err(e) => Err(e.into()),
+            }
         }
         Command::Push(command) => push(g, &out, command).await,
         Command::Discover(args) => discover::run(g.builder(), &out, args).await,
@@ -544,7 +456,7 @@ async fn run(cli: Cli) -> Outcome {
 }
 
 async fn send(g: &Global, out: &render::Printer, args: SendArgs) -> Outcome {
-    let (url, rest) = url_and(&args.args, 1)?;
+    let (url, rest) = url_and("send", &args.args, &["TEXT"])?;
     let client = g.connect(&url).await?;
     let mut request = client.text(&rest[0]);
     let message = request.message.as_mut().expect("text() sets a message");
@@ -588,74 +500,15 @@ async fn send(g: &Global, out: &render::Printer, args: SendArgs) -> Outcome {
     }
     request.configuration = Some(configuration);
     if args.stream {
-        let events = client.send_streaming_message(request).await?;
-        return follow(out, events).await;
+        let events = client.send_streaming_message(request);
+        let events = until_interrupted(events, || unanswered(&url)).await??;
+        return follow(out, events, &url).await;
     }
-    let response = client.send_message(request).await?;
+    let response = until_interrupted(client.send_message(request), || unanswered(&url)).await??;
     out.send_response(&response);
     match response {
         SendMessageResponse::Task(task) => finished(task.status.state),
         SendMessageResponse::Message(_) => Ok(()),
-    }
-}
-
-/// Whether a task stopped: a final state, or one that waits for the client.
-fn stopped(state: TaskState) -> bool {
-    state.is_terminal() || state.is_interrupted()
-}
-
-/// Exit code 5 for a task that did not succeed.
-fn finished(state: TaskState) -> Outcome {
-    match state {
-        TaskState::Failed | TaskState::Rejected | TaskState::Canceled => {
-            Err(Failure::TaskUnsuccessful)
-        }
-        _ => Ok(()),
-    }
-}
-
-async fn follow(out: &render::Printer, events: a2a_client::TaskStream) -> Outcome {
-    let mut live = out.live();
-    let mut events = std::pin::pin!(events);
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut state = TaskState::Unspecified;
-    let mut replied = false;
-    loop {
-        tokio::select! {
-            event = events.next() => match event {
-                None => break,
-                Some(Err(e)) => {
-                    live.finish();
-                    return Err(e.into());
-                }
-                Some(Ok(event)) => {
-                    if let Some(s) = state_of(&event) {
-                        state = s;
-                    }
-                    replied |= matches!(event, StreamResponse::Message(_));
-                    live.event(&event);
-                }
-            },
-            _ = tick.tick() => live.tick(),
-        }
-    }
-    live.finish();
-    // The client library ends a stream only once it stopped, or with an error; a stream that
-    // got neither a reply nor a stopping state is not a success all the same.
-    if !(replied || state.is_terminal() || state.is_interrupted()) {
-        return Err(Failure::Client(Error::InvalidResponse(format!(
-            "the stream ended while the task was {}",
-            state.as_str()
-        ))));
-    }
-    finished(state)
-}
-
-fn state_of(event: &StreamResponse) -> Option<TaskState> {
-    match event {
-        StreamResponse::Task(t) => Some(t.status.state),
-        StreamResponse::StatusUpdate(u) => Some(u.status.state),
-        _ => None,
     }
 }
 
@@ -679,7 +532,7 @@ fn media_type(path: &std::path::Path) -> &'static str {
 async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcome {
     match command {
         PushCommand::Set { args, push_token } => {
-            let (url, rest) = url_and(&args, 2)?;
+            let (url, rest) = url_and("push set", &args, &["TASK_ID", "WEBHOOK_URL"])?;
             let client = g.connect(&url).await?;
             let config = client
                 .set_push(&rest[0], &rest[1], push_token.as_deref())
@@ -687,7 +540,7 @@ async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcom
             out.push_config(&config);
         }
         PushCommand::Get { args } => {
-            let (url, rest) = url_and(&args, 2)?;
+            let (url, rest) = url_and("push get", &args, &["TASK_ID", "CONFIG_ID"])?;
             let client = g.connect(&url).await?;
             let config = client
                 .get_push_config(TaskPushNotificationConfigRef {
@@ -699,7 +552,7 @@ async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcom
             out.push_config(&config);
         }
         PushCommand::List { args } => {
-            let (url, rest) = url_and(&args, 1)?;
+            let (url, rest) = url_and("push list", &args, &["TASK_ID"])?;
             let client = g.connect(&url).await?;
             let list = client
                 .list_push_configs(ListTaskPushNotificationConfigsRequest {
@@ -710,7 +563,7 @@ async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcom
             out.push_configs(&list);
         }
         PushCommand::Delete { args } => {
-            let (url, rest) = url_and(&args, 2)?;
+            let (url, rest) = url_and("push delete", &args, &["TASK_ID", "CONFIG_ID"])?;
             let client = g.connect(&url).await?;
             client
                 .delete_push_config(TaskPushNotificationConfigRef {
@@ -730,7 +583,15 @@ async fn push(g: &Global, out: &render::Printer, command: PushCommand) -> Outcom
         } => {
             let agent = or_env(url)?;
             let mut receiver =
-                WebhookReceiver::start(SocketAddr::new(host, port), &agent, public_url).await?;
+                WebhookReceiver::start(SocketAddr::new(host, port), &agent, public_url)
+                    .await
+                    .map_err(|e| match e {
+                        // The one usage error of a start: the address it cannot listen on.
+                        Error::Usage(m) => Failure::Usage(format!(
+                            "{m}; choose another port with --port (0: any free one)"
+                        )),
+                        e => e.into(),
+                    })?;
             out.listening(receiver.url());
             let mut verified = 0;
             while count.is_none_or(|n| verified < n) {
@@ -772,12 +633,5 @@ mod tests {
         );
         assert_eq!(parse_state("TASK_STATE_FAILED").unwrap(), TaskState::Failed);
         assert!(parse_state("sleeping").is_err());
-    }
-
-    #[test]
-    fn the_url_is_optional_before_positional_arguments() {
-        let args = ["http://a".to_string(), "t1".to_string()];
-        let (url, rest) = url_and(&args, 1).unwrap();
-        assert_eq!((url.as_str(), rest), ("http://a", vec!["t1".to_string()]));
     }
 }

@@ -55,7 +55,8 @@ impl Backend {
             StoreKind::Embedded => {
                 let store = Arc::new(SqliteStore::open(&options.data_dir).map_err(|e| {
                     format!(
-                        "cannot open the store in {}: {e}",
+                        "cannot open the store in {}: {e}; choose a directory you can write \
+                         with --data-dir (or A2A_DATA_DIR)",
                         options.data_dir.display()
                     )
                 })?);

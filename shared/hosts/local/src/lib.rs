@@ -4,6 +4,7 @@
 
 mod backend;
 mod host_check;
+mod listener;
 mod loops;
 pub mod new_project;
 
@@ -35,14 +36,9 @@ use a2a_net::{
 };
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 use clap::{Args, Parser, Subcommand};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use tokio::sync::{watch, Semaphore};
+use listener::{serve_http, ConnectionLimits};
+use tokio::sync::watch;
 use tower_http::timeout::RequestBodyTimeoutLayer;
-
-/// How long a graceful shutdown waits for open requests and streams.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// Command-line options (each with an environment variable).
 #[derive(Debug, Clone, Parser)]
@@ -56,7 +52,7 @@ pub struct Options {
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:9000")]
     pub addr: SocketAddr,
     /// Directory holding the store file (created if missing).
-    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a", global = true)]
+    #[arg(long, env = "A2A_DATA_DIR", default_value = "./.a2a")]
     pub data_dir: PathBuf,
     /// Webhook hosts push notifications may be sent to (comma-separated). Loopback by default.
     #[arg(
@@ -247,7 +243,7 @@ pub struct AuthOptions {
     #[arg(long = "auth", env = "A2A_AUTH", default_value = "none")]
     pub mode: AuthMode,
     /// The API key document (hashes only). Default: `<data-dir>/api-keys.json`.
-    #[arg(long, env = "A2A_API_KEY_FILE", global = true)]
+    #[arg(long, env = "A2A_API_KEY_FILE")]
     pub api_key_file: Option<PathBuf>,
     /// Where clients send the API key: `header` or `query`.
     #[arg(long, env = "A2A_API_KEY_LOCATION", default_value = "header")]
@@ -396,11 +392,27 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Manage API keys (for `--auth api-key`).
-    #[command(subcommand)]
-    Keys(KeysCommand),
+    Keys(KeysArgs),
     /// Writes a new agent project into a directory: its agent, a local server, the Lambda
     /// binary, template.yaml and a test, on this kit's crates.
     New(new_project::NewArgs),
+}
+
+/// `a2a-local keys …`: which key document, and what to do with it. The document's options are
+/// the keys' own, not global ones, so that `new --help` lists only what `new` takes.
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// The data directory whose key document to use. Default: the server's (`--data-dir`
+    /// before `keys`, A2A_DATA_DIR, or ./.a2a).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// The API key document (hashes only). Default: the server's (`--api-key-file` before
+    /// `keys`, A2A_API_KEY_FILE, or `<data-dir>/api-keys.json`).
+    #[arg(long, global = true)]
+    pub api_key_file: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: KeysCommand,
 }
 
 /// `a2a-local keys …`.
@@ -435,10 +447,14 @@ pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
         Command::Keys(keys) => keys,
         Command::New(args) => return new_project::run(args).map_err(|e| e.to_string()),
     };
-    let file = ApiKeyFile::new(options.auth.api_key_path(&options.data_dir));
+    let data_dir = keys.data_dir.as_ref().unwrap_or(&options.data_dir);
+    let file = ApiKeyFile::new(match &keys.api_key_file {
+        Some(file) => file.clone(),
+        None => options.auth.api_key_path(data_dir),
+    });
     let path = file.path();
     let mut doc = file.read()?;
-    match keys {
+    match &keys.command {
         KeysCommand::Issue {
             permissions,
             principal,
@@ -536,9 +552,7 @@ pub async fn serve(
         &push_policy,
         Arc::new(remote_agents(&options)?),
     )?);
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+    let listener = listener::bind(options.addr).await?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let base = format!("http://{addr}{}", options.base_path);
     let http_options = HttpOptions {
@@ -723,73 +737,4 @@ fn remote_agents(options: &Options) -> Result<RemoteAgentsClient, String> {
         credentials: std::sync::Arc::new(credentials),
         ..RemoteAgentSettings::local()
     }))
-}
-
-/// What one connection may take from the server.
-#[derive(Debug, Clone, Copy)]
-struct ConnectionLimits {
-    header_timeout: Duration,
-    max_connections: usize,
-}
-
-/// Serves `app` over HTTP/1 until `shutdown` resolves, then stops accepting, runs `stopping`
-/// (which ends the open streams cleanly), lets open connections finish for
-/// [`SHUTDOWN_GRACE`] and drops the rest.
-///
-/// A loop of our own rather than `axum::serve`, which sets no header read timeout: without one,
-/// a client that sends half a request holds its connection (and a task) forever.
-async fn serve_http(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    limits: ConnectionLimits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    stopping: impl Future<Output = ()>,
-) {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
-    // A permit per open connection: at the cap, the next one is not accepted (it waits in
-    // the kernel's backlog) until one closes.
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = slots.clone().acquire_owned() => {
-                permit.expect("the connection semaphore is never closed")
-            }
-        };
-        let stream = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(err) => {
-                    // Out of file descriptors and the like: back off a little rather than
-                    // spin on an error that the next accept would give again.
-                    tracing::warn!("cannot accept a connection: {err}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let connection =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!("connection ended: {err}");
-            }
-            drop(permit);
-        });
-    }
-    tracing::info!("shutting down");
-    drop(listener);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, stopping).await;
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::info!("open connections did not finish in time: closing them");
-    }
 }

@@ -27,7 +27,9 @@ async fn main() -> std::process::ExitCode {
     match serving.await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            tracing::error!(error = %err, "a2a-local stopped");
+            // Plain, as the admin commands' errors: it says what to do, which a log line's
+            // fields would bury.
+            eprintln!("a2a-local: {err}");
             std::process::ExitCode::FAILURE
         }
     }

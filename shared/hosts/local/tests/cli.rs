@@ -81,3 +81,77 @@ fn an_agent_of_your_own_has_its_own_default_data_directory() {
         .expect_err("an unknown flag");
     assert!(bad.to_string().contains("--nope"), "{bad}");
 }
+
+#[test]
+fn new_help_lists_only_what_new_takes() {
+    let mut command = Cli::command();
+    command.build();
+    let mut help = |path: &[&str]| {
+        let mut sub = &mut command;
+        for name in path {
+            sub = sub.find_subcommand_mut(name).expect("a subcommand");
+        }
+        sub.render_long_help().to_string()
+    };
+    let new = help(&["new"]);
+    assert!(new.contains("--kit-git"), "{new}");
+    for server_only in ["--data-dir", "--api-key-file", "--addr", "--store"] {
+        assert!(!new.contains(server_only), "{server_only} in: {new}");
+    }
+    let issue = help(&["keys", "issue"]);
+    for option in ["--data-dir", "--api-key-file", "--permissions"] {
+        assert!(issue.contains(option), "{option} not in: {issue}");
+    }
+
+    let refused = Cli::try_parse_from(["a2a-local", "new", "--data-dir", "/tmp/x", "dir"])
+        .expect_err("new takes no data directory");
+    assert!(refused.to_string().contains("--data-dir"), "{refused}");
+}
+
+#[test]
+fn keys_find_their_document_where_they_are_told() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let issue = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-local"))
+            .env_remove("A2A_DATA_DIR")
+            .env_remove("A2A_API_KEY_FILE")
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .expect("run a2a-local");
+        assert!(out.status.success(), "{out:?}");
+    };
+    let after = dir.path().join("after");
+    let before = dir.path().join("before");
+    let file = dir.path().join("keys.json");
+    // The README's forms: the option after `keys issue`, or before `keys`.
+    issue(&[
+        "keys".as_ref(),
+        "issue".as_ref(),
+        "--data-dir".as_ref(),
+        after.as_os_str(),
+    ]);
+    issue(&[
+        "--data-dir".as_ref(),
+        before.as_os_str(),
+        "keys".as_ref(),
+        "issue".as_ref(),
+    ]);
+    issue(&[
+        "keys".as_ref(),
+        "issue".as_ref(),
+        "--api-key-file".as_ref(),
+        file.as_os_str(),
+    ]);
+    for written in [
+        after.join("api-keys.json"),
+        before.join("api-keys.json"),
+        file,
+    ] {
+        assert!(written.is_file(), "{} was not written", written.display());
+    }
+    assert!(
+        !dir.path().join(".a2a").exists(),
+        "nothing in the default directory"
+    );
+}
