@@ -685,8 +685,11 @@ async fn delegating_on_pushes() -> Server {
 const WORKING_PUSH: &str = r#"{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"w1","role":"ROLE_AGENT","parts":[{"text":"on it"}]}}}}"#;
 
 /// Whoever does not hold a wait's token learns nothing from the relay route: no token, a
-/// wrong one, a task that waits, one that does not exist, one that ended — one answer (410
-/// Gone, `{}`), and a body is not even read (a broken one gets the same answer).
+/// wrong one, a task that waits, one that does not exist — one answer (401, `{}`), and a body
+/// is not even read (a broken one gets the same answer). The URL names our task and nobody
+/// else; its previous form (`/a2a-relay/{task}/{owner}`, which waits parked before an upgrade
+/// gave out) is still taken. Once our task ended, the token holder is told so (410 Gone), a
+/// stranger still gets 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_route_answers_every_stranger_alike() {
     if !store_ready() {
@@ -705,9 +708,11 @@ async fn the_relay_route_answers_every_stranger_alike() {
         .await);
     let id = id_of(task_of(&answer));
     let (url, token) = push_config_sent_to(&stuck).await;
+    assert!(url.ends_with(&format!("/a2a-relay/{id}")), "{url}");
     answer_relayed(&ours, &id).await;
-    let unknown = url.replacen(&format!("/a2a-relay/{id}/"), "/a2a-relay/no-such-task/", 1);
+    let unknown = url.replacen(&format!("/a2a-relay/{id}"), "/a2a-relay/no-such-task", 1);
     assert_ne!(unknown, url, "{url}");
+    let legacy = format!("{url}/YW5vbnltb3Vz");
     let refusals = [
         relay(&url, None, WORKING_PUSH).await,
         relay(&url, Some("wrong"), WORKING_PUSH).await,
@@ -715,21 +720,28 @@ async fn the_relay_route_answers_every_stranger_alike() {
         relay(&unknown, Some("wrong"), WORKING_PUSH).await,
         relay(&unknown, Some(&token), WORKING_PUSH).await,
         relay(&unknown, None, "not json").await,
+        relay(&legacy, Some("wrong"), WORKING_PUSH).await,
     ];
-    assert_eq!(refusals[0], (410, "{}".to_owned()));
+    assert_eq!(refusals[0], (401, "{}".to_owned()));
     for refusal in &refusals {
         assert_eq!(refusal, &refusals[0], "{refusals:?}");
     }
     // The token holder is heard: its push is relayed, and a broken body is its own error.
     assert_eq!(relay(&url, Some(&token), WORKING_PUSH).await.0, 200);
+    assert_eq!(relay(&legacy, Some(&token), WORKING_PUSH).await.0, 200);
     assert_eq!(relay(&url, Some(&token), "not json").await.0, 400);
     let task = ok(ours.get_task(Binding::JsonRpc, &id, None).await);
     assert_eq!(message_text(&task["status"]["message"]), "on it", "{task}");
 
-    // Once our task ended, even the token gets the strangers' answer (the sender may stop).
+    // Once our task ended, the token holder is told to stop; strangers learn nothing more.
     ok(ours.cancel(Binding::JsonRpc, &id).await);
     ours.await_terminal(&id, WITHIN).await;
-    assert_eq!(relay(&url, Some(&token), WORKING_PUSH).await, refusals[0]);
+    assert_eq!(
+        relay(&url, Some(&token), WORKING_PUSH).await,
+        (410, "{}".to_owned())
+    );
+    assert_eq!(relay(&url, Some("wrong"), WORKING_PUSH).await, refusals[0]);
+    assert_eq!(relay(&url, None, WORKING_PUSH).await, refusals[0]);
 }
 
 /// A push delivered twice (a push service's retry after a timeout, or a replay by someone

@@ -531,7 +531,7 @@ mod tests {
         for r in &table.routes {
             if r.path.starts_with("/.well-known/")
                 || r.path.starts_with("/a2a-lite/")
-                // The relay route is ours, not the tenant's: its URL names the task's owner.
+                // The relay route is ours, not the tenant's: the task's owner is in our store.
                 || r.path.starts_with("/a2a-relay/")
                 || r.path == "/jsonrpc"
                 || legacy(r)

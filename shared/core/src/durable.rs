@@ -273,22 +273,20 @@ impl Emitter {
         // A room cannot answer with a task id: its task is named here, after this task, so that
         // the room's answers find this wait (`A2aService::relay_room`).
         let room_task = match (&continued, RoomAddress::is_room(&call.agent)) {
-            (None, true) => match outbound_task_id(
-                &owner,
-                self.task_id(),
-                &format!("{}-{index}", run.trigger_seq),
-            ) {
-                Some(id) => Some(id),
-                None => {
-                    let value = failure_value(
-                        "Calling a room failed: this caller's name is too long to put in an \
+            (None, true) => {
+                match outbound_task_id(self.task_id(), &format!("{}-{index}", run.trigger_seq)) {
+                    Some(id) => Some(id),
+                    None => {
+                        let value = failure_value(
+                            "Calling a room failed: this task's id is too long to put in an \
                          A2A-Lite task id",
-                    );
-                    run.push_step(index, name, value.clone());
-                    self.save(&mut run).await?;
-                    return decode(name, value);
+                        );
+                        run.push_step(index, name, value.clone());
+                        self.save(&mut run).await?;
+                        return decode(name, value);
+                    }
                 }
-            },
+            }
             _ => None,
         };
         // The wait is written before the message is sent, so that a push that comes back
@@ -338,7 +336,7 @@ impl Emitter {
         message.task_id = pending.task_id.clone();
         message.context_id = pending.context_id.clone();
         let push = env
-            .relay_url(&owner, self.task_id())
+            .relay_url(self.task_id())
             .filter(|_| kept_token.is_none())
             .map(|url| TaskPushNotificationConfig {
                 url,

@@ -44,14 +44,23 @@ pub(crate) struct DurableEnv {
 }
 
 impl DurableEnv {
-    /// Where the pushes for a wait of `owner`'s task `task_id` go.
-    pub(crate) fn relay_url(&self, owner: &Owner, task_id: &str) -> Option<String> {
+    /// Where the pushes for a wait of task `task_id` go: `{base}/a2a-relay/{task_id}`. Nothing
+    /// in it names the task's owner (the other agent is a third party): the relay route finds
+    /// the owner in our own store ([`crate::ports::RelayGate`]).
+    pub(crate) fn relay_url(&self, task_id: &str) -> Option<String> {
         let base = self.relay_base.as_deref()?;
         Some(format!(
-            "{}{RELAY_PATH}/{task_id}/{}",
-            base.trim_end_matches('/'),
-            URL_SAFE_NO_PAD.encode(owner.as_str())
+            "{}{RELAY_PATH}/{task_id}",
+            base.trim_end_matches('/')
         ))
+    }
+
+    /// The relay URL of the previous form, `{base}/a2a-relay/{task_id}/{owner segment}`, which
+    /// waits parked before the upgrade gave their remote agents: the audience of those agents'
+    /// signed pushes.
+    pub(crate) fn legacy_relay_url(&self, task_id: &str, owner_segment: &str) -> Option<String> {
+        self.relay_url(task_id)
+            .map(|url| format!("{url}/{owner_segment}"))
     }
 
     pub(crate) fn expiry(&self) -> Timestamp {
@@ -59,7 +68,7 @@ impl DurableEnv {
     }
 }
 
-/// The owner a relay URL's last segment names.
+/// The owner a relay URL of the previous form names in its last segment (base64url).
 pub(crate) fn relay_owner(segment: &str) -> Option<Owner> {
     let bytes = URL_SAFE_NO_PAD.decode(segment).ok()?;
     String::from_utf8(bytes).ok().map(Owner)

@@ -65,11 +65,12 @@ pub use jobs::{run_jobs, while_running, JobPolicy, JobQueue, ReceivedJob, Settle
 pub use journal::RELAY_PATH;
 pub use observe::{NoObserver, Observer};
 pub use ports::{
-    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,
-    ExecutionStore, ExpiredLease, JobOutcome, LeaseStore, Owner, PushAttempt, PushAttemptResult,
-    PushConfigStore, PushDeliveryState, PushJob, PushQueue, RemoteTaskRef, SendRecord, StepRecord,
-    StoreError, StoredReply, StoredTask, TaskLogStore, TaskPage, TaskQuery, TaskStore, Wait,
-    WaitFor, WaitOutcome, WorkJob, WorkQueue, JOB_FORMAT_VERSION,
+    push_jobs, push_jobs_at, relay_token_digest, visible_seqs, AppendedEvents, DueExecution,
+    DurableExecution, ExecutionStore, ExpiredLease, JobOutcome, LeaseStore, Owner, PushAttempt,
+    PushAttemptResult, PushConfigStore, PushDeliveryState, PushJob, PushQueue, RelayGate,
+    RemoteTaskRef, SendRecord, StepRecord, StoreError, StoredReply, StoredTask, TaskLogStore,
+    TaskPage, TaskQuery, TaskStore, Wait, WaitFor, WaitOutcome, WorkJob, WorkQueue,
+    JOB_FORMAT_VERSION,
 };
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
@@ -77,7 +78,9 @@ pub use relay::RelayLimits;
 pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
 pub use reread::{ReadClock, RETRY_FAILED_READ};
-pub use service::{A2aService, OperationRequest, OperationResponse, RelayPush, Reply};
+pub use service::{
+    A2aService, OperationRequest, OperationResponse, RelayAnswer, RelayCheck, RelayPush, Reply,
+};
 pub use signing::{
     body_sha256, KeyDocumentText, KeyError, KeySet, PushSigner, SecretPem, SigningAlgorithm,
     SigningKey, SigningKeySource, SigningKeys, DEFAULT_PUSH_TOKEN_LIFETIME,

@@ -24,7 +24,7 @@ use crate::ports::Owner;
 /// How a room's address starts: `lite:<channel>:<room>` (no http(s) URL starts so).
 pub const ROOM_SCHEME: &str = "lite:";
 
-/// How an outbound task id starts: `a2a.<step>.<task>.<owner>`.
+/// How an outbound task id starts: `a2a.<step>.<task>` (`a2a.<step>.<task>.<owner>` before).
 const OUTBOUND_PREFIX: &str = "a2a";
 
 /// A room of a channel, as an agent address (`lite:webhook:general`,
@@ -67,17 +67,19 @@ impl fmt::Display for RoomAddress {
 /// Our task waiting for a room's task, as the room's task id names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboundTask {
-    /// Our task's owner.
-    pub owner: Owner,
+    /// Our task's owner, when the id names it (the ids of calls made before the upgrade did;
+    /// now the owner is found in our store, never shown to the room).
+    pub owner: Option<Owner>,
     /// Our task.
     pub task_id: String,
 }
 
 impl OutboundTask {
-    /// The task a room's task id names, if it is one of ours ([`outbound_task_id`]).
+    /// The task a room's task id names, if it is one of ours ([`outbound_task_id`], or the
+    /// previous form, which named the owner too).
     pub fn parse(lite_id: &str) -> Option<Self> {
         let mut parts = lite_id.split('.');
-        let (Some(OUTBOUND_PREFIX), Some(step), Some(task), Some(owner), None) = (
+        let (Some(OUTBOUND_PREFIX), Some(step), Some(task), owner, None) = (
             parts.next(),
             parts.next(),
             parts.next(),
@@ -96,30 +98,32 @@ impl OutboundTask {
                 .and_then(|bytes| String::from_utf8(bytes).ok())
                 .filter(|s| !s.is_empty())
         };
+        let owner = match owner {
+            Some(owner) => Some(Owner(text(owner)?)),
+            None => None,
+        };
         Some(Self {
             task_id: task_of(task)?,
-            owner: Owner(text(owner)?),
+            owner,
         })
     }
 }
 
 /// The A2A-Lite task id of the call that step `step` (digits and `-`: the execution and the
-/// step's index) of our task `task_id` makes to a room: `a2a.<step>.<task>.<owner>`, the owner
-/// in base64url and the task as `u` and its UUID's 16 bytes in base64url (`s` and the id's text
-/// in base64url if it is not a UUID), so the room's answers lead back to the waiting task with
-/// nothing remembered. `None` when it would be longer than a marker may carry (an owner of more
-/// than about 70 bytes).
-pub fn outbound_task_id(owner: &Owner, task_id: &str, step: &str) -> Option<String> {
+/// step's index) of our task `task_id` makes to a room: `a2a.<step>.<task>`, the task as `u`
+/// and its UUID's 16 bytes in base64url (`s` and the id's text in base64url if it is not a
+/// UUID), so the room's answers lead back to the waiting task with nothing remembered. It
+/// names no caller: the room is a third party, and the task's owner is in our own store.
+/// `None` when it would be longer than a marker may carry (a task id of more than about 90
+/// bytes that is not a UUID).
+pub fn outbound_task_id(task_id: &str, step: &str) -> Option<String> {
     let task = match uuid::Uuid::parse_str(task_id) {
         Ok(id) if id.hyphenated().to_string() == task_id => {
             format!("u{}", URL_SAFE_NO_PAD.encode(id.as_bytes()))
         }
         _ => format!("s{}", URL_SAFE_NO_PAD.encode(task_id)),
     };
-    let id = format!(
-        "{OUTBOUND_PREFIX}.{step}.{task}.{}",
-        URL_SAFE_NO_PAD.encode(owner.as_str())
-    );
+    let id = format!("{OUTBOUND_PREFIX}.{step}.{task}");
     (id.chars().count() <= MAX_LITE_TASK_ID_LEN).then_some(id)
 }
 
@@ -249,19 +253,19 @@ mod tests {
 
     #[test]
     fn outbound_ids_lead_back_to_the_task_and_nothing_else() {
-        let owner = Owner("anonymous".into());
-        let id = outbound_task_id(&owner, "5f1c0a7e-0000-4000-8000-000000000001", "1-0")
-            .expect("short enough");
+        let id =
+            outbound_task_id("5f1c0a7e-0000-4000-8000-000000000001", "1-0").expect("short enough");
         assert!(
             a2a_protocol::lite::marker::check_task_id(&id, "id").is_ok(),
             "{id}"
         );
+        assert_eq!(id.split('.').count(), 3, "no owner in it: {id}");
         let back = OutboundTask::parse(&id).expect("ours");
-        assert_eq!(back.owner, owner);
+        assert_eq!(back.owner, None);
         assert_eq!(back.task_id, "5f1c0a7e-0000-4000-8000-000000000001");
         assert_ne!(
             Some(id.clone()),
-            outbound_task_id(&owner, "5f1c0a7e-0000-4000-8000-000000000001", "2-0")
+            outbound_task_id("5f1c0a7e-0000-4000-8000-000000000001", "2-0")
         );
         for forged in [
             "t1",
@@ -272,25 +276,28 @@ mod tests {
             "b2b.0.YQ.YQ",
             "a2a.0.!!.YQ",
             "a2a.0..YQ",
+            "a2a.0.uAAAA.",
         ] {
             assert_eq!(OutboundTask::parse(forged), None, "{forged}");
         }
         // Ids that are not UUIDs (or not in their usual form) come back as they were.
         for task in ["task-1", "5F1C0A7E-0000-4000-8000-000000000001"] {
-            let id = outbound_task_id(&owner, task, "1-0").expect("short enough");
+            let id = outbound_task_id(task, "1-0").expect("short enough");
             assert_eq!(OutboundTask::parse(&id).expect("ours").task_id, task);
         }
-        // An owner of 70 bytes (a JWT issuer and subject) still fits.
-        let jwt = Owner(format!(
-            "jwt:27:https://issuer.example.org/{}",
-            "s".repeat(36)
-        ));
-        assert_eq!(jwt.as_str().len(), 70);
-        let id =
-            outbound_task_id(&jwt, "5f1c0a7e-0000-4000-8000-000000000001", "12-3").expect("fits");
-        assert_eq!(OutboundTask::parse(&id).expect("ours").owner, jwt);
-        let long = Owner("x".repeat(200));
-        assert_eq!(outbound_task_id(&long, "t", "1-0"), None);
+        assert_eq!(outbound_task_id(&"x".repeat(200), "1-0"), None);
+        // The previous form, which named the owner (rooms may still answer calls made before
+        // the upgrade), still leads back to the task and its owner.
+        let legacy = format!(
+            "{id}.{}",
+            URL_SAFE_NO_PAD.encode("jwt:27:https://issuer.example.org/s")
+        );
+        let back = OutboundTask::parse(&legacy).expect("ours, of the previous form");
+        assert_eq!(
+            back.owner,
+            Some(Owner("jwt:27:https://issuer.example.org/s".into()))
+        );
+        assert_eq!(back.task_id, "5f1c0a7e-0000-4000-8000-000000000001");
     }
 
     fn update(text: &str) -> Option<StreamResponse> {

@@ -122,6 +122,92 @@ async fn a_broken_record_does_not_hold_up_the_sweep() {
     env.cleanup().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_pushes_are_checked_before_anything_else() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let (client, table) = (env.clients.dynamodb.clone(), env.config.table.clone());
+    // What the previous version left: a parked wait without a gate.
+    let forget: store_contract::relay::ForgetGate = Box::new(move |_owner, task_id| {
+        let (client, table) = (client.clone(), table.clone());
+        Box::pin(async move {
+            client
+                .delete_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(format!("T#{task_id}")))
+                .key("sk", AttributeValue::S("G".into()))
+                .send()
+                .await
+                .expect("forget the gate");
+        })
+    });
+    store_contract::relay::relay_pushes_are_checked_before_anything_else(
+        Arc::new(env.store()),
+        forget,
+    )
+    .await;
+    env.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_remote_does_not_hold_up_the_sweep() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    store_contract::relay::a_slow_remote_does_not_hold_up_the_sweep(Arc::new(env.store())).await;
+    env.cleanup().await;
+}
+
+/// A push with a wrong token costs one small read, whatever the task's record holds: the
+/// gate's (1 RRU), never the record's. With a step's 60 KB answer in the record, the token
+/// holder's push reads it (about 12 RRU, deflate cannot shrink noise); a stranger's does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_s_push_costs_one_small_read() {
+    let Some(env) = Env::new().await else {
+        return;
+    };
+    let meter = a2a_aws::Meter::new();
+    let store = Arc::new(env.store().with_meter(meter.clone()));
+    let p = store_contract::relay::park_a_delegation(store, 60_000).await;
+    meter.take();
+    let refused = p
+        .service
+        .authenticate_relay_push(&p.task_id, None, "wrong")
+        .await
+        .expect("answered");
+    assert!(
+        matches!(
+            refused,
+            a2a_core::RelayCheck::Answer(a2a_core::RelayAnswer::Refused)
+        ),
+        "{refused:?}"
+    );
+    let stranger = meter.take();
+    let stranger_rru: f64 = stranger.iter().map(|c| c.estimated_rru).sum();
+    let admitted = p
+        .service
+        .authenticate_relay_push(&p.task_id, None, &p.token)
+        .await
+        .expect("answered");
+    assert!(
+        matches!(admitted, a2a_core::RelayCheck::Push(_)),
+        "{admitted:?}"
+    );
+    let holder = meter.take();
+    let holder_rru: f64 = holder.iter().map(|c| c.estimated_rru).sum();
+    eprintln!("a stranger's push: {stranger_rru} est. RRU; the token holder's: {holder_rru}");
+    assert_eq!(stranger.len(), 1, "one read: {stranger:?}");
+    assert_eq!(stranger[0].api, "GetItem", "{stranger:?}");
+    assert!(stranger_rru <= 1.0, "{stranger:?}");
+    assert!(
+        holder_rru > 10.0,
+        "the record is read once the token holds: {holder:?}"
+    );
+    env.cleanup().await;
+}
+
 /// The sweep of due waits reads what is due, not what waits for later: with 400 executions
 /// parked for an hour and 3 due, a pass is one query per due partition that reads the 3
 /// (DynamoDB bills a query what it reads before any filter, so a partition queried whole and

@@ -165,7 +165,7 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
     assert_eq!(task.body, "do the thing");
     let named = OutboundTask::parse(id).expect("the id names our task");
     assert_eq!(named.task_id, ours);
-    assert_eq!(named.owner, Owner::anonymous(""));
+    assert_eq!(named.owner, None, "the room is not told who called");
 
     // A chat that shows the bridge its own post: the bridge does not take its own task.
     let echo = s
@@ -207,8 +207,7 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
         .receive("webhook", said_in("random", "U2", "e2", &result))
         .await;
     assert!(matches!(elsewhere.unwrap(), Handled::Ignored(_)));
-    let named_other =
-        a2a_core::lite::outbound_task_id(&Owner::anonymous(""), "no-such-task", "1-0").unwrap();
+    let named_other = a2a_core::lite::outbound_task_id("no-such-task", "1-0").unwrap();
     for text in [
         format!("[A2A:result task={named_other} state=completed]\nforged"),
         "[A2A:result task=a2a.1-0.sZm9y.Z2Vk state=completed]\nforged".to_owned(),
@@ -243,6 +242,52 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
     assert!(matches!(again.unwrap(), Handled::Ignored(_)));
 }
 
+/// A call made before the upgrade gave the room an id of the previous form, which named our
+/// task's owner too (`a2a.<step>.<task>.<owner>`), and its record waits for that id: the
+/// room's answer with it still ends the wait.
+#[tokio::test]
+async fn a_call_parked_before_the_upgrade_hears_its_room_by_the_previous_id() {
+    use base64::Engine as _;
+    let s = setup();
+    let ours = send(&s, "delegate lite:webhook:general do the thing", true)
+        .await
+        .id;
+    let (_, text) = s.chat.nth(1).await;
+    let task = parse(&text).unwrap().expect("a marker");
+    let LiteKind::Task { id, .. } = &task.kind else {
+        panic!("a task, not {text}");
+    };
+    let owner = Owner::anonymous("");
+    let legacy = format!(
+        "{id}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(owner.as_str())
+    );
+    // The record as the previous version wrote it: waiting for the id of the previous form.
+    let store = &s.store.store;
+    let mut record = store
+        .load_execution(&owner, &ours)
+        .await
+        .unwrap()
+        .expect("the call's record");
+    let expected = record.version;
+    record.version += 1;
+    if let Some(WaitFor::RemoteTask { remote, .. }) = record.wait.as_mut().map(|w| &mut w.what) {
+        remote.task_id.clone_from(&legacy);
+    }
+    store.save_execution(&record, Some(expected)).await.unwrap();
+
+    let result = format!("[A2A:result task={legacy} state=completed]\nDone: 42.");
+    let handled = s
+        .bridge
+        .receive("webhook", said_in("general", "U2", "e1", &result))
+        .await;
+    assert_eq!(handled.unwrap(), Handled::Relayed(legacy.clone()));
+    let Some(WaitOutcome::Done { value }) = outcome(&s, &ours).await else {
+        panic!("the wait is over");
+    };
+    assert_eq!(value["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
 #[tokio::test]
 async fn a_room_of_a_channel_not_served_or_no_room_is_refused_clearly() {
     let s = setup();
@@ -267,8 +312,7 @@ async fn a_room_of_a_channel_not_served_or_no_room_is_refused_clearly() {
 async fn a_task_another_deployment_gives_the_room_is_work_for_us() {
     let s = setup();
     // The id of another deployment's call (its task and owner are not in this store).
-    let theirs =
-        a2a_core::lite::outbound_task_id(&Owner::anonymous(""), "their-task", "1-0").unwrap();
+    let theirs = a2a_core::lite::outbound_task_id("their-task", "1-0").unwrap();
     let task = format!("[A2A:task id={theirs}]\nhello from another kit");
     let handled = s
         .bridge

@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::DbError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 8;
 
 /// Version 1 of the schema.
 ///
@@ -224,6 +224,19 @@ DROP INDEX IF EXISTS tasks_by_expiry;
 CREATE INDEX IF NOT EXISTS tasks_by_expiry_owner ON tasks (expires_at_ms, owner, state);
 ";
 
+/// Version 8 adds `relay_gates`: per task whose execution waited for another agent, its owner
+/// and the digests of the push tokens its relay route takes (`DurableExecution::relay_tokens`),
+/// which the route checks a push against before it reads the record; kept after the record,
+/// until it expires. Records saved before have none until their next save.
+const SCHEMA_V8: &str = "
+CREATE TABLE IF NOT EXISTS relay_gates (
+    task_id       TEXT    NOT NULL PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    tokens        TEXT    NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -258,6 +271,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), DbError> {
     }
     if version < 7 {
         tx.execute_batch(SCHEMA_V7)?;
+    }
+    if version < 8 {
+        tx.execute_batch(SCHEMA_V8)?;
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

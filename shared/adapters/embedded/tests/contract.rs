@@ -112,6 +112,32 @@ async fn a_broken_record_does_not_hold_up_the_sweep() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_pushes_are_checked_before_anything_else() {
+    let (dir, store) = open();
+    let file = dir.path().join(a2a_embedded::DB_FILE_NAME);
+    // What the previous version left: a parked wait without a gate.
+    let forget: store_contract::relay::ForgetGate = Box::new(move |_owner, task_id| {
+        let file = file.clone();
+        Box::pin(async move {
+            let db = rusqlite::Connection::open(&file).expect("the store's file");
+            db.busy_timeout(Duration::from_secs(5)).unwrap();
+            let removed = db
+                .execute("DELETE FROM relay_gates WHERE task_id = ?1", [&task_id])
+                .expect("forget the gate");
+            assert_eq!(removed, 1);
+        })
+    });
+    store_contract::relay::relay_pushes_are_checked_before_anything_else(Arc::new(store), forget)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_remote_does_not_hold_up_the_sweep() {
+    let (_dir, store) = open();
+    store_contract::relay::a_slow_remote_does_not_hold_up_the_sweep(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_are_gapless() {
     let (_dir, store) = open();
     store_contract::concurrent_appends_are_gapless(Arc::new(store)).await;
@@ -302,6 +328,13 @@ impl a2a_core::ExecutionStore for RoundRobin {
 
     async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError> {
         self.pick().delete_execution(owner, task_id).await
+    }
+
+    async fn load_relay_gate(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<a2a_core::RelayGate>, StoreError> {
+        self.pick().load_relay_gate(task_id).await
     }
 
     async fn list_due_executions(

@@ -198,6 +198,13 @@ impl a2a_core::ExecutionStore for Counting {
         self.store.delete_execution(owner, task_id).await
     }
 
+    async fn load_relay_gate(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<a2a_core::RelayGate>, StoreError> {
+        self.store.load_relay_gate(task_id).await
+    }
+
     async fn list_due_executions(
         &self,
         now: Timestamp,

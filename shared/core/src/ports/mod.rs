@@ -7,11 +7,13 @@ mod model;
 mod queues;
 mod store;
 
+pub(crate) use model::constant_time_eq;
 pub use model::{
-    push_jobs, push_jobs_at, visible_seqs, AppendedEvents, DueExecution, DurableExecution,
-    ExpiredLease, JobOutcome, Owner, PushAttempt, PushAttemptResult, PushDeliveryState, PushJob,
-    RemoteTaskRef, SendRecord, StepRecord, StoreError, StoredReply, StoredTask, TaskPage,
-    TaskQuery, Wait, WaitFor, WaitOutcome, WorkJob, JOB_FORMAT_VERSION,
+    push_jobs, push_jobs_at, relay_token_digest, visible_seqs, AppendedEvents, DueExecution,
+    DurableExecution, ExpiredLease, JobOutcome, Owner, PushAttempt, PushAttemptResult,
+    PushDeliveryState, PushJob, RelayGate, RemoteTaskRef, SendRecord, StepRecord, StoreError,
+    StoredReply, StoredTask, TaskPage, TaskQuery, Wait, WaitFor, WaitOutcome, WorkJob,
+    JOB_FORMAT_VERSION,
 };
 pub use queues::{PushQueue, WorkQueue};
 pub use store::{ExecutionStore, LeaseStore, PushConfigStore, TaskLogStore, TaskStore};

@@ -439,6 +439,60 @@ impl DurableExecution {
     pub fn due_at(&self) -> Option<Timestamp> {
         self.wait.as_ref().map(|w| w.due_at)
     }
+
+    /// The digests ([`relay_token_digest`]) of the push tokens this execution's relay route
+    /// takes: its wait's, and those of the remote tasks it worked with that push to it,
+    /// sorted, each once, joined by `,` (empty: none). What a store keeps as the task's
+    /// [`RelayGate`], beside the record.
+    pub fn relay_tokens(&self) -> String {
+        let waiting = self.wait.iter().filter_map(|w| match &w.what {
+            WaitFor::RemoteTask { token, .. } => Some(token.as_str()),
+            _ => None,
+        });
+        let pushing = self
+            .remotes
+            .values()
+            .filter_map(|r| r.push_token.as_deref());
+        let mut digests: Vec<String> = waiting.chain(pushing).map(relay_token_digest).collect();
+        digests.sort();
+        digests.dedup();
+        digests.join(",")
+    }
+}
+
+/// The digest a [`RelayGate`] keeps of a push token (SHA-256, base64url): the token itself
+/// stays in the record alone.
+pub fn relay_token_digest(token: &str) -> String {
+    crate::signing::body_sha256(token.as_bytes())
+}
+
+/// Compares two secrets in time independent of where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What the relay route checks a push against before it reads a task's execution record:
+/// whose task it is, and the digests of the tokens its pushes may carry
+/// ([`DurableExecution::relay_tokens`]). Small, apart from the record (which holds whole
+/// remote answers): a push with a wrong token costs one small read. It is written with a
+/// record whose tokens changed and kept until it expires, past the record's deletion, so a
+/// push for a wait that ended is told so (410), and a stranger's is refused alike either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayGate {
+    /// Owner of the task.
+    pub owner: Owner,
+    /// The token digests, as [`DurableExecution::relay_tokens`] joined them.
+    pub tokens: String,
+}
+
+impl RelayGate {
+    /// Whether `token` is one of the gate's (compared in time independent of the tokens).
+    pub fn admits(&self, token: &str) -> bool {
+        let digest = relay_token_digest(token);
+        self.tokens.split(',').fold(false, |found, known| {
+            found | constant_time_eq(known.as_bytes(), digest.as_bytes())
+        })
+    }
 }
 
 /// One durable step's recorded result.

@@ -8,7 +8,7 @@ use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
 use async_trait::async_trait;
 
 use super::model::{
-    DueExecution, DurableExecution, ExpiredLease, Owner, PushAttempt, PushDeliveryState,
+    DueExecution, DurableExecution, ExpiredLease, Owner, PushAttempt, PushDeliveryState, RelayGate,
     SendRecord, StoreError, StoredReply, StoredTask, TaskPage, TaskQuery,
 };
 use crate::event::LoggedEvent;
@@ -227,12 +227,20 @@ pub trait ExecutionStore: Send + Sync + 'static {
     /// same version and content: a repeat of a save that landed, its answer lost, is saved,
     /// not a conflict). `execution.version` is what the store keeps. The
     /// record is due again at [`DurableExecution::due_at`], when it has a wait:
-    /// [`Self::list_due_executions`] lists it from then on.
+    /// [`Self::list_due_executions`] lists it from then on. When the record has relay tokens
+    /// ([`DurableExecution::relay_tokens`]) that differ from the task's [`RelayGate`], the
+    /// gate becomes them (owner, tokens, the record's expiry) by the time the save returns.
     async fn save_execution(
         &self,
         execution: &DurableExecution,
         expected: Option<u64>,
     ) -> Result<(), StoreError>;
+
+    /// The [`RelayGate`] of task `task_id`, if a record with relay tokens was saved for it and
+    /// the gate has not expired: one small read, never the record's (the relay route checks a
+    /// push's token with it before it reads anything else). Kept after
+    /// [`Self::delete_execution`], until its expiry.
+    async fn load_relay_gate(&self, task_id: &str) -> Result<Option<RelayGate>, StoreError>;
 
     /// Removes the record of the owner's task (its execution ended), if there is one.
     async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError>;

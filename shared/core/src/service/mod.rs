@@ -22,7 +22,7 @@ use std::sync::Arc;
 use a2a_protocol::{A2AError, AgentCard};
 
 pub use request::{OperationRequest, OperationResponse, Reply};
-pub use waits::RelayPush;
+pub use waits::{RelayAnswer, RelayCheck, RelayPush};
 
 use crate::agent::Agent;
 use crate::auth::Permission;

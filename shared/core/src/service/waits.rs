@@ -1,14 +1,18 @@
 //! What ends the waits of parked executions: signals, the pushes of the remote agents they wait
 //! for, the sweep of due waits, and the end of their task (a cancel reaches the remote).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use a2a_protocol::{A2AError, StreamResponse, Task, Timestamp};
+use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::A2aService;
 use crate::journal::relay_owner;
 use crate::ports::{
-    DueExecution, DurableExecution, Owner, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome,
-    WorkJob,
+    constant_time_eq, DueExecution, DurableExecution, Owner, RemoteTaskRef, StoreError, Wait,
+    WaitFor, WaitOutcome, WorkJob,
 };
 use crate::recorded::failure_value;
 use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
@@ -18,6 +22,13 @@ use crate::worker::{advance, rearm, save_wait, Advanced};
 
 /// How many times a wait's outcome is written again after losing to a concurrent write.
 const SAVE_TRIES: usize = 5;
+
+/// How many due executions one sweep moves on at once (each may poll a remote agent).
+pub(crate) const SWEEP_CONCURRENCY: usize = 8;
+
+/// How long one sweep of due executions waits for them to move on: within the minute between
+/// two sweeps, and past the remote agents client's timeout of one request (30 s).
+pub(crate) const SWEEP_PASS_DEADLINE: Duration = Duration::from_secs(45);
 
 /// A relayed push whose token holds ([`A2aService::authenticate_relay_push`]), before its
 /// body is read.
@@ -30,6 +41,30 @@ pub struct RelayPush {
     /// Whether it is for the remote task the execution waits for now (else: a late push).
     current: bool,
     traceparent: Option<String>,
+    /// The URL the push came to, as the remote was given it: the audience of its signature.
+    audience: String,
+}
+
+/// What the relay route answers a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayAnswer {
+    /// Taken: relayed, or a late push dropped (200).
+    Taken,
+    /// Its token holds, and no wait of ours follows that remote task any more: the sender
+    /// may stop pushing (410 Gone).
+    Gone,
+    /// Not proven to be for one of our waits: no token, a wrong one, a signature that does not
+    /// verify (401). The same answer whether or not the task exists or waits.
+    Refused,
+}
+
+/// What [`A2aService::authenticate_relay_push`] makes of a push's address and token.
+#[derive(Debug)]
+pub enum RelayCheck {
+    /// The token holds for a wait, or a remote task, of ours: read the body and take it.
+    Push(RelayPush),
+    /// Answered at once, the body unread.
+    Answer(RelayAnswer),
 }
 
 /// Why a task whose parked execution's record no longer reads ended.
@@ -58,52 +93,69 @@ impl A2aService {
     }
 
     /// A push from a remote agent whose task one of ours waits for, as the relay route got it
-    /// (`RELAY_PATH/{task_id}/{owner}`, the push config's token in `token`, the push's
+    /// (`RELAY_PATH/{task_id}`, or `RELAY_PATH/{task_id}/{owner}` as waits parked before the
+    /// upgrade gave it out: `owner_segment`; the push config's token in `token`, the push's
     /// `A2A-Push-Signature` in `signature` if it has one): [`Self::authenticate_relay_push`],
-    /// then [`Self::take_relay_push`]. Returns `false` when the push is refused, whatever the
-    /// reason (no such task or owner, no execution any more, a wrong token, a signature that
-    /// does not verify): the route gives all of these one answer.
+    /// then [`Self::take_relay_push`].
     pub async fn relay_push(
         &self,
         task_id: &str,
-        owner_segment: &str,
+        owner_segment: Option<&str>,
         token: &str,
         signature: Option<&str>,
         body: &[u8],
-    ) -> Result<bool, A2AError> {
+    ) -> Result<RelayAnswer, A2AError> {
         match self
             .authenticate_relay_push(task_id, owner_segment, token)
             .await?
         {
-            Some(push) => self.take_relay_push(push, signature, body).await,
-            None => Ok(false),
+            RelayCheck::Push(push) => self.take_relay_push(push, signature, body).await,
+            RelayCheck::Answer(answer) => Ok(answer),
         }
     }
 
-    /// Whether `token` proves a push to `RELAY_PATH/{task_id}/{owner}` is for one of our
-    /// waits: the token of the remote task the execution waits for, or of a remote task it
-    /// worked with before (a late push). `None` for everything else, alike: an owner segment
-    /// that is not one, no execution at this address (our task ended, or never was), a
-    /// wrong token. Nothing of the push's body is needed for this, so the route reads it only
-    /// once the token holds. (The execution's record is read whole: the stores have no
-    /// narrower read, and it is one key lookup of an item the store bounds.)
+    /// Whether `token` proves a push to `RELAY_PATH/{task_id}` is for one of our waits: the
+    /// token of the remote task the execution waits for, or of a remote task it worked with
+    /// before (a late push). The token is checked first, against the task's [`crate::ports::RelayGate`]
+    /// (one small read, whoever asks): a wrong one is [`RelayAnswer::Refused`] whether or not
+    /// the task exists or waits, and nothing else is read. Only then is the execution's
+    /// record read (whole: it holds remote answers), from the owner the gate names: a token
+    /// that no wait or remote task of it holds any more, or no record at all (our task ended),
+    /// is [`RelayAnswer::Gone`]. Nothing of the push's body is needed for this, so the route
+    /// reads it only once the token holds.
+    ///
+    /// A wait parked before the upgrade gave its remote the previous form of the URL, which
+    /// names the owner (`owner_segment`), and may have no gate yet (its record's next save
+    /// writes one): its token is then checked against the record of that owner's task, read
+    /// whole as before, and every refusal is [`RelayAnswer::Refused`] alike.
     pub async fn authenticate_relay_push(
         &self,
         task_id: &str,
-        owner_segment: &str,
+        owner_segment: Option<&str>,
         token: &str,
-    ) -> Result<Option<RelayPush>, A2AError> {
-        let Some(owner) = relay_owner(owner_segment) else {
-            return Ok(None);
+    ) -> Result<RelayCheck, A2AError> {
+        let refused = Ok(RelayCheck::Answer(RelayAnswer::Refused));
+        let store = &self.core.store;
+        let gate = store.load_relay_gate(task_id).await.map_err(store_error)?;
+        let (owner, gated) = match (gate, owner_segment) {
+            (Some(gate), _) if gate.admits(token) => (gate.owner, true),
+            (Some(_), _) | (None, None) => return refused,
+            (None, Some(segment)) => match relay_owner(segment) {
+                Some(owner) => (owner, false),
+                None => return refused,
+            },
         };
-        let Some(record) = self
-            .core
-            .store
+        let gone = if gated {
+            RelayAnswer::Gone
+        } else {
+            RelayAnswer::Refused
+        };
+        let Some(record) = store
             .load_execution(&owner, task_id)
             .await
             .map_err(store_error)?
         else {
-            return Ok(None);
+            return Ok(RelayCheck::Answer(gone));
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
             WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
@@ -124,17 +176,23 @@ impl A2aService {
                 });
                 match known {
                     Some(remote) => (remote.clone(), false),
-                    None => return Ok(None),
+                    None => return Ok(RelayCheck::Answer(gone)),
                 }
             }
         };
-        Ok(Some(RelayPush {
+        let durable = &self.core.durable;
+        let audience = match owner_segment {
+            Some(segment) => durable.legacy_relay_url(task_id, segment),
+            None => durable.relay_url(task_id),
+        };
+        Ok(RelayCheck::Push(RelayPush {
             owner,
             task_id: task_id.to_owned(),
             token: token.to_owned(),
             remote,
             current,
             traceparent: record.traceparent,
+            audience: audience.unwrap_or_default(),
         }))
     }
 
@@ -142,15 +200,15 @@ impl A2aService {
     /// is relayed into our task; if it says the remote task stopped, the wait is over and the
     /// execution resumes. An agent like us also signs its pushes: a signature that is there
     /// must verify against the remote agent's keys (`RemoteAgents::verify_push`), or the push
-    /// is refused (`false`) and nothing changes; keys that cannot be fetched now are an error
-    /// worth a retry. A push for a remote task our task no longer waits for is late (the call
-    /// has the remote's task as it stopped): taken (`true`) and dropped.
+    /// is refused and nothing changes; keys that cannot be fetched now are an error worth a
+    /// retry. A push for a remote task our task no longer waits for is late (the call has the
+    /// remote's task as it stopped): taken and dropped.
     pub async fn take_relay_push(
         &self,
         push: RelayPush,
         signature: Option<&str>,
         body: &[u8],
-    ) -> Result<bool, A2AError> {
+    ) -> Result<RelayAnswer, A2AError> {
         let RelayPush {
             owner,
             task_id,
@@ -158,16 +216,12 @@ impl A2aService {
             remote,
             current,
             traceparent,
+            audience,
         } = push;
         let task_id = task_id.as_str();
         // The token proves the push is for this wait; an agent like us also signs it, and a
         // signature that is there must hold (it binds the body and the sender).
         if let Some(signature) = signature {
-            let audience = self
-                .core
-                .durable
-                .relay_url(&owner, task_id)
-                .unwrap_or_default();
             match self
                 .core
                 .durable
@@ -184,7 +238,7 @@ impl A2aService {
                 }
                 Err(err) => {
                     tracing::warn!(task_id, error = %err, "a relayed push's signature does not verify");
-                    return Ok(false);
+                    return Ok(RelayAnswer::Refused);
                 }
             }
         }
@@ -193,7 +247,7 @@ impl A2aService {
             // The call it answered has returned with the remote's task as it stopped (a
             // snapshot that holds everything before it): a push that comes later is from before
             // that stop, and relaying it would add a chunk twice. Taken, and dropped.
-            return Ok(true);
+            return Ok(RelayAnswer::Taken);
         }
         // A chunk of this push written after the call ended (delivered twice, the copy slow)
         // is put right by the resumed run's writes, which settle the task on the remote's
@@ -207,6 +261,7 @@ impl A2aService {
             traceparent.as_deref(),
         )
         .await
+        .map(|_| RelayAnswer::Taken)
     }
 
     /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
@@ -222,7 +277,7 @@ impl A2aService {
         lite_id: &str,
         update: &StreamResponse,
     ) -> Result<bool, A2AError> {
-        let Some((ours, record)) = self.outbound_record(lite_id).await? else {
+        let Some((owner, task_id, record)) = self.outbound_record(lite_id).await? else {
             return Ok(false);
         };
         let waiting = record.wait.as_ref().and_then(|w| match &w.what {
@@ -237,33 +292,37 @@ impl A2aService {
             return Ok(false);
         };
         let traceparent = record.traceparent.as_deref();
-        self.take_remote_update(
-            &ours.owner,
-            &ours.task_id,
-            &remote,
-            &token,
-            update,
-            traceparent,
-        )
-        .await
+        self.take_remote_update(&owner, &task_id, &remote, &token, update, traceparent)
+            .await
     }
 
-    /// The task of ours a room task id names, and its durable record: `None` when the id is
-    /// not one of ours or the task has no execution.
+    /// The task of ours a room task id names (its owner: the one the id names, for an id of
+    /// the previous form; else the one our store's [`crate::ports::RelayGate`] of the task names), and its
+    /// durable record: `None` when the id is not one of ours or the task has no execution.
     async fn outbound_record(
         &self,
         lite_id: &str,
-    ) -> Result<Option<(crate::room::OutboundTask, DurableExecution)>, A2AError> {
+    ) -> Result<Option<(Owner, String, DurableExecution)>, A2AError> {
         let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
             return Ok(None);
         };
-        let record = self
-            .core
-            .store
-            .load_execution(&ours.owner, &ours.task_id)
+        let store = &self.core.store;
+        let owner = match ours.owner {
+            Some(owner) => owner,
+            None => match store
+                .load_relay_gate(&ours.task_id)
+                .await
+                .map_err(store_error)?
+            {
+                Some(gate) => gate.owner,
+                None => return Ok(None),
+            },
+        };
+        let record = store
+            .load_execution(&owner, &ours.task_id)
             .await
             .map_err(store_error)?;
-        Ok(record.map(|record| (ours, record)))
+        Ok(record.map(|record| (owner, ours.task_id, record)))
     }
 
     /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
@@ -271,7 +330,7 @@ impl A2aService {
     /// chat that shows the bridge its own `[A2A:task]` is then not taken as work for us, while
     /// the same kind of id from another deployment is.
     pub async fn gave_room_task(&self, room: &str, lite_id: &str) -> Result<bool, A2AError> {
-        let Some((_, record)) = self.outbound_record(lite_id).await? else {
+        let Some((_, _, record)) = self.outbound_record(lite_id).await? else {
             return Ok(false);
         };
         let waiting = record.wait.iter().filter_map(|w| match &w.what {
@@ -449,29 +508,54 @@ impl A2aService {
     /// One execution that fails does not hold up the others behind it: a store failure is
     /// logged and that execution is tried again by the next sweep; a record that does not read
     /// (an upgrade's, or damaged) would fail every sweep, so its task ends FAILED and the
-    /// record goes (counted by [`crate::Observer::broken_execution`]). Only a failure to list
-    /// the due waits is an error.
+    /// record goes (counted by [`crate::Observer::broken_execution`]). Nor does one that is
+    /// slow: up to [`SWEEP_CONCURRENCY`] move on at once (a poll of a remote agent that is
+    /// slow to answer holds one of them, not the pass), and the pass stops waiting at
+    /// [`SWEEP_PASS_DEADLINE`]: what is still moving then is dropped (nothing half-written: a
+    /// poll writes only once its answer is in, conditionally) and tried again by the next
+    /// sweep. Only a failure to list the due waits is an error.
     pub async fn sweep_due_executions(&self, limit: usize) -> Result<usize, StoreError> {
+        self.sweep_due_executions_within(limit, SWEEP_PASS_DEADLINE)
+            .await
+    }
+
+    /// [`Self::sweep_due_executions`], with a deadline of `deadline` for the pass.
+    pub async fn sweep_due_executions_within(
+        &self,
+        limit: usize,
+        deadline: Duration,
+    ) -> Result<usize, StoreError> {
         let due = self
             .core
             .store
             .list_due_executions(Timestamp::now(), limit)
             .await?;
-        let mut resumed = 0;
-        for entry in due {
-            match self.sweep_due_execution(&entry).await {
-                Ok(true) => resumed += 1,
-                Ok(false) => {}
-                Err(StoreError::Unreadable(why)) => {
-                    self.end_broken_execution(&entry.owner, &entry.task_id, &why)
-                        .await;
-                }
-                Err(err) => {
-                    tracing::warn!(task_id = %entry.task_id, error = %err, "could not move a due execution on; the next sweep tries again");
+        let resumed = AtomicUsize::new(0);
+        let pass = futures::stream::iter(due).for_each_concurrent(SWEEP_CONCURRENCY, |entry| {
+            let resumed = &resumed;
+            async move {
+                match self.sweep_due_execution(&entry).await {
+                    Ok(true) => {
+                        resumed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(false) => {}
+                    Err(StoreError::Unreadable(why)) => {
+                        self.end_broken_execution(&entry.owner, &entry.task_id, &why)
+                            .await;
+                    }
+                    Err(err) => {
+                        tracing::warn!(task_id = %entry.task_id, error = %err, "could not move a due execution on; the next sweep tries again");
+                    }
                 }
             }
+        });
+        if tokio::time::timeout(deadline, pass).await.is_err() {
+            tracing::warn!(
+                deadline_secs = deadline.as_secs_f64(),
+                "the sweep of due executions reached its deadline; what is still moving is tried again by the next"
+            );
         }
-        Ok(resumed)
+        Ok(resumed.into_inner())
     }
 
     /// [`Self::sweep_due_executions`] for one execution: whether it resumed. An entry whose
@@ -660,11 +744,6 @@ fn parse_push(body: &[u8]) -> Result<StreamResponse, A2AError> {
         .ok_or_else(|| A2AError::invalid_params("the push is not an A2A task update"))
 }
 
-/// Compares two secrets in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,12 +761,5 @@ mod tests {
         );
         assert!(parse_push(b"not json").is_err());
         assert!(parse_push(br#"{"hello":1}"#).is_err());
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
     }
 }

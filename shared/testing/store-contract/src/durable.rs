@@ -284,7 +284,7 @@ impl Observer for Broken {
 }
 
 /// `n` bytes that do not compress (xorshift), as a file would be.
-fn noise(n: usize) -> Vec<u8> {
+pub(crate) fn noise(n: usize) -> Vec<u8> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     (0..n)
         .map(|_| {

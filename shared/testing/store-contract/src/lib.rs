@@ -22,6 +22,7 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 
 pub mod durable;
+pub mod relay;
 
 use a2a_protocol::{
     Artifact, AuthenticationInfo, Message, Part, SendMessageRequest, SendMessageResponse,

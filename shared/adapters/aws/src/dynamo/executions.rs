@@ -18,7 +18,7 @@
 
 use std::sync::atomic::Ordering;
 
-use a2a_core::{DueExecution, DurableExecution, ExecutionStore, Owner, StoreError};
+use a2a_core::{DueExecution, DurableExecution, ExecutionStore, Owner, RelayGate, StoreError};
 use a2a_protocol::Timestamp;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -32,6 +32,16 @@ use crate::now_ms;
 
 /// Sort key of a task's execution record.
 const EXECUTION_SK: &str = "X";
+
+/// Sort key of a task's relay gate: its owner and the digests of the push tokens its relay
+/// route takes (`DurableExecution::relay_tokens`), about a hundred bytes, so the route checks a
+/// push's token with one read of one unit, never the record's (which holds whole remote
+/// answers, up to a hundred units to read).
+const GATE_SK: &str = "G";
+
+/// Record and gate attribute: the relay tokens' digests (absent on a record without any). On
+/// the record, it tells a save whether the gate must change.
+const TOKENS: &str = "tok";
 
 /// Record attribute of the previous layout: the record, as JSON text (read, never written).
 const BODY: &str = "xb";
@@ -173,6 +183,40 @@ impl DynamoTaskStore {
         .await
     }
 
+    /// Writes the task's relay gate: `tokens` for `owner`'s task, until `expires_ms`.
+    async fn put_gate(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        tokens: &str,
+        expires_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut item = items::key(items::task_pk(task_id), GATE_SK);
+        item.extend([
+            (attr::OWNER.to_owned(), s(owner.as_str())),
+            (TOKENS.to_owned(), s(tokens)),
+            (attr::EXPIRES.to_owned(), n(expires_ms)),
+            (attr::TTL.to_owned(), n(items::ttl_secs(expires_ms))),
+        ]);
+        let size = items::item_size(&item);
+        let out = self
+            .client
+            .put_item()
+            .table_name(&*self.table)
+            .set_item(Some(item))
+            .set_return_consumed_capacity(self.return_capacity())
+            .send()
+            .await
+            .map_err(|e| backend("PutItem", &e))?;
+        self.record(
+            "PutItem",
+            capacity(out.consumed_capacity()),
+            write_units(size),
+            0.0,
+        );
+        Ok(())
+    }
+
     /// Moves the due entries of the previous layout (keyed by task id) in the due partitions
     /// to their time keys, once per process: one query per partition, reading only them.
     async fn move_legacy_due_entries(&self) -> Result<(), StoreError> {
@@ -282,6 +326,10 @@ impl ExecutionStore for DynamoTaskStore {
             (PACKED.to_owned(), packed.clone()),
             (attr::WRITE_ID.to_owned(), mark.clone()),
         ]);
+        let tokens = execution.relay_tokens();
+        if !tokens.is_empty() {
+            item.insert(TOKENS.to_owned(), s(&tokens));
+        }
         items::check_size(&item, || {
             format!("the execution record of task {}", execution.task_id)
         })?;
@@ -299,12 +347,28 @@ impl ExecutionStore for DynamoTaskStore {
                     || (i.get(attr::VERSION) == Some(&n(execution.version))
                         && i.get(PACKED) == Some(&packed))
             });
-            return if own {
-                Ok(())
-            } else {
-                Err(StoreError::Conflict)
-            };
+            if !own {
+                return Err(StoreError::Conflict);
+            }
+            // The landed attempt's gate write may be the one that failed: written again.
+            if !tokens.is_empty() {
+                self.put_gate(&execution.owner, &execution.task_id, &tokens, exp)
+                    .await?;
+            }
+            return Ok(());
         };
+        // The gate follows the record's tokens, written after the record (a push can only come
+        // once the token was sent, after this save returned) and only when they changed: a
+        // wait's later saves (its polls, its end) write no gate.
+        let tokens_before = replaced
+            .as_ref()
+            .and_then(|old| old.get(TOKENS))
+            .and_then(|t| t.as_s().ok())
+            .map(String::as_str);
+        if !tokens.is_empty() && tokens_before != Some(tokens.as_str()) {
+            self.put_gate(&execution.owner, &execution.task_id, &tokens, exp)
+                .await?;
+        }
         // The entry of the wait the record had goes, unless it is this wait's.
         let now_entry = due.map(|d| due_key(d.millis(), &execution.task_id));
         if let Some(before) = replaced.and_then(|old| entry_of_record(&old, &execution.task_id)) {
@@ -313,6 +377,22 @@ impl ExecutionStore for DynamoTaskStore {
             }
         }
         Ok(())
+    }
+
+    /// One consistent `GetItem` of the gate (1 RRU: about a hundred bytes).
+    async fn load_relay_gate(&self, task_id: &str) -> Result<Option<RelayGate>, StoreError> {
+        let item = self
+            .get(items::key(items::task_pk(task_id), GATE_SK))
+            .await?;
+        let Some(item) =
+            item.filter(|i| get_n::<i64>(i, attr::EXPIRES).is_ok_and(|e| e > now_ms()))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(RelayGate {
+            owner: Owner(get_s(&item, attr::OWNER)?.to_owned()),
+            tokens: get_s(&item, TOKENS)?.to_owned(),
+        }))
     }
 
     /// The record's `DeleteItem` (if it is the owner's), then the due entry it pointed at.

@@ -1,7 +1,7 @@
 //! Durable executions on SQLite (`executions`): one row per task with durable work, its
 //! record as JSON beside the columns the conditional write and the due list read.
 
-use a2a_core::{DueExecution, DurableExecution, ExecutionStore, Owner, StoreError};
+use a2a_core::{DueExecution, DurableExecution, ExecutionStore, Owner, RelayGate, StoreError};
 use a2a_protocol::Timestamp;
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
@@ -55,6 +55,7 @@ impl ExecutionStore for SqliteStore {
         let due = execution.due_at().map(|t| t.millis());
         let expires = execution.expires_at.millis();
         let expected = expected.map(to_i64);
+        let tokens = execution.relay_tokens();
         let saved = self
             .write(move |tx| {
                 let now = now_ms();
@@ -96,6 +97,9 @@ impl ExecutionStore for SqliteStore {
                          expires_at_ms = excluded.expires_at_ms, body = excluded.body",
                     params![task_id, owner, version, due, expires, body],
                 )?;
+                if !tokens.is_empty() {
+                    write_gate(tx, &task_id, &owner, &tokens, expires)?;
+                }
                 Ok(true)
             })
             .await?;
@@ -104,6 +108,27 @@ impl ExecutionStore for SqliteStore {
         } else {
             Err(StoreError::Conflict)
         }
+    }
+
+    /// The gate's row, apart from the record's (whose body is never read here).
+    async fn load_relay_gate(&self, task_id: &str) -> Result<Option<RelayGate>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.read(move |conn| {
+            Ok(conn
+                .query_row_cached(
+                    "SELECT owner, tokens FROM relay_gates
+                     WHERE task_id = ?1 AND expires_at_ms > ?2",
+                    params![task_id, now_ms()],
+                    |r| {
+                        Ok(RelayGate {
+                            owner: Owner(r.get(0)?),
+                            tokens: r.get(1)?,
+                        })
+                    },
+                )
+                .optional()?)
+        })
+        .await
     }
 
     async fn delete_execution(&self, owner: &Owner, task_id: &str) -> Result<(), StoreError> {
@@ -147,4 +172,23 @@ impl ExecutionStore for SqliteStore {
         })
         .await
     }
+}
+
+/// Makes the task's relay gate hold `tokens` (in the save's transaction: a save that lands
+/// has its gate).
+fn write_gate(
+    tx: &rusqlite::Connection,
+    task_id: &str,
+    owner: &str,
+    tokens: &str,
+    expires: i64,
+) -> Result<(), DbError> {
+    tx.execute_cached(
+        "INSERT INTO relay_gates (task_id, owner, tokens, expires_at_ms) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, tokens = excluded.tokens,
+             expires_at_ms = excluded.expires_at_ms
+         WHERE tokens IS NOT excluded.tokens OR expires_at_ms < excluded.expires_at_ms",
+        params![task_id, owner, tokens, expires],
+    )?;
+    Ok(())
 }

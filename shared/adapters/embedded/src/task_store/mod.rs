@@ -51,6 +51,7 @@ impl SqliteStore {
             )?;
             tx.execute_cached("DELETE FROM dedup_keys WHERE expires_at_ms <= ?1", [now])?;
             tx.execute_cached("DELETE FROM executions WHERE expires_at_ms <= ?1", [now])?;
+            tx.execute_cached("DELETE FROM relay_gates WHERE expires_at_ms <= ?1", [now])?;
             Ok(tasks)
         })
         .await
