@@ -73,6 +73,13 @@ pub enum Hostility {
     /// (a call and its client's retries), then the task as it ended, with both chunks once. [`HostileAgent::push_results`] has the HTTP
     /// status of each push.
     DoubledChunkThenBusy,
+    /// Pushes delivered twice and replayed: SendMessage answers task `t1` WORKING, then the
+    /// agent pushes its status "step 1", "step 2", "step 2" again (a push service's retry),
+    /// "step 1" again (an old push replayed after a newer one), its end (COMPLETED, as a status
+    /// update), and "step 1" once more after its end, each with the token; GetTask answers the
+    /// task as it ended, with one artifact "done". [`HostileAgent::push_results`] has the HTTP
+    /// status of each push.
+    ReplayedPushes,
     /// A task that answers too much: SendMessage answers task `t1` WORKING, then the agent
     /// pushes this many chunks of 1,000,000 characters, each appended to one artifact;
     /// GetTask answers it WORKING, CancelTask cancels it. [`HostileAgent::push_results`] has
@@ -291,6 +298,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     let stuck = matches!(shared.hostility, Hostility::NeverFinishes);
     let scrambled = matches!(shared.hostility, Hostility::OutOfOrderPushes);
     let doubled = matches!(shared.hostility, Hostility::DoubledChunkThenBusy);
+    let replayed = matches!(shared.hostility, Hostility::ReplayedPushes);
     let big = match shared.hostility {
         Hostility::BigAppends(chunks) => Some(chunks),
         _ => None,
@@ -326,6 +334,15 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
             "status": {"state": "TASK_STATE_COMPLETED"},
             "artifacts": [{"artifactId": "answer",
                 "parts": [{"text": "chunk-1 "}, {"text": "chunk-2 "}]}]})),
+        "SendMessage" if replayed => {
+            let (url, token) = push_target(&request);
+            tokio::spawn(push_replayed(url, token, shared.pushes.clone()));
+            result(json!({"task": {"id": "t1", "contextId": "c1",
+                "status": {"state": "TASK_STATE_WORKING"}}}))
+        }
+        "GetTask" if replayed => result(json!({"id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "answer", "parts": [{"text": "done"}]}]})),
         "SendMessage" if scrambled => {
             let (url, token) = push_target(&request);
             tokio::spawn(push_out_of_order(url, token, shared.pushes.clone()));
@@ -409,6 +426,26 @@ async fn push_doubled_chunk(url: String, token: String, results: Arc<Mutex<Vec<u
         answer_chunk("chunk-2 ", true),
         answer_chunk("chunk-2 ", true),
         completed_push(),
+    ];
+    push_all(url, token, pushes, results).await;
+}
+
+/// A WORKING status of task `t1` saying `text`, in a message whose id is `text` too.
+fn step_push(text: &str) -> Value {
+    json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+        "status": {"state": "TASK_STATE_WORKING", "message": {"messageId": text,
+            "role": "ROLE_AGENT", "parts": [{"text": text}]}}}})
+}
+
+/// The pushes of [`Hostility::ReplayedPushes`], one after the other's answer.
+async fn push_replayed(url: String, token: String, results: Arc<Mutex<Vec<u16>>>) {
+    let pushes = [
+        step_push("step 1"),
+        step_push("step 2"),
+        step_push("step 2"),
+        step_push("step 1"),
+        completed_push(),
+        step_push("step 1"),
     ];
     push_all(url, token, pushes, results).await;
 }

@@ -781,6 +781,41 @@ async fn a_push_delivered_twice_changes_nothing_twice() {
     assert_eq!(artifact_texts(&task), ["working", "whole"], "{task}");
 }
 
+/// A peer that pushes the same status twice, then an old one after a newer one, then the old
+/// one again after its end (a push service's retries, a replay by someone who kept a push and
+/// its token): each status shows in our task once, in the order it first came, and nothing
+/// after the end changes our task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_and_doubled_pushes_do_not_move_our_task_back() {
+    if !store_ready() {
+        return;
+    }
+    let other = HostileAgent::start(Hostility::ReplayedPushes).await;
+    let ours = delegating_on_pushes().await;
+    let task = delegated_to(&ours, &other).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while other.push_results().len() < 6 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let results = other.push_results();
+    assert_eq!(results[..5], [200; 5], "{results:?}");
+    assert!(matches!(results[5], 200 | 410), "{results:?}");
+    let task = ok(ours
+        .get_task(Binding::JsonRpc, &id_of(&task), Some(100))
+        .await);
+    let steps: Vec<String> = task["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(message_text)
+        .filter(|text| text.starts_with("step "))
+        .collect();
+    assert_eq!(steps, ["step 1", "step 2"], "{task}");
+    assert_eq!(artifact_texts(&task), ["done"], "{task}");
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED");
+}
+
 /// A remote that answers far more than anyone should take (eight appends of a million
 /// characters to one artifact): our task stops growing at the per-artifact limit (4 MiB by
 /// default), the call fails saying why, the remote's task is canceled, and what it pushes

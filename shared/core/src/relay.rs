@@ -144,8 +144,10 @@ pub(crate) enum RemoteUpdate<'a> {
 /// the resumed agent decides what they mean for our task. An artifact already ours as it is
 /// (same id, same parts) is not written again, so a snapshot after the pushes costs nothing,
 /// and a push delivered twice changes nothing twice (a chunk appended twice is put right by
-/// the remote's task as it stopped). An update that would take our task past `limits` is not
-/// written at all: [`AppendError::TooLarge`].
+/// the remote's task as it stopped). A status whose message our task shows or showed (by its
+/// id) is not relayed again, so a replayed old status does not take our task back to it. An
+/// update that would take our task past `limits` is not written at all:
+/// [`AppendError::TooLarge`].
 pub(crate) async fn relay(
     log: &TaskLog,
     limits: &RelayLimits,
@@ -167,11 +169,25 @@ pub(crate) async fn relay(
         message.role = Role::Agent;
         message
     };
+    // A status message our task shows, or showed (its history), keeps the remote's message id:
+    // that message again is a push delivered twice, or an old one replayed after a newer one,
+    // and is not relayed again (our task does not go back to it).
+    let shown = |message: &Message| {
+        !message.message_id.is_empty()
+            && head
+                .task
+                .status
+                .message
+                .iter()
+                .chain(&head.task.history)
+                .any(|m| m.message_id == message.message_id)
+    };
     let status = |status: &TaskStatus| {
         let same = head.task.status.state == TaskState::Working
             && head.task.status.message.as_ref().map(|m| &m.parts)
                 == status.message.as_ref().map(|m| &m.parts);
-        (status.state == TaskState::Working && !same).then(|| TaskEvent::Status {
+        let again = status.message.as_ref().is_some_and(shown);
+        (status.state == TaskState::Working && !same && !again).then(|| TaskEvent::Status {
             update: a2a_protocol::TaskStatusUpdateEvent {
                 task_id: head.task.id.clone(),
                 context_id: head.task.context_id.clone(),
