@@ -62,7 +62,7 @@ pub enum RelayAnswer {
 #[derive(Debug)]
 pub enum RelayCheck {
     /// The token holds for a wait, or a remote task, of ours: read the body and take it.
-    Push(RelayPush),
+    Push(Box<RelayPush>),
     /// Answered at once, the body unread.
     Answer(RelayAnswer),
 }
@@ -109,7 +109,7 @@ impl A2aService {
             .authenticate_relay_push(task_id, owner_segment, token)
             .await?
         {
-            RelayCheck::Push(push) => self.take_relay_push(push, signature, body).await,
+            RelayCheck::Push(push) => self.take_relay_push(*push, signature, body).await,
             RelayCheck::Answer(answer) => Ok(answer),
         }
     }
@@ -185,7 +185,7 @@ impl A2aService {
             Some(segment) => durable.legacy_relay_url(task_id, segment),
             None => durable.relay_url(task_id),
         };
-        Ok(RelayCheck::Push(RelayPush {
+        Ok(RelayCheck::Push(Box::new(RelayPush {
             owner,
             task_id: task_id.to_owned(),
             token: token.to_owned(),
@@ -193,7 +193,7 @@ impl A2aService {
             current,
             traceparent: record.traceparent,
             audience: audience.unwrap_or_default(),
-        }))
+        })))
     }
 
     /// Takes a push [`Self::authenticate_relay_push`] let through, with its body: its progress

@@ -89,7 +89,7 @@ async fn relay(
         let signature = header(PUSH_SIGNATURE_HEADER);
         let bytes = crate::body::read(headers, body, app.options.max_body_bytes).await?;
         app.service
-            .take_relay_push(push, signature, &bytes)
+            .take_relay_push(*push, signature, &bytes)
             .await
             .map_err(HttpError::from)
     }

@@ -113,6 +113,11 @@ impl DynamoTaskStore {
             (attr::EXPIRES.to_owned(), n(expires_ms)),
             (attr::TTL.to_owned(), n(items::ttl_secs(expires_ms))),
         ]);
+        self.put_small(item).await
+    }
+
+    /// An unconditional `PutItem` of a small item of ours (a due entry, a relay gate).
+    async fn put_small(&self, item: Item) -> Result<(), StoreError> {
         let size = items::item_size(&item);
         let out = self
             .client
@@ -198,23 +203,7 @@ impl DynamoTaskStore {
             (attr::EXPIRES.to_owned(), n(expires_ms)),
             (attr::TTL.to_owned(), n(items::ttl_secs(expires_ms))),
         ]);
-        let size = items::item_size(&item);
-        let out = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item))
-            .set_return_consumed_capacity(self.return_capacity())
-            .send()
-            .await
-            .map_err(|e| backend("PutItem", &e))?;
-        self.record(
-            "PutItem",
-            capacity(out.consumed_capacity()),
-            write_units(size),
-            0.0,
-        );
-        Ok(())
+        self.put_small(item).await
     }
 
     /// Moves the due entries of the previous layout (keyed by task id) in the due partitions
