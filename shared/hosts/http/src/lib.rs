@@ -103,7 +103,8 @@ pub struct Surface {
     /// Whether the public agent card (`/.well-known/agent-card.json`) is served, and with it
     /// the push signing keys (`/.well-known/jwks.json`) when the service signs pushes.
     pub card: bool,
-    /// Whether the relay route (`/a2a-relay/{taskId}/{owner}`) is served: where the remote
+    /// Whether the relay route (`/a2a-relay/{taskId}`, and its previous form
+    /// `/a2a-relay/{taskId}/{owner}`) is served: where the remote
     /// agents our tasks wait for push their updates (`a2a_core::RELAY_PATH`).
     pub relay: bool,
 }
