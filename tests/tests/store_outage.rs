@@ -204,6 +204,39 @@ async fn a_job_the_queue_refused_is_queued_by_the_sweep() {
     assert_eq!(state(&again), "TASK_STATE_COMPLETED", "{again}");
 }
 
+/// A send whose client hangs up before its answer still queues its work (issue 52's fault run
+/// at 20 %: a client that gave up on a slow send left its task SUBMITTED for good, the send
+/// stopped between the task's create and its job's enqueue). The proxy holds the send's
+/// enqueue until its caller gives it up; the client hangs up meanwhile.
+#[tokio::test]
+async fn a_send_whose_client_hangs_up_still_queues_its_work() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let message_id = format!("hangup-{}", uuid_like());
+    let request = json!({
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "job 1 10"}]},
+        "configuration": {"returnImmediately": true}
+    });
+    // The work job's enqueue (its body names the message's place in the log; no push job's does).
+    outage.hold_next("AmazonSQS.SendMessage", "triggerseq");
+    tokio::select! {
+        answer = server.send(Binding::JsonRpc, request.clone()) => {
+            panic!("answered while its enqueue was held: {answer:?}")
+        }
+        // The client hangs up: its request is dropped, and its connection closed.
+        () = outage.held() => {}
+    }
+    // The same message again finds the task the first send made (its repeat starts nothing).
+    let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    let ended = server
+        .await_terminal(&id_of(&task), Duration::from_secs(60))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    let listed = ok(server.list_tasks(Binding::JsonRpc, json!({})).await);
+    assert_eq!(listed["totalSize"], 1, "{listed}");
+}
+
 /// A message id no other test run uses.
 fn uuid_like() -> String {
     format!(

@@ -290,13 +290,26 @@ impl A2aService {
     /// Validates a send, records the message, and starts the agent (inline or queued). A
     /// repeat of a message (same owner and `messageId`) starts nothing: it returns the original
     /// task or reply ([`crate::idempotency`]).
+    ///
+    /// It runs to its end even if the caller goes away. A client that hangs up drops its
+    /// request's future (a local server's HTTP connection does), and a start stopped between
+    /// the task's create and its job's enqueue would leave a task nothing runs: SUBMITTED for
+    /// good. On Lambda an invocation runs on after its client left; this makes every host so.
     async fn start(
         &self,
         ctx: &CallContext,
         request: SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2AError> {
-        self.start_as(ctx, request, streaming, true).await
+        use tracing::Instrument as _;
+        let service = self.clone();
+        let ctx = ctx.clone();
+        let start = async move { service.start_as(&ctx, request, streaming, true).await };
+        match tokio::spawn(start.instrument(tracing::Span::current())).await {
+            Ok(started) => started,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(internal("a send's start was cancelled", e)),
+        }
     }
 
     /// [`Self::start`]; `may_retry`: whether a send that lost the race for a new task id its
