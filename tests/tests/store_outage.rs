@@ -237,6 +237,35 @@ async fn a_send_whose_client_hangs_up_still_queues_its_work() {
     assert_eq!(listed["totalSize"], 1, "{listed}");
 }
 
+/// An enqueue whose answer was lost (it landed: a worker took the job at once) and whose
+/// retries failed (issue 52's fault run at 20 %, seed 11: a delegation's remote task ended
+/// FAILED, "the work could not be queued", while its job ran): the mark for the sweep finds the
+/// worker holding the new task's lease, so the send is answered as queued and the task
+/// completes.
+#[tokio::test]
+async fn an_enqueue_that_landed_unseen_is_not_failed() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let request = json!({
+        "message": {
+            "messageId": format!("lost-enqueue-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "job 1 10"}]
+        },
+        "configuration": {"returnImmediately": true}
+    });
+    // The SDK's first attempt lands and loses its answer; its two retries fail.
+    let work_job = ("AmazonSQS.SendMessage", "triggerseq");
+    outage.lose_then_fail(work_job, work_job, 2);
+    let answer = ok(server.send(Binding::JsonRpc, request).await);
+    assert_eq!(outage.failed(), 3, "the enqueue's answers were not lost");
+    let ended = server
+        .await_terminal(&id_of(task_of(&answer)), Duration::from_secs(60))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+}
+
 /// A message id no other test run uses.
 fn uuid_like() -> String {
     format!(
