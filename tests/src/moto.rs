@@ -33,9 +33,8 @@ impl FaultyMoto {
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
             .port();
         let log = log_dir.join("moto.log");
         let child = Command::new(python)
@@ -43,7 +42,7 @@ impl FaultyMoto {
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).expect("moto's log file"))
             .spawn()
             .expect("start moto_server.py");
         let moto = FaultyMoto {
@@ -81,7 +80,7 @@ impl FaultyMoto {
             .await
             .expect("the fault API answers");
         assert!(answer.status().is_success(), "fault API {path}");
-        answer.json().await.unwrap()
+        answer.json().await.expect("the fault API answers JSON")
     }
 
     pub fn log_text(&self) -> String {
