@@ -181,14 +181,7 @@ async fn a_job_the_queue_refused_is_queued_by_the_sweep() {
     let Some((server, outage)) = server_behind_outage(&env).await else {
         return;
     };
-    let request = json!({
-        "message": {
-            "messageId": format!("unqueued-{}", uuid_like()),
-            "role": "ROLE_USER",
-            "parts": [{"text": "job 1 10"}]
-        },
-        "configuration": {"returnImmediately": true}
-    });
+    let request = queued_job("unqueued");
     // The send's attempts (the SDK's three) at queueing a work job (its body names the
     // message's place in the task's log, which no push job does).
     outage.fail_next("AmazonSQS.SendMessage", "triggerseq", 3);
@@ -213,11 +206,7 @@ async fn a_send_whose_client_hangs_up_still_queues_its_work() {
     let Some((server, outage)) = server_behind_outage(&[]).await else {
         return;
     };
-    let message_id = format!("hangup-{}", uuid_like());
-    let request = json!({
-        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "job 1 10"}]},
-        "configuration": {"returnImmediately": true}
-    });
+    let request = queued_job("hangup");
     // The work job's enqueue (its body names the message's place in the log; no push job's does).
     outage.hold_next("AmazonSQS.SendMessage", "triggerseq");
     tokio::select! {
@@ -247,14 +236,7 @@ async fn an_enqueue_that_landed_unseen_is_not_failed() {
     let Some((server, outage)) = server_behind_outage(&[]).await else {
         return;
     };
-    let request = json!({
-        "message": {
-            "messageId": format!("lost-enqueue-{}", uuid_like()),
-            "role": "ROLE_USER",
-            "parts": [{"text": "job 1 10"}]
-        },
-        "configuration": {"returnImmediately": true}
-    });
+    let request = queued_job("lost-enqueue");
     // The SDK's first attempt lands and loses its answer; its two retries fail.
     let work_job = ("AmazonSQS.SendMessage", "triggerseq");
     outage.lose_then_fail(work_job, work_job, 2);
@@ -264,6 +246,18 @@ async fn an_enqueue_that_landed_unseen_is_not_failed() {
         .await_terminal(&id_of(task_of(&answer)), Duration::from_secs(60))
         .await;
     assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+}
+
+/// A send of a short queued job (`job 1 10`, returned at once), its messageId `prefix-…`.
+fn queued_job(prefix: &str) -> Value {
+    json!({
+        "message": {
+            "messageId": format!("{prefix}-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "job 1 10"}]
+        },
+        "configuration": {"returnImmediately": true}
+    })
 }
 
 /// A message id no other test run uses.

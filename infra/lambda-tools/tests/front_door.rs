@@ -18,6 +18,11 @@ async fn slow_function(delay: Duration) -> String {
         tokio::time::sleep(delay).await;
         "hello"
     });
+    serve(app).await
+}
+
+/// `app` served on 127.0.0.1: its URL.
+async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -73,40 +78,35 @@ async fn a_buffered_answer_within_the_timeout_is_passed_on_whole() {
 
 /// A function that answers `body` at once.
 async fn function_answering(body: &'static [u8]) -> String {
-    let app = axum::Router::new().fallback(move || async move { body });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve(axum::Router::new().fallback(move || async move { body })).await
 }
 
 /// Lambda measures a buffered answer as the JSON its runtime returns: 4 MiB of quotes is
 /// 8 MiB escaped, over the 6 MB, and API Gateway answers the function's error with 502; 4 MiB
 /// of plain text passes whole.
+/// The answer of the function at `url` through the buffered front door: its head and body.
+async fn through_buffered(url: &str) -> (axum::http::response::Parts, axum::body::Bytes) {
+    let http = reqwest::Client::new();
+    let answer = forward_buffered(&http, url, request(), Duration::from_secs(20))
+        .await
+        .expect("the function is reachable");
+    let (parts, body) = answer.into_parts();
+    (
+        parts,
+        axum::body::to_bytes(body, 8 << 20).await.expect("a body"),
+    )
+}
+
 #[tokio::test]
 async fn a_buffered_answer_over_lambda_s_6_mb_is_a_502() {
     static QUOTES: [u8; 4 << 20] = [b'"'; 4 << 20];
     static PLAIN: [u8; 4 << 20] = [b'a'; 4 << 20];
-    let http = reqwest::Client::new();
-    let over = function_answering(&QUOTES).await;
-    let answer = forward_buffered(&http, &over, request(), Duration::from_secs(20))
-        .await
-        .expect("the function is reachable");
-    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
-    let body = axum::body::to_bytes(answer.into_body(), 1024)
-        .await
-        .expect("a body");
+    let (parts, body) = through_buffered(&function_answering(&QUOTES).await).await;
+    assert_eq!(parts.status, StatusCode::BAD_GATEWAY);
     assert_eq!(&body[..], br#"{"message":"Internal server error"}"#);
 
-    let within = function_answering(&PLAIN).await;
-    let answer = forward_buffered(&http, &within, request(), Duration::from_secs(20))
-        .await
-        .expect("the function is reachable");
-    assert_eq!(answer.status(), StatusCode::OK);
-    let (parts, body) = answer.into_parts();
-    let body = axum::body::to_bytes(body, 8 << 20).await.expect("a body");
+    let (parts, body) = through_buffered(&function_answering(&PLAIN).await).await;
+    assert_eq!(parts.status, StatusCode::OK);
     assert_eq!(body.len(), PLAIN.len());
     let size = response_payload_size(&parts, &body);
     assert!(size < LAMBDA_MAX_BUFFERED_RESPONSE, "{size}");

@@ -27,20 +27,12 @@ mod tests {
     use super::*;
     use serde_json::{json, Value};
 
-    fn captured() -> (EmfObserver, Arc<std::sync::Mutex<Vec<Value>>>) {
+    /// An observer whose lines are kept, as written.
+    fn captured() -> (EmfObserver, Arc<std::sync::Mutex<Vec<String>>>) {
         let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink_lines = lines.clone();
-        let observer = EmfObserver::with_sink(
-            "ns",
-            "fn",
-            Arc::new(move |line: &str| {
-                sink_lines
-                    .lock()
-                    .unwrap()
-                    .push(serde_json::from_str(line).expect("a JSON line"));
-            }),
-        );
-        (observer, lines)
+        let kept = lines.clone();
+        let sink: Sink = Arc::new(move |line: &str| kept.lock().unwrap().push(line.to_owned()));
+        (EmfObserver::with_sink("ns", "fn", sink), lines)
     }
 
     /// An agent that completes every task at once.
@@ -83,7 +75,12 @@ mod tests {
             .send_message(&a2a_core::CallContext::anonymous(""), request)
             .await
             .expect("sent");
-        let lines = lines.lock().unwrap();
+        let lines: Vec<Value> = lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
         let finished: Vec<&Value> = lines
             .iter()
             .filter(|l| l.get("TasksFinished").is_some())
