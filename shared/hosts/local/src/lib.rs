@@ -7,6 +7,7 @@ mod commands;
 mod host_check;
 mod listener;
 mod loops;
+mod metrics;
 pub mod new_project;
 
 pub use backend::StoreKind;
@@ -149,6 +150,10 @@ pub struct Options {
     /// to try what a Lambda deployment does (A2A_LONG_POLL_MAX_HELD, 100 there).
     #[arg(long, env = "A2A_LONG_POLL_MAX_HELD")]
     pub long_poll_max_held: Option<u32>,
+    /// Append the metrics a Lambda function writes (CloudWatch EMF lines: requests, errors,
+    /// tasks finished by state, push and job attempts, dead letters) to this file.
+    #[arg(long, env = "A2A_METRICS_FILE", value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
     /// Serve the whole surface (both bindings, SSE, the card, the JWKS) under this path
     /// prefix, e.g. `/a2a`; the card's URLs include it.
     #[arg(long, env = "A2A_BASE_PATH", default_value = "", value_parser = a2a_http::base_path)]
@@ -487,6 +492,13 @@ pub async fn serve(
             max_task_bytes: options.max_relayed_task_bytes,
         },
         ..ServiceConfig::default()
+    };
+    let config = match &options.metrics_file {
+        Some(path) => ServiceConfig {
+            observer: Arc::new(metrics::file_observer(path)?),
+            ..config
+        },
+        None => config,
     };
     let service = A2aService::new(
         config,
