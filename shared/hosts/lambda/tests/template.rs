@@ -643,7 +643,10 @@ fn a_sweep_is_tried_once_and_never_run_late() {
     assert_eq!(sam::target(&config["FunctionName"]), Some(worker.clone()));
     // The function's unqualified ARN, which the rule invokes, is $LATEST.
     assert_eq!(config["Qualifier"], "$LATEST");
-    assert_eq!(config["MaximumEventAgeInSeconds"], once["MaximumEventAgeInSeconds"]);
+    assert_eq!(
+        config["MaximumEventAgeInSeconds"],
+        once["MaximumEventAgeInSeconds"]
+    );
     assert_eq!(config["MaximumRetryAttempts"], once["MaximumRetryAttempts"]);
 }
 
@@ -1956,8 +1959,7 @@ fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
 #[test]
 fn broken_durable_executions_are_alarmed_where_waits_end() {
     for front_door in ["ApiGateway", "FunctionUrl"] {
-        let Some(stack) = sam::created(&[("FrontDoor", front_door), ("LiteChannels", "on")])
-        else {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door), ("LiteChannels", "on")]) else {
             return;
         };
         let watched: BTreeSet<String> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
@@ -1965,8 +1967,14 @@ fn broken_durable_executions_are_alarmed_where_waits_end() {
             .map(|(_, a)| &a["Properties"])
             .filter(|p| p["MetricName"] == "BrokenExecutions")
             .map(|p| {
-                assert_eq!(p["Namespace"], serde_json::json!({"Ref": "MetricsNamespace"}));
-                assert_eq!((&p["Threshold"], &p["ComparisonOperator"]), (&0.into(), &"GreaterThanThreshold".into()));
+                assert_eq!(
+                    p["Namespace"],
+                    serde_json::json!({"Ref": "MetricsNamespace"})
+                );
+                assert_eq!(
+                    (&p["Threshold"], &p["ComparisonOperator"]),
+                    (&0.into(), &"GreaterThanThreshold".into())
+                );
                 let dimensions = p["Dimensions"].as_array().unwrap();
                 assert_eq!(dimensions.len(), 1, "{dimensions:?}");
                 assert_eq!(dimensions[0]["Name"], "FunctionName");
