@@ -149,12 +149,31 @@ cases = {
     "ExistingTableStreamArn": (
         ["", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000"],
         ["a2a-restored", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored"]),
+    # A secret's full ARN, with the 6 characters Secrets Manager adds to its name: IAM matches
+    # a policy's secret ARN against that, so a partial one (the name alone) would deploy and
+    # then every read of the secret would be denied.
     "PushSigningKeySecretArn": (
         ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:a2a/push-keys-AbCdEf"],
-        ["a2a/push-keys", "arn:aws:kms:us-east-1:123456789012:key/1234abcd"]),
+        ["a2a/push-keys", "arn:aws:kms:us-east-1:123456789012:key/1234abcd",
+         "arn:aws:secretsmanager:us-east-1:123456789012:secret:a2a/push-keys",
+         "arn:aws:secretsmanager:us-east-1:123456789012:secret:a2a/push-keys-AbCdE"]),
     "ApiKeySecretArn": (
         ["", "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:keys-AbCdEf"],
-        ["keys", "arn:aws:secretsmanager:us-east-1:1234:secret:keys"]),
+        ["keys", "arn:aws:secretsmanager:us-east-1:1234:secret:keys",
+         "arn:aws:secretsmanager:us-east-1:123456789012:secret:api-keys",
+         "arn:aws:secretsmanager:us-east-1:123456789012:secret:keys-AbCdEf*"]),
+    "LiteChannelSecretArn": (
+        ["", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:chat/channels-x1Y2z3"],
+        ["chat/channels", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:chat/channels"]),
+    "AgentCredentialsSecretArn": (
+        ["", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:agents-Q9w8E7"],
+        ["agents", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:agents",
+         "arn:aws:secretsmanager:eu-west-1:123456789012:secret:-Q9w8E7"]),
+    # Rates EventBridge takes, from a minute to SQS's longest delay (15 minutes).
+    "SweepSchedule": (
+        ["rate(1 minute)", "rate(2 minutes)", "rate(15 minutes)"],
+        ["", "rate(1 minutes)", "rate(0 minutes)", "rate(16 minutes)", "rate(1 hour)",
+         "rate(5 minute)", "cron(0/5 * * * ? *)", "rate(1 minute) "]),
     "SecretsKmsKeyArn": (
         ["", "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"],
         ["alias/aws/secretsmanager", "arn:aws:kms:eu-west-1:123456789012:alias/mine"]),

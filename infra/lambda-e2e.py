@@ -7,7 +7,8 @@ through the local router, against moto. Standard library only.
     python3 infra/lambda-e2e.py tenant worker_dies    # only these checks
 
 Covers: the card and JWKS; an inline echo send; a queued job through SQS and the worker
-function to COMPLETED; SSE from `stream` (REST) and `rpc` (JSON-RPC) arriving incrementally;
+function to COMPLETED; a blocking send of an agent that outlasts the buffered route's wait,
+COMPLETED through `rpc` and `front`, handed over (WORKING, then completed once) through `send`; SSE from `stream` (REST) and `rpc` (JSON-RPC) arriving incrementally;
 subscribe with Last-Event-ID; cancel; a push delivered by the push function to a listener on
 127.0.0.1; the `/{tenant}` routes and JSON-RPC's `params.tenant` scoping tasks; JSON-RPC at
 `/jsonrpc/`; a job whose worker process dies mid-run ending terminal after SQS redelivers it to
@@ -164,6 +165,61 @@ def queued_job():
     t = call("POST", "/message:send", message("job 2 300", returnImmediately=True))["task"]
     assert t["status"]["state"] not in TERMINAL
     wait_state(t["id"], {"TASK_STATE_COMPLETED"}, 60)
+
+
+def buffered_wait():
+    """How long a blocking send waits on the buffered REST route behind API Gateway: the
+    template's BlockingTimeoutSeconds (its default, as the local stack is deployed)."""
+    template = open(os.path.join(ROOT, "template.yaml")).read()
+    found = re.search(r"\n  BlockingTimeoutSeconds:\n(?:    .*\n)*?    Default: (\d+)\n", template)
+    return int(found.group(1))
+
+
+def blocking_sends():
+    """Issue 45, item 3: a blocking SendMessage waits as long as its front door allows. An agent
+    that outlasts the buffered route's wait (BlockingTimeoutSeconds; a queued `job`, 6 s
+    longer) answers COMPLETED through JSON-RPC behind API Gateway (the streaming `rpc`
+    function, 240 s) and through the Function URL (the `front` function, 840 s); through the
+    buffered REST `send` behind API Gateway it is handed over: the answer is the task WORKING,
+    and the worker, which ran the agent once, completes it. Were rpc or front given the
+    buffered route's wait, they would answer WORKING too, and this check fail."""
+    buffered = buffered_wait()
+    # Two steps, together 6 s past the buffered wait: a send that waits only that long answers
+    # WORKING, and the check takes no longer than that allows.
+    step_ms = (buffered + 6) * 1000 // 2
+    text = f"job 2 {step_ms}"
+    offset = os.path.getsize(os.path.join(STATE, "poller-work.log"))
+    answers = {}
+    # Behind API Gateway JSON-RPC and REST reach two functions (`rpc`, `send`); behind the
+    # Function URL both reach `front`, so one send shows its wait. One after the other: the
+    # local runs have one worker instance, where a second job would wait out its visibility
+    # (20 s here) behind the first and be handed out again.
+    handed_over = front_door() == "ApiGateway"
+    for kind in ["rest", "rpc"] if handed_over else ["rest"]:
+        if kind == "rpc":
+            result, error = rpc("SendMessage", message(text))
+            assert error is None, error
+            task = result["task"]
+        else:
+            task = call("POST", "/message:send", message(text))["task"]
+        answers[kind] = task
+        state = task["status"]["state"]
+        if kind == "rest" and handed_over:
+            # The buffered route answered at its deadline, the agent still running.
+            assert state == "TASK_STATE_WORKING", (kind, task["status"])
+            state = wait_state(task["id"], TERMINAL, buffered + 60)
+        assert state == "TASK_STATE_COMPLETED", (kind, state, task["status"])
+        done = call("GET", f"/tasks/{task['id']}")
+        reports = [p.get("text") for a in done.get("artifacts", []) for p in a["parts"]]
+        assert reports == ["job finished: 2 steps"], (kind, reports)
+        # One run of the agent, on the worker: the answer at the deadline ran nothing again.
+        wait_for(f"the job of the {kind} send deleted",
+                 lambda: (deliveries(task["id"], offset) or [(0, "")])[-1][1] == "done, deleted", 15)
+        seen = deliveries(task["id"], offset)
+        assert [n for n, what in seen if what == "received"] == [1], (kind, seen)
+    print(f"     buffered wait {buffered} s, the agent {2 * step_ms / 1000:.0f} s: "
+          + ", ".join(f"{k} answered {t['status']['state'].removeprefix('TASK_STATE_')}"
+                      for k, t in sorted(answers.items())))
 
 
 def incremental(events):
@@ -773,6 +829,7 @@ def no_timeouts():
 CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_1_1),
           ("push config secrets", push_secrets), ("echo", echo),
           ("AWS's request limits", request_limits), ("queued job", queued_job),
+          ("blocking sends wait as long as each front door allows", blocking_sends),
           ("SSE from stream", stream_rest), ("SSE from rpc", stream_rpc),
           ("subscribe with Last-Event-ID", subscribe_resume), ("cancel", cancel),
           ("push", push), ("JSON-RPC at /jsonrpc/", jsonrpc_slash), ("tenant routes", tenant),

@@ -2,9 +2,11 @@
 # A generated agent project works: `a2a-local new` writes one into a temporary directory; it
 # builds on the kit's target directory without compiling the native libraries again, its code
 # is formatted, it passes its own test, serves with `cargo run` on a free port and answers the
-# official Python client (a2a-sdk 1.x, tests/interop's venv) with the shouted text, its Lambda
-# binary refuses to start without a role, and its template.yaml passes `sam validate` and
-# cfn-lint (infra/check-template.sh's venv). Everything it made is removed at the end.
+# official Python client (a2a-sdk 1.x, tests/interop's venv) with the shouted text, its server
+# issues, lists and revokes API keys, its local build has no Lambda dependency, its Lambda
+# binary (the `lambda` feature) refuses to start without a role, and its template.yaml passes
+# `sam validate` and cfn-lint (infra/check-template.sh's venv). Everything it made is removed
+# at the end.
 #
 #   cargo build -p a2a-local && infra/new-agent-check.sh      (the same CARGO_TARGET_DIR)
 set -euo pipefail
@@ -51,6 +53,16 @@ if grep -q Compiling "$work/build-bins.log"; then
   say "cargo build after cargo build --all-targets compiled again: dev-dependencies change features"; exit 1
 fi
 cargo fmt --check
+# The Lambda binary's dependencies are the `lambda` feature: the local server's first build
+# (`cargo run`) compiles neither the Lambda runtime nor the AWS SDK.
+tree=$(cargo tree -e normal,build --prefix none --locked)
+for lambda_only in lambda_runtime aws-sdk-dynamodb aws-sdk-sqs; do
+  if grep -q "^$lambda_only v" <<<"$tree"; then
+    say "the local server's build depends on $lambda_only: it belongs behind the lambda feature"; exit 1
+  fi
+done
+grep -q '^lambda_runtime v' <<<"$(cargo tree -e normal --prefix none --locked --features lambda)" ||
+  { say "the lambda feature does not bring the Lambda runtime"; exit 1; }
 
 say "cargo test (the project's own test)"
 cargo test
@@ -106,7 +118,19 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 PY
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
 
-say "the Lambda binary refuses to start without a role (A2A_FUNCTION)"
+say "keys: the project's server issues, lists and revokes API keys"
+keys_dir="$work/keys"
+key=$(cargo run -q -- keys --data-dir "$keys_dir" issue --description check 2>/dev/null)
+[[ "$key" == a2a_* ]] || { say "keys issue printed no key: $key"; exit 1; }
+listed=$(cargo run -q -- keys --data-dir "$keys_dir" list)
+key_id=$(cut -f1 <<<"$listed")
+[[ -n "$key_id" && "$key" == "a2a_${key_id}_"* ]] || { say "keys list does not list the key issued: $listed"; exit 1; }
+grep -qF "$key" "$keys_dir/api-keys.json" && { say "the key itself was stored"; exit 1; }
+cargo run -q -- keys --data-dir "$keys_dir" revoke "$key_id" 2>/dev/null
+grep -q REVOKED <<<"$(cargo run -q -- keys --data-dir "$keys_dir" list)" || { say "keys revoke did not revoke"; exit 1; }
+
+say "the Lambda binary (cargo build --features lambda, as sam build's cargo lambda) refuses to start without a role (A2A_FUNCTION)"
+cargo build --features lambda --bin "$name-lambda"
 if out=$(env -u AWS_LAMBDA_FUNCTION_NAME A2A_FUNCTION=no-such-role \
     "$CARGO_TARGET_DIR/debug/$name-lambda" 2>&1); then
   say "$name-lambda started without a valid role"; exit 1

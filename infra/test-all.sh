@@ -10,7 +10,8 @@
 #      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens; then the older
 #      generations on the same server: the official A2A 0.3 clients (a2a-sdk 0.3, @a2a-js/sdk
 #      0.3, each pinned in its own venv or lock) and an early-protocol client (python-a2a);
-#      A2A-Lite over Matrix (a real Synapse and a matrix-nio client, pinned, in a local venv)
+#      A2A-Lite over Matrix (a real Synapse and a matrix-nio client, pinned, in a local venv);
+#      the README's walkthroughs run as written, their output compared with what it shows
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
 #      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
@@ -299,6 +300,12 @@ A2A_BASE_URL="$auth_base" A2A_BEARER_TOKEN="$token" "$root/tests/interop-v03/run
 if grep -qF "$token" "$auth_log"; then
   echo "a2a-local logged the bearer token" >&2; exit 1
 fi
+
+step "The README's walkthroughs, pasted as written (quick start, curl, the a2a command, API keys)"
+# Each block's commands in one shell in an empty directory, their output checked against the
+# lines the README shows under them (infra/walkthrough-check.py says what it adapts: the built
+# binaries for cargo run, free ports); about 10 seconds.
+A2A_BIN_DIR="$target_dir/debug" "$root/infra/walkthrough-check.py"
 
 step "SAM template: sam validate, cfn-lint, routes and streaming modes"
 "$root/infra/check-template.sh"

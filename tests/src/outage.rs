@@ -1,13 +1,14 @@
 //! A store outage on demand: a proxy in front of the AWS emulator that answers DynamoDB's
 //! writes (or one operation of DynamoDB or SQS) with `500 InternalServerError` (as DynamoDB does in a partial outage, and as the SDK
-//! retries) while it is told to, and passes everything else through. The server under test is
-//! pointed at it with `AWS_ENDPOINT_URL`.
+//! retries) while it is told to, or holds one call until its caller hangs up, and passes
+//! everything else through. The server under test is pointed at it with `AWS_ENDPOINT_URL`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 /// The DynamoDB operations that write (their `x-amz-target`, lowercase).
 const WRITES: [&str; 5] = [
@@ -36,6 +37,11 @@ struct Faults {
     /// One call whose answer is lost (it reaches the emulator, its caller gets a 500), and
     /// the calls to fail once it was: [`StoreOutage::lose_then_fail`].
     lose: Mutex<Option<(NextCalls, NextCalls)>>,
+    /// One call held, never passed on, until its caller gives it up:
+    /// [`StoreOutage::hold_next`].
+    hold: Mutex<Option<NextCalls>>,
+    /// Told when the held call arrived.
+    held: Notify,
     /// How many calls it failed.
     failed: AtomicU64,
 }
@@ -54,6 +60,8 @@ enum Fate {
     Fail,
     /// Passed to the emulator, then answered 500 (its answer lost).
     Lose,
+    /// Held until its caller closes the connection, never passed on.
+    Hold,
 }
 
 impl Faults {
@@ -61,6 +69,16 @@ impl Faults {
     /// counted.
     fn fate(&self, head: &str) -> Fate {
         let target = |op: &str| head.contains(&format!("x-amz-target: {op}\r\n"));
+        let mut hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+        if hold
+            .as_ref()
+            .is_some_and(|h| target(&h.operation) && head.contains(&h.holding))
+        {
+            *hold = None;
+            self.held.notify_one();
+            return Fate::Hold;
+        }
+        drop(hold);
         let mut lose = self.lose.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((lost, _)) = lose.as_ref() {
             if target(&lost.operation) && head.contains(&lost.holding) {
@@ -158,6 +176,22 @@ impl StoreOutage {
             Some((calls(operation, holding, 1), calls(then, then_holding, n)));
     }
 
+    /// Holds the next call of `operation` whose request holds `holding` (compared lowercase)
+    /// until its caller closes the connection (the SDK does when its attempt times out, or
+    /// when the call's future is dropped), and never passes it on: a call lost on the way.
+    pub fn hold_next(&self, operation: &str, holding: &str) {
+        *self.faults.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(NextCalls {
+            operation: operation.to_ascii_lowercase(),
+            holding: holding.to_ascii_lowercase(),
+            left: 1,
+        });
+    }
+
+    /// Returns once the call of [`StoreOutage::hold_next`] arrived.
+    pub async fn held(&self) {
+        self.faults.held.notified().await;
+    }
+
     /// How many calls it has failed (or lost the answer of) so far.
     pub fn failed(&self) -> u64 {
         self.faults.failed.load(Ordering::SeqCst)
@@ -172,6 +206,12 @@ async fn relay(mut client: TcpStream, upstream: String, faults: Arc<Faults>) {
     };
     let head = String::from_utf8_lossy(&request).to_ascii_lowercase();
     let fate = faults.fate(&head);
+    if matches!(fate, Fate::Hold) {
+        // Until the caller hangs up: a read that ends (EOF) or breaks.
+        let mut buf = [0u8; 1024];
+        while matches!(client.read(&mut buf).await, Ok(n) if n > 0) {}
+        return;
+    }
     if !matches!(fate, Fate::Fail) {
         let Ok(mut server) = TcpStream::connect(&upstream).await else {
             return;

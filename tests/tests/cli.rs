@@ -607,6 +607,29 @@ async fn an_unquoted_message_is_refused_with_the_command_quoted() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_gone_away_ends_the_command_quietly_with_code_141() {
+    // `a2a card URL | head -1`, with head gone before the card is printed: a pipe whose
+    // reading end is closed before a2a starts. println! would panic there (exit 101).
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    for args in [
+        vec!["card", server.base()],
+        vec!["send", server.base(), "hello"],
+        vec!["list", server.base(), "--json"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let mut command = a2a_command(&args);
+        command.stdout(writer);
+        let out = run_cli(command).await;
+        out.expect_code(141);
+        assert!(out.stderr.is_empty(), "{args:?}: {out:#?}");
+    }
+}
+
 #[tokio::test]
 async fn help_lists_the_exit_codes() {
     let out = a2a(&["--help"]).await;

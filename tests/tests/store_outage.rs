@@ -181,14 +181,7 @@ async fn a_job_the_queue_refused_is_queued_by_the_sweep() {
     let Some((server, outage)) = server_behind_outage(&env).await else {
         return;
     };
-    let request = json!({
-        "message": {
-            "messageId": format!("unqueued-{}", uuid_like()),
-            "role": "ROLE_USER",
-            "parts": [{"text": "job 1 10"}]
-        },
-        "configuration": {"returnImmediately": true}
-    });
+    let request = queued_job("unqueued");
     // The send's attempts (the SDK's three) at queueing a work job (its body names the
     // message's place in the task's log, which no push job does).
     outage.fail_next("AmazonSQS.SendMessage", "triggerseq", 3);
@@ -202,6 +195,69 @@ async fn a_job_the_queue_refused_is_queued_by_the_sweep() {
     let again = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
     assert_eq!(id_of(&again), id, "a retry made a second task");
     assert_eq!(state(&again), "TASK_STATE_COMPLETED", "{again}");
+}
+
+/// A send whose client hangs up before its answer still queues its work (issue 52's fault run
+/// at 20 %: a client that gave up on a slow send left its task SUBMITTED for good, the send
+/// stopped between the task's create and its job's enqueue). The proxy holds the send's
+/// enqueue until its caller gives it up; the client hangs up meanwhile.
+#[tokio::test]
+async fn a_send_whose_client_hangs_up_still_queues_its_work() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let request = queued_job("hangup");
+    // The work job's enqueue (its body names the message's place in the log; no push job's does).
+    outage.hold_next("AmazonSQS.SendMessage", "triggerseq");
+    tokio::select! {
+        answer = server.send(Binding::JsonRpc, request.clone()) => {
+            panic!("answered while its enqueue was held: {answer:?}")
+        }
+        // The client hangs up: its request is dropped, and its connection closed.
+        () = outage.held() => {}
+    }
+    // The same message again finds the task the first send made (its repeat starts nothing).
+    let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    let ended = server
+        .await_terminal(&id_of(&task), Duration::from_secs(60))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    let listed = ok(server.list_tasks(Binding::JsonRpc, json!({})).await);
+    assert_eq!(listed["totalSize"], 1, "{listed}");
+}
+
+/// An enqueue whose answer was lost (it landed: a worker took the job at once) and whose
+/// retries failed (issue 52's fault run at 20 %, seed 11: a delegation's remote task ended
+/// FAILED, "the work could not be queued", while its job ran): the mark for the sweep finds the
+/// worker holding the new task's lease, so the send is answered as queued and the task
+/// completes.
+#[tokio::test]
+async fn an_enqueue_that_landed_unseen_is_not_failed() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let request = queued_job("lost-enqueue");
+    // The SDK's first attempt lands and loses its answer; its two retries fail.
+    let work_job = ("AmazonSQS.SendMessage", "triggerseq");
+    outage.lose_then_fail(work_job, work_job, 2);
+    let answer = ok(server.send(Binding::JsonRpc, request).await);
+    assert_eq!(outage.failed(), 3, "the enqueue's answers were not lost");
+    let ended = server
+        .await_terminal(&id_of(task_of(&answer)), Duration::from_secs(60))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+}
+
+/// A send of a short queued job (`job 1 10`, returned at once), its messageId `prefix-…`.
+fn queued_job(prefix: &str) -> Value {
+    json!({
+        "message": {
+            "messageId": format!("{prefix}-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "job 1 10"}]
+        },
+        "configuration": {"returnImmediately": true}
+    })
 }
 
 /// A message id no other test run uses.

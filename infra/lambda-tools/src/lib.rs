@@ -245,10 +245,64 @@ pub async fn forward_buffered(
     };
     let (parts, body) = answer?.into_parts();
     match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, usize::MAX)).await {
+        // Lambda refuses the function's answer ("Response payload size exceeded maximum
+        // allowed payload size"), a function error to API Gateway.
+        Ok(Ok(bytes)) if response_payload_size(&parts, &bytes) > LAMBDA_MAX_BUFFERED_RESPONSE => {
+            Ok(function_error())
+        }
         Ok(Ok(bytes)) => Ok(axum::response::Response::from_parts(parts, bytes.into())),
         Ok(Err(_)) => Ok(axum::http::StatusCode::BAD_GATEWAY.into_response()),
         Err(_) => Ok(timed_out()),
     }
+}
+
+/// The largest answer a buffered (not streaming) function may return: Lambda's 6 MB
+/// response payload, measured on the JSON its runtime hands back ([`response_payload_size`]).
+pub const LAMBDA_MAX_BUFFERED_RESPONSE: usize = 6_291_456;
+
+/// What API Gateway answers when the function failed (here: its answer was over Lambda's 6 MB):
+/// `502 {"message": "Internal server error"}`.
+pub fn function_error() -> axum::response::Response {
+    use axum::response::IntoResponse;
+
+    (
+        axum::http::StatusCode::BAD_GATEWAY,
+        axum::Json(serde_json::json!({"message": "Internal server error"})),
+    )
+        .into_response()
+}
+
+/// How many bytes a buffered function's answer takes as the response payload its runtime
+/// returns to Lambda behind API Gateway: the status, the headers (twice: `headers` and
+/// `multiValueHeaders`), the body as a JSON string (base64 when it is not UTF-8) and
+/// `isBase64Encoded`. The measure Lambda's 6 MB applies to.
+pub fn response_payload_size(parts: &axum::http::response::Parts, body: &[u8]) -> usize {
+    // `{"statusCode":200,"headers":{},"multiValueHeaders":{},"body":,"isBase64Encoded":false}`.
+    const FIELDS: usize = 90;
+    FIELDS + json_body_len(body) + 2 * json_headers_len(&parts.headers)
+}
+
+/// A JSON string's length: `text` quoted and escaped.
+fn json_len(text: &str) -> usize {
+    serde_json::to_string(text).map_or(text.len(), |s| s.len())
+}
+
+/// A body's length in a Lambda event's JSON: a string, or base64 when it is not UTF-8.
+fn json_body_len(body: &[u8]) -> usize {
+    match std::str::from_utf8(body) {
+        Ok(text) => json_len(text),
+        Err(_) => body.len().div_ceil(3) * 4 + 2,
+    }
+}
+
+/// The headers' length in a Lambda event's JSON, once.
+fn json_headers_len(headers: &axum::http::HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            json_len(name.as_str()) + json_len(&String::from_utf8_lossy(value.as_bytes())) + 2
+        })
+        .sum()
 }
 
 /// The largest request body API Gateway (REST) takes: 10 MiB. A larger one is answered
@@ -277,18 +331,8 @@ pub fn invocation_event_size(
     // The request context's fields the request does not change: ids, account, stage, times,
     // the caller's address and user agent (counted again below, with the headers).
     const CONTEXT: usize = 1_200;
-    let json_len = |text: &str| serde_json::to_string(text).map_or(text.len(), |s| s.len());
-    let body = match std::str::from_utf8(body) {
-        Ok(text) => json_len(text),
-        Err(_) => body.len().div_ceil(3) * 4 + 2,
-    };
-    let headers: usize = parts
-        .headers
-        .iter()
-        .map(|(name, value)| {
-            json_len(name.as_str()) + json_len(&String::from_utf8_lossy(value.as_bytes())) + 2
-        })
-        .sum();
+    let body = json_body_len(body);
+    let headers = json_headers_len(&parts.headers);
     let copies = match front_door {
         FrontDoor::ApiGateway => 2,
         FrontDoor::FunctionUrl => 1,

@@ -1,11 +1,13 @@
 //! AWS's limits as the local stand-ins apply them: API Gateway's 29 s for a buffered answer
-//! (against a function on 127.0.0.1 that answers after a while: 504), its 10 MiB request and
+//! (against a function on 127.0.0.1 that answers after a while: 504), Lambda's 6 MB buffered
+//! answer (502, as API Gateway answers a function's error), its 10 MiB request and
 //! Lambda's 6 MB event (413, no function invoked), Lambda's 200 MiB streamed answer (cut), and
 //! a function's `Timeout` (the answer breaks off, and the invocation is counted).
 
 use std::time::Duration;
 
 use a2a_lambda_tools::{forward_buffered, BUFFERED_INTEGRATION_TIMEOUT};
+use a2a_lambda_tools::{response_payload_size, LAMBDA_MAX_BUFFERED_RESPONSE};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -16,6 +18,11 @@ async fn slow_function(delay: Duration) -> String {
         tokio::time::sleep(delay).await;
         "hello"
     });
+    serve(app).await
+}
+
+/// `app` served on 127.0.0.1: its URL.
+async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -67,6 +74,43 @@ async fn a_buffered_answer_within_the_timeout_is_passed_on_whole() {
         .await
         .expect("a body");
     assert_eq!(&body[..], b"hello");
+}
+
+/// A function that answers `body` at once.
+async fn function_answering(body: &'static [u8]) -> String {
+    serve(axum::Router::new().fallback(move || async move { body })).await
+}
+
+/// Lambda measures a buffered answer as the JSON its runtime returns: 4 MiB of quotes is
+/// 8 MiB escaped, over the 6 MB, and API Gateway answers the function's error with 502; 4 MiB
+/// of plain text passes whole.
+/// The answer of the function at `url` through the buffered front door: its head and body.
+async fn through_buffered(url: &str) -> (axum::http::response::Parts, axum::body::Bytes) {
+    let http = reqwest::Client::new();
+    let answer = forward_buffered(&http, url, request(), Duration::from_secs(20))
+        .await
+        .expect("the function is reachable");
+    let (parts, body) = answer.into_parts();
+    (
+        parts,
+        axum::body::to_bytes(body, 8 << 20).await.expect("a body"),
+    )
+}
+
+#[tokio::test]
+async fn a_buffered_answer_over_lambda_s_6_mb_is_a_502() {
+    static QUOTES: [u8; 4 << 20] = [b'"'; 4 << 20];
+    static PLAIN: [u8; 4 << 20] = [b'a'; 4 << 20];
+    let (parts, body) = through_buffered(&function_answering(&QUOTES).await).await;
+    assert_eq!(parts.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(&body[..], br#"{"message":"Internal server error"}"#);
+
+    let (parts, body) = through_buffered(&function_answering(&PLAIN).await).await;
+    assert_eq!(parts.status, StatusCode::OK);
+    assert_eq!(body.len(), PLAIN.len());
+    let size = response_payload_size(&parts, &body);
+    assert!(size < LAMBDA_MAX_BUFFERED_RESPONSE, "{size}");
+    assert!(size > PLAIN.len(), "{size}");
 }
 
 fn parts_of(body_len: usize) -> axum::http::request::Parts {

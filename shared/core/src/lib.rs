@@ -21,6 +21,7 @@ mod jobs;
 mod journal;
 mod kernel;
 // The A2A-Lite bridge is a namespace of its own: its items are reached as `a2a_core::lite::…`.
+pub mod emf;
 pub mod lite;
 mod observe;
 mod ports;

@@ -4,7 +4,8 @@
 //! `--front-door function-url` it forwards every request to the one front function instead, as
 //! the front door `FunctionUrl` does. As API Gateway, a buffered route (a function that does
 //! not stream, `routes.json`) gets at most 29 s for its whole answer, then its caller gets 504
-//! (`--buffered-timeout-secs`). AWS's request limits are applied before any function is
+//! (`--buffered-timeout-secs`), and an answer over Lambda's 6 MB is API Gateway's 502
+//! `{"message": "Internal server error"}`. AWS's request limits are applied before any function is
 //! invoked (API Gateway's 10 MiB body, Lambda's 6 MB event: 413), and a streamed answer is cut
 //! at Lambda's 200 MiB (`--streamed-limit-bytes`).
 
@@ -124,7 +125,7 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
         // the stream and logs when it is dropped, after the last byte (or the client left).
         Ok(response) => response.map(|body| {
             // A streamed answer is cut at Lambda's limit (buffered ones were read whole, and
-            // the functions measure those against the 6 MB themselves).
+            // one over Lambda's 6 MB answered 502 as API Gateway does).
             let body = if buffered {
                 body
             } else {

@@ -259,19 +259,19 @@ pub(crate) async fn run(builder: ClientBuilder, out: &Printer, args: DiscoverArg
             .iter()
             .map(|(url, card, source)| json!({"url": url, "source": source, "card": card}))
             .collect();
-        println!("{}", crate::sanitize::json_pretty(&list));
+        out!("{}", crate::sanitize::json_pretty(&list));
     } else {
         use crate::sanitize::line;
         for (url, card, _) in &found {
             let skills: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();
-            println!(
+            out!(
                 "{}  {}  skills: {}",
                 line(&card.name),
                 line(url),
                 line(&skills.join(", "))
             );
         }
-        println!("({} of {} agents match)", found.len(), urls.len());
+        out!("({} of {} agents match)", found.len(), urls.len());
     }
     if failures == urls.len() {
         return Err(Failure::Client(a2a_client::Error::Card(

@@ -25,6 +25,24 @@ impl From<Error> for Failure {
 /// The exit code of Ctrl-C (128 + SIGINT), as shells report a command it stopped.
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
+/// The exit code of a command whose output's reader went away (128 + SIGPIPE).
+pub(crate) const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// Writes one line to stdout (the `out!` macro). A reader that went away ends the process at
+/// once with [`EXIT_BROKEN_PIPE`] and no message: nothing more can be shown, and the task, if
+/// any, runs on as after Ctrl-C. Any other write error is a panic, as with `println!`.
+pub(crate) fn print_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+            std::process::exit(EXIT_BROKEN_PIPE)
+        }
+        Err(err) => panic!("failed printing to stdout: {err}"),
+    }
+}
+
 impl Failure {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {

@@ -1,5 +1,13 @@
 //! `a2a`: call any A2A 1.0 agent from a terminal. See `a2a --help`.
 
+/// `println!` to stdout, except that a reader gone away (`a2a list | head -1`) ends the
+/// command quietly, as a Unix tool killed by SIGPIPE, where `println!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::failure::print_line(format_args!($($arg)*))
+    };
+}
+
 mod args;
 mod discover;
 mod failure;
@@ -39,6 +47,7 @@ Exit codes:
      credentials are set (see --share-credentials)
   5  the task ended FAILED, REJECTED or CANCELED (send, subscribe)
   130  Ctrl-C while the agent worked: the task runs on; the message says how to find it
+  141  the reader of the output went away (`a2a list | head -1`), as SIGPIPE ends a command
 
 Whatever the agent sends is shown as text, never interpreted by the terminal: control
 characters and bidi controls are printed as escapes (\\x1b, \\u{202e}); --json prints exact

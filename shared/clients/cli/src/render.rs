@@ -55,7 +55,7 @@ impl Printer {
     }
 
     fn print_json(&self, value: &impl Serialize) {
-        println!("{}", json_pretty(value));
+        out!("{}", json_pretty(value));
     }
 
     /// What the card's signature is: checked (`verified`), or only present. JSON output
@@ -77,7 +77,7 @@ impl Printer {
         if self.json {
             eprintln!("{text}");
         } else {
-            println!("  {text}");
+            out!("  {text}");
         }
     }
 
@@ -85,15 +85,15 @@ impl Printer {
         if self.json {
             return self.print_json(card);
         }
-        println!("{} (version {})", line(&card.name), line(&card.version));
-        println!("  {}", line(&card.description));
+        out!("{} (version {})", line(&card.name), line(&card.version));
+        out!("  {}", line(&card.description));
         for i in &card.supported_interfaces {
             let tenant = if i.tenant.is_empty() {
                 String::new()
             } else {
                 format!(" tenant {}", line(&i.tenant))
             };
-            println!(
+            out!(
                 "  interface {} {} {}{tenant}",
                 line(&i.protocol_binding),
                 line(&i.protocol_version),
@@ -101,7 +101,7 @@ impl Printer {
             );
         }
         let caps = &card.capabilities;
-        println!(
+        out!(
             "  streaming: {}, push notifications: {}, extended card: {}",
             caps.streaming.unwrap_or(false),
             caps.push_notifications.unwrap_or(false),
@@ -109,17 +109,17 @@ impl Printer {
         );
         if !card.security_schemes.is_empty() {
             let names: Vec<&str> = card.security_schemes.keys().map(String::as_str).collect();
-            println!("  security: {}", line(&names.join(", ")));
+            out!("  security: {}", line(&names.join(", ")));
         }
         for skill in &card.skills {
-            println!(
+            out!(
                 "  skill {}: {} [{}]",
                 line(&skill.id),
                 line(&skill.name),
                 line(&skill.tags.join(", "))
             );
             if !skill.examples.is_empty() {
-                println!("    e.g. {}", line(&skill.examples.join(" | ")));
+                out!("    e.g. {}", line(&skill.examples.join(" | ")));
             }
         }
     }
@@ -129,20 +129,20 @@ impl Printer {
             a2a_client::Role::Agent => "agent",
             _ => "user",
         };
-        println!("  {who}: {}", parts_text(&message.parts));
+        out!("  {who}: {}", parts_text(&message.parts));
     }
 
     pub(crate) fn task(&self, task: &Task) {
         if self.json {
             return self.print_json(task);
         }
-        println!("task {}  {}", line(&task.id), task.status.state.as_str());
+        out!("task {}  {}", line(&task.id), task.status.state.as_str());
         if !task.context_id.is_empty() {
-            println!("  context {}", line(&task.context_id));
+            out!("  context {}", line(&task.context_id));
         }
         if task.generation > 0 {
             // A2A 1.1: pass it to `send --task … --if-generation` to refuse a stale follow-up.
-            println!("  generation {}", task.generation);
+            out!("  generation {}", task.generation);
         }
         if let Some(message) = &task.status.message {
             self.message_lines(message);
@@ -153,7 +153,7 @@ impl Printer {
             } else {
                 &artifact.name
             };
-            println!("  artifact {}: {}", line(name), parts_text(&artifact.parts));
+            out!("  artifact {}: {}", line(name), parts_text(&artifact.parts));
         }
     }
 
@@ -162,7 +162,7 @@ impl Printer {
             _ if self.json => self.print_json(response),
             SendMessageResponse::Task(task) => self.task(task),
             SendMessageResponse::Message(message) => {
-                println!("message {}", line(&message.message_id));
+                out!("message {}", line(&message.message_id));
                 self.message_lines(message);
             }
         }
@@ -178,15 +178,15 @@ impl Printer {
                 .timestamp
                 .map(|t| t.0.to_rfc3339())
                 .unwrap_or_default();
-            println!(
+            out!(
                 "{}  {:<26} {when}",
                 line(&task.id),
                 task.status.state.as_str()
             );
         }
-        println!("({} of {} tasks)", page.tasks.len(), page.total_size);
+        out!("({} of {} tasks)", page.tasks.len(), page.total_size);
         if !page.next_page_token.is_empty() {
-            println!("next page: --page-token {}", line(&page.next_page_token));
+            out!("next page: --page-token {}", line(&page.next_page_token));
         }
     }
 
@@ -194,7 +194,7 @@ impl Printer {
         if self.json {
             return self.print_json(config);
         }
-        println!(
+        out!(
             "push config {} of task {} -> {}",
             line(&config.id),
             line(&config.task_id),
@@ -210,7 +210,7 @@ impl Printer {
             self.push_config(config);
         }
         if list.configs.is_empty() {
-            println!("no push configs");
+            out!("no push configs");
         }
     }
 
@@ -218,14 +218,14 @@ impl Printer {
         if self.json {
             return self.print_json(&json!({"deleted": {"taskId": task_id, "id": id}}));
         }
-        println!("deleted push config {} of task {}", line(id), line(task_id));
+        out!("deleted push config {} of task {}", line(id), line(task_id));
     }
 
     pub(crate) fn listening(&self, url: &str) {
         if self.json {
-            println!("{}", json_line(&json!({"listening": url})));
+            out!("{}", json_line(&json!({"listening": url})));
         } else {
-            println!("listening on {}", line(url));
+            out!("listening on {}", line(url));
         }
         let _ = std::io::stdout().flush();
     }
@@ -238,9 +238,9 @@ impl Printer {
                 "configId": push.claims.config_id,
                 "event": push.event,
             });
-            println!("{}", json_line(&entry));
+            out!("{}", json_line(&entry));
         } else {
-            println!(
+            out!(
                 "push task {} seq {}: {}",
                 line(&push.claims.task_id),
                 push.claims.seq,
@@ -307,7 +307,7 @@ pub(crate) struct Live {
 impl Live {
     pub(crate) fn event(&mut self, event: &StreamResponse) {
         if self.json {
-            println!("{}", json_line(event));
+            out!("{}", json_line(event));
             let _ = std::io::stdout().flush();
             return;
         }
@@ -316,7 +316,7 @@ impl Live {
                 self.task_id = line(&t.id).into_owned();
                 self.state = Some(t.status.state);
                 if !self.terminal {
-                    println!("task {}  {}", line(&t.id), t.status.state.as_str());
+                    out!("task {}  {}", line(&t.id), t.status.state.as_str());
                 }
             }
             StreamResponse::StatusUpdate(u) => {
@@ -333,8 +333,8 @@ impl Live {
                     }
                 } else {
                     match text {
-                        Some(text) => println!("status {}: {text}", u.status.state.as_str()),
-                        None => println!("status {}", u.status.state.as_str()),
+                        Some(text) => out!("status {}: {text}", u.status.state.as_str()),
+                        None => out!("status {}", u.status.state.as_str()),
                     }
                 }
             }
@@ -356,14 +356,14 @@ impl Live {
                         self.write_text("\n");
                     }
                 } else {
-                    println!("{}", summary(event));
+                    out!("{}", summary(event));
                 }
             }
             StreamResponse::Message(m) => {
                 if self.terminal {
                     self.write_text(&format!("{}\n", parts_text(&m.parts)));
                 } else {
-                    println!("{}", summary(event));
+                    out!("{}", summary(event));
                 }
             }
         }

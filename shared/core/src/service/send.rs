@@ -290,13 +290,26 @@ impl A2aService {
     /// Validates a send, records the message, and starts the agent (inline or queued). A
     /// repeat of a message (same owner and `messageId`) starts nothing: it returns the original
     /// task or reply ([`crate::idempotency`]).
+    ///
+    /// It runs to its end even if the caller goes away. A client that hangs up drops its
+    /// request's future (a local server's HTTP connection does), and a start stopped between
+    /// the task's create and its job's enqueue would leave a task nothing runs: SUBMITTED for
+    /// good. On Lambda an invocation runs on after its client left; this makes every host so.
     async fn start(
         &self,
         ctx: &CallContext,
         request: SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2AError> {
-        self.start_as(ctx, request, streaming, true).await
+        use tracing::Instrument as _;
+        let service = self.clone();
+        let ctx = ctx.clone();
+        let start = async move { service.start_as(&ctx, request, streaming, true).await };
+        match tokio::spawn(start.instrument(tracing::Span::current())).await {
+            Ok(started) => started,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(internal("a send's start was cancelled", e)),
+        }
     }
 
     /// [`Self::start`]; `may_retry`: whether a send that lost the race for a new task id its
@@ -468,7 +481,15 @@ impl A2aService {
     /// Marks the job of the message at `trigger_seq` of the owner's task `task_id` for the next
     /// sweep (an inline lease that has already ended, held by
     /// [`crate::execution::unqueued_holder`]), which queues it: whether the mark was written.
-    async fn mark_for_the_sweep(&self, ctx: &CallContext, task_id: &str, trigger_seq: u64) -> bool {
+    ///
+    /// `Some(false)`: the lease is held by another holder, which for a task just recorded is a
+    /// worker running its job; `None`: the store failed through its retries.
+    async fn mark_for_the_sweep(
+        &self,
+        ctx: &CallContext,
+        task_id: &str,
+        trigger_seq: u64,
+    ) -> Option<bool> {
         let holder = crate::execution::unqueued_holder(trigger_seq);
         // Made again after a failure of the backend: the lease is ours to take again (the
         // same holder), so a repeat of a mark that landed is a mark too.
@@ -481,15 +502,17 @@ impl A2aService {
             )
         })
         .await;
-        matches!(marked, Ok(true))
+        marked.ok()
     }
 
     /// A queued job the queue refused through its retries: the message is recorded, and a lease
     /// that has already ended marks its job for the next sweep, which queues it
     /// ([`crate::execution::unqueued_holder`]). The send is answered as any queued one: the
     /// work starts a sweep later, and a client's retry of the message is a repeat that finds
-    /// the task. Only if that mark cannot be written either does the task end FAILED (never
-    /// SUBMITTED forever) and the client get an error.
+    /// the task. An enqueue whose answer was lost may have landed all the same, and a worker
+    /// already holds a new task's lease, running the job: the mark finds it held, and the send
+    /// is answered as queued too. Only if the mark cannot be written either does the task end
+    /// FAILED (never SUBMITTED forever) and the client get an error.
     async fn unqueued(
         &self,
         ctx: &CallContext,
@@ -498,7 +521,10 @@ impl A2aService {
     ) -> Result<Started, A2AError> {
         let task_id = head.task.id.clone();
         tracing::warn!(%task_id, error = %err, "the work queue refused a job; the sweep queues it");
-        if self.mark_for_the_sweep(ctx, &task_id, head.version).await {
+        // A new task's (its first message, at 1) lease can be held only by a worker that
+        // received its job; a follow-up's could be the run before it, still letting go.
+        let marked = self.mark_for_the_sweep(ctx, &task_id, head.version).await;
+        if marked == Some(true) || (marked == Some(false) && head.version == 1) {
             return Ok(Started::Task {
                 task_id,
                 from_seq: head.version,

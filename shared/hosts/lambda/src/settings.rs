@@ -314,6 +314,7 @@ impl Settings {
         crate::EmfObserver::with_sink(&self.metrics_namespace, &self.function_name, sink)
             .for_log_level(self.log_level.as_deref())
             .with_detail(self.metrics_detail)
+            .with_trace(crate::metrics::invocation_trace())
     }
 
     /// The service configuration of a Lambda function: no background work after a response

@@ -615,6 +615,41 @@ fn the_worker_sweeps_on_the_configured_schedule() {
     assert_eq!(scheduled, ["worker"]);
 }
 
+/// Issue 45 (low): a sweep is tried once and never run late. Lambda keeps an asynchronous
+/// invocation it could not run (throttled, or failed) for up to 6 hours and tries it twice
+/// more, and EventBridge retries a target for 24 hours: on a busy worker, stale sweeps would
+/// pile up, each doing what the next minute's does anyway. In SAM's translation the sweep's
+/// rule targets the worker with no retry and a minute's age, and so does the worker's own
+/// configuration of its asynchronous invocations (the sweeps are its only ones).
+#[test]
+fn a_sweep_is_tried_once_and_never_run_late() {
+    let Some(stack) = sam::created(&[]) else {
+        return;
+    };
+    let worker = sam::function_logical_id(&stack, "worker");
+    let rules = sam::of_type(&stack, "AWS::Events::Rule");
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    let targets = rules[0].1["Properties"]["Targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(
+        sam::target(&targets[0]["Arn"]),
+        Some(format!("{worker}.Arn"))
+    );
+    let once = serde_json::json!({"MaximumEventAgeInSeconds": 60, "MaximumRetryAttempts": 0});
+    assert_eq!(targets[0]["RetryPolicy"], once);
+    let configs = sam::of_type(&stack, "AWS::Lambda::EventInvokeConfig");
+    assert_eq!(configs.len(), 1, "{configs:?}");
+    let config = &configs[0].1["Properties"];
+    assert_eq!(sam::target(&config["FunctionName"]), Some(worker.clone()));
+    // The function's unqualified ARN, which the rule invokes, is $LATEST.
+    assert_eq!(config["Qualifier"], "$LATEST");
+    assert_eq!(
+        config["MaximumEventAgeInSeconds"],
+        once["MaximumEventAgeInSeconds"]
+    );
+    assert_eq!(config["MaximumRetryAttempts"], once["MaximumRetryAttempts"]);
+}
+
 /// Browsers send a CORS preflight (`OPTIONS`) before a cross-origin call: every path of the
 /// front door sends it to a function that serves the path (which answers it when the
 /// `CorsAllowedOrigins` parameter is set), and the parameter reaches every function, off by
@@ -1337,6 +1372,10 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
         if logical != channel {
             each.push(format!("{class}ServerErrorsAlarm"));
         }
+        // The functions where a remote agent's push or a room's answer ends a wait.
+        if ["Send", "Channel", "Front"].contains(&class) {
+            each.push(format!("{class}BrokenExecutionsAlarm"));
+        }
         each
     };
     let mut expected: BTreeSet<String> = http.iter().flat_map(|f| per_function(f)).collect();
@@ -1912,6 +1951,62 @@ fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
     }
 }
 
+/// Durable executions that break (a record that no longer reads, a remote agent's answer too
+/// large to keep: the EMF metric `BrokenExecutions`, each a task failed for a reason of ours)
+/// are alarmed on every function where a wait can end: the worker (its sweep, polls and
+/// resumes), the relay route's function (remote agents' pushes) and the A2A-Lite rooms'
+/// (their answers), behind each front door. Read from SAM's translation.
+#[test]
+fn broken_durable_executions_are_alarmed_where_waits_end() {
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        let Some(stack) = sam::created(&[("FrontDoor", front_door), ("LiteChannels", "on")]) else {
+            return;
+        };
+        let watched: BTreeSet<String> = sam::of_type(&stack, "AWS::CloudWatch::Alarm")
+            .into_iter()
+            .map(|(_, a)| &a["Properties"])
+            .filter(|p| p["MetricName"] == "BrokenExecutions")
+            .map(|p| {
+                assert_eq!(
+                    p["Namespace"],
+                    serde_json::json!({"Ref": "MetricsNamespace"})
+                );
+                assert_eq!(
+                    (&p["Threshold"], &p["ComparisonOperator"]),
+                    (&0.into(), &"GreaterThanThreshold".into())
+                );
+                let dimensions = p["Dimensions"].as_array().unwrap();
+                assert_eq!(dimensions.len(), 1, "{dimensions:?}");
+                assert_eq!(dimensions[0]["Name"], "FunctionName");
+                sam::target(&dimensions[0]["Value"]).unwrap()
+            })
+            .collect();
+        // The relay route's function and the rooms' routes', as routes.json sends them.
+        let r = routes();
+        let served_by = |prefix: &str| -> BTreeSet<String> {
+            r["routes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["path"].as_str().unwrap().starts_with(prefix))
+                .map(|x| x["function"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let mut roles: BTreeSet<String> = ["worker".to_owned()].into();
+        if front_door == "FunctionUrl" {
+            roles.insert("front".into());
+        } else {
+            roles.extend(served_by("/a2a-relay/"));
+            roles.extend(served_by("/a2a-lite/"));
+        }
+        let expected: BTreeSet<String> = roles
+            .iter()
+            .map(|role| sam::function_logical_id(&stack, role))
+            .collect();
+        assert_eq!(watched, expected, "{front_door}");
+    }
+}
+
 /// A Function URL has no throttle of its own: behind it, a flood would take the account's
 /// concurrency from the worker, push and fan-out functions. The front function is capped by
 /// default (its reserved concurrency, `FunctionUrlMaxConcurrency`, 100), and -1 lifts the cap
@@ -1969,10 +2064,10 @@ fn every_function_s_environment_fits_in_4_kb_of_json_at_every_parameter_s_bound(
     const MARGIN: usize = 96;
     let given = [
         ("PublicBaseUrl", "https://agent.example"),
-        ("AgentCredentialsSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:c"),
-        ("PushSigningKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:p"),
-        ("LiteChannelSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:l"),
-        ("ApiKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:k"),
+        ("AgentCredentialsSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:c-AbCdEf"),
+        ("PushSigningKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:p-AbCdEf"),
+        ("LiteChannelSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:l-AbCdEf"),
+        ("ApiKeySecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:k-AbCdEf"),
         ("ExistingTableName", "a2a-restored"),
         ("ExistingTableStreamArn", "arn:aws:dynamodb:us-east-1:123456789012:table/a2a-restored/stream/2026-11-26T10:00:00.000"),
         ("JwtIssuer", "https://issuer.example"),
@@ -2676,7 +2771,7 @@ fn roles_of(stack: &serde_json::Value) -> BTreeSet<String> {
 /// function's (the front door's URL, or `PublicBaseUrl`), whichever the front door.
 #[test]
 fn every_function_that_can_start_an_agent_call_knows_the_relay_url() {
-    let credentials = "arn:aws:secretsmanager:us-east-1:123456789012:secret:agents";
+    let credentials = "arn:aws:secretsmanager:us-east-1:123456789012:secret:agents-AbCdEf";
     for front_door in ["ApiGateway", "FunctionUrl"] {
         for public in ["", "https://agent.example"] {
             let Some(stack) = sam::created(&[

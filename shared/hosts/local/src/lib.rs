@@ -3,12 +3,18 @@
 //! types the Lambda worker and push functions consume.
 
 mod backend;
+mod commands;
 mod host_check;
 mod listener;
 mod loops;
+mod metrics;
 pub mod new_project;
 
 pub use backend::StoreKind;
+pub use commands::{
+    exit_code, run_command, run_project, serve_until_signal, Cli, Command, KeysArgs, KeysCommand,
+    ProjectCli, ProjectCommand,
+};
 pub use host_check::AllowedHosts;
 /// The allocator the local server is measured with (docs/performance.md): declare it in the
 /// binary that serves, as `a2a-local`'s own `main.rs` and a generated project's do:
@@ -25,8 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_core::{
-    A2aService, Agent, Auth, AuthMode, AuthSettings, MessageIdReuse, Permissions, PushPolicy,
-    PushSigner, ServiceConfig, SigningAlgorithm,
+    A2aService, Agent, Auth, AuthMode, AuthSettings, MessageIdReuse, PushPolicy, PushSigner,
+    ServiceConfig, SigningAlgorithm,
 };
 use a2a_core::{ApiKeyLocation, ConfigError, ScopeNames};
 use a2a_files::{ApiKeyFile, KeyFile};
@@ -35,7 +41,7 @@ use a2a_net::{
     AgentCredentials, OpenIdJwks, RemoteAgentSettings, RemoteAgentsClient, WebhookClient,
 };
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser};
 use listener::{serve_http, ConnectionLimits};
 use tokio::sync::watch;
 use tower_http::timeout::RequestBodyTimeoutLayer;
@@ -144,6 +150,10 @@ pub struct Options {
     /// to try what a Lambda deployment does (A2A_LONG_POLL_MAX_HELD, 100 there).
     #[arg(long, env = "A2A_LONG_POLL_MAX_HELD")]
     pub long_poll_max_held: Option<u32>,
+    /// Append the metrics a Lambda function writes (CloudWatch EMF lines: requests, errors,
+    /// tasks finished by state, push and job attempts, dead letters) to this file.
+    #[arg(long, env = "A2A_METRICS_FILE", value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
     /// Serve the whole surface (both bindings, SSE, the card, the JWKS) under this path
     /// prefix, e.g. `/a2a`; the card's URLs include it.
     #[arg(long, env = "A2A_BASE_PATH", default_value = "", value_parser = a2a_http::base_path)]
@@ -372,129 +382,6 @@ impl AuthOptions {
 /// The API key document's file name in the data directory.
 pub const API_KEY_FILE: &str = "api-keys.json";
 
-/// The `a2a-local` command line: the server options, or an admin command.
-#[derive(Debug, Parser)]
-#[command(
-    name = "a2a-local",
-    version,
-    about = "Run an A2A 1.0 agent locally on an embedded store"
-)]
-pub struct Cli {
-    /// The server's options (also read by the admin commands: `--data-dir`, `--api-key-file`).
-    #[command(flatten)]
-    pub options: Options,
-    /// An admin command instead of serving.
-    #[command(subcommand)]
-    pub command: Option<Command>,
-}
-
-/// Admin commands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Manage API keys (for `--auth api-key`).
-    Keys(KeysArgs),
-    /// Writes a new agent project into a directory: its agent, a local server, the Lambda
-    /// binary, template.yaml and a test, on this kit's crates.
-    New(new_project::NewArgs),
-}
-
-/// `a2a-local keys …`: which key document, and what to do with it. The document's options are
-/// the keys' own, not global ones, so that `new --help` lists only what `new` takes.
-#[derive(Debug, Args)]
-pub struct KeysArgs {
-    /// The data directory whose key document to use. Default: the server's (`--data-dir`
-    /// before `keys`, A2A_DATA_DIR, or ./.a2a).
-    #[arg(long, global = true)]
-    pub data_dir: Option<PathBuf>,
-    /// The API key document (hashes only). Default: the server's (`--api-key-file` before
-    /// `keys`, A2A_API_KEY_FILE, or `<data-dir>/api-keys.json`).
-    #[arg(long, global = true)]
-    pub api_key_file: Option<PathBuf>,
-    /// What to do.
-    #[command(subcommand)]
-    pub command: KeysCommand,
-}
-
-/// `a2a-local keys …`.
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Issues a key and prints it once; only its hash is stored.
-    Issue {
-        /// What the key may do: any of read, send, cancel, push (comma-separated), or all.
-        #[arg(long, default_value = "all")]
-        permissions: String,
-        /// Who the key is for: keys with the same principal see the same tasks (so a key can
-        /// be replaced without losing them). Default: the key's own id.
-        #[arg(long)]
-        principal: Option<String>,
-        /// A note for humans.
-        #[arg(long, default_value = "")]
-        description: String,
-    },
-    /// Lists the keys (ids, principals, permissions; never a key).
-    List,
-    /// Revokes a key: it is refused from the next request on.
-    Revoke {
-        /// The key id (`a2a_<id>_…`).
-        id: String,
-    },
-}
-
-/// Runs an admin command, printing to stdout. The key itself is printed exactly once, by
-/// `keys issue`, and is never logged.
-pub fn run_command(options: &Options, command: &Command) -> Result<(), String> {
-    let keys = match command {
-        Command::Keys(keys) => keys,
-        Command::New(args) => return new_project::run(args).map_err(|e| e.to_string()),
-    };
-    let data_dir = keys.data_dir.as_ref().unwrap_or(&options.data_dir);
-    let file = ApiKeyFile::new(match &keys.api_key_file {
-        Some(file) => file.clone(),
-        None => options.auth.api_key_path(data_dir),
-    });
-    let path = file.path();
-    let mut doc = file.read()?;
-    match &keys.command {
-        KeysCommand::Issue {
-            permissions,
-            principal,
-            description,
-        } => {
-            let permissions = Permissions::parse_list(permissions)?;
-            let (record, key) = doc.issue(permissions, principal.clone(), description.clone())?;
-            file.write(&doc)?;
-            eprintln!(
-                "issued key {} (principal {}, permissions {}) into {}; it is shown once:",
-                record.id,
-                record.principal(),
-                record.permissions,
-                path.display()
-            );
-            println!("{}", key.expose());
-        }
-        KeysCommand::List => {
-            for key in &doc.keys {
-                println!(
-                    "{}\tprincipal={}\tpermissions={}\t{}{}",
-                    key.id,
-                    key.principal(),
-                    key.permissions,
-                    if key.revoked { "REVOKED\t" } else { "" },
-                    key.description
-                );
-            }
-        }
-        KeysCommand::Revoke { id } => {
-            if !doc.revoke(id) {
-                return Err(format!("no key {id} in {}", path.display()));
-            }
-            file.write(&doc)?;
-            eprintln!("revoked key {id}");
-        }
-    }
-    Ok(())
-}
-
 /// Logs to stderr; `RUST_LOG` sets the level (default `info`).
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -605,6 +492,13 @@ pub async fn serve(
             max_task_bytes: options.max_relayed_task_bytes,
         },
         ..ServiceConfig::default()
+    };
+    let config = match &options.metrics_file {
+        Some(path) => ServiceConfig {
+            observer: Arc::new(metrics::file_observer(path)?),
+            ..config
+        },
+        None => config,
     };
     let service = A2aService::new(
         config,

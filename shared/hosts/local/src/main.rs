@@ -9,28 +9,9 @@ static ALLOCATOR: a2a_local::Allocator = a2a_local::Allocator;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = a2a_local::Cli::parse();
-    if let Some(command) = &cli.command {
-        return match a2a_local::run_command(&cli.options, command) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("a2a-local: {err}");
-                std::process::ExitCode::FAILURE
-            }
-        };
-    }
-    a2a_local::init_logging();
-    let serving = a2a_local::serve(
-        cli.options,
-        a2a_agent::agent(),
-        a2a_local::shutdown_signal(),
-    );
-    match serving.await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            // Plain, as the admin commands' errors: it says what to do, which a log line's
-            // fields would bury.
-            eprintln!("a2a-local: {err}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    let result = match &cli.command {
+        Some(command) => a2a_local::run_command(&cli.options, command),
+        None => a2a_local::serve_until_signal(cli.options, a2a_agent::agent()).await,
+    };
+    a2a_local::exit_code("a2a-local", result)
 }

@@ -143,8 +143,12 @@ const KIT_DEPENDENCIES: &[(&str, &str)] = &[
     ("a2a-core", "shared/core"),
     ("a2a-protocol", "shared/protocol"),
     ("a2a-local", "shared/hosts/local"),
-    ("a2a-lambda-glue", "shared/hosts/lambda"),
 ];
+
+/// The kit's crates only the project's Lambda binary needs: optional, behind the project's
+/// `lambda` feature, so that its first `cargo run` does not compile the Lambda runtime and
+/// the AWS SDK (issue 50: 13 min 28 s where the kit's own server took 3 to 5).
+const KIT_LAMBDA_DEPENDENCIES: &[(&str, &str)] = &[("a2a-lambda-glue", "shared/hosts/lambda")];
 
 /// The kit's crates its test depends on.
 const KIT_DEV_DEPENDENCIES: &[(&str, &str)] = &[("a2a-embedded", "shared/adapters/embedded")];
@@ -337,17 +341,23 @@ impl NewProject {
     fn files_from(&self, kit: &KitFiles) -> Result<Vec<(PathBuf, String)>, NewProjectError> {
         let crate_name = self.name.replace('-', "_");
         let agent = agent_type_name(&self.name);
-        let dependencies = |deps: &[(&str, &str)]| {
+        let dependencies = |deps: &[(&str, &str)], extra: &str| {
             deps.iter()
-                .map(|(package, dir)| format!("{package} = {{ {} }}", self.kit.location(dir)))
+                .map(|(package, dir)| {
+                    format!("{package} = {{ {}{extra} }}", self.kit.location(dir))
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         };
         let placeholders = [
-            ("{{kit_dependencies}}", dependencies(KIT_DEPENDENCIES)),
+            ("{{kit_dependencies}}", dependencies(KIT_DEPENDENCIES, "")),
+            (
+                "{{kit_lambda_dependencies}}",
+                dependencies(KIT_LAMBDA_DEPENDENCIES, ", optional = true"),
+            ),
             (
                 "{{kit_dev_dependencies}}",
-                dependencies(KIT_DEV_DEPENDENCIES),
+                dependencies(KIT_DEV_DEPENDENCIES, ""),
             ),
             ("{{profiles}}", profiles(&kit.manifest)),
             (
@@ -505,6 +515,7 @@ fn validate_name(name: &str) -> Result<(), NewProjectError> {
     }
     if KIT_DEPENDENCIES
         .iter()
+        .chain(KIT_LAMBDA_DEPENDENCIES)
         .chain(KIT_DEV_DEPENDENCIES)
         .any(|(package, _)| package.replace('-', "_") == name.replace('-', "_"))
     {
@@ -693,6 +704,30 @@ mod tests {
             "{manifest}"
         );
         assert!(manifest.contains("a2a-embedded = { path = \"/kit/shared/adapters/embedded\" }"));
+        // The Lambda binary's dependencies only with its feature, which cargo-lambda (so
+        // `sam build` and `cargo lambda watch`) turns on: `cargo run` compiles no AWS SDK.
+        assert!(
+            manifest.contains(
+                "a2a-lambda-glue = { path = \"/kit/shared/hosts/lambda\", optional = true }"
+            ),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("lambda = [\"dep:a2a-lambda-glue\"]"),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("path = \"src/bin/lambda.rs\"\nrequired-features = [\"lambda\"]"),
+            "{manifest}"
+        );
+        for command in ["build", "watch"] {
+            assert!(
+                manifest.contains(&format!(
+                    "[package.metadata.lambda.{command}]\nfeatures = [\"lambda\"]"
+                )),
+                "{manifest}"
+            );
+        }
         assert!(
             manifest.contains("[profile.dev.package.\"*\"]"),
             "{manifest}"
