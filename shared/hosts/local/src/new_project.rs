@@ -479,8 +479,8 @@ pub fn run(args: &NewArgs) -> Result<(), NewProjectError> {
     let dir = project.dir().display();
     eprintln!(
         "created the agent project {} in {dir}\n\n  cd {dir}\n  cargo run        # the local \
-         server on 127.0.0.1:9000 (the first build takes about 11 minutes on 2 cores)\n  cargo test\n  sam \
-         build && sam deploy --guided\n\nThe agent is src/lib.rs; README.md says more.",
+         server on 127.0.0.1:9000 (the first build: about 4 minutes on 2 cores)\n  cargo test\n  \
+         sam build && sam deploy --guided\n\nThe agent is src/lib.rs; README.md says more.",
         project.name()
     );
     Ok(())
