@@ -185,7 +185,8 @@ impl Kept {
     }
 }
 
-struct NoPush;
+/// A push queue that takes every job and delivers none (the contract's services push nothing).
+pub(crate) struct NoPush;
 
 #[async_trait::async_trait]
 impl PushQueue for NoPush {

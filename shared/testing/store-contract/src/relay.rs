@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use a2a_core::{
     A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    Owner, Placement, PushJob, PushQueue, RelayAnswer, RemoteAgents, RemoteError, RemoteSent,
-    RemoteTaskRef, ServiceConfig, StoreError, TaskStore, WaitFor, WorkJob, WorkQueue,
+    Owner, Placement, RelayAnswer, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
+    ServiceConfig, StoreError, TaskStore, WaitFor, WorkJob, WorkQueue,
 };
 use a2a_protocol::{
     Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
@@ -136,6 +136,7 @@ impl RemoteAgents for Other {
     }
 }
 
+/// A work queue that takes every job and runs none: the relay tests move executions on by hand.
 struct Nowhere;
 
 #[async_trait::async_trait]
@@ -145,13 +146,6 @@ impl WorkQueue for Nowhere {
     }
 
     async fn enqueue_work_after(&self, _job: &WorkJob, _delay: Duration) -> Result<(), StoreError> {
-        Ok(())
-    }
-}
-
-#[async_trait::async_trait]
-impl PushQueue for Nowhere {
-    async fn enqueue_push(&self, _jobs: &[PushJob]) -> Result<(), StoreError> {
         Ok(())
     }
 }
@@ -194,7 +188,7 @@ fn delegating(
         Arc::new(Delegating { step_bytes }),
         store,
         Arc::new(Nowhere),
-        Arc::new(Nowhere),
+        Arc::new(crate::durable::NoPush),
     )
 }
 
