@@ -263,12 +263,25 @@ async fn a_call_parked_before_the_upgrade_hears_its_room_by_the_previous_id() {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(owner.as_str())
     );
     // The record as the previous version wrote it: waiting for the id of the previous form.
+    // The call posts to the room before its last save (the room's task, the wait's poll):
+    // rewritten only once that save is in, or the two saves would race.
     let store = &s.store.store;
-    let mut record = store
-        .load_execution(&owner, &ours)
+    let parked = async {
+        loop {
+            let record = store
+                .load_execution(&owner, &ours)
+                .await
+                .unwrap()
+                .expect("the call's record");
+            if !record.remotes.is_empty() {
+                return record;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let mut record = tokio::time::timeout(std::time::Duration::from_secs(10), parked)
         .await
-        .unwrap()
-        .expect("the call's record");
+        .expect("the call parks");
     let expected = record.version;
     record.version += 1;
     if let Some(WaitFor::RemoteTask { remote, .. }) = record.wait.as_mut().map(|w| &mut w.what) {
