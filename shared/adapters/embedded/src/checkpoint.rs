@@ -7,7 +7,7 @@ use std::sync::{mpsc, Arc};
 
 use rusqlite::Connection;
 
-use crate::{stable_plans, DbError, BUSY_TIMEOUT};
+use crate::connection::{stable_plans, DbError, BUSY_TIMEOUT};
 
 /// How many pages the write-ahead log holds before the checkpoint thread copies them into the
 /// database file (SQLite's own automatic checkpoint runs at 1,000, inside the committing write).

@@ -12,6 +12,7 @@
 //! early; a short poll interval notices writes made by other processes.
 
 mod checkpoint;
+mod connection;
 mod queue;
 mod schema;
 mod task_store;
@@ -23,6 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use a2a_core::StoreError;
 use checkpoint::{checkpoint_in_background, CheckpointPause, LogCounts, LogLimits};
+pub(crate) use connection::DbError;
+use connection::{configure, stable_plans, BUSY_TIMEOUT, STATEMENT_CACHE};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{oneshot, watch};
 
@@ -30,9 +33,6 @@ pub use queue::{EmbeddedQueue, QueueName, ReceivedJob};
 
 /// Name of the database file inside the data directory.
 pub const DB_FILE_NAME: &str = "a2a.sqlite3";
-
-/// How long a statement waits for another connection's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often waiters re-check the file, to notice writes made by other processes (which do not
 /// reach this process's wake-up channels).
@@ -354,9 +354,6 @@ fn open_reader(path: &Path) -> Result<Connection, DbError> {
     Ok(conn)
 }
 
-/// Prepared statements kept per connection: every statement of the store fits.
-const STATEMENT_CACHE: usize = 64;
-
 /// SQLite page cache per read connection, in KiB (the writer keeps the default).
 const READER_CACHE_KIB: i64 = 256;
 
@@ -502,102 +499,6 @@ fn unwritable(data_dir: &Path, path: &Path) -> Option<StoreError> {
             false => Ok(()),
         });
     checked.err().map(StoreError::Backend)
-}
-
-fn configure(conn: &mut Connection) -> Result<(), DbError> {
-    // Set first, so that everything below (and the schema creation) waits for other processes
-    // instead of failing with SQLITE_BUSY.
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    stable_plans(conn)?;
-    enable_wal(conn)?;
-    // In WAL mode NORMAL only risks the last commits on power loss, not on a process crash.
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "foreign_keys", true)?;
-    Ok(())
-}
-
-/// Plans each statement once, whatever values it is run with (SQLite's query planner stability
-/// guarantee). The bundled SQLite is built with STAT4, under which a statement whose plan could
-/// depend on a bound value (an equality on part of a key, a range on an indexed column: "now"
-/// against an expiry) is prepared again whenever that value changes, which is every run: a push
-/// config lookup in every write was parsed and planned anew each time. The store's statements
-/// have one right plan; they keep it.
-fn stable_plans(conn: &Connection) -> Result<(), DbError> {
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-        true,
-    )?;
-    Ok(())
-}
-
-/// Switches the file to WAL mode (a persistent setting: a no-op once done).
-///
-/// Switching a new file takes an exclusive lock and SQLite does not call the busy handler for
-/// it, so when several processes open a new file at once, all but one get `SQLITE_BUSY` here.
-/// Retry for as long as the busy timeout would have waited.
-fn enable_wal(conn: &Connection) -> Result<(), DbError> {
-    let started = std::time::Instant::now();
-    loop {
-        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
-            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
-            Ok(mode) => {
-                return Err(DbError::Invalid(format!(
-                    "could not switch the database to WAL mode (got {mode})"
-                )))
-            }
-            Err(e)
-                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                    && started.elapsed() < BUSY_TIMEOUT =>
-            {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-/// Errors inside a blocking store call, converted to [`StoreError`] at the boundary.
-#[derive(Debug)]
-pub(crate) enum DbError {
-    /// SQLite failed.
-    Sqlite(rusqlite::Error),
-    /// A stored or given value did not (de)serialise.
-    Json(serde_json::Error),
-    /// The caller broke a precondition, or the file holds something unexpected.
-    Invalid(String),
-    /// A store outcome to pass on as is (`Conflict`, `InvalidPageToken`).
-    Store(StoreError),
-}
-
-impl From<rusqlite::Error> for DbError {
-    fn from(e: rusqlite::Error) -> Self {
-        Self::Sqlite(e)
-    }
-}
-
-impl From<serde_json::Error> for DbError {
-    fn from(e: serde_json::Error) -> Self {
-        Self::Json(e)
-    }
-}
-
-impl From<StoreError> for DbError {
-    fn from(e: StoreError) -> Self {
-        Self::Store(e)
-    }
-}
-
-impl From<DbError> for StoreError {
-    fn from(e: DbError) -> Self {
-        match e {
-            // SQLite's messages name tables and constraints, never values: safe for logs.
-            DbError::Sqlite(e) => StoreError::Backend(format!("sqlite: {e}")),
-            DbError::Json(e) => StoreError::Backend(format!("stored JSON: {e}")),
-            DbError::Invalid(text) => StoreError::Backend(text),
-            DbError::Store(e) => e,
-        }
-    }
 }
 
 /// Milliseconds since the Unix epoch, now.
