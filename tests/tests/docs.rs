@@ -6,10 +6,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use a2a_e2e::server::workspace_root;
+use serde_json::Value;
 
 /// The pages whose paths must exist.
 const PAGES: &[&str] = &[
     "README.md",
+    "docs/a2a-lite.md",
     "docs/agents-calling-agents.md",
     "docs/architecture.md",
     "docs/auth.md",
@@ -211,4 +213,174 @@ fn the_inventory_of_bounds_names_tests_that_exist() {
     }
     assert!(named > 20, "the table names its tests: {named}");
     assert!(missing.is_empty(), "tests that do not exist: {missing:#?}");
+}
+
+/// The rows of the layer table of `docs/architecture.md`: each row's folder, in order.
+fn layer_rows(page: &str) -> Vec<String> {
+    let table = page
+        .split("| folder | role | crates |")
+        .nth(1)
+        .expect("the page has its layer table");
+    table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| {
+            code_spans(line)
+                .first()
+                .map(|f| f.trim_end_matches('/').to_owned())
+        })
+        .collect()
+}
+
+/// `cargo metadata` of the workspace (`--no-deps` unless `resolve` is wanted).
+fn cargo_metadata(resolve: bool) -> Value {
+    let mut command = std::process::Command::new(env!("CARGO"));
+    command
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(workspace_root());
+    if resolve {
+        // This machine's platform only: the others' crates need not be downloaded.
+        let rustc = std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+            .arg("-vV")
+            .output()
+            .expect("rustc -vV runs");
+        let version = String::from_utf8_lossy(&rustc.stdout).into_owned();
+        let host = version
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))
+            .expect("rustc names its host");
+        command.args(["--filter-platform", host]);
+    } else {
+        command.arg("--no-deps");
+    }
+    let out = command.output().expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+/// The layer table says which way the arrows point; the manifests must agree: a crate depends
+/// (normal dependencies) only on workspace crates of its own row or an earlier one.
+#[test]
+fn the_layer_table_matches_the_manifests() {
+    let root = workspace_root();
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).expect("the page");
+    let rows = layer_rows(&page);
+    assert!(rows.len() >= 6, "the table has its rows: {rows:?}");
+    let metadata = cargo_metadata(false);
+    let packages = metadata["packages"].as_array().expect("packages");
+    let row_of = |manifest: &str| -> Option<usize> {
+        let dir = Path::new(manifest).parent()?.strip_prefix(&root).ok()?;
+        rows.iter().position(|folder| dir.starts_with(folder))
+    };
+    let rows_by_name: std::collections::BTreeMap<&str, Option<usize>> = packages
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().unwrap_or_default();
+            (
+                name,
+                row_of(p["manifest_path"].as_str().unwrap_or_default()),
+            )
+        })
+        .collect();
+    let placed = rows_by_name.values().filter(|r| r.is_some()).count();
+    assert!(
+        placed >= 14,
+        "the table places the shared crates: {rows_by_name:?}"
+    );
+    let mut backwards = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some(Some(row)) = rows_by_name.get(name).copied() else {
+            continue;
+        };
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let normal = dep["kind"].is_null();
+            let dep_name = dep["name"].as_str().unwrap_or_default();
+            if let Some(dep_row) = rows_by_name.get(dep_name).copied() {
+                match dep_row {
+                    Some(dep_row) if !normal || dep_row <= row => {}
+                    _ => backwards.push(format!(
+                        "{name} ({}) -> {dep_name} ({})",
+                        rows[row],
+                        dep_row.map_or("outside the table", |r| rows[r].as_str())
+                    )),
+                }
+            }
+        }
+    }
+    assert!(
+        backwards.is_empty(),
+        "arrows the table does not allow: {backwards:#?}"
+    );
+}
+
+/// The core does no I/O: nothing it depends on, however indirectly, is an HTTP client, SQLite
+/// or the AWS SDK.
+#[test]
+fn the_core_depends_on_no_io_crate() {
+    let metadata = cargo_metadata(true);
+    let nodes = metadata["resolve"]["nodes"]
+        .as_array()
+        .expect("the resolved graph");
+    let node = |id: &str| nodes.iter().find(|n| n["id"] == id);
+    let core = metadata["packages"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "a2a-core"))
+        .and_then(|p| p["id"].as_str())
+        .expect("a2a-core");
+    let mut seen = BTreeSet::new();
+    let mut pending = vec![core.to_owned()];
+    while let Some(id) = pending.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        for dep in node(&id)
+            .and_then(|n| n["deps"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                pending.extend(dep["pkg"].as_str().map(str::to_owned));
+            }
+        }
+    }
+    let names: BTreeSet<String> = seen
+        .iter()
+        .filter_map(|id| {
+            let package = metadata["packages"]
+                .as_array()?
+                .iter()
+                .find(|p| p["id"] == id.as_str())?;
+            package["name"].as_str().map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        names.contains("serde_json"),
+        "the walk sees the core's dependencies: {names:?}"
+    );
+    let io: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            [
+                "reqwest",
+                "hyper",
+                "rusqlite",
+                "libsqlite3-sys",
+                "aws-config",
+            ]
+            .contains(&n.as_str())
+                || n.starts_with("aws-sdk-")
+        })
+        .collect();
+    assert!(io.is_empty(), "the core depends on I/O crates: {io:?}");
 }
