@@ -235,6 +235,11 @@ step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/perfor
 # The JS SDK's echo server (the comparison of README's figures) is run too, so it stays working.
 A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke --compare-js
 
+step "Instructions per request under callgrind, a smoke run (infra/instructions.py, docs/performance.md)"
+# The debug build, small counts: every request must succeed; the figures are printed, never
+# asserted (the optimised build's are docs/performance.md's).
+python3 "$root/infra/instructions.py" --smoke --bin "$target_dir/debug/a2a-local"
+
 step "Cold start: each function's init and first request, fake Runtime API + moto (docs/lambda.md)"
 # A smoke run: every function must start and answer; the times are printed, never asserted.
 "$target_dir/debug/a2a-cold-start" --runs 1 --warm 2 --check
