@@ -178,6 +178,14 @@ impl Emitter {
     /// This task must exist when the call is made (the remote's progress is relayed into it):
     /// emit a status first (`working`), as the reference agent's `delegate` does.
     pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+        // Boxed: an agent's future holds the future of each call it awaits, and this one is
+        // kilobytes; unboxed, every agent that may call another (the reference agent's echo
+        // too) would carry and copy them on each send.
+        Box::pin(self.call_agent_now(name, call)).await
+    }
+
+    /// [`Self::call_agent`], unboxed.
+    async fn call_agent_now(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
         self.written().await?;
         if self.state.lock().await.head.is_none() {
             return Err(AgentError::Failed(

@@ -447,7 +447,7 @@ impl Emitter {
     fn start_writing(&self, state: &mut EmitterState) {
         if !state.writing && !state.queued.is_empty() {
             state.writing = true;
-            tokio::spawn(self.clone().write_queued());
+            tokio::spawn(Box::pin(self.clone().write_queued()));
         }
     }
 

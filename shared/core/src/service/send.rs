@@ -147,8 +147,11 @@ impl A2aService {
     fn spawn_inline(&self, emitter: Emitter) -> InlineRun {
         let core = self.core.clone();
         let run = emitter.clone();
-        let handle =
-            tokio::spawn(async move { core.executions.run_inline(core.agent.clone(), run).await });
+        // Boxed: a spawned future is moved into the task's cell and its stage (a copy of its
+        // whole size each time), and an execution's is kilobytes; a box moves as a pointer.
+        let handle = tokio::spawn(Box::pin(async move {
+            core.executions.run_inline(core.agent.clone(), run).await
+        }));
         InlineRun {
             handle,
             emitter,
@@ -305,7 +308,8 @@ impl A2aService {
         let service = self.clone();
         let ctx = ctx.clone();
         let start = async move { service.start_as(&ctx, request, streaming, true).await };
-        match tokio::spawn(start.instrument(tracing::Span::current())).await {
+        // Boxed, as `spawn_inline`'s run is: the start's future is kilobytes.
+        match tokio::spawn(Box::pin(start).instrument(tracing::Span::current())).await {
             Ok(started) => started,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => Err(internal("a send's start was cancelled", e)),
