@@ -1,0 +1,320 @@
+//! The LLM adapter through a2a-local's server (the embedded store, real sockets), its model a
+//! scripted OpenAI-compatible server of the tests' own on 127.0.0.1.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use a2a_client::{text_of, StreamResponse};
+use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter};
+use a2a_llm::{LlmAgent, Tool};
+use a2a_protocol::{SendMessageResponse, Task, TaskState};
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use serde_json::json;
+use support::{A2aServer, ModelServer, Script, API_KEY};
+use tokio::sync::Notify;
+
+fn agent(model: &ModelServer) -> LlmAgent {
+    LlmAgent::new("helper")
+        .model(model.model())
+        .system_prompt("You are terse.")
+}
+
+async fn send(client: &a2a_client::Client, request: a2a_protocol::SendMessageRequest) -> Task {
+    match client.send_message(request).await.unwrap() {
+        SendMessageResponse::Task(task) => task,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+fn answer(task: &Task) -> String {
+    let artifact = task
+        .artifacts
+        .iter()
+        .find(|a| a.name == "answer")
+        .expect("an answer artifact");
+    text_of(&artifact.parts)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
+    let gate = Arc::new(Notify::new());
+    let model = ModelServer::start(vec![Script::Gated {
+        before: vec!["Hel", "lo"],
+        gate: gate.clone(),
+        after: vec![" world"],
+    }])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let mut events = client
+        .send_streaming_message(client.text("greet me"))
+        .await
+        .unwrap();
+    // The model holds the rest of its answer until the first chunk reached us.
+    let first = loop {
+        match events.next().await.expect("the stream goes on").unwrap() {
+            StreamResponse::ArtifactUpdate(update) => break update,
+            _ => continue,
+        }
+    };
+    assert_eq!(text_of(&first.artifact.parts), "Hello");
+    assert!(!first.last_chunk);
+    gate.notify_one();
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        match event.unwrap() {
+            StreamResponse::ArtifactUpdate(update) => last = Some(update),
+            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
+                assert_eq!(update.status.state, TaskState::Completed);
+                break;
+            }
+            _ => {}
+        }
+    }
+    // The final artifact is whole, with the model's token usage.
+    let last = last.expect("the final artifact");
+    assert!(last.last_chunk && !last.append);
+    assert_eq!(text_of(&last.artifact.parts), "Hello world");
+    let usage = &last.artifact.metadata.as_ref().expect("metadata")["usage"];
+    assert_eq!(usage["inputTokens"], 7);
+    assert_eq!(usage["outputTokens"], 3);
+}
+
+/// The LLM agent, counting its executions: a second one is a replay of the first.
+struct Counted {
+    inner: Arc<dyn Agent>,
+    runs: AtomicUsize,
+}
+
+#[async_trait]
+impl Agent for Counted {
+    fn describe(&self) -> AgentDescription {
+        self.inner.describe()
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        self.inner.execute(request, emitter).await
+    }
+}
+
+/// Another agent: it answers once the test lets it, so the caller parks meanwhile.
+struct Remote {
+    gate: Arc<Notify>,
+}
+
+#[async_trait]
+impl Agent for Remote {
+    fn describe(&self) -> AgentDescription {
+        AgentDescription {
+            name: "remote".into(),
+            ..AgentDescription::default()
+        }
+    }
+
+    async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        emitter.working(None).await?;
+        self.gate.notified().await;
+        let artifact = a2a_protocol::Artifact {
+            artifact_id: format!("{}-echo", request.task_id),
+            name: "echo".into(),
+            parts: vec![a2a_protocol::Part::text(format!(
+                "echo: {}",
+                request.text()
+            ))],
+            ..a2a_protocol::Artifact::default()
+        };
+        emitter.artifact(artifact, false, true).await?;
+        emitter.complete(None).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
+    let gate = Arc::new(Notify::new());
+    let remote = A2aServer::start(Arc::new(Remote { gate: gate.clone() })).await;
+    let model = ModelServer::start(vec![
+        Script::ToolCall {
+            name: "count",
+            arguments: r#"{"word":"apples"}"#,
+        },
+        Script::ToolCall {
+            name: "ask_remote",
+            arguments: r#"{"message":"how many apples?"}"#,
+        },
+        Script::Text(vec!["Three ", "apples."]),
+    ])
+    .await;
+    let counted = Arc::new(AtomicUsize::new(0));
+    let tool_runs = counted.clone();
+    let llm = agent(&model)
+        .tool(Tool::local(
+            "count",
+            "Counts a word.",
+            json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+            move |args| {
+                let runs = tool_runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(format!("{} counted", args["word"].as_str().unwrap_or("?")))
+                }
+            },
+        ))
+        .tool(Tool::agent(
+            "ask_remote",
+            "Asks the remote agent.",
+            &remote.base,
+        ))
+        .build();
+    let agent = Arc::new(Counted {
+        inner: llm,
+        runs: AtomicUsize::new(0),
+    });
+    let server = A2aServer::start(agent.clone()).await;
+    let client = server.client().await;
+    let mut events = client
+        .send_streaming_message(client.text("count the apples"))
+        .await
+        .unwrap();
+    let mut opened = false;
+    let mut state = TaskState::Unspecified;
+    while let Some(event) = events.next().await {
+        match event.unwrap() {
+            // The remote's WORKING, relayed into our task: its message went out; let it answer.
+            StreamResponse::StatusUpdate(update)
+                if !opened
+                    && update.status.state == TaskState::Working
+                    && model.requests().len() == 2 =>
+            {
+                opened = true;
+                gate.notify_one();
+            }
+            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
+                state = update.status.state;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(state, TaskState::Completed);
+    // The run parked on the remote and was replayed: the model's first two answers and the
+    // local tool's came from the record, not from calling them again.
+    assert!(
+        agent.runs.load(Ordering::SeqCst) >= 2,
+        "the execution was resumed"
+    );
+    assert_eq!(counted.load(Ordering::SeqCst), 1, "the tool ran once");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "the model was called once per turn");
+    let last = requests[2]["messages"].to_string();
+    assert!(last.contains("apples counted"), "{last}");
+    assert!(last.contains("echo: how many apples?"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_in_the_same_context_continues_the_conversation() {
+    let model = ModelServer::start(vec![
+        Script::Text(vec!["Par", "is."]),
+        Script::Text(vec!["About 2 million."]),
+    ])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let first = send(&client, client.text("What is the capital of France?")).await;
+    assert_eq!(first.status.state, TaskState::Completed, "{first:?}");
+    assert_eq!(answer(&first), "Paris.");
+    let mut follow_up = client.text("How many people live there?");
+    follow_up.message.as_mut().unwrap().context_id = first.context_id.clone();
+    let second = send(&client, follow_up).await;
+    assert_eq!(second.status.state, TaskState::Completed, "{second:?}");
+    let messages = &model.requests()[1]["messages"];
+    let said: Vec<(String, String)> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[0].0, "system");
+    assert_eq!(said[1].0, "user");
+    assert!(said[1].1.contains("capital of France"));
+    assert_eq!(said[2].0, "assistant");
+    assert!(said[2].1.contains("Paris."));
+    assert_eq!(said[3].0, "user");
+    assert!(said[3].1.contains("How many people"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_error_fails_the_task_with_its_reason_and_no_key() {
+    let model = ModelServer::start(vec![Script::Error {
+        status: 500,
+        retry_after: None,
+        body: json!({"error": {"message": format!("model overloaded (key {API_KEY})")}}),
+    }])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let task = send(&client, client.text("hello")).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let reason = text_of(&task.status.message.as_ref().expect("a reason").parts);
+    assert!(reason.contains("HTTP 500"), "{reason}");
+    assert!(reason.contains("model overloaded"), "{reason}");
+    assert!(!reason.contains(API_KEY), "{reason}");
+    assert_eq!(model.requests().len(), 1, "a server error is not retried");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_is_retried_inside_the_step() {
+    let model = ModelServer::start(vec![
+        Script::Error {
+            status: 429,
+            retry_after: Some("0"),
+            body: json!({"error": {"message": "slow down"}}),
+        },
+        Script::Text(vec!["fine"]),
+    ])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let task = send(&client, client.text("hello")).await;
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    assert_eq!(answer(&task), "fine");
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn asking_the_user_waits_for_input_and_the_answer_continues() {
+    let model = ModelServer::start(vec![
+        Script::ToolCall {
+            name: "ask_user",
+            arguments: r#"{"question":"Which city?"}"#,
+        },
+        Script::Text(vec!["Lyon is nice."]),
+    ])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let task = send(&client, client.text("Recommend a city")).await;
+    assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    let question = text_of(&task.status.message.as_ref().unwrap().parts);
+    assert_eq!(question, "Which city?");
+    let mut reply = client.text("Somewhere in France");
+    let message = reply.message.as_mut().unwrap();
+    message.task_id = task.id.clone();
+    message.context_id = task.context_id.clone();
+    let done = send(&client, reply).await;
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    assert_eq!(answer(&done), "Lyon is nice.");
+    let second = model.requests()[1]["messages"].to_string();
+    assert!(second.contains("Recommend a city"), "{second}");
+    assert!(second.contains("Which city?"), "{second}");
+    assert!(second.contains("Somewhere in France"), "{second}");
+}
