@@ -29,6 +29,13 @@ async fn send(client: &a2a_client::Client, request: a2a_protocol::SendMessageReq
     }
 }
 
+/// Waits for `work`, failing the test instead of hanging if what it awaits never comes.
+async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), work)
+        .await
+        .expect("the awaited event came (60 s safety net)")
+}
+
 fn answer(task: &Task) -> String {
     let artifact = task
         .artifacts
@@ -54,12 +61,15 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
         .await
         .unwrap();
     // The model holds the rest of its answer until the first chunk reached us.
-    let first = loop {
-        match events.next().await.expect("the stream goes on").unwrap() {
-            StreamResponse::ArtifactUpdate(update) => break update,
-            _ => continue,
+    let first = within(async {
+        loop {
+            match events.next().await.expect("the stream goes on").unwrap() {
+                StreamResponse::ArtifactUpdate(update) => break update,
+                _ => continue,
+            }
         }
-    };
+    })
+    .await;
     assert_eq!(text_of(&first.artifact.parts), "Hello");
     assert!(!first.last_chunk);
     gate.notify_one();
@@ -101,10 +111,10 @@ impl Agent for Counted {
     }
 }
 
-/// Another agent: it answers once the test lets it, so the caller parks meanwhile.
-struct Remote {
-    gate: Arc<Notify>,
-}
+/// Another agent: it answers at once, but a caller's send returns its task as created
+/// (WORKING: `call_agent` sends with `returnImmediately`), so the caller parks until the
+/// answer is pushed back, and then replays its run from the top.
+struct Remote;
 
 #[async_trait]
 impl Agent for Remote {
@@ -117,7 +127,6 @@ impl Agent for Remote {
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
         emitter.working(None).await?;
-        self.gate.notified().await;
         let artifact = a2a_protocol::Artifact {
             artifact_id: format!("{}-echo", request.task_id),
             name: "echo".into(),
@@ -134,8 +143,7 @@ impl Agent for Remote {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
-    let gate = Arc::new(Notify::new());
-    let remote = A2aServer::start(Arc::new(Remote { gate: gate.clone() })).await;
+    let remote = A2aServer::start(Arc::new(Remote)).await;
     let model = ModelServer::start(vec![
         Script::ToolCall {
             name: "count",
@@ -179,26 +187,17 @@ async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
         .send_streaming_message(client.text("count the apples"))
         .await
         .unwrap();
-    let mut opened = false;
-    let mut state = TaskState::Unspecified;
-    while let Some(event) = events.next().await {
-        match event.unwrap() {
-            // The remote's WORKING, relayed into our task: its message went out; let it answer.
-            StreamResponse::StatusUpdate(update)
-                if !opened
-                    && update.status.state == TaskState::Working
-                    && model.requests().len() == 2 =>
-            {
-                opened = true;
-                gate.notify_one();
+    let state = within(async {
+        while let Some(event) = events.next().await {
+            if let StreamResponse::StatusUpdate(update) = event.unwrap() {
+                if update.status.state.is_terminal() {
+                    return update.status.state;
+                }
             }
-            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
-                state = update.status.state;
-                break;
-            }
-            _ => {}
         }
-    }
+        TaskState::Unspecified
+    })
+    .await;
     assert_eq!(state, TaskState::Completed);
     // The run parked on the remote and was replayed: the model's first two answers and the
     // local tool's came from the record, not from calling them again.
