@@ -14,8 +14,14 @@ pub(crate) fn messages(
     let mut out = Vec::new();
     for task in earlier {
         said(&mut out, task);
-        let answer: Vec<&str> = task
-            .artifacts
+        // An LLM agent's answer; another agent's task: all it made.
+        let answers = task.artifacts.iter().filter(|a| a.name == "answer");
+        let artifacts: Vec<_> = if answers.clone().next().is_some() {
+            answers.collect()
+        } else {
+            task.artifacts.iter().collect()
+        };
+        let answer: Vec<&str> = artifacts
             .iter()
             .flat_map(|artifact| &artifact.parts)
             .filter_map(|part| part.text.as_deref())

@@ -23,7 +23,7 @@ fn agent(model: &ModelServer) -> LlmAgent {
 }
 
 async fn send(client: &a2a_client::Client, request: a2a_protocol::SendMessageRequest) -> Task {
-    match client.send_message(request).await.unwrap() {
+    match client.send_message(request).await.expect("the send") {
         SendMessageResponse::Task(task) => task,
         other => panic!("expected a task, got {other:?}"),
     }
@@ -63,9 +63,9 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
     // The model holds the rest of its answer until the first chunk reached us.
     let first = within(async {
         loop {
-            match events.next().await.expect("the stream goes on").unwrap() {
-                StreamResponse::ArtifactUpdate(update) => break update,
-                _ => continue,
+            let event = events.next().await.expect("the stream goes on").unwrap();
+            if let StreamResponse::ArtifactUpdate(update) = event {
+                break update;
             }
         }
     })
@@ -316,4 +316,38 @@ async fn asking_the_user_waits_for_input_and_the_answer_continues() {
     assert!(second.contains("Recommend a city"), "{second}");
     assert!(second.contains("Which city?"), "{second}");
     assert!(second.contains("Somewhere in France"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_closes_the_provider_stream() {
+    let closed = Arc::new(Notify::new());
+    let model = ModelServer::start(vec![Script::Endless {
+        closed: closed.clone(),
+    }])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let mut events = client
+        .send_streaming_message(client.text("sing forever"))
+        .await
+        .unwrap();
+    let task_id = within(async {
+        loop {
+            if let StreamResponse::ArtifactUpdate(update) = events.next().await.unwrap().unwrap() {
+                break update.task_id;
+            }
+        }
+    })
+    .await;
+    let canceled = client
+        .cancel_task(a2a_protocol::CancelTaskRequest {
+            id: task_id,
+            ..a2a_protocol::CancelTaskRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    // The adapter's next chunk write finds the task ended and drops the model's stream: the
+    // model's server sees its client go (else it streams for minutes, past the safety net).
+    within(closed.notified()).await;
 }

@@ -35,6 +35,9 @@ pub(crate) enum Script {
         name: &'static str,
         arguments: &'static str,
     },
+    /// Tokens every few milliseconds until the client goes away (then `closed` is notified),
+    /// or 100,000 of them (over 8 minutes).
+    Endless { closed: Arc<Notify> },
     /// An error answer: its status, a `Retry-After` and a body.
     Error {
         status: u16,
@@ -66,15 +69,28 @@ impl ModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("the scripted model server");
+        let base_url = format!(
+            "http://{}/v1",
+            listener.local_addr().expect("the scripted model server")
+        );
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("the scripted model server")
+        });
         Self { base_url, state }
     }
 
     /// The request bodies received so far.
     pub(crate) fn requests(&self) -> Vec<Value> {
-        self.state.requests.lock().unwrap().clone()
+        self.state
+            .requests
+            .lock()
+            .expect("the script's lock")
+            .clone()
     }
 
     /// The model: this server, the test key, model `m`.
@@ -108,8 +124,8 @@ async fn complete(
         headers.get("authorization").and_then(|v| v.to_str().ok()),
         Some(format!("Bearer {API_KEY}").as_str())
     );
-    state.requests.lock().unwrap().push(body);
-    let script = state.replies.lock().unwrap().pop_front();
+    state.requests.lock().expect("the script's lock").push(body);
+    let script = state.replies.lock().expect("the script's lock").pop_front();
     let Some(script) = script else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "no reply scripted").into_response();
     };
@@ -120,11 +136,16 @@ async fn complete(
             retry_after,
             body,
         } => {
-            let mut response = (StatusCode::from_u16(status).unwrap(), Json(body)).into_response();
+            let mut response = (
+                StatusCode::from_u16(status).expect("the scripted model server"),
+                Json(body),
+            )
+                .into_response();
             if let Some(after) = retry_after {
-                response
-                    .headers_mut()
-                    .insert("retry-after", after.parse().unwrap());
+                response.headers_mut().insert(
+                    "retry-after",
+                    after.parse().expect("the scripted model server"),
+                );
             }
             return response;
         }
@@ -154,6 +175,22 @@ async fn complete(
                 let _ = tx.send(Ok(usage())).await;
             });
         }
+        Script::Endless { closed } => {
+            tokio::spawn(async move {
+                for _ in 0..100_000 {
+                    if tx
+                        .send(Ok(chunk(json!({"content": "la "}), None)))
+                        .await
+                        .is_err()
+                    {
+                        closed.notify_one();
+                        return;
+                    }
+                    // The pace of a model writing, not a synchronisation.
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            });
+        }
         Script::ToolCall { name, arguments } => {
             let (first, rest) = arguments.split_at(arguments.len() / 2);
             tokio::spawn(async move {
@@ -173,7 +210,7 @@ async fn complete(
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(stream))
-        .unwrap()
+        .expect("the scripted model server")
 }
 
 /// a2a-local's server for `agent`, on the embedded store in a temporary directory, on a free
@@ -187,27 +224,27 @@ pub(crate) struct A2aServer {
 
 impl A2aServer {
     pub(crate) async fn start(agent: Arc<dyn Agent>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("a2a-local's server");
         // A free port, bound by the server right after (serve takes an address, not a socket).
         let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
+            .expect("a2a-local's server")
             .local_addr()
-            .unwrap()
+            .expect("a2a-local's server")
             .port();
         let addr = format!("127.0.0.1:{port}");
-        let data_dir = dir.path().to_str().unwrap().to_owned();
+        let data_dir = dir.path().to_str().expect("a2a-local's server").to_owned();
         let options = a2a_local::Options::try_parse_from_with_data_dir(
             ".a2a",
             ["a2a-local", "--addr", &addr, "--data-dir", &data_dir],
         )
-        .unwrap();
+        .expect("a2a-local's server");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             a2a_local::serve(options, agent, async {
                 let _ = stopped.await;
             })
             .await
-            .unwrap();
+            .expect("a2a-local's server");
         });
         let base = format!("http://{addr}");
         // Ready once it accepts a connection (it binds before it serves).
@@ -225,7 +262,9 @@ impl A2aServer {
     }
 
     pub(crate) async fn client(&self) -> a2a_client::Client {
-        a2a_client::Client::connect(&self.base).await.unwrap()
+        a2a_client::Client::connect(&self.base)
+            .await
+            .expect("a2a-local's server")
     }
 }
 
