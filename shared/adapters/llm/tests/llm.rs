@@ -36,6 +36,20 @@ async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
         .expect("the awaited event came (60 s safety net)")
 }
 
+/// The first artifact chunk a stream brings.
+async fn first_chunk(events: &mut a2a_client::TaskStream) -> a2a_protocol::TaskArtifactUpdateEvent {
+    within(async {
+        loop {
+            let event = events.next().await.expect("the stream goes on");
+            let event = event.expect("a stream event");
+            if let StreamResponse::ArtifactUpdate(update) = event {
+                break update;
+            }
+        }
+    })
+    .await
+}
+
 fn answer(task: &Task) -> String {
     let artifact = task
         .artifacts
@@ -61,15 +75,7 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
         .await
         .unwrap();
     // The model holds the rest of its answer until the first chunk reached us.
-    let first = within(async {
-        loop {
-            let event = events.next().await.expect("the stream goes on").unwrap();
-            if let StreamResponse::ArtifactUpdate(update) = event {
-                break update;
-            }
-        }
-    })
-    .await;
+    let first = first_chunk(&mut events).await;
     assert_eq!(text_of(&first.artifact.parts), "Hello");
     assert!(!first.last_chunk);
     gate.notify_one();
@@ -331,14 +337,7 @@ async fn cancel_closes_the_provider_stream() {
         .send_streaming_message(client.text("sing forever"))
         .await
         .unwrap();
-    let task_id = within(async {
-        loop {
-            if let StreamResponse::ArtifactUpdate(update) = events.next().await.unwrap().unwrap() {
-                break update.task_id;
-            }
-        }
-    })
-    .await;
+    let task_id = first_chunk(&mut events).await.task_id;
     let canceled = client
         .cancel_task(a2a_protocol::CancelTaskRequest {
             id: task_id,
