@@ -117,10 +117,15 @@ impl Agent for Counted {
     }
 }
 
-/// Another agent: it answers at once, but a caller's send returns its task as created
-/// (WORKING: `call_agent` sends with `returnImmediately`), so the caller parks until the
-/// answer is pushed back, and then replays its run from the top.
-struct Remote;
+/// Another agent: it says it is at work, then answers once the test lets it (when its WORKING
+/// has been relayed into the caller's task: the caller's send returned a task still working, so
+/// the caller parks and is resumed by the answer, replaying its run from the top).
+struct Remote {
+    gate: Arc<Notify>,
+}
+
+/// What the remote says while it works.
+const AT_WORK: &str = "remote at work";
 
 #[async_trait]
 impl Agent for Remote {
@@ -132,7 +137,8 @@ impl Agent for Remote {
     }
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
-        emitter.working(None).await?;
+        emitter.working(Some(AT_WORK)).await?;
+        self.gate.notified().await;
         let artifact = a2a_protocol::Artifact {
             artifact_id: format!("{}-echo", request.task_id),
             name: "echo".into(),
@@ -149,7 +155,8 @@ impl Agent for Remote {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
-    let remote = A2aServer::start(Arc::new(Remote)).await;
+    let gate = Arc::new(Notify::new());
+    let remote = A2aServer::start(Arc::new(Remote { gate: gate.clone() })).await;
     let model = ModelServer::start(vec![
         Script::ToolCall {
             name: "count",
@@ -193,18 +200,32 @@ async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
         .send_streaming_message(client.text("count the apples"))
         .await
         .unwrap();
-    let state = within(async {
+    let (state, task_id) = within(async {
         while let Some(event) = events.next().await {
-            if let StreamResponse::StatusUpdate(update) = event.unwrap() {
-                if update.status.state.is_terminal() {
-                    return update.status.state;
-                }
+            let StreamResponse::StatusUpdate(update) = event.unwrap() else {
+                continue;
+            };
+            let said = update.status.message.as_ref().map(|m| text_of(&m.parts));
+            if said.as_deref() == Some(AT_WORK) {
+                gate.notify_one();
+            }
+            if update.status.state.is_terminal() {
+                return (update.status.state, update.task_id);
             }
         }
-        TaskState::Unspecified
+        (TaskState::Unspecified, String::new())
     })
     .await;
     assert_eq!(state, TaskState::Completed);
+    // The answer streamed after the resume is whole, once.
+    let task = client
+        .get_task(a2a_protocol::GetTaskRequest {
+            id: task_id,
+            ..a2a_protocol::GetTaskRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(answer(&task), "Three apples.");
     // The run parked on the remote and was replayed: the model's first two answers and the
     // local tool's came from the record, not from calling them again.
     assert!(
