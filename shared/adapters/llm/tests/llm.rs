@@ -76,7 +76,9 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
         .unwrap();
     // The model holds the rest of its answer until the first chunk reached us.
     let first = first_chunk(&mut events).await;
-    assert_eq!(text_of(&first.artifact.parts), "Hello");
+    // The tokens so far, in one chunk or the first of them (how they split is timing).
+    let text = text_of(&first.artifact.parts);
+    assert!(!text.is_empty() && "Hello".starts_with(&text), "{text}");
     assert!(!first.last_chunk);
     gate.notify_one();
     let mut last = None;
