@@ -15,6 +15,8 @@
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
 #      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
+#   5. the LLM adapter (its own workspace) and a project from `a2a-local new --llm`
+#      (infra/llm-check.sh), beside the suites
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -142,6 +144,9 @@ cleanup() {
   if [ -n "${new_agent:-}" ]; then
     kill -- -"$new_agent" 2>/dev/null || true; wait "$new_agent" 2>/dev/null || true
   fi
+  if [ -n "${llm_check:-}" ]; then
+    kill -- -"$llm_check" 2>/dev/null || true; wait "$llm_check" 2>/dev/null || true
+  fi
   if [ -n "${lambda_suite:-}" ]; then
     kill -- -"$lambda_suite" 2>/dev/null || true; wait "$lambda_suite" 2>/dev/null || true
     "$root/infra/lambda-local.sh" stop >/dev/null 2>&1 || true
@@ -229,6 +234,10 @@ echo "Lambda functions end to end: run in the background from here; its log foll
 # suites' servers keep the CPU they ask for; its log and status follow the Lambda suite's.
 setsid nice -n 10 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
 new_agent=$!
+# The LLM adapter is its own workspace (rig changes serde_json's features), outside the steps
+# above: its checks, tests and a generated LLM project, compiled the same way, beside them too.
+setsid nice -n 10 "$root/infra/llm-check.sh" >"$data_dir/llm.log" 2>&1 </dev/null &
+llm_check=$!
 
 step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
 # Asserts only that every request succeeded and the counts add up; the figures are printed.
@@ -331,3 +340,7 @@ lambda_suite=""
 step "A new agent project (a2a-local new): build, its test, cargo run, the Python client, sam validate; run beside the steps since the cost step"
 finish_background "$new_agent" "$data_dir/new-agent.log" infra/new-agent-check.sh
 new_agent=""
+
+step "The LLM adapter (its own workspace: fmt, clippy, its tests) and an a2a-local new --llm project's test; run beside the steps since the cost step"
+finish_background "$llm_check" "$data_dir/llm.log" infra/llm-check.sh
+llm_check=""

@@ -21,6 +21,7 @@ const PAGES: &[&str] = &[
     "docs/conformance.md",
     "docs/cost.md",
     "docs/lambda.md",
+    "docs/llm-agents.md",
     "docs/local-server.md",
     "docs/operations.md",
     "docs/performance.md",

@@ -12,6 +12,7 @@ mod card_signing;
 mod config;
 mod config_error;
 mod context;
+mod conversation;
 mod durable;
 mod emitter;
 mod event;

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+mod llm;
+
 /// `a2a-local new <dir>`.
 #[derive(Debug, Clone, Args)]
 pub struct NewArgs {
@@ -26,6 +28,10 @@ pub struct NewArgs {
     /// With `--kit-git`: the commit, tag or branch to build from (default: the default branch).
     #[arg(long, value_name = "REV", requires = "kit_git")]
     pub kit_rev: Option<String>,
+    /// An LLM agent (the kit's a2a-llm adapter): a system prompt, a local tool and another
+    /// agent as tools, its model from OPENAI_BASE_URL, OPENAI_API_KEY and A2A_LLM_MODEL.
+    #[arg(long)]
+    pub llm: bool,
 }
 
 /// Where the generated project gets the kit's crates from.
@@ -236,6 +242,8 @@ struct KitFiles {
     samconfig: String,
     manifest: String,
     lock: String,
+    /// The LLM adapter's lock file: the kit's, and rig's dependencies (`--llm`).
+    llm_lock: String,
     toolchain: String,
     cargo_config: String,
 }
@@ -253,6 +261,7 @@ impl KitFiles {
             samconfig: read("samconfig.toml")?,
             manifest: read("Cargo.toml")?,
             lock: read("Cargo.lock")?,
+            llm_lock: read(llm::LOCK)?,
             toolchain: read("rust-toolchain.toml")?,
             cargo_config: read(".cargo/config.toml")?,
         })
@@ -291,6 +300,7 @@ pub struct NewProject {
     dir: PathBuf,
     name: String,
     kit: KitSource,
+    llm: bool,
 }
 
 impl NewProject {
@@ -314,7 +324,18 @@ impl NewProject {
             }
         };
         validate_name(&name)?;
-        Ok(Self { dir, name, kit })
+        Ok(Self {
+            dir,
+            name,
+            kit,
+            llm: false,
+        })
+    }
+
+    /// The project's agent is an LLM agent (`--llm`).
+    pub fn llm(mut self, llm: bool) -> Self {
+        self.llm = llm;
+        self
     }
 
     /// The Cargo package's name.
@@ -364,13 +385,18 @@ impl NewProject {
                 "{{kit_repository}}",
                 env!("CARGO_PKG_REPOSITORY").to_string(),
             ),
+            (
+                "{{llm_dependencies}}",
+                llm::dependencies(self.llm, &self.kit.location(llm::DIR)),
+            ),
+            ("{{about}}", llm::about(self.llm).to_string()),
             ("{{crate}}", crate_name),
             ("{{Agent}}", agent),
             ("{{name}}", self.name.clone()),
         ];
         let mut files = Vec::new();
         for (path, text) in PROJECT_FILES {
-            let mut text = (*text).to_string();
+            let mut text = llm::file(self.llm, path).unwrap_or(text).to_string();
             for (placeholder, value) in &placeholders {
                 text = text.replace(placeholder, value);
             }
@@ -385,7 +411,8 @@ impl NewProject {
         files.push(("template.yaml".into(), self.template(&kit.template)?));
         files.push(("samconfig.toml".into(), self.samconfig(&kit.samconfig)?));
         // The kit's versions of every dependency: cargo prunes what the project does not use.
-        files.push(("Cargo.lock".into(), kit.lock.clone()));
+        let lock = if self.llm { &kit.llm_lock } else { &kit.lock };
+        files.push(("Cargo.lock".into(), lock.clone()));
         // The kit's toolchain: the lock file's versions need it, and a shared target
         // directory is only reused by the same compiler.
         files.push(("rust-toolchain.toml".into(), kit.toolchain.clone()));
@@ -474,7 +501,7 @@ pub fn run(args: &NewArgs) -> Result<(), NewProjectError> {
         },
         None => KitSource::this_checkout(),
     };
-    let project = NewProject::new(&args.dir, kit)?;
+    let project = NewProject::new(&args.dir, kit)?.llm(args.llm);
     project.write()?;
     let dir = project.dir().display();
     eprintln!(

@@ -1,0 +1,277 @@
+//! What the LLM adapter's tests share: a scripted OpenAI-compatible server on 127.0.0.1 and
+//! a2a-local's server (the embedded store, the worker loops) for an agent.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use a2a_core::Agent;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Notify};
+
+/// The API key the tests configure: a provider's error that echoes it must not show it.
+pub(crate) const API_KEY: &str = "sk-test-secret-0123456789";
+
+/// One reply of the scripted model.
+pub(crate) enum Script {
+    /// These tokens, streamed, then a normal end.
+    Text(Vec<&'static str>),
+    /// `before`, then nothing until `gate` is notified, then `after` and the end.
+    Gated {
+        before: Vec<&'static str>,
+        gate: Arc<Notify>,
+        after: Vec<&'static str>,
+    },
+    /// A call of the tool `name` with `arguments` (JSON text), streamed in two fragments.
+    ToolCall {
+        name: &'static str,
+        arguments: &'static str,
+    },
+    /// Tokens every few milliseconds until the client goes away (then `closed` is notified),
+    /// or 100,000 of them (over 8 minutes).
+    Endless { closed: Arc<Notify> },
+    /// An error answer: its status, a `Retry-After` and a body.
+    Error {
+        status: u16,
+        retry_after: Option<&'static str>,
+        body: Value,
+    },
+}
+
+#[derive(Default)]
+struct Scripted {
+    replies: Mutex<VecDeque<Script>>,
+    requests: Mutex<Vec<Value>>,
+}
+
+/// A scripted OpenAI-compatible Chat Completions server on 127.0.0.1.
+pub(crate) struct ModelServer {
+    /// `http://127.0.0.1:PORT/v1`, as `OPENAI_BASE_URL` takes it.
+    pub(crate) base_url: String,
+    state: Arc<Scripted>,
+}
+
+impl ModelServer {
+    /// Serves `replies`, one a request, in order.
+    pub(crate) async fn start(replies: Vec<Script>) -> Self {
+        let state = Arc::new(Scripted {
+            replies: Mutex::new(replies.into()),
+            requests: Mutex::default(),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("the scripted model server");
+        let base_url = format!(
+            "http://{}/v1",
+            listener.local_addr().expect("the scripted model server")
+        );
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("the scripted model server")
+        });
+        Self { base_url, state }
+    }
+
+    /// The request bodies received so far.
+    pub(crate) fn requests(&self) -> Vec<Value> {
+        self.state
+            .requests
+            .lock()
+            .expect("the script's lock")
+            .clone()
+    }
+
+    /// The model: this server, the test key, model `m`.
+    pub(crate) fn model(&self) -> a2a_llm::ChatModel {
+        a2a_llm::ChatModel::new(&self.base_url, API_KEY, "m")
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Bytes {
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    Bytes::from(format!("data: {body}\n\n"))
+}
+
+fn usage() -> Bytes {
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    });
+    Bytes::from(format!("data: {body}\n\ndata: [DONE]\n\n"))
+}
+
+async fn complete(
+    State(state): State<Arc<Scripted>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    assert_eq!(
+        headers.get("authorization").and_then(|v| v.to_str().ok()),
+        Some(format!("Bearer {API_KEY}").as_str())
+    );
+    state.requests.lock().expect("the script's lock").push(body);
+    let script = state.replies.lock().expect("the script's lock").pop_front();
+    let Some(script) = script else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "no reply scripted").into_response();
+    };
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
+    match script {
+        Script::Error {
+            status,
+            retry_after,
+            body,
+        } => {
+            let mut response = (
+                StatusCode::from_u16(status).expect("the scripted model server"),
+                Json(body),
+            )
+                .into_response();
+            if let Some(after) = retry_after {
+                response.headers_mut().insert(
+                    "retry-after",
+                    after.parse().expect("the scripted model server"),
+                );
+            }
+            return response;
+        }
+        Script::Text(tokens) => {
+            tokio::spawn(async move {
+                for token in tokens {
+                    let _ = tx.send(Ok(chunk(json!({"content": token}), None))).await;
+                }
+                let _ = tx.send(Ok(chunk(json!({}), Some("stop")))).await;
+                let _ = tx.send(Ok(usage())).await;
+            });
+        }
+        Script::Gated {
+            before,
+            gate,
+            after,
+        } => {
+            tokio::spawn(async move {
+                for token in before {
+                    let _ = tx.send(Ok(chunk(json!({"content": token}), None))).await;
+                }
+                gate.notified().await;
+                for token in after {
+                    let _ = tx.send(Ok(chunk(json!({"content": token}), None))).await;
+                }
+                let _ = tx.send(Ok(chunk(json!({}), Some("stop")))).await;
+                let _ = tx.send(Ok(usage())).await;
+            });
+        }
+        Script::Endless { closed } => {
+            tokio::spawn(async move {
+                for _ in 0..100_000 {
+                    if tx
+                        .send(Ok(chunk(json!({"content": "la "}), None)))
+                        .await
+                        .is_err()
+                    {
+                        closed.notify_one();
+                        return;
+                    }
+                    // The pace of a model writing, not a synchronisation.
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            });
+        }
+        Script::ToolCall { name, arguments } => {
+            let (first, rest) = arguments.split_at(arguments.len() / 2);
+            tokio::spawn(async move {
+                let open = json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": name, "arguments": first}}]});
+                let more = json!({"tool_calls": [{"index": 0, "function": {"arguments": rest}}]});
+                let _ = tx.send(Ok(chunk(open, None))).await;
+                let _ = tx.send(Ok(chunk(more, None))).await;
+                let _ = tx.send(Ok(chunk(json!({}), Some("tool_calls")))).await;
+                let _ = tx.send(Ok(usage())).await;
+            });
+        }
+    }
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .expect("the scripted model server")
+}
+
+/// a2a-local's server for `agent`, on the embedded store in a temporary directory, on a free
+/// port of 127.0.0.1; stops when dropped.
+pub(crate) struct A2aServer {
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl A2aServer {
+    pub(crate) async fn start(agent: Arc<dyn Agent>) -> Self {
+        let dir = tempfile::tempdir().expect("a2a-local's server");
+        // A free port, bound by the server right after (serve takes an address, not a socket).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a2a-local's server")
+            .local_addr()
+            .expect("a2a-local's server")
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let data_dir = dir.path().to_str().expect("a2a-local's server").to_owned();
+        let options = a2a_local::Options::try_parse_from_with_data_dir(
+            ".a2a",
+            ["a2a-local", "--addr", &addr, "--data-dir", &data_dir],
+        )
+        .expect("a2a-local's server");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            a2a_local::serve(options, agent, async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("a2a-local's server");
+        });
+        let base = format!("http://{addr}");
+        // Ready once it accepts a connection (it binds before it serves).
+        for _ in 0..500 {
+            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        Self {
+            base,
+            stop: Some(stop),
+            _dir: dir,
+        }
+    }
+
+    pub(crate) async fn client(&self) -> a2a_client::Client {
+        a2a_client::Client::connect(&self.base)
+            .await
+            .expect("a2a-local's server")
+    }
+}
+
+impl Drop for A2aServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
