@@ -13,7 +13,7 @@ use crate::agent::Agent;
 use crate::config::ServiceConfig;
 use crate::emitter::{is_active, Emitter, EmitterState, FirstOutcome, InlineLease};
 use crate::journal::{DurableEnv, DurableRun};
-use crate::ports::{Owner, StoreError, StoredTask, TaskStore, WorkJob, WorkQueue};
+use crate::ports::{LeaseStore, Owner, StoreError, StoredTask, TaskStore, WorkJob, WorkQueue};
 use crate::request::{AgentError, AgentRequest};
 use crate::task_log::{store_error, AppendError, TaskLog};
 
@@ -125,7 +125,7 @@ pub(crate) fn inline_lease(config: &ServiceConfig) -> InlineLease {
 /// previous execution gives the lease back right after it wrote the interrupted state the
 /// client reacted to, so a lease still held by someone else gets a few short tries first.
 pub(crate) async fn take_follow_up_lease(
-    store: &dyn TaskStore,
+    store: &dyn LeaseStore,
     owner: &Owner,
     task_id: &str,
     config: &ServiceConfig,

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::ports::{
-    DurableExecution, Owner, RemoteTaskRef, StepRecord, StoreError, TaskStore, Wait, WaitFor,
+    DurableExecution, ExecutionStore, Owner, RemoteTaskRef, StepRecord, StoreError, Wait, WaitFor,
     WorkQueue,
 };
 use crate::relay::status_mark;
@@ -26,9 +26,10 @@ pub(crate) const MAX_QUEUE_DELAY: Duration = Duration::from_secs(900);
 /// The route a remote agent's pushes for one of our waits come back to, under the REST base.
 pub const RELAY_PATH: &str = "/a2a-relay";
 
-/// What durable executions need of the service: the store, the work queue, other agents.
+/// What durable executions need of the service: the execution records (the one store port
+/// they use), the work queue, other agents.
 pub(crate) struct DurableEnv {
-    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) store: Arc<dyn ExecutionStore>,
     pub(crate) work: Arc<dyn WorkQueue>,
     pub(crate) remote: Arc<dyn RemoteAgents>,
     /// The base URL remote agents push back to (`…/a2a-relay/…`); `None`: they are polled.

@@ -61,7 +61,7 @@ impl A2aService {
             config.message_id_reuse == MessageIdReuse::Reject,
         ));
         let durable = Arc::new(DurableEnv {
-            store: store.clone(),
+            store: store.clone() as Arc<dyn crate::ports::ExecutionStore>,
             work: work.clone(),
             remote: config.remote_agents.clone(),
             relay_base: rest_base(&config),
