@@ -22,7 +22,8 @@ use crate::{Error, Init, KeyUse};
 
 /// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
 /// door's routes (`shared/hosts/lambda/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
-/// of them; behind a Lambda Function URL, [`Self::Front`] alone serves every route. The request
+/// of them; behind a Lambda Function URL, [`Self::Front`] serves every route, and
+/// [`Self::Relay`] the machine-to-machine ones again on a URL of its own. The request
 /// reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpFunction {
@@ -50,6 +51,13 @@ pub enum HttpFunction {
     /// (template parameter `FrontDoor`), a Lambda Function URL in `RESPONSE_STREAM` mode
     /// that has no routes of its own.
     Front,
+    /// The machine-to-machine routes behind the front door `FunctionUrl`, on a Function URL
+    /// and a reserved concurrency of their own: the relay route (`/a2a-relay/…`, the remote
+    /// agents our waits follow) and the A2A-Lite channels (`/a2a-lite/…`, chat servers and
+    /// our own pushes back to the bridge). Every other path is 404. Streams and long polls on
+    /// [`Self::Front`] cannot take its instances: a chat webhook that is never retried, or a
+    /// push retried a few times, is never turned away because SSE subscribers hold them all.
+    Relay,
 }
 
 impl HttpFunction {
@@ -80,6 +88,7 @@ impl HttpFunction {
             Self::Rpc => "rpc",
             Self::Channel => "channel",
             Self::Front => "front",
+            Self::Relay => "relay",
         }
     }
 
@@ -105,7 +114,7 @@ impl HttpFunction {
             jsonrpc: false,
             rest: false,
             card: false,
-            relay: false,
+            relay: self == Self::Relay,
         };
         // OPTIONS routes only bring CORS preflights, which every router answers alike.
         for route in route_table()
@@ -145,9 +154,10 @@ impl HttpFunction {
     }
 
     /// Whether the function serves the A2A-Lite channels' routes (when a channel is
-    /// configured): the channel function, and the front function that serves everything.
+    /// configured): the channel function, the front function that serves everything, and the
+    /// relay function beside it.
     pub fn serves_channels(self) -> bool {
-        matches!(self, Self::Channel | Self::Front)
+        matches!(self, Self::Channel | Self::Front | Self::Relay)
     }
 
     /// How long a blocking SendMessage waits on this function before it answers with the task
@@ -313,25 +323,39 @@ impl LazyRouter {
             lite,
             router: Arc::new(OnceLock::new()),
         };
-        if let Some(base) = this.init.settings.public_base_url.clone() {
-            let _ = this.router.set(this.build(Some(&base)));
+        let settings = &this.init.settings;
+        // The relay function hands out relay URLs under the URL it is reached at, unless told.
+        let relay_base_known = function != HttpFunction::Relay || settings.relay_base_url.is_some();
+        if let (Some(base), true) = (settings.public_base_url.clone(), relay_base_known) {
+            let relay_base = settings.relay_base(function, None).map(str::to_owned);
+            let _ = this
+                .router
+                .set(this.build(Some(&base), relay_base.as_deref()));
         }
         this
     }
 
-    fn build(&self, base: Option<&str>) -> Router {
-        let service = self.init.service(base);
+    /// The router with the public base URL `base` and the relay URLs under `relay_base`
+    /// (`None`: under `base`), where the A2A-Lite bridge's pushes come back too.
+    fn build(&self, base: Option<&str>, relay_base: Option<&str>) -> Router {
+        let service = self.init.service_relayed_at(base, relay_base);
         let router = router_with(
             service.clone(),
             http_options(&self.init.settings),
             &self.function.surface(),
         );
-        crate::channel::with_channels(router, self.lite.as_ref(), service, base)
+        crate::channel::with_channels(router, self.lite.as_ref(), service, relay_base.or(base))
     }
 
     fn router_for(&self, request: &Request) -> Router {
         self.router
-            .get_or_init(|| self.build(base_url_of(request).as_deref()))
+            .get_or_init(|| {
+                let settings = &self.init.settings;
+                let reached_at = base_url_of(request);
+                let base = settings.public_base_url.clone().or(reached_at.clone());
+                let relay_base = settings.relay_base(self.function, reached_at.as_deref());
+                self.build(base.as_deref(), relay_base)
+            })
             .clone()
     }
 }
