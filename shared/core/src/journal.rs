@@ -62,7 +62,11 @@ impl DurableEnv {
     /// have been sent to, as its remote was given it: under the relay base, then under the
     /// REST base when that differs (URLs handed out before the relay route got a door of its
     /// own). Each is ours and names the task: the audiences its signature may bear.
-    pub(crate) fn relay_audiences(&self, task_id: &str, owner_segment: Option<&str>) -> Vec<String> {
+    pub(crate) fn relay_audiences(
+        &self,
+        task_id: &str,
+        owner_segment: Option<&str>,
+    ) -> Vec<String> {
         let mut audiences = Vec::new();
         for base in [&self.relay_base, &self.rest_base].into_iter().flatten() {
             let mut url = format!("{}{RELAY_PATH}/{task_id}", base.trim_end_matches('/'));

@@ -181,10 +181,7 @@ impl A2aService {
                 }
             }
         };
-        let audiences = self
-            .core
-            .durable
-            .relay_audiences(task_id, owner_segment);
+        let audiences = self.core.durable.relay_audiences(task_id, owner_segment);
         Ok(RelayCheck::Push(Box::new(RelayPush {
             owner,
             task_id: task_id.to_owned(),

@@ -352,7 +352,13 @@ impl LazyRouter {
             .get_or_init(|| {
                 let settings = &self.init.settings;
                 let reached_at = base_url_of(request);
-                let base = settings.public_base_url.clone().or(reached_at.clone());
+                // The relay function's own URL serves no card: its service lists interfaces
+                // only under a configured public base URL (the A2A-Lite card it posts then
+                // names the A2A card; without one it names none rather than a 404).
+                let base = match self.function {
+                    HttpFunction::Relay => settings.public_base_url.clone(),
+                    _ => settings.public_base_url.clone().or(reached_at.clone()),
+                };
                 let relay_base = settings.relay_base(self.function, reached_at.as_deref());
                 self.build(base.as_deref(), relay_base)
             })

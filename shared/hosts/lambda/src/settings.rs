@@ -789,7 +789,7 @@ impl Agent for Described {
 mod tests {
     use super::*;
 
-    /// Relay URLs point at `A2A_RELAY_BASE_URL` when it is set (the front and worker functions
+    /// Relay URLs point at `A2A_RELAY_BASE_URL` when it is set (the worker function
     /// behind the Function URL: the relay function's URL), at the URL the relay function was
     /// reached at when it is not (the template cannot name a function's own URL in its
     /// environment), and otherwise at the public base URL (`None`).
