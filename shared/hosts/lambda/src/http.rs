@@ -796,6 +796,29 @@ mod tests {
         }
     }
 
+    /// A path of `route` (a routes.json path) with each parameter filled in.
+    fn sample_path(route: &str) -> String {
+        route
+            .replace("{tenant}", "acme")
+            .replace("{id}", "t1")
+            .replace("{configId}", "c1")
+            .replace("{taskId}", "t1")
+            .replace("{owner}", "b3duZXI")
+            .replace("{txnId}", "txn1")
+    }
+
+    /// What `router` answers for a path it does not serve.
+    async fn unrouted(router: &Router) -> (u16, String) {
+        status_and_body(
+            answer(
+                router,
+                rest_event("GET", "/no/such/route", "/no/such/route"),
+            )
+            .await,
+        )
+        .await
+    }
+
     async fn status_and_body(response: axum::response::Response) -> (u16, String) {
         let status = response.status().as_u16();
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
@@ -824,22 +847,10 @@ mod tests {
         assert_eq!(HttpFunction::Front.key_use(), KeyUse::Publish);
         assert!(!HttpFunction::ALL.contains(&HttpFunction::Front));
         let front = function_router(HttpFunction::Front, &settings, &store);
-        // What a router answers for a path it does not serve.
-        let unrouted = status_and_body(
-            answer(
-                &front,
-                rest_event("GET", "/no/such/route", "/no/such/route"),
-            )
-            .await,
-        )
-        .await;
+        let unrouted = unrouted(&front).await;
         let mut compared = 0;
         for route in route_table() {
-            let path = route
-                .path
-                .replace("{tenant}", "acme")
-                .replace("{id}", "t1")
-                .replace("{configId}", "c1");
+            let path = sample_path(&route.path);
             let request = || {
                 let mut request = rest_event(&route.method, &route.path, &path);
                 let h = request.headers_mut();
@@ -860,6 +871,42 @@ mod tests {
             compared += 1;
         }
         assert_eq!(compared, route_table().len());
+    }
+
+    /// The relay function serves the relay route (both forms) as the send function does, and
+    /// nothing of the A2A surface: every operation route, the card and the JWKS are what a
+    /// router answers a path it does not serve.
+    #[tokio::test]
+    async fn the_relay_function_serves_the_relay_route_and_nothing_else() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = settings(None, &dir.path().join("keys.json"));
+        let relay = function_router(HttpFunction::Relay, &settings, &store);
+        let unrouted = unrouted(&relay).await;
+        let mut relayed = 0;
+        for route in route_table() {
+            let path = sample_path(&route.path);
+            let request = || {
+                let mut request = rest_event(&route.method, &route.path, &path);
+                request
+                    .headers_mut()
+                    .insert("a2a-version", "1.0".parse().unwrap());
+                request
+            };
+            let got = status_and_body(answer(&relay, request()).await).await;
+            if route.path.starts_with(a2a_core::RELAY_PATH) {
+                let send = function_router(HttpFunction::Send, &settings, &store);
+                let expected = status_and_body(answer(&send, request()).await).await;
+                assert_ne!(got, unrouted, "{} {path}", route.method);
+                assert_eq!(got, expected, "{} {path}", route.method);
+                relayed += 1;
+            } else if !route.path.starts_with("/a2a-lite/") {
+                // (The channels' routes are mounted only once a channel is configured.)
+                assert_eq!(got.0, unrouted.0, "{} {path} on relay", route.method);
+            }
+        }
+        assert_eq!(relayed, 2);
     }
 
     #[tokio::test]

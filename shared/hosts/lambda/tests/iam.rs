@@ -1031,7 +1031,7 @@ async fn the_channel_and_relay_functions_are_granted_exactly_what_the_bridge_and
     );
     let secret = b"channel-secret".to_vec();
     let bridge = LiteBridge::new(
-        service,
+        service.clone(),
         CallContext::anonymous(""),
         LiteBridgeConfig {
             events_url: "https://receiver.example/a2a-lite/events".into(),
@@ -1141,18 +1141,8 @@ async fn the_channel_and_relay_functions_are_granted_exactly_what_the_bridge_and
     // The relay route, on a task of ours parked on a call to an agent that pushes.
     let parked =
         a2a_store_contract::relay::park_a_delegation(Arc::new(plain.store.clone()), 10).await;
-    let relaying = A2aService::new(
-        ServiceConfig {
-            background_inline: false,
-            ..ServiceConfig::default()
-        },
-        Arc::new(Mixed),
-        Arc::new(metered.store.clone()),
-        Arc::new(metered.work.clone()),
-        Arc::new(metered.push.clone()),
-    );
     let push = |token: String, state: &'static str| {
-        let relaying = relaying.clone();
+        let relaying = service.clone();
         let task = parked.task_id.clone();
         async move {
             let body = format!(
