@@ -60,9 +60,11 @@ for r in routes["routes"]:
 declared = sum(len(ops) for ops in paths.values())
 assert declared == seen, f"the API has {declared} operations, routes.json {seen}"
 print(f"check-template: {seen} routes, streaming where routes.json says")
-# FrontDoor FunctionUrl: the front function's URL streams.
+# FrontDoor FunctionUrl: the front function's URL streams; the relay function's buffers.
 url = out["Resources"]["FrontFunctionUrl"]
 assert url["Condition"] == "ViaFunctionUrl" and url["Properties"]["InvokeMode"] == "RESPONSE_STREAM", url
+url = out["Resources"]["RelayFunctionUrl"]
+assert url["Condition"] == "ViaFunctionUrl" and url["Properties"]["InvokeMode"] == "BUFFERED", url
 # One stage, the throttled one: without OpenApiVersion SAM also deploys a stage named "Stage".
 stages = [r["Properties"].get("StageName") for r in out["Resources"].values()
           if r["Type"] == "AWS::ApiGateway::Stage"]
@@ -72,7 +74,8 @@ echo "check-template: sam deploy --guided, as SAM CLI asks it (auth questions)" 
 # SAM CLI's own guided deploy, answered with Enter (each default) up to its first AWS call
 # (the managed S3 bucket, stopped here; y to an auth question): it must get there, asking at most one
 # "has no authentication. Is this okay? [y/N]" (whose default, No, aborts the deploy): none
-# behind API Gateway, one for a public Function URL. Every question it asks besides the
+# behind API Gateway, two behind the Function URL (the front function's and the relay
+# function's). Every question it asks besides the
 # parameters' is in README.md's "Deploy", in order.
 "$VENV/bin/python" - <<'PY'
 import copy, json, re
@@ -109,7 +112,7 @@ def run(overrides):
     return asked
 
 readme = open("README.md").read()
-for overrides, allowed in [("", 0), ("FrontDoor=FunctionUrl", 1)]:
+for overrides, allowed in [("", 0), ("FrontDoor=FunctionUrl", 2)]:
     asked = run(overrides)
     auth = [q for q in asked if "has no authentication" in q]
     assert len(auth) == allowed, (overrides, auth)

@@ -8,7 +8,7 @@ jwt) and A2A_LITE_PRINCIPAL the principal of A2A_TOKEN's subject; in the environ
 A2A_BASE_URL, A2A_LITE_LISTEN_PORT, A2A_LITE_TOKEN, A2A_TOKEN, A2A_OTHER_TOKEN.
 
 This script is the chat: it POSTs outgoing webhooks to /a2a-lite/webhook (the channel function,
-or the front function behind a Function URL) and listens on the reply URL, where the function
+or behind a Function URL the relay function's URL, A2A_LITE_WEBHOOK_BASE) and listens on the reply URL, where the function
 posts the agent's messages: its replies from the request itself, the status and result messages
 from the push function (the task's push comes back to /a2a-lite/events and becomes a room
 message there). Covers: a wrong token is 401 and nothing else; discover gets the card; a task
@@ -32,6 +32,10 @@ import urllib.request
 import uuid
 
 BASE = os.environ.get("A2A_BASE_URL", "http://127.0.0.1:9100").rstrip("/")
+# Where the chat posts its webhooks (and a forger its pushes): the front door, or behind the
+# Function URL the relay function's own URL (A2A_LITE_WEBHOOK_BASE), as the template's
+# LiteWebhookUrl says.
+HOOK_BASE = os.environ.get("A2A_LITE_WEBHOOK_BASE", BASE).rstrip("/")
 PORT = int(os.environ["A2A_LITE_LISTEN_PORT"])
 CHAT_TOKEN = os.environ["A2A_LITE_TOKEN"]
 TOKEN = os.environ["A2A_TOKEN"]
@@ -73,7 +77,7 @@ def post_webhook(fields, content_type="application/x-www-form-urlencoded"):
         data = json.dumps(fields).encode()
     else:
         data = urllib.parse.urlencode(fields).encode()
-    req = urllib.request.Request(BASE + "/a2a-lite/webhook", data=data, method="POST",
+    req = urllib.request.Request(HOOK_BASE + "/a2a-lite/webhook", data=data, method="POST",
                                  headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -137,7 +141,7 @@ def main():
         status, body = post_webhook(fields)
         check(status == 401 and body == b"", f"a webhook without the token is 401 and nothing else ({fields})")
     forged = urllib.request.Request(
-        BASE + f"/a2a-lite/events?channel=webhook&room=general&sender={SENDER}&task=t1",
+        HOOK_BASE + f"/a2a-lite/events?channel=webhook&room=general&sender={SENDER}&task=t1",
         data=json.dumps({"statusUpdate": {"taskId": "x", "contextId": "c",
                                           "status": {"state": "TASK_STATE_COMPLETED"}}}).encode(),
         method="POST", headers={"Content-Type": "application/json",

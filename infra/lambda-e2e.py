@@ -480,7 +480,8 @@ def worker_dies():
           f"({retries} retried while the dead worker's lease ran out); COMPLETED {took:.0f} s after the kill")
 
 
-INVOKERS = ("router.log", "poller-work.log", "poller-push.log", "poller-stream.log")
+# router-relay.log: the relay function's URL behind the front door FunctionUrl (a second router).
+INVOKERS = ("router.log", "router-relay.log", "poller-work.log", "poller-push.log", "poller-stream.log")
 
 
 def log_offsets():
@@ -527,8 +528,8 @@ def free_port():
 def remote_agent(tmp):
     """A second agent on 127.0.0.1 for ours to call: a2a-local on its own embedded store (the
     functions allow 127.0.0.1 and http for agents: a2a-lambda-setup's env file). Its pushes to
-    our relay route go through the router to the send function (the front one behind a Function
-    URL), as a remote agent's would reach the deployed stack."""
+    our relay route go through the router to the send function (the relay function's own URL
+    behind a Function URL), as a remote agent's would reach the deployed stack."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("A2A_", "AWS_"))}
     env["RUST_LOG"] = "warn"
@@ -556,7 +557,7 @@ def remote_tasks(url):
 def delegation(seconds, kill):
     """Our task delegates `slow 3 …` (`seconds` long) to a remote a2a-local and is queued
     (returnImmediately): the worker sends to the remote and parks; the remote's pushes reach
-    our relay route (the send function behind API Gateway, the front one behind a Function URL)
+    our relay route (the send function behind API Gateway, the relay one behind a Function URL)
     and stream into our task; when the remote ends, a resume job runs the worker again and our
     task completes with its answer. Followed through the invokers' logs, not by polling, so
     that the window holds only the task's own invocations. With `kill`, the worker process is
@@ -623,7 +624,10 @@ def delegation(seconds, kill):
 
 
 def relay_function():
-    return "front" if front_door() == "FunctionUrl" else "send"
+    """The function the remote's pushes reach: the send function behind API Gateway; behind the
+    Function URL the relay function, on its own URL and reserved concurrency (the relay URLs
+    point there: A2A_RELAY_BASE_URL)."""
+    return "relay" if front_door() == "FunctionUrl" else "send"
 
 
 def delegate_waits():

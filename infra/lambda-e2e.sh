@@ -68,7 +68,8 @@ A2A_BASE_URL="$A2A_BASE_URL" tests/interop-early/run.sh -q
 say "front door FunctionUrl: every request to the front function"
 infra/lambda-local.sh front-door FunctionUrl
 # The delegated task's minute-long wait ran behind API Gateway; here a short one shows the
-# front function serving the relay route.
+# relay function serving the relay route on its own URL (the second router), where the relay
+# URLs point.
 A2A_E2E_DELEGATE_SECS=6 python3 infra/lambda-e2e.py
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
@@ -120,9 +121,11 @@ lite_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
 issuer_url=$(value issuer)
 printf 'LiteChannels=on\nA2A_LITE_WEBHOOK_TOKEN=%s\nA2A_LITE_WEBHOOK_REPLY_URL=http://127.0.0.1:%s/hook\nLitePrincipal=jwt:%s:%sinterop\n' \
   "$lite_token" "$lite_port" "${#issuer_url}" "$issuer_url" >>"$state/auth.env"
+# $1: where the chat posts its webhooks (default: the front door).
 lite_check() {
   A2A_LITE_LISTEN_PORT=$lite_port A2A_LITE_TOKEN=$lite_token A2A_TOKEN=$(value token) \
-    A2A_OTHER_TOKEN=$(value other_token) python3 infra/lambda-e2e-lite.py
+    A2A_OTHER_TOKEN=$(value other_token) A2A_LITE_WEBHOOK_BASE=${1:-$A2A_BASE_URL} \
+    python3 infra/lambda-e2e-lite.py
 }
 say "the same functions with authentication on (AuthMode jwt)"
 infra/lambda-local.sh restart-watch "$state/auth.env"
@@ -136,8 +139,8 @@ say "authentication on, front door FunctionUrl"
 infra/lambda-local.sh front-door FunctionUrl
 A2A_TOKEN=$(value token) A2A_OTHER_TOKEN=$(value other_token) A2A_READ_TOKEN=$(value read_token) \
   A2A_CORS_ORIGIN=$cors_origin python3 infra/lambda-e2e-auth.py
-say "the A2A-Lite webhook channel behind the Function URL (the front function)"
-lite_check
+say "the A2A-Lite webhook channel behind the Function URL (the relay function's own URL)"
+lite_check "$A2A_RELAY_URL"
 say "no invocation reached its function's Timeout, in any pass (the freezer counts them)"
 python3 infra/lambda-e2e.py no_timeouts
 for name in token other_token read_token; do

@@ -62,6 +62,10 @@ ROOT=$(pwd)
 STATE=.venv-lambda/run
 VENV=.venv-lambda
 ROUTER_PORT=${A2A_ROUTER_PORT:-9100}
+# Behind the front door FunctionUrl, the relay function has a Function URL of its own: a second
+# router plays it (A2A_RELAY_ROUTER_PORT, default 9101), sending every request to that function.
+RELAY_PORT=${A2A_RELAY_ROUTER_PORT:-9101}
+RELAY=http://127.0.0.1:$RELAY_PORT
 WATCH_PORT=${A2A_WATCH_PORT:-9200}
 PREFIX=${A2A_LAMBDA_PREFIX:-a2a-lambda-local}
 BASE=http://127.0.0.1:$ROUTER_PORT
@@ -170,9 +174,9 @@ wait_for() { # url seconds
 # 401 with auth on); the queue functions get an empty SQS batch through the Invoke API.
 warm_functions() {
   local f failed="" http
-  # Behind a Function URL only the front function serves HTTP.
+  # Behind a Function URL only the front and relay functions serve HTTP.
   if [ "$(cat "$STATE/front-door" 2>/dev/null)" = FunctionUrl ]; then
-    http=$(python3 -c 'import json; print(json.load(open("shared/hosts/lambda/routes.json"))["frontFunction"]["name"])')
+    http=$(python3 -c 'import json; r=json.load(open("shared/hosts/lambda/routes.json")); print(r["frontFunction"]["name"], r["relayFunction"]["name"])')
   else
     http=$(python3 -c 'import json; print(" ".join(json.load(open("shared/hosts/lambda/routes.json"))["functions"]))')
   fi
@@ -195,6 +199,7 @@ warm_functions() {
 print_env() {
   echo "export A2A_BASE_URL=$BASE"
   echo "export A2A_WATCH_URL=$WATCH"
+  echo "export A2A_RELAY_URL=$RELAY"
   grep -E '^(AWS_|A2A_(TABLE|WORK_QUEUE_URL|PUSH_QUEUE_URL))' "$STATE/lambda.env" | sed 's/^/export /'
 }
 
@@ -227,7 +232,7 @@ start() {
   local urls
   urls=$("$bin"/a2a-lambda-setup --prefix "$PREFIX" --env-file "$STATE/lambda.env" \
     --runtime-env-file "$STATE/runtime.env" --local-file "$STATE/local.json" \
-    --public-base-url "$BASE" --keys-file "$ROOT/$STATE/push-signing-keys.json" \
+    --public-base-url "$BASE" --relay-url "$RELAY" --keys-file "$ROOT/$STATE/push-signing-keys.json" \
     --work-visibility-secs "$WORK_VISIBILITY_SECS")
   # The stack as the suites deploy it: the template's defaults, but no auth (the suites with
   # auth restart the functions with AuthMode jwt), and the front door asked for.
@@ -260,6 +265,7 @@ start() {
     >"$STATE/poller-stream.log" 2>&1 &
   echo $! >"$STATE/poller-stream.pid"
   : >"$STATE/router.log"
+  : >"$STATE/router-relay.log"
   start_router "$FRONT_DOOR"
   # The first request starts the card function (cargo run): give it time.
   if ! wait_for "$BASE$PATH_PREFIX/.well-known/agent-card.json" 120; then
@@ -284,6 +290,12 @@ start_router() {
   setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$ROUTER_PORT" --watch "$WATCH" \
     --routes shared/hosts/lambda/routes.json --front-door "$mode" >>"$STATE/router.log" 2>&1 &
   echo $! >"$STATE/router.pid"
+  if [ "$1" = FunctionUrl ]; then
+    setsid "$bin"/a2a-lambda-router --addr "127.0.0.1:$RELAY_PORT" --watch "$WATCH" \
+      --routes shared/hosts/lambda/routes.json --front-door function-url --function relay \
+      >>"$STATE/router-relay.log" 2>&1 &
+    echo $! >"$STATE/router-relay.pid"
+  fi
 }
 
 front_door() {
@@ -293,6 +305,7 @@ front_door() {
   sed -i "s/^FrontDoor=.*/FrontDoor=$1/" "$STATE/params"
   write_env >/dev/null
   stop_one router
+  stop_one router-relay
   for _ in $(seq 1 50); do
     curl -s -o /dev/null "$BASE/" 2>/dev/null || break
     sleep 0.1
@@ -310,7 +323,7 @@ front_door() {
 }
 
 stop() {
-  for p in router poller-work poller-push poller-stream; do stop_one "$p"; done
+  for p in router router-relay poller-work poller-push poller-stream; do stop_one "$p"; done
   stop_watch
   stop_one freezer
   stop_one moto

@@ -153,6 +153,7 @@ LOCAL_RESOURCES = {
     "PushDeadLetterQueue": "push_dlq_url",
     "A2aApi": "front_door_url",
     "FrontFunctionUrl": "front_door_url",
+    "RelayFunctionUrl": "relay_url",
 }
 # A secret the template names stands for variables locally: moto serves no secret the functions
 # could read, so each is replaced by the variables of its local form (--local FILE's "secrets",
@@ -186,7 +187,14 @@ def http_roles():
     """The functions that serve HTTP requests (shared/hosts/lambda/routes.json)."""
     routes = json.load(open(os.path.join(os.path.dirname(__file__), "..", "shared", "hosts",
                                          "lambda", "routes.json")))
-    return set(routes["functions"]) | {routes["frontFunction"]["name"]}
+    return set(routes["functions"]) | {routes["frontFunction"]["name"], routes["relayFunction"]["name"]}
+
+
+def relay_role():
+    """The relay function's role (shared/hosts/lambda/routes.json)."""
+    routes = json.load(open(os.path.join(os.path.dirname(__file__), "..", "shared", "hosts",
+                                         "lambda", "routes.json")))
+    return routes["relayFunction"]["name"]
 
 
 def local_environments(stack, values, local):
@@ -215,7 +223,8 @@ def local_environments(stack, values, local):
             # an HTTP function reads from each request where the template sets nothing.
             to = override["to"]
             if (to == "every function" or override["name"] in variables
-                    or (to == "every HTTP function without one" and role in http_roles())):
+                    or (to == "every HTTP function without one" and role in http_roles())
+                    or (to == "the relay function" and role == relay_role())):
                 env[override["name"]] = override["value"]
         # Lambda gives each invocation a deadline (its start plus the function's Timeout);
         # cargo lambda watch gives every one 600,000 ms after the epoch. The function's own

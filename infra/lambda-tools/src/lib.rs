@@ -22,6 +22,9 @@ pub struct RouteTable {
     pub queue_functions: BTreeMap<String, QueueFunctionSpec>,
     /// The one function of the front door `FunctionUrl`.
     pub front_function: FrontFunctionSpec,
+    /// The function serving the machine-to-machine routes on a Function URL of its own
+    /// beside it.
+    pub relay_function: FrontFunctionSpec,
     /// The routes.
     pub routes: Vec<Route>,
 }
@@ -33,7 +36,7 @@ pub struct FunctionSpec {
     pub streaming: bool,
 }
 
-/// The function serving every route behind a Function URL.
+/// A function behind a Function URL of its own (the front one, or the relay one).
 #[derive(Debug, Clone, Deserialize)]
 pub struct FrontFunctionSpec {
     /// Its role name.
@@ -486,6 +489,8 @@ mod tests {
             table.function_behind(FrontDoor::ApiGateway, "POST", "/jsonrpc"),
             Some("rpc")
         );
+        // The relay function's own URL (routes.json's relayFunction) beside it.
+        assert_eq!(table.relay_function.name, "relay");
         assert_eq!(
             table.function_behind(FrontDoor::ApiGateway, "GET", "/nope"),
             None

@@ -82,6 +82,12 @@ pub struct ServiceConfig {
     pub remote_poll: Duration,
     /// How large a remote agent's answer may make the task that called it.
     pub relay_limits: RelayLimits,
+    /// Where remote agents push the updates of the tasks our waits follow
+    /// (`{relay_base}/a2a-relay/{taskId}`), when that is not the REST base URL: a deployment
+    /// serving the relay route from a door of its own, which the rest of its traffic cannot
+    /// crowd out (on Lambda, the relay function's Function URL). `None`: the REST base URL.
+    /// Relay URLs under the REST base URL, handed out before, are still taken.
+    pub relay_base: Option<String>,
 }
 
 impl Default for ServiceConfig {
@@ -112,6 +118,7 @@ impl Default for ServiceConfig {
             remote_agents: Arc::new(NoRemoteAgents),
             remote_poll: Duration::from_secs(30),
             relay_limits: RelayLimits::DEFAULT,
+            relay_base: None,
         }
     }
 }

@@ -34,6 +34,9 @@ pub(crate) struct DurableEnv {
     pub(crate) remote: Arc<dyn RemoteAgents>,
     /// The base URL remote agents push back to (`…/a2a-relay/…`); `None`: they are polled.
     pub(crate) relay_base: Option<String>,
+    /// The REST base URL: relay URLs under it (handed out before [`Self::relay_base`] named
+    /// another door) are still taken.
+    pub(crate) rest_base: Option<String>,
     /// How long records are kept (with their tasks).
     pub(crate) retention: Duration,
     /// How often a remote task is polled while its pushes do not come.
@@ -56,12 +59,26 @@ impl DurableEnv {
         ))
     }
 
-    /// The relay URL of the previous form, `{base}/a2a-relay/{task_id}/{owner segment}`, which
-    /// waits parked before the upgrade gave their remote agents: the audience of those agents'
-    /// signed pushes.
-    pub(crate) fn legacy_relay_url(&self, task_id: &str, owner_segment: &str) -> Option<String> {
-        self.relay_url(task_id)
-            .map(|url| format!("{url}/{owner_segment}"))
+    /// Every URL a push for task `task_id` (of the previous form, with `owner_segment`) may
+    /// have been sent to, as its remote was given it: under the relay base, then under the
+    /// REST base when that differs (URLs handed out before the relay route got a door of its
+    /// own). Each is ours and names the task: the audiences its signature may bear.
+    pub(crate) fn relay_audiences(
+        &self,
+        task_id: &str,
+        owner_segment: Option<&str>,
+    ) -> Vec<String> {
+        let mut audiences = Vec::new();
+        for base in [&self.relay_base, &self.rest_base].into_iter().flatten() {
+            let mut url = format!("{}{RELAY_PATH}/{task_id}", base.trim_end_matches('/'));
+            if let Some(segment) = owner_segment {
+                url = format!("{url}/{segment}");
+            }
+            if !audiences.contains(&url) {
+                audiences.push(url);
+            }
+        }
+        audiences
     }
 
     pub(crate) fn expiry(&self) -> Timestamp {

@@ -2,7 +2,8 @@
 //! its function's Function URL under `cargo lambda watch` (`/lambda-url/<function>/<path>`),
 //! streaming the response back, as API Gateway does in front of the deployed functions. With
 //! `--front-door function-url` it forwards every request to the one front function instead, as
-//! the front door `FunctionUrl` does. As API Gateway, a buffered route (a function that does
+//! the front door `FunctionUrl` does; with `--function relay` too, to the relay function, as
+//! that function's own Function URL does. As API Gateway, a buffered route (a function that does
 //! not stream, `routes.json`) gets at most 29 s for its whole answer, then its caller gets 504
 //! (`--buffered-timeout-secs`), and an answer over Lambda's 6 MB is API Gateway's 502
 //! `{"message": "Internal server error"}`. AWS's request limits are applied before any function is
@@ -32,6 +33,10 @@ struct Options {
     /// The route table.
     #[arg(long, default_value = "shared/hosts/lambda/routes.json")]
     routes: std::path::PathBuf,
+    /// With `function-url`: the function whose Function URL this router plays (default: the
+    /// front function; `relay` for the relay function's own URL).
+    #[arg(long)]
+    function: Option<String>,
     /// The front door to stand in for (the template's `FrontDoor`).
     #[arg(
         long,
@@ -58,6 +63,8 @@ struct Options {
 
 struct App {
     routes: RouteTable,
+    /// The function behind this Function URL, when not the front one.
+    function: Option<String>,
     front_door: FrontDoor,
     stage: String,
     watch: String,
@@ -76,10 +83,13 @@ async fn forward(State(app): State<Arc<App>>, request: Request) -> Response {
             .to_owned(),
         _ => full.to_owned(),
     };
-    let Some(function) =
-        app.routes
-            .function_behind(app.front_door, request.method().as_str(), &path)
-    else {
+    let behind = match (&app.function, app.front_door) {
+        (Some(function), FrontDoor::FunctionUrl) => Some(function.as_str()),
+        _ => app
+            .routes
+            .function_behind(app.front_door, request.method().as_str(), &path),
+    };
+    let Some(function) = behind else {
         let body = serde_json::json!({"error": {"code": 404, "status": "NOT_FOUND",
             "message": format!("no route for {} {path}", request.method())}});
         return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
@@ -160,6 +170,7 @@ async fn main() -> Result<(), String> {
         .map_err(|e| format!("cannot read {}: {e}", options.routes.display()))?;
     let app = Arc::new(App {
         routes: RouteTable::parse(&text)?,
+        function: options.function.clone(),
         front_door: options.front_door,
         stage: options.stage.trim_end_matches('/').to_owned(),
         watch: options.watch.trim_end_matches('/').to_owned(),

@@ -44,6 +44,10 @@ struct Options {
     /// Function URL) wherever the template names it.
     #[arg(long)]
     public_base_url: String,
+    /// The URL of the local router playing the relay function's Function URL (front door
+    /// `FunctionUrl`): wherever the template names that URL.
+    #[arg(long)]
+    relay_url: String,
     /// The push signing key file (created on first use): the signing secret's local form.
     #[arg(long)]
     keys_file: PathBuf,
@@ -118,6 +122,8 @@ async fn main() -> Result<(), String> {
         json!({"name": "A2A_PUBLIC_BASE_URL", "value": o.public_base_url,
                "to": "every HTTP function without one",
                "why": "on AWS an HTTP function reads its public URL from each request (API Gateway's or the Function URL's domain); cargo lambda watch's requests name https://localhost"}),
+        json!({"name": "A2A_RELAY_BASE_URL", "value": o.relay_url, "to": "the relay function",
+               "why": "on AWS the relay function reads its own URL from each request (its Function URL's domain); cargo lambda watch's requests name https://localhost"}),
         json!({"name": "A2A_WORK_VISIBILITY_SECS", "value": o.work_visibility_secs.to_string(),
                "to": "where the template sets it",
                "why": "a job whose worker died comes back within this (the local work poller's visibility), not 900 s"}),
@@ -136,6 +142,7 @@ async fn main() -> Result<(), String> {
             "work_dlq_url": dlq_urls[0],
             "push_dlq_url": dlq_urls[1],
             "front_door_url": o.public_base_url,
+            "relay_url": o.relay_url,
         },
         "secrets": {
             "PushSigningKeysSecret": {"A2A_PUSH_SIGNING_KEYS_FILE": o.keys_file.display().to_string()},

@@ -64,7 +64,12 @@ impl A2aService {
             store: store.clone() as Arc<dyn crate::ports::ExecutionStore>,
             work: work.clone(),
             remote: config.remote_agents.clone(),
-            relay_base: rest_base(&config),
+            relay_base: config
+                .relay_base
+                .as_deref()
+                .map(|b| b.trim_end_matches('/').to_owned())
+                .or_else(|| rest_base(&config)),
+            rest_base: rest_base(&config),
             retention: config.retention,
             remote_poll: config.remote_poll,
             relay_limits: config.relay_limits,

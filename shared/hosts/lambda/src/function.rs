@@ -1,6 +1,7 @@
-//! Which of the thirteen functions a process is: one binary serves them all, and the template
+//! Which of the fourteen functions a process is: one binary serves them all, and the template
 //! tells each function its role in `A2A_FUNCTION`. A stack deploys the eight per-operation HTTP
-//! functions (and the A2A-Lite channel function when its channels are on) (front door `ApiGateway`) or the one `front` function (front door `FunctionUrl`),
+//! functions (and the A2A-Lite channel function when its channels are on) (front door
+//! `ApiGateway`), or the `front` function and the `relay` function (front door `FunctionUrl`),
 //! plus the worker, fan-out and push functions.
 
 use std::fmt;
@@ -17,7 +18,7 @@ pub const ENV_FUNCTION: &str = "A2A_FUNCTION";
 /// when [`ENV_FUNCTION`] is not set and it is one of the roles' names.
 pub const ENV_LAMBDA_FUNCTION_NAME: &str = "AWS_LAMBDA_FUNCTION_NAME";
 
-/// One of the thirteen Lambda functions: an HTTP slice of the surface, an SQS consumer, or the
+/// One of the fourteen Lambda functions: an HTTP slice of the surface, an SQS consumer, or the
 /// table stream's consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
@@ -34,7 +35,7 @@ pub enum Function {
 
 impl Function {
     /// Every function, in the order the template declares them.
-    pub const ALL: [Function; 13] = [
+    pub const ALL: [Function; 14] = [
         Self::Http(HttpFunction::Send),
         Self::Http(HttpFunction::Get),
         Self::Http(HttpFunction::List),
@@ -45,6 +46,7 @@ impl Function {
         Self::Http(HttpFunction::Rpc),
         Self::Http(HttpFunction::Channel),
         Self::Http(HttpFunction::Front),
+        Self::Http(HttpFunction::Relay),
         Self::Worker,
         Self::Fanout,
         Self::Push,

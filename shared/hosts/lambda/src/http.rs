@@ -22,7 +22,8 @@ use crate::{Error, Init, KeyUse};
 
 /// The HTTP functions, each serving a slice of the surface. Behind API Gateway, the front
 /// door's routes (`shared/hosts/lambda/routes.json`) send each REST route, and its `/{tenant}/…` form, to one
-/// of them; behind a Lambda Function URL, [`Self::Front`] alone serves every route. The request
+/// of them; behind a Lambda Function URL, [`Self::Front`] serves every route, and
+/// [`Self::Relay`] the machine-to-machine ones again on a URL of its own. The request
 /// reaches `a2a_http` with its path as sent, so the tenant scopes the call there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpFunction {
@@ -50,6 +51,13 @@ pub enum HttpFunction {
     /// (template parameter `FrontDoor`), a Lambda Function URL in `RESPONSE_STREAM` mode
     /// that has no routes of its own.
     Front,
+    /// The machine-to-machine routes behind the front door `FunctionUrl`, on a Function URL
+    /// and a reserved concurrency of their own: the relay route (`/a2a-relay/…`, the remote
+    /// agents our waits follow) and the A2A-Lite channels (`/a2a-lite/…`, chat servers and
+    /// our own pushes back to the bridge). Every other path is 404. Streams and long polls on
+    /// [`Self::Front`] cannot take its instances: a chat webhook that is never retried, or a
+    /// push retried a few times, is never turned away because SSE subscribers hold them all.
+    Relay,
 }
 
 impl HttpFunction {
@@ -80,6 +88,7 @@ impl HttpFunction {
             Self::Rpc => "rpc",
             Self::Channel => "channel",
             Self::Front => "front",
+            Self::Relay => "relay",
         }
     }
 
@@ -105,7 +114,7 @@ impl HttpFunction {
             jsonrpc: false,
             rest: false,
             card: false,
-            relay: false,
+            relay: self == Self::Relay,
         };
         // OPTIONS routes only bring CORS preflights, which every router answers alike.
         for route in route_table()
@@ -145,9 +154,10 @@ impl HttpFunction {
     }
 
     /// Whether the function serves the A2A-Lite channels' routes (when a channel is
-    /// configured): the channel function, and the front function that serves everything.
+    /// configured): the channel function, the front function that serves everything, and the
+    /// relay function beside it.
     pub fn serves_channels(self) -> bool {
-        matches!(self, Self::Channel | Self::Front)
+        matches!(self, Self::Channel | Self::Front | Self::Relay)
     }
 
     /// How long a blocking SendMessage waits on this function before it answers with the task
@@ -313,25 +323,45 @@ impl LazyRouter {
             lite,
             router: Arc::new(OnceLock::new()),
         };
-        if let Some(base) = this.init.settings.public_base_url.clone() {
-            let _ = this.router.set(this.build(Some(&base)));
+        let settings = &this.init.settings;
+        // The relay function hands out relay URLs under the URL it is reached at, unless told.
+        let relay_base_known = function != HttpFunction::Relay || settings.relay_base_url.is_some();
+        if let (Some(base), true) = (settings.public_base_url.clone(), relay_base_known) {
+            let relay_base = settings.relay_base(function, None).map(str::to_owned);
+            let _ = this
+                .router
+                .set(this.build(Some(&base), relay_base.as_deref()));
         }
         this
     }
 
-    fn build(&self, base: Option<&str>) -> Router {
-        let service = self.init.service(base);
+    /// The router with the public base URL `base` and the relay URLs under `relay_base`
+    /// (`None`: under `base`), where the A2A-Lite bridge's pushes come back too.
+    fn build(&self, base: Option<&str>, relay_base: Option<&str>) -> Router {
+        let service = self.init.service_relayed_at(base, relay_base);
         let router = router_with(
             service.clone(),
             http_options(&self.init.settings),
             &self.function.surface(),
         );
-        crate::channel::with_channels(router, self.lite.as_ref(), service, base)
+        crate::channel::with_channels(router, self.lite.as_ref(), service, relay_base.or(base))
     }
 
     fn router_for(&self, request: &Request) -> Router {
         self.router
-            .get_or_init(|| self.build(base_url_of(request).as_deref()))
+            .get_or_init(|| {
+                let settings = &self.init.settings;
+                let reached_at = base_url_of(request);
+                // The relay function's own URL serves no card: its service lists interfaces
+                // only under a configured public base URL (the A2A-Lite card it posts then
+                // names the A2A card; without one it names none rather than a 404).
+                let base = match self.function {
+                    HttpFunction::Relay => settings.public_base_url.clone(),
+                    _ => settings.public_base_url.clone().or(reached_at.clone()),
+                };
+                let relay_base = settings.relay_base(self.function, reached_at.as_deref());
+                self.build(base.as_deref(), relay_base)
+            })
             .clone()
     }
 }
@@ -766,6 +796,29 @@ mod tests {
         }
     }
 
+    /// A path of `route` (a routes.json path) with each parameter filled in.
+    fn sample_path(route: &str) -> String {
+        route
+            .replace("{tenant}", "acme")
+            .replace("{id}", "t1")
+            .replace("{configId}", "c1")
+            .replace("{taskId}", "t1")
+            .replace("{owner}", "b3duZXI")
+            .replace("{txnId}", "txn1")
+    }
+
+    /// What `router` answers for a path it does not serve.
+    async fn unrouted(router: &Router) -> (u16, String) {
+        status_and_body(
+            answer(
+                router,
+                rest_event("GET", "/no/such/route", "/no/such/route"),
+            )
+            .await,
+        )
+        .await
+    }
+
     async fn status_and_body(response: axum::response::Response) -> (u16, String) {
         let status = response.status().as_u16();
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
@@ -794,22 +847,10 @@ mod tests {
         assert_eq!(HttpFunction::Front.key_use(), KeyUse::Publish);
         assert!(!HttpFunction::ALL.contains(&HttpFunction::Front));
         let front = function_router(HttpFunction::Front, &settings, &store);
-        // What a router answers for a path it does not serve.
-        let unrouted = status_and_body(
-            answer(
-                &front,
-                rest_event("GET", "/no/such/route", "/no/such/route"),
-            )
-            .await,
-        )
-        .await;
+        let unrouted = unrouted(&front).await;
         let mut compared = 0;
         for route in route_table() {
-            let path = route
-                .path
-                .replace("{tenant}", "acme")
-                .replace("{id}", "t1")
-                .replace("{configId}", "c1");
+            let path = sample_path(&route.path);
             let request = || {
                 let mut request = rest_event(&route.method, &route.path, &path);
                 let h = request.headers_mut();
@@ -830,6 +871,42 @@ mod tests {
             compared += 1;
         }
         assert_eq!(compared, route_table().len());
+    }
+
+    /// The relay function serves the relay route (both forms) as the send function does, and
+    /// nothing of the A2A surface: every operation route, the card and the JWKS are what a
+    /// router answers a path it does not serve.
+    #[tokio::test]
+    async fn the_relay_function_serves_the_relay_route_and_nothing_else() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+        let store = a2a_test_support::server::EmbeddedStore::open();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = settings(None, &dir.path().join("keys.json"));
+        let relay = function_router(HttpFunction::Relay, &settings, &store);
+        let unrouted = unrouted(&relay).await;
+        let mut relayed = 0;
+        for route in route_table() {
+            let path = sample_path(&route.path);
+            let request = || {
+                let mut request = rest_event(&route.method, &route.path, &path);
+                request
+                    .headers_mut()
+                    .insert("a2a-version", "1.0".parse().unwrap());
+                request
+            };
+            let got = status_and_body(answer(&relay, request()).await).await;
+            if route.path.starts_with(a2a_core::RELAY_PATH) {
+                let send = function_router(HttpFunction::Send, &settings, &store);
+                let expected = status_and_body(answer(&send, request()).await).await;
+                assert_ne!(got, unrouted, "{} {path}", route.method);
+                assert_eq!(got, expected, "{} {path}", route.method);
+                relayed += 1;
+            } else if !route.path.starts_with("/a2a-lite/") {
+                // (The channels' routes are mounted only once a channel is configured.)
+                assert_eq!(got.0, unrouted.0, "{} {path} on relay", route.method);
+            }
+        }
+        assert_eq!(relayed, 2);
     }
 
     #[tokio::test]

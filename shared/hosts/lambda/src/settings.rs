@@ -38,6 +38,10 @@ pub(crate) const ENV_MAX_STREAM_SECS: &str = "A2A_MAX_STREAM_SECS";
 /// When unset, an HTTP function derives it from its first request (API Gateway's domain and
 /// stage), which is how the card lists the deployment's real URLs without a template cycle.
 pub(crate) const ENV_PUBLIC_BASE_URL: &str = "A2A_PUBLIC_BASE_URL";
+/// Where the relay URLs a function hands out point, when not at the public base URL: the
+/// relay function's Function URL (template: behind the front door `FunctionUrl`), whose
+/// reserved concurrency streams and long polls cannot take (docs/lambda.md, "Concurrency").
+pub(crate) const ENV_RELAY_BASE_URL: &str = "A2A_RELAY_BASE_URL";
 /// The JSON-RPC path under the base URL (default `/jsonrpc`).
 pub(crate) const ENV_JSONRPC_PATH: &str = "A2A_JSONRPC_PATH";
 /// The path prefix every request carries and every URL of the card includes (`/a2a`): the
@@ -104,6 +108,8 @@ pub struct Settings {
     pub max_stream_duration: Duration,
     /// Public base URL, if configured.
     pub public_base_url: Option<String>,
+    /// Base URL of the relay URLs handed out (`A2A_RELAY_BASE_URL`), if configured.
+    pub relay_base_url: Option<String>,
     /// JSON-RPC path.
     pub jsonrpc_path: String,
     /// The base path (`A2A_BASE_PATH`, normalised: `/a2a`, or empty).
@@ -212,6 +218,7 @@ impl Settings {
             message_id_reuse: parsed(ENV_MESSAGE_ID_REUSE, get(ENV_MESSAGE_ID_REUSE))?,
             max_stream_duration: secs(ENV_MAX_STREAM_SECS, 840)?,
             public_base_url: get(ENV_PUBLIC_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
+            relay_base_url: get(ENV_RELAY_BASE_URL).map(|u| u.trim_end_matches('/').to_owned()),
             jsonrpc_path: get(ENV_JSONRPC_PATH).unwrap_or_else(|| "/jsonrpc".into()),
             base_path: a2a_http::base_path(&get(ENV_BASE_PATH).unwrap_or_default())
                 .map_err(|e| ConfigError::invalid(ENV_BASE_PATH, e))?,
@@ -282,6 +289,22 @@ impl Settings {
             )
         })?;
         Ok(a2a_aws::SqsQueue::new(clients.sqs.clone(), url).with_dead_letter_url(dlq))
+    }
+
+    /// Where the relay URLs `function` hands out (and the A2A-Lite bridge's events URL) point,
+    /// before the base path: `A2A_RELAY_BASE_URL` when set; else, for the relay function, the
+    /// URL it was `reached_at` (its own Function URL, which the template cannot put in the
+    /// function's own environment: a cycle); else `None`, the public base URL. A relay URL
+    /// under the public base URL, handed out before, is still taken (by the front function).
+    pub fn relay_base<'a>(
+        &'a self,
+        function: crate::HttpFunction,
+        reached_at: Option<&'a str>,
+    ) -> Option<&'a str> {
+        self.relay_base_url.as_deref().or(match function {
+            crate::HttpFunction::Relay => reached_at,
+            _ => None,
+        })
     }
 
     /// The interfaces served under `base` (the REST base URL): JSON-RPC and HTTP+JSON.
@@ -482,7 +505,18 @@ impl Init {
     /// The service for this function, listing the interfaces under `base` (the front door's
     /// URL; the base path is added to it) on its card.
     pub fn service(&self, base: Option<&str>) -> A2aService {
-        let base = base.map(|b| format!("{}{}", b.trim_end_matches('/'), self.settings.base_path));
+        self.service_relayed_at(base, self.settings.relay_base_url.as_deref())
+    }
+
+    /// As [`Self::service`], handing out relay URLs under `relay_base` (the base path is added
+    /// to it; `None`: under `base`).
+    pub(crate) fn service_relayed_at(
+        &self,
+        base: Option<&str>,
+        relay_base: Option<&str>,
+    ) -> A2aService {
+        let with_path = |b: &str| format!("{}{}", b.trim_end_matches('/'), self.settings.base_path);
+        let base = base.map(with_path);
         let base = base.as_deref();
         let signer = self
             .keys
@@ -490,6 +524,7 @@ impl Init {
             .map(|keys| PushSigner::with_keys(keys, base.map(str::to_owned).unwrap_or_default()));
         let config = ServiceConfig {
             remote_agents: self.remote_agents.clone(),
+            relay_base: relay_base.map(with_path),
             ..self
                 .settings
                 .service_config(base, signer, self.auth.clone())
@@ -753,6 +788,45 @@ impl Agent for Described {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Relay URLs point at `A2A_RELAY_BASE_URL` when it is set (the worker function
+    /// behind the Function URL: the relay function's URL), at the URL the relay function was
+    /// reached at when it is not (the template cannot name a function's own URL in its
+    /// environment), and otherwise at the public base URL (`None`).
+    #[test]
+    fn relay_urls_point_at_the_relay_base_url_else_where_the_relay_function_is_reached() {
+        use crate::HttpFunction::{Front, Relay, Send};
+        let with = |relay: Option<&'static str>| {
+            Settings::from_lookup(move |name| match name {
+                "A2A_TABLE" => Some("t".into()),
+                "A2A_WORK_QUEUE_URL" | "A2A_PUSH_QUEUE_URL" => Some("http://q".into()),
+                "A2A_PUBLIC_BASE_URL" => Some("https://agent.example".into()),
+                "A2A_RELAY_BASE_URL" => relay.map(str::to_owned),
+                _ => None,
+            })
+            .unwrap()
+        };
+        let reached = Some("https://relay.lambda-url.example");
+        let set = with(Some("https://relay.lambda-url.example/"));
+        for function in [Front, Relay, Send] {
+            assert_eq!(
+                set.relay_base(function, None),
+                Some("https://relay.lambda-url.example"),
+                "{function:?}"
+            );
+            assert_eq!(
+                set.relay_base(function, Some("https://other.example")),
+                Some("https://relay.lambda-url.example"),
+                "{function:?}"
+            );
+        }
+        let unset = with(None);
+        assert_eq!(unset.relay_base(Relay, reached), reached);
+        assert_eq!(unset.relay_base(Front, reached), None);
+        assert_eq!(unset.relay_base(Send, reached), None);
+        assert_eq!(unset.relay_base(Relay, None), None);
+        assert_eq!(with(Some("  ")).relay_base_url, None);
+    }
 
     #[test]
     fn settings_default_to_the_cloud_and_name_what_is_missing() {

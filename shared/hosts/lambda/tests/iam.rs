@@ -255,7 +255,7 @@ impl Translated {
     /// (AWSLambdaSQSQueueExecutionRole, AWSLambdaDynamoDBExecutionRole) would widen it to
     /// every queue or stream of the account.
     fn grants(&self, function: &str) -> BTreeSet<Grant> {
-        let stack = if function == "front" {
+        let stack = if function == "front" || function == "relay" {
             &self.function_url
         } else {
             &self.api_gateway
@@ -994,18 +994,27 @@ fn started(handled: &Handled) -> String {
     }
 }
 
+/// The channel function behind API Gateway calls what the bridge calls; the relay function
+/// behind the Function URL serves the same channels and the relay route (a remote agent's
+/// pushes: refused, taken, and the one that ends the wait, which
+/// queues our task's resumption and deletes the wait's due entry), and calls exactly that: no
+/// index, no query, no push queue.
 #[tokio::test]
-async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
+async fn the_channel_and_relay_functions_are_granted_exactly_what_the_bridge_and_relay_call() {
     let Some(stack) = Stack::new().await else {
         return;
     };
-    // The channel function exists with LiteChannels on only.
+    // The channel function exists with LiteChannels on only, the relay one behind the
+    // Function URL only.
     let Some(lite) = sam::created(&[("LiteChannels", "on")]) else {
+        return;
+    };
+    let Some(relay) = sam::created(&[("LiteChannels", "on"), ("FrontDoor", "FunctionUrl")]) else {
         return;
     };
     let granted = Translated {
         api_gateway: lite,
-        function_url: serde_json::Value::Null,
+        function_url: relay,
     };
     let plain = AwsAdapters::new(&stack.clients, &stack.config);
     let meter = Meter::new();
@@ -1022,7 +1031,7 @@ async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
     );
     let secret = b"channel-secret".to_vec();
     let bridge = LiteBridge::new(
-        service,
+        service.clone(),
         CallContext::anonymous(""),
         LiteBridgeConfig {
             events_url: "https://receiver.example/a2a-lite/events".into(),
@@ -1126,7 +1135,36 @@ async fn the_channel_function_is_granted_exactly_what_the_bridge_calls() {
             .await
             .expect("delivered");
     }
-    let needed = stack.grants(&meter.take());
-    assert_eq!(table(&granted.grants("channel")), table(&needed));
+    let bridge_calls = stack.grants(&meter.take());
+    assert_eq!(table(&granted.grants("channel")), table(&bridge_calls));
+
+    // The relay route, on a task of ours parked on a call to an agent that pushes.
+    let parked =
+        a2a_store_contract::relay::park_a_delegation(Arc::new(plain.store.clone()), 10).await;
+    let push = |token: String, state: &'static str| {
+        let relaying = service.clone();
+        let task = parked.task_id.clone();
+        async move {
+            let body = format!(
+                r#"{{"statusUpdate":{{"taskId":"their-task","contextId":"their-context","status":{{"state":"{state}"}}}}}}"#
+            );
+            relaying
+                .relay_push(&task, None, &token, None, body.as_bytes())
+                .await
+                .expect("answered")
+        }
+    };
+    use a2a_core::RelayAnswer::{Refused, Taken};
+    assert_eq!(push("wrong".into(), "TASK_STATE_WORKING").await, Refused);
+    let token = parked.token.clone();
+    assert_eq!(push(token.clone(), "TASK_STATE_WORKING").await, Taken);
+    assert_eq!(push(token, "TASK_STATE_COMPLETED").await, Taken);
+    let relay_calls = stack.grants(&meter.take());
+    assert!(
+        relay_calls.contains(&("sqs:SendMessage".into(), "WorkQueue".into())),
+        "the wait's end queues the resumption: {relay_calls:?}"
+    );
+    let needed: BTreeSet<Grant> = bridge_calls.union(&relay_calls).cloned().collect();
+    assert_eq!(table(&granted.grants("relay")), table(&needed));
     resources::delete_all(&stack.clients, &stack.resources).await;
 }

@@ -124,6 +124,7 @@ fn every_function_role_is_in_the_template_and_vice_versa() {
         .chain(r["streamFunctions"].as_object().unwrap().keys())
         .cloned()
         .chain(r["frontFunction"]["name"].as_str().map(str::to_owned))
+        .chain(r["relayFunction"]["name"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(in_routes, roles);
     let http: BTreeSet<String> = HttpFunction::ALL
@@ -563,8 +564,10 @@ fn only_the_functions_that_need_a_secret_may_read_it() {
             "front" => {
                 "AgentCredentialsSecretArn,ApiKeysSecret,LiteChannelSecret,PushSigningKeysSecret"
             }
-            // The chats' tokens are its credentials: it authenticates no A2A caller.
-            "channel" => "AgentCredentialsSecretArn,LiteChannelSecret",
+            // The chats' tokens are its credentials: it authenticates no A2A caller. The relay
+            // function is its twin behind the Function URL (and the relay route checks its
+            // own tokens).
+            "channel" | "relay" => "AgentCredentialsSecretArn,LiteChannelSecret",
             "push" => "PushSigningKeysSecret",
             "worker" => "AgentCredentialsSecretArn,LiteChannelSecret",
             "fanout" => "",
@@ -746,6 +749,8 @@ fn reserved_concurrency_is_a_parameter_per_function_class_and_off_by_default() {
             }
             // a_function_url_front_door_is_capped_by_default.
             "front" => continue,
+            // the_machine_to_machine_routes_have_a_url_and_a_pool_of_their_own.
+            "relay" => continue,
             _ => "Http",
         };
         let reserved = &f["Properties"]["ReservedConcurrentExecutions"];
@@ -1361,6 +1366,7 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     // The channel function serves no A2A operation, so it publishes no operation `Errors`
     // for a ServerErrors alarm to watch (its failures are Lambda's `Errors`).
     let channel = ids["channel"].clone();
+    let relay = ids["relay"].clone();
     let per_function = |logical: &str| {
         let class = logical.trim_end_matches("Function");
         let mut each = vec![
@@ -1369,11 +1375,11 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
             format!("{class}ErrorsAlarm"),
             format!("{class}ThrottlesAlarm"),
         ];
-        if logical != channel {
+        if logical != channel && logical != relay {
             each.push(format!("{class}ServerErrorsAlarm"));
         }
         // The functions where a remote agent's push or a room's answer ends a wait.
-        if ["Send", "Channel", "Front"].contains(&class) {
+        if ["Send", "Channel", "Front", "Relay"].contains(&class) {
             each.push(format!("{class}BrokenExecutionsAlarm"));
         }
         each
@@ -1383,11 +1389,15 @@ fn the_front_door_parameter_chooses_api_gateway_or_one_function_url() {
     assert_eq!(only_api, expected);
     // With the default AuthType NONE, the permissions a public Function URL needs.
     let mut expected: BTreeSet<String> = per_function(&front).into_iter().collect();
+    expected.extend(per_function(&relay));
     expected.extend(
         [
             "FrontFunctionUrlPublicAccess",
             "FrontFunctionUrlPublicInvoke",
             "FrontUrlServerErrorsAlarm",
+            "RelayFunctionUrlPublicAccess",
+            "RelayFunctionUrlPublicInvoke",
+            "RelayUrlServerErrorsAlarm",
         ]
         .map(String::from),
     );
@@ -1947,6 +1957,7 @@ fn server_errors_are_alarmed_at_the_front_door_and_per_function() {
             );
         } else {
             assert!(watches("AWS/Lambda".into(), "Url5xxCount", "FrontFunction"));
+            assert!(watches("AWS/Lambda".into(), "Url5xxCount", "RelayFunction"));
         }
     }
 }
@@ -1994,7 +2005,9 @@ fn broken_durable_executions_are_alarmed_where_waits_end() {
         };
         let mut roles: BTreeSet<String> = ["worker".to_owned()].into();
         if front_door == "FunctionUrl" {
+            // The front function for relay URLs handed out before the relay function's.
             roles.insert("front".into());
+            roles.insert("relay".into());
         } else {
             roles.extend(served_by("/a2a-relay/"));
             roles.extend(served_by("/a2a-lite/"));
@@ -2806,8 +2819,9 @@ fn every_function_that_can_start_an_agent_call_knows_the_relay_url() {
                 agent_runners.insert(role.clone());
                 match Function::named(&role).unwrap() {
                     // Behind the front door: the request names its URL, unless PublicBaseUrl
-                    // does (it wins everywhere).
-                    Function::Http(_) => assert_eq!(
+                    // does (it wins everywhere). Not the relay function, reached at a URL of
+                    // its own: it is told the front door's, as the worker is.
+                    Function::Http(http) if http != HttpFunction::Relay => assert_eq!(
                         env.get("A2A_PUBLIC_BASE_URL"),
                         (!public.is_empty()).then_some(&expected),
                         "{front_door} {public:?}: {role}"
@@ -2820,6 +2834,24 @@ fn every_function_that_can_start_an_agent_call_knows_the_relay_url() {
                 }
             }
             assert!(agent_runners.contains("worker"), "{agent_runners:?}");
+            // Behind the Function URL the relay URLs the worker hands out are the relay
+            // function's (its own pool); the relay function reads its own from each request
+            // (its own URL in its environment would be a cycle), the front function's are its
+            // own (its 4 KB have no room, and the relay function names its URL).
+            for role in &agent_runners {
+                let relay_base = variables_of(&stack, role).get("A2A_RELAY_BASE_URL");
+                let expected = (front_door == "FunctionUrl" && role == "worker").then(
+                    || serde_json::json!({"Fn::GetAtt": ["RelayFunctionUrl", "FunctionUrl"]}),
+                );
+                assert_eq!(
+                    relay_base,
+                    expected.as_ref(),
+                    "{front_door} {public:?}: {role}"
+                );
+            }
+            if front_door == "FunctionUrl" {
+                assert!(agent_runners.contains("front") && agent_runners.contains("relay"));
+            }
         }
     }
 }
@@ -3027,12 +3059,14 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
             "table": "local-table", "work_queue_url": "http://127.0.0.1:1/q/work",
             "push_queue_url": "http://127.0.0.1:1/q/push.fifo", "work_dlq_url": "http://127.0.0.1:1/q/work-dlq",
             "push_dlq_url": "http://127.0.0.1:1/q/push-dlq.fifo", "front_door_url": "http://127.0.0.1:9100",
+            "relay_url": "http://127.0.0.1:9101",
         },
         "secrets": {"PushSigningKeysSecret": {"A2A_PUSH_SIGNING_KEYS_FILE": "/keys.json"}},
         "overrides": [
             {"name": "A2A_PUSH_ALLOW_HTTP", "value": "true", "to": "every function", "why": "test"},
             {"name": "A2A_WORK_VISIBILITY_SECS", "value": "20", "to": "where the template sets it", "why": "test"},
             {"name": "A2A_PUBLIC_BASE_URL", "value": "http://127.0.0.1:9100", "to": "every HTTP function without one", "why": "test"},
+            {"name": "A2A_RELAY_BASE_URL", "value": "http://127.0.0.1:9101", "to": "the relay function", "why": "test"},
         ],
     });
     let local_file = dir.path().join("local.json");
@@ -3112,6 +3146,7 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
                             ("PushQueue", "push_queue_url"),
                             ("A2aApi", "front_door_url"),
                             ("FrontFunctionUrl", "front_door_url"),
+                            ("RelayFunctionUrl", "relay_url"),
                         ]
                         .iter()
                         .find(|(logical, _)| text.contains(logical))
@@ -3138,6 +3173,10 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
                     .entry("A2A_PUBLIC_BASE_URL".into())
                     .or_insert_with(|| "http://127.0.0.1:9100".into());
             }
+            // And the relay function the URL it is reached at: its own.
+            if role == "relay" {
+                expected.insert("A2A_RELAY_BASE_URL".into(), "http://127.0.0.1:9101".into());
+            }
             // The function's Timeout stands in for the deadline Lambda gives each invocation.
             let logical = sam::function_logical_id(&stack, &role);
             let timeout = &stack["Resources"][logical.as_str()]["Properties"]["Timeout"];
@@ -3157,4 +3196,141 @@ fn the_local_runs_give_each_function_the_template_s_environment() {
             "{worker}"
         );
     }
+}
+
+/// Issue 45, item 7: behind the Function URL the front function's pool (its reserved
+/// concurrency, `FunctionUrlMaxConcurrency`) serves streams and long polls; 100 SSE
+/// subscribers would turn away every relay push (retried, then dropped) and every chat webhook
+/// (never retried). The machine-to-machine routes have a function of their own there, on a
+/// Function URL anyone may call (its callers never sign; each route checks its own token) and
+/// a small reserved concurrency of its own (`RelayReservedConcurrency`, 10; -1 none): the
+/// relay function, which serves the relay route and the A2A-Lite channels and nothing else.
+/// The relay URLs the worker hands out point at it, as does the webhook URL the stack tells
+/// chat services. Behind API Gateway nothing changes (those routes have functions of their
+/// own there). Read from SAM's translation.
+#[test]
+fn the_machine_to_machine_routes_have_a_url_and_a_pool_of_their_own() {
+    let t = template();
+    let parameter = &t["Parameters"]["RelayReservedConcurrency"];
+    assert_eq!(parameter["Default"].as_i64(), Some(10));
+    assert_eq!(parameter["MinValue"].as_i64(), Some(-1));
+    assert!(parameter["MaxValue"].as_i64().is_some());
+    for (overrides, reserved) in [
+        (&[("FrontDoor", "FunctionUrl")][..], Some(10)),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("RelayReservedConcurrency", "3"),
+            ][..],
+            Some(3),
+        ),
+        (
+            &[
+                ("FrontDoor", "FunctionUrl"),
+                ("RelayReservedConcurrency", "-1"),
+            ][..],
+            None,
+        ),
+    ] {
+        let Some(stack) = sam::created(overrides) else {
+            return;
+        };
+        let r = &stack["Resources"];
+        let f = &r["RelayFunction"]["Properties"];
+        assert_eq!(f["Environment"]["Variables"]["A2A_FUNCTION"], "relay");
+        let value = f["ReservedConcurrentExecutions"].get("Ref").map(|p| {
+            assert_eq!(p, "RelayReservedConcurrency");
+            overrides
+                .iter()
+                .find(|(k, _)| *k == "RelayReservedConcurrency")
+                .map_or(10, |(_, v)| v.parse::<i64>().unwrap())
+        });
+        assert_eq!(value, reserved, "{overrides:?}");
+        // Its own URL, public (the routes check their own tokens), buffered (no SSE).
+        let url = &r["RelayFunctionUrl"];
+        assert_eq!(url["Type"], "AWS::Lambda::Url");
+        assert_eq!(url["Properties"]["AuthType"], "NONE");
+        assert_eq!(url["Properties"]["InvokeMode"], "BUFFERED");
+        assert_eq!(
+            sam::target(&url["Properties"]["TargetFunctionArn"]).as_deref(),
+            Some("RelayFunction")
+        );
+        for (permission, action) in [
+            ("RelayFunctionUrlPublicAccess", "lambda:InvokeFunctionUrl"),
+            ("RelayFunctionUrlPublicInvoke", "lambda:InvokeFunction"),
+        ] {
+            let p = &r[permission]["Properties"];
+            assert_eq!(
+                (&p["Action"], &p["Principal"]),
+                (&action.into(), &"*".into())
+            );
+            assert_eq!(
+                sam::target(&p["FunctionName"]).as_deref(),
+                Some("RelayFunction")
+            );
+        }
+        // The worker, which starts most agent calls (queued sends, rooms, runs handed over),
+        // points their relay URLs at it; it reads its own from each request (its own URL in
+        // its environment would be a cycle), and names the front door's for the A2A card.
+        let relay_url = serde_json::json!({"Fn::GetAtt": ["RelayFunctionUrl", "FunctionUrl"]});
+        assert_eq!(
+            variables_of(&stack, "worker").get("A2A_RELAY_BASE_URL"),
+            Some(&relay_url)
+        );
+        for role in ["relay", "front"] {
+            assert!(
+                !variables_of(&stack, role).contains_key("A2A_RELAY_BASE_URL"),
+                "{role}"
+            );
+        }
+        assert_eq!(
+            variables_of(&stack, "relay").get("A2A_PUBLIC_BASE_URL"),
+            Some(&serde_json::json!({"Fn::GetAtt": ["FrontFunctionUrl", "FunctionUrl"]}))
+        );
+        // The front function keeps its own pool, separate.
+        assert!(r["FrontFunction"]["Properties"]
+            .get("ReservedConcurrentExecutions")
+            .is_some());
+    }
+    // Behind API Gateway: no relay function, no relay URL variable anywhere.
+    let Some(api) = sam::created(&[("LiteChannels", "on")]) else {
+        return;
+    };
+    assert!(!roles_of(&api).contains("relay"));
+    for role in roles_of(&api) {
+        assert!(
+            !variables_of(&api, &role).contains_key("A2A_RELAY_BASE_URL"),
+            "{role}"
+        );
+    }
+    // The webhook URL chat services are given: the relay function's, behind the Function URL.
+    let Some(lite) = sam::created(&[("FrontDoor", "FunctionUrl"), ("LiteChannels", "on")]) else {
+        return;
+    };
+    let webhook = lite["Outputs"]["LiteWebhookUrl"]["Value"].to_string();
+    assert!(
+        webhook.contains("RelayFunctionUrl") && !webhook.contains("FrontFunctionUrl"),
+        "{webhook}"
+    );
+    // What it serves: the relay route and the channels, no operation, no card, no key.
+    let surface = HttpFunction::Relay.surface();
+    assert!(surface.relay && HttpFunction::Relay.serves_channels());
+    assert!(surface.operations.is_empty() && !surface.card && !surface.jsonrpc && !surface.rest);
+    assert!(!HttpFunction::Relay.streaming());
+    assert_eq!(HttpFunction::Relay.key_use(), a2a_lambda_glue::KeyUse::None);
+    // Least privilege: the table's items and the work queue; no index, no query, no push
+    // queue (iam.rs proves these are what the relay route and the bridge call: a wait that
+    // ends deletes its due entry).
+    let fns = functions(&t);
+    let granted: BTreeSet<String> = grants(&fns["relay"]).into_iter().map(|(a, _)| a).collect();
+    let expected: BTreeSet<String> = [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "sqs:SendMessage",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(granted, expected);
 }
