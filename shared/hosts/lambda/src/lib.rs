@@ -24,6 +24,7 @@ mod function;
 mod http;
 pub mod metrics;
 mod remote;
+mod role;
 mod secret;
 mod settings;
 mod sqs;
@@ -31,8 +32,8 @@ mod streamed;
 
 pub use channel::{lite_settings_from, LiteSource, ENV_LITE_SECRET_ARN};
 pub use fanout::{run_fanout, FanoutBatch};
-pub use function::{run, Function, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME};
-pub use http::{serve_http, HttpFunction};
+pub use function::run;
+pub use http::serve_http;
 pub use lambda_runtime::Error;
 pub use metrics::EmfObserver;
 /// The allocator the functions are measured with (docs/lambda.md): declare it once in the
@@ -43,9 +44,10 @@ pub use metrics::EmfObserver;
 /// fifth of a warm send's CPU on them, `malloc_consolidate` included.
 pub use mimalloc::MiMalloc as Allocator;
 pub use remote::RemoteSettings;
-pub use settings::{
-    agent_credentials_source, build_auth, key_source, load_keys, Init, KeyUse, Settings,
+pub use role::{
+    Function, HttpFunction, KeyUse, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME,
 };
+pub use settings::{agent_credentials_source, build_auth, key_source, load_keys, Init, Settings};
 pub use sqs::{
     hand_over_at, run_push, run_worker, PushBatch, WorkBatch, HANDOVER_MARGIN,
     LOCAL_TIMEOUT_VARIABLE,

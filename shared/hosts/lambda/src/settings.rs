@@ -17,6 +17,7 @@ use a2a_net::{OpenIdJwks, WebhookClient};
 use a2a_protocol::{AgentInterface, BINDING_HTTP_JSON, BINDING_JSONRPC, PROTOCOL_VERSION};
 
 use crate::remote::RemoteSettings;
+use crate::role::KeyUse;
 use crate::secret::read_secret;
 use crate::Error;
 
@@ -69,7 +70,7 @@ pub(crate) const ENV_PUSH_ALLOW_HOSTS: &str = "A2A_PUSH_ALLOW_HOSTS";
 /// `true` allows `http` webhooks (local runs only; the cloud requires `https`).
 pub(crate) const ENV_PUSH_ALLOW_HTTP: &str = "A2A_PUSH_ALLOW_HTTP";
 /// Seconds a blocking SendMessage waits before it returns the task as it stands (default:
-/// what the function's front door allows, [`crate::HttpFunction::default_blocking_timeout`]).
+/// what the function's front door allows, [`crate::role::HttpFunction::default_blocking_timeout`]).
 pub(crate) const ENV_BLOCKING_TIMEOUT_SECS: &str = "A2A_BLOCKING_TIMEOUT_SECS";
 /// Seconds a running work job stays invisible between heartbeats; the task lease never
 /// outlasts it.
@@ -298,11 +299,11 @@ impl Settings {
     /// under the public base URL, handed out before, is still taken (by the front function).
     pub fn relay_base<'a>(
         &'a self,
-        function: crate::HttpFunction,
+        function: crate::role::HttpFunction,
         reached_at: Option<&'a str>,
     ) -> Option<&'a str> {
         self.relay_base_url.as_deref().or(match function {
-            crate::HttpFunction::Relay => reached_at,
+            crate::role::HttpFunction::Relay => reached_at,
             _ => None,
         })
     }
@@ -375,17 +376,17 @@ impl Settings {
     }
 }
 
-/// The blocking wait of the function `lookup` names ([`crate::Function::choose`]): its front
-/// door's ([`crate::HttpFunction::default_blocking_timeout`]); a function that serves no
+/// The blocking wait of the function `lookup` names ([`crate::role::Function::choose`]): its front
+/// door's ([`crate::role::HttpFunction::default_blocking_timeout`]); a function that serves no
 /// blocking send, or none named, gets the buffered route's.
 fn default_blocking_timeout(lookup: &impl Fn(&str) -> Option<String>) -> Duration {
-    let function = crate::Function::choose(
-        lookup(crate::ENV_FUNCTION).as_deref(),
-        lookup(crate::ENV_LAMBDA_FUNCTION_NAME).as_deref(),
+    let function = crate::role::Function::choose(
+        lookup(crate::role::ENV_FUNCTION).as_deref(),
+        lookup(crate::role::ENV_LAMBDA_FUNCTION_NAME).as_deref(),
     );
     match function {
-        Ok(crate::Function::Http(http)) => http.default_blocking_timeout(),
-        _ => crate::HttpFunction::Send.default_blocking_timeout(),
+        Ok(crate::role::Function::Http(http)) => http.default_blocking_timeout(),
+        _ => crate::role::HttpFunction::Send.default_blocking_timeout(),
     }
 }
 
@@ -412,21 +413,6 @@ pub struct Init {
     /// local `A2A_LITE_*` variables), read when first needed: the rooms the agent calls, and
     /// the channel routes of the functions that serve them.
     pub lite: Arc<crate::channel::LiteSource>,
-}
-
-/// What a function does with the push signing keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyUse {
-    /// Nothing: no keys are read.
-    None,
-    /// Publishes them in the JWKS and signs the card with them (the functions serving a
-    /// card). A secret with no keys yet gets its first key from whichever function needs one
-    /// first, this one or the push function (see [`KeyUse::Sign`]).
-    Publish,
-    /// Signs pushes with them (the push function). The stack's secret starts as a placeholder
-    /// with no keys; the first function to read it so generates the first key into it, under
-    /// a fixed version token, so that functions doing it at once end up with one key.
-    Sign,
 }
 
 impl Init {
@@ -795,7 +781,7 @@ mod tests {
     /// environment), and otherwise at the public base URL (`None`).
     #[test]
     fn relay_urls_point_at_the_relay_base_url_else_where_the_relay_function_is_reached() {
-        use crate::HttpFunction::{Front, Relay, Send};
+        use crate::role::HttpFunction::{Front, Relay, Send};
         let with = |relay: Option<&'static str>| {
             Settings::from_lookup(move |name| match name {
                 "A2A_TABLE" => Some("t".into()),
