@@ -1,6 +1,7 @@
 //! What this process knows of the heads it wrote or read ([`HeadCache`]), what an append
-//! needs of the head it replaces ([`HeadSummary`]), and what tells one head write from another
-//! ([`written_by`]) and sizes its index entries.
+//! needs of the head it replaces ([`HeadSummary`]), what tells one head write from another
+//! ([`written_by`]; whether a write in doubt landed: [`DynamoTaskStore::create_landed`]) and
+//! sizes its index entries.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
