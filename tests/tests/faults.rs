@@ -603,10 +603,11 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
         };
         if state(&task) != expected {
             problems.push(format!(
-                "{:?} task {id} ended {} (expected {expected}): {}",
+                "{:?} task {id} ended {} (expected {expected}): {}; the client's errors: {:?}",
                 s.work,
                 state(&task),
-                task["status"]
+                task["status"],
+                s.errors
             ));
             continue;
         }
