@@ -449,7 +449,7 @@ async fn a_mix_of_work_under_aws_faults_ends_as_it_would_without_them() {
         let third = third.clone();
         async move {
             third.notified().await;
-            instance.restart().await;
+            instance.restart_until_serving(3).await;
             instance
         }
     });

@@ -13,6 +13,7 @@ use a2a_protocol::TaskState;
 use super::DynamoTaskStore;
 use crate::body::{self, BodyRef};
 use crate::items::{self, attr, Item};
+use crate::timeouts::CALL_LIMITS;
 
 /// How many heads [`HeadCache`] remembers before it starts again.
 const CACHE_ENTRIES: usize = 4096;
@@ -230,6 +231,25 @@ impl DynamoTaskStore {
             |err| tracing::warn!(task_id, error = %err, "could not tell whether a create landed; asking again"),
         )
         .await
+    }
+
+    /// [`Self::create_landed`] for a create whose every attempt failed: an attempt the SDK gave
+    /// up on (no answer within [`CALL_LIMITS`]' attempt timeout) may still land after the call
+    /// ended, so a create not found at once is looked for again once such an attempt would have
+    /// landed (issue 52's fault run at 20 %, seed 23: a create that landed after its check
+    /// said it had not, its task then ended FAILED by the sweep).
+    pub(super) async fn create_landed_late(
+        &self,
+        task_id: &str,
+        ours: &Item,
+    ) -> Result<bool, StoreError> {
+        match self.create_landed(task_id, ours).await {
+            Ok(false) => {
+                tokio::time::sleep(CALL_LIMITS.attempt).await;
+                self.create_landed(task_id, ours).await
+            }
+            landed => landed,
+        }
     }
 
     /// Whether the head of `task_id` is the write `ours` describes ([`written_by`]). A write

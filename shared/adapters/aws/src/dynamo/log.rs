@@ -71,7 +71,7 @@ impl DynamoTaskStore {
         let created = match created {
             Ok(true) => true,
             Ok(false) => self.create_landed(task_id, &ours).await?,
-            Err(err) => match self.create_landed(task_id, &ours).await {
+            Err(err) => match self.create_landed_late(task_id, &ours).await {
                 Ok(true) => true,
                 Ok(false) => {
                     if counted.is_ok() {
