@@ -56,6 +56,17 @@ struct NextCalls {
     left: u64,
 }
 
+impl NextCalls {
+    /// The next `left` calls of `operation` whose request holds `holding` (both lowercased).
+    fn of(operation: &str, holding: &str, left: u64) -> Self {
+        NextCalls {
+            operation: operation.to_ascii_lowercase(),
+            holding: holding.to_ascii_lowercase(),
+            left,
+        }
+    }
+}
+
 /// What becomes of one request.
 enum Fate {
     Pass,
@@ -182,13 +193,10 @@ impl StoreOutage {
         (then, then_holding): (&str, &str),
         n: u64,
     ) {
-        let calls = |operation: &str, holding: &str, left| NextCalls {
-            operation: operation.to_ascii_lowercase(),
-            holding: holding.to_ascii_lowercase(),
-            left,
-        };
-        *self.faults.lose.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((calls(operation, holding, 1), calls(then, then_holding, n)));
+        *self.faults.lose.lock().unwrap_or_else(|e| e.into_inner()) = Some((
+            NextCalls::of(operation, holding, 1),
+            NextCalls::of(then, then_holding, n),
+        ));
     }
 
     /// Holds the next call of `operation` whose request holds `holding` until its caller
@@ -202,15 +210,10 @@ impl StoreOutage {
         (then, then_holding): (&str, &str),
         n: u64,
     ) {
-        let calls = |operation: &str, holding: &str, left| NextCalls {
-            operation: operation.to_ascii_lowercase(),
-            holding: holding.to_ascii_lowercase(),
-            left,
-        };
         *self.faults.late.lock().unwrap_or_else(|e| e.into_inner()) = Some((
-            calls(operation, holding, 1),
+            NextCalls::of(operation, holding, 1),
             after,
-            calls(then, then_holding, n),
+            NextCalls::of(then, then_holding, n),
         ));
     }
 
