@@ -99,7 +99,11 @@ impl FaultyMoto {
             ("AWS_REGION", "us-east-1"),
             ("A2A_REMOTE_POLL_SECS", "1"),
             ("A2A_SWEEP_INTERVAL_SECS", "3"),
-            ("A2A_EXECUTION_LEASE_SECS", "5"),
+            // Longer than a renewal's period (a third of it) and one store call at its
+            // longest (6 s, the adapters' CALL_LIMITS) together: with 5 s, a renewal that
+            // took its 6 s under faults let the lease of a live execution run out, and the
+            // sweep ended its task FAILED (the fault run at 20 %, seed 7).
+            ("A2A_EXECUTION_LEASE_SECS", "12"),
             // A job whose process was killed comes back from the queue this soon.
             ("A2A_WORK_VISIBILITY_SECS", "15"),
         ]

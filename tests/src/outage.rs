@@ -40,6 +40,9 @@ struct Faults {
     /// One call held, never passed on, until its caller gives it up:
     /// [`StoreOutage::hold_next`].
     hold: Mutex<Option<NextCalls>>,
+    /// One call held until its caller gives it up, then passed on `after` that (it lands
+    /// late, unseen), and the calls to fail once it arrived: [`StoreOutage::late_then_fail`].
+    late: Mutex<Option<(NextCalls, std::time::Duration, NextCalls)>>,
     /// Told when the held call arrived.
     held: Notify,
     /// How many calls it failed.
@@ -53,6 +56,17 @@ struct NextCalls {
     left: u64,
 }
 
+impl NextCalls {
+    /// The next `left` calls of `operation` whose request holds `holding` (both lowercased).
+    fn of(operation: &str, holding: &str, left: u64) -> Self {
+        NextCalls {
+            operation: operation.to_ascii_lowercase(),
+            holding: holding.to_ascii_lowercase(),
+            left,
+        }
+    }
+}
+
 /// What becomes of one request.
 enum Fate {
     Pass,
@@ -62,6 +76,8 @@ enum Fate {
     Lose,
     /// Held until its caller closes the connection, never passed on.
     Hold,
+    /// Held until its caller closes the connection, then passed on this much later.
+    Late(std::time::Duration),
 }
 
 impl Faults {
@@ -79,6 +95,16 @@ impl Faults {
             return Fate::Hold;
         }
         drop(hold);
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((call, _, _)) = late.as_ref() {
+            if target(&call.operation) && head.contains(&call.holding) {
+                let (_, after, then) = late.take().expect("checked");
+                *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(then);
+                self.failed.fetch_add(1, Ordering::SeqCst);
+                return Fate::Late(after);
+            }
+        }
+        drop(late);
         let mut lose = self.lose.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((lost, _)) = lose.as_ref() {
             if target(&lost.operation) && head.contains(&lost.holding) {
@@ -167,13 +193,28 @@ impl StoreOutage {
         (then, then_holding): (&str, &str),
         n: u64,
     ) {
-        let calls = |operation: &str, holding: &str, left| NextCalls {
-            operation: operation.to_ascii_lowercase(),
-            holding: holding.to_ascii_lowercase(),
-            left,
-        };
-        *self.faults.lose.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((calls(operation, holding, 1), calls(then, then_holding, n)));
+        *self.faults.lose.lock().unwrap_or_else(|e| e.into_inner()) = Some((
+            NextCalls::of(operation, holding, 1),
+            NextCalls::of(then, then_holding, n),
+        ));
+    }
+
+    /// Holds the next call of `operation` whose request holds `holding` until its caller
+    /// gives it up (the SDK does when its attempt times out), and passes it on `after` that:
+    /// a call that lands after its caller stopped waiting for it. Then fails the next `n`
+    /// calls of `then` holding `then_holding`.
+    pub fn late_then_fail(
+        &self,
+        (operation, holding): (&str, &str),
+        after: std::time::Duration,
+        (then, then_holding): (&str, &str),
+        n: u64,
+    ) {
+        *self.faults.late.lock().unwrap_or_else(|e| e.into_inner()) = Some((
+            NextCalls::of(operation, holding, 1),
+            after,
+            NextCalls::of(then, then_holding, n),
+        ));
     }
 
     /// Holds the next call of `operation` whose request holds `holding` (compared lowercase)
@@ -206,10 +247,19 @@ async fn relay(mut client: TcpStream, upstream: String, faults: Arc<Faults>) {
     };
     let head = String::from_utf8_lossy(&request).to_ascii_lowercase();
     let fate = faults.fate(&head);
-    if matches!(fate, Fate::Hold) {
+    if let Fate::Hold | Fate::Late(_) = fate {
         // Until the caller hangs up: a read that ends (EOF) or breaks.
         let mut buf = [0u8; 1024];
         while matches!(client.read(&mut buf).await, Ok(n) if n > 0) {}
+        if let Fate::Late(after) = fate {
+            tokio::time::sleep(after).await;
+            if let Ok(mut server) = TcpStream::connect(&upstream).await {
+                let mut answer = Vec::new();
+                if server.write_all(&request).await.is_ok() {
+                    let _ = server.read_to_end(&mut answer).await;
+                }
+            }
+        }
         return;
     }
     if !matches!(fate, Fate::Fail) {

@@ -227,6 +227,9 @@ fn store_env(data_dir: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// How the panic of a start that failed before the server served begins.
+const EXITED_BEFORE_SERVING: &str = "a2a-local exited before serving";
+
 impl Server {
     /// Starts a server on `127.0.0.1:0` with a fresh temporary data directory and waits until
     /// it prints its address.
@@ -299,7 +302,7 @@ impl Server {
         self.child = Some(child);
         match tokio::time::timeout(STARTUP_TIMEOUT, rx).await {
             Ok(Ok(base)) => self.client.base = base,
-            Ok(Err(_)) => panic!("a2a-local exited before serving; its log:\n{}", self.logs()),
+            Ok(Err(_)) => panic!("{EXITED_BEFORE_SERVING}; its log:\n{}", self.logs()),
             Err(_) => panic!(
                 "a2a-local did not print its address within {STARTUP_TIMEOUT:?}; its log:\n{}",
                 self.logs()
@@ -365,6 +368,28 @@ impl Server {
             .unwrap_or_else(|e| e.into_inner())
             .push_str("---- e2e: server restarting ----\n");
         self.spawn().await;
+    }
+
+    /// [`Self::restart`], made again (up to `tries` starts in all) while the server exits
+    /// before serving: its start failed, as a Lambda instance's init may under AWS's faults
+    /// (a2a-local finds its table and queues at start), and Lambda then starts another.
+    pub async fn restart_until_serving(&mut self, tries: usize) {
+        for _ in 1..tries {
+            let started =
+                futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.restart()))
+                    .await;
+            let Err(panic) = started else {
+                return;
+            };
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .unwrap_or_default();
+            if !message.starts_with(EXITED_BEFORE_SERVING) {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        self.restart().await;
     }
 
     /// Everything the server wrote to stderr so far (ANSI colours removed).

@@ -365,16 +365,17 @@ async fn a_create_that_landed_unseen_is_run_by_the_sweep() {
         "configuration": {"returnImmediately": true}
     });
     // The create reaches the store, its answer is lost (the SDK tries again and meets its own
-    // write), and the three attempts at reading the head to tell so fail.
-    outage.lose_then_fail(
-        ("DynamoDB_20120810.PutItem", r#""nv":{"N":"0"}"#),
-        ("DynamoDB_20120810.GetItem", r#""sk":{"s":"h"}"#),
-        3,
-    );
+    // write), and every read of the head to tell so fails: the store's four checks, each
+    // with the SDK's three attempts.
+    outage.lose_then_fail(CREATE, HEAD_READ, CHECKS_IN_DOUBT);
     let refused = server.send(Binding::JsonRpc, request.clone()).await;
     let error = refused.expect_err("the create's outcome was not known");
     assert_eq!(error.code, Some(-32603), "{}", error.body);
-    assert_eq!(outage.failed(), 4, "the answer lost and three reads failed");
+    assert_eq!(
+        outage.failed(),
+        1 + CHECKS_IN_DOUBT,
+        "the answer lost and every read failed"
+    );
     let repeat = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
     let ended = server
         .await_terminal(&id_of(&repeat), Duration::from_secs(30))
@@ -383,15 +384,85 @@ async fn a_create_that_landed_unseen_is_run_by_the_sweep() {
     assert_eq!(text_of(&ended), "chunk-1 chunk-2 chunk-3 ", "{ended}");
 }
 
-/// The same on the inline path: a streamed `slow` whose create landed unseen, with the
-/// agent's first status in it. The execution gave its lease back at its end, and the task
-/// stayed WORKING for good; now the lease stays, runs out, and the sweep ends the task FAILED
-/// (the agent already ran: a job would not run it again).
+/// A task's create (a conditional PutItem of its head, the head's previous version 0).
+const CREATE: (&str, &str) = ("DynamoDB_20120810.PutItem", r#""nv":{"N":"0"}"#);
+/// A read of a task's head.
+const HEAD_READ: (&str, &str) = ("DynamoDB_20120810.GetItem", r#""sk":{"s":"h"}"#);
+/// The reads that leave a create in doubt for good: the store checks four times whether its
+/// create landed, each check a call with the SDK's three attempts.
+const CHECKS_IN_DOUBT: u64 = 4 * 3;
+
+/// A streamed `slow` whose create landed while its answer was lost, and the store's first
+/// check of it failed through the SDK's retries (issue 52's fault run at 20 %, seed 7: the
+/// client got a 500, and the sweep ended the task FAILED, so the client's retry of the
+/// message got that FAILED task back). The store checks again a moment later and finds its
+/// create: the stream goes on as if nothing happened, and the task completes.
+#[tokio::test]
+async fn an_inline_create_that_landed_unseen_goes_on() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    outage.lose_then_fail(CREATE, HEAD_READ, 3);
+    stream_goes_on(&server, &outage, 4).await;
+}
+
+/// A streamed `slow` whose create's first attempt got no answer in time and landed a second
+/// after the SDK gave up on it, its two other attempts failed (issue 52's fault run at 20 %,
+/// seed 23: the store's check found no task, the client got a 500, then the create landed and
+/// the sweep ended its task FAILED). The store looks again once such an attempt would have
+/// landed, finds its create, and the stream goes on.
+#[tokio::test]
+async fn an_inline_create_that_landed_late_goes_on() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    outage.late_then_fail(CREATE, Duration::from_secs(1), CREATE, 2);
+    stream_goes_on(&server, &outage, 3).await;
+}
+
+/// Streams `slow 3 50` to its end: the client sees it complete, the task holds every chunk,
+/// and the proxy failed (or lost, or held) `failed` calls meanwhile.
+async fn stream_goes_on(server: &Server, outage: &StoreOutage, failed: u64) {
+    let request = json!({
+        "message": {
+            "messageId": format!("unseen-stream-{}", uuid_like()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "slow 3 50"}]
+        }
+    });
+    let mut stream = server
+        .stream(Binding::Rest, request)
+        .await
+        .unwrap_or_else(|e| panic!("the stream was refused: {} {}", e.http_status, e.body));
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        events.push(event.json());
+    }
+    assert_eq!(outage.failed(), failed, "the faults were not injected");
+    let id = events
+        .first()
+        .and_then(|e| e["task"]["id"].as_str())
+        .unwrap_or_else(|| panic!("the first event is the task: {events:?}"))
+        .to_string();
+    let last = events.last().and_then(event_state);
+    assert_eq!(last, Some("TASK_STATE_COMPLETED"), "{events:?}");
+    let task = ok(server.get_task(Binding::Rest, &id, None).await);
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(text_of(&task), "chunk-1 chunk-2 chunk-3 ", "{task}");
+}
+
+/// The same on the inline path, the create in doubt for good (every check failed): a streamed
+/// `slow` whose create landed unseen, with the agent's first status in it. The execution gave
+/// its lease back at its end, and the task stayed WORKING for good; now the lease stays, runs
+/// out, and the sweep ends the task FAILED (the agent already ran: a job would not run it
+/// again). The lease outlasts the store's checks (about 3.5 s): the run holds the emitter's
+/// state through its create, so the lease is not renewed meanwhile, and a sweep that read the
+/// task's head would take one of the failures meant for the checks.
 #[tokio::test]
 async fn an_inline_create_that_landed_unseen_is_ended_by_the_sweep() {
     let env = [
         ("A2A_SWEEP_INTERVAL_SECS", "1"),
-        ("A2A_EXECUTION_LEASE_SECS", "2"),
+        ("A2A_EXECUTION_LEASE_SECS", "5"),
     ];
     let Some((server, outage)) = server_behind_outage(&env).await else {
         return;
@@ -407,14 +478,14 @@ async fn an_inline_create_that_landed_unseen_is_ended_by_the_sweep() {
             "configuration": configuration
         })
     };
-    outage.lose_then_fail(
-        ("DynamoDB_20120810.PutItem", r#""nv":{"N":"0"}"#),
-        ("DynamoDB_20120810.GetItem", r#""sk":{"s":"h"}"#),
-        3,
-    );
+    outage.lose_then_fail(CREATE, HEAD_READ, CHECKS_IN_DOUBT);
     let refused = server.stream(Binding::Rest, request(json!({}))).await;
     assert!(refused.is_err(), "the create's outcome was not known");
-    assert_eq!(outage.failed(), 4, "the answer lost and three reads failed");
+    assert_eq!(
+        outage.failed(),
+        1 + CHECKS_IN_DOUBT,
+        "the answer lost and every read failed"
+    );
     let repeat = task_of(&ok(server
         .send(
             Binding::JsonRpc,
@@ -430,4 +501,85 @@ async fn an_inline_create_that_landed_unseen_is_ended_by_the_sweep() {
         !message_text(&ended["status"]["message"]).is_empty(),
         "a FAILED task says why: {ended}"
     );
+}
+
+/// Streams `slow 10 300` and, once the task is there, fails the next `failures` reads of its
+/// log (each a Query naming the task); returns the task's id, the events after the first as
+/// the client saw them, and the server's metric lines (`A2A_METRICS_FILE`).
+async fn stream_through_failed_reads(failures: u64) -> Option<(String, Vec<SseEvent>, Vec<Value>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("metrics.jsonl");
+    let file = metrics.to_string_lossy().into_owned();
+    let (server, outage) = server_behind_outage(&[("A2A_METRICS_FILE", &file)]).await?;
+    let mut stream = server
+        .stream(Binding::Rest, send_request("slow 10 300"))
+        .await
+        .unwrap_or_else(|e| panic!("stream: {}", e.body));
+    let first = stream.next_event().await.expect("the task first").json();
+    let id = first["task"]["id"]
+        .as_str()
+        .expect("the task first")
+        .to_string();
+    outage.fail_next("DynamoDB_20120810.Query", &id, failures);
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        events.push(event);
+    }
+    assert_eq!(outage.failed(), failures, "the reads were not failed");
+    server.await_terminal(&id, Duration::from_secs(30)).await;
+    let lines = std::fs::read_to_string(&metrics)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    Some((id, events, lines))
+}
+
+/// A stream whose read of the task's log failed through the SDK's retries (issue 52's fault
+/// run at 20 %: a stream closed after 3 events, without the task's end, while the task went
+/// on): the read is made again a moment later, and the stream goes on to the task's end.
+#[tokio::test]
+async fn a_stream_reads_again_after_a_failed_read() {
+    let Some((id, events, _)) = stream_through_failed_reads(3).await else {
+        return;
+    };
+    let last = events.last().map(SseEvent::json);
+    assert_eq!(
+        last.as_ref().and_then(event_state),
+        Some("TASK_STATE_COMPLETED"),
+        "task {id}: {events:?}"
+    );
+    assert!(
+        events.iter().all(|e| e.event.as_deref() != Some("error")),
+        "{events:?}"
+    );
+}
+
+/// A stream whose reads fail through every retry ends with an error event its client can act
+/// on (resubscribe), and that error is counted by `Errors` like any 5xx of ours: the stream
+/// had started, so its operation was counted a success (issue 52's fault run: the client saw
+/// one 5xx more than `Errors` counted).
+#[tokio::test]
+async fn a_stream_that_ends_with_an_error_is_counted_by_errors() {
+    // Three tries of the read (the core's), each with the SDK's three attempts.
+    let Some((_, events, lines)) = stream_through_failed_reads(9).await else {
+        return;
+    };
+    let last = events.last().expect("an event after the task");
+    assert_eq!(last.event.as_deref(), Some("error"), "{events:?}");
+    assert_eq!(last.json()["error"]["code"], 500, "{events:?}");
+    let errors = |operation: &str| -> f64 {
+        lines
+            .iter()
+            .filter(|l| l["Operation"] == operation)
+            .filter_map(|l| l["Errors"].as_f64())
+            .sum()
+    };
+    assert_eq!(errors("SendStreamingMessage"), 1.0, "{lines:?}");
+    let requests: f64 = lines
+        .iter()
+        .filter(|l| l["Operation"] == "SendStreamingMessage")
+        .filter_map(|l| l["Requests"].as_f64())
+        .sum();
+    assert_eq!(requests, 1.0, "one request: {lines:?}");
 }

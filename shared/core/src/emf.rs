@@ -312,6 +312,40 @@ impl EmfObserver {
 }
 
 impl EmfObserver {
+    /// Writes the line of `operation` with `metrics` and the counts of `error` (ours, 5xx, in
+    /// `Errors`; the caller's in `ClientErrors`).
+    fn operation_line(
+        &self,
+        operation: Operation,
+        mut metrics: Vec<(&str, Unit, f64)>,
+        error: Option<&A2AError>,
+    ) {
+        let status = error.map(A2AError::http_status);
+        let mut properties = Vec::new();
+        if let Some(error) = error {
+            properties.push(("error", json!(error.reason())));
+        }
+        let errors = (
+            "Errors",
+            Unit::Count,
+            count(status.is_some_and(|s| s >= 500)),
+        );
+        metrics.push(errors);
+        metrics.push((
+            "ClientErrors",
+            Unit::Count,
+            count(status.is_some_and(|s| s < 500)),
+        ));
+        let mut line = self.line(Some(("Operation", operation.name())), &metrics, properties);
+        // Our failures by function too: what the template's ServerErrors alarms watch (a
+        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it). Broken down by
+        // function alone, the line's own metrics are that already.
+        if self.detail == MetricsDetail::Operation {
+            add_function_rollup(&mut line, &self.namespace, &self.function, &[errors]);
+        }
+        self.write(line);
+    }
+
     /// A batch of `records` stream records whose push jobs could not be enqueued: it is
     /// retried, and after the mapping's last retry recorded in its on-failure destination.
     pub fn fanout_failure(&self, records: usize, error: &str) {
@@ -333,41 +367,19 @@ fn count(yes: bool) -> f64 {
 
 impl Observer for EmfObserver {
     fn operation(&self, operation: Operation, elapsed: Duration, error: Option<&A2AError>) {
-        let status = error.map(A2AError::http_status);
-        let mut properties = Vec::new();
-        if let Some(error) = error {
-            properties.push(("error", json!(error.reason())));
-        }
-        let errors = (
-            "Errors",
-            Unit::Count,
-            count(status.is_some_and(|s| s >= 500)),
-        );
-        let mut line = self.line(
-            Some(("Operation", operation.name())),
-            &[
-                ("Requests", Unit::Count, 1.0),
-                (
-                    "Latency",
-                    Unit::Milliseconds,
-                    elapsed.as_secs_f64() * 1000.0,
-                ),
-                errors,
-                (
-                    "ClientErrors",
-                    Unit::Count,
-                    count(status.is_some_and(|s| s < 500)),
-                ),
-            ],
-            properties,
-        );
-        // Our failures by function too: what the template's ServerErrors alarms watch (a
-        // JSON-RPC error is HTTP 200, so the front door's 5xx metrics miss it). Broken down by
-        // function alone, the line's own metrics are that already.
-        if self.detail == MetricsDetail::Operation {
-            add_function_rollup(&mut line, &self.namespace, &self.function, &[errors]);
-        }
-        self.write(line);
+        let metrics = vec![
+            ("Requests", Unit::Count, 1.0),
+            (
+                "Latency",
+                Unit::Milliseconds,
+                elapsed.as_secs_f64() * 1000.0,
+            ),
+        ];
+        self.operation_line(operation, metrics, error);
+    }
+
+    fn stream_failed(&self, operation: Operation, error: &A2AError) {
+        self.operation_line(operation, Vec::new(), Some(error));
     }
 
     fn task_finished(&self, state: TaskState) {
@@ -510,6 +522,24 @@ mod tests {
                    "Metrics": [{"Name": "Errors", "Unit": "Count"}]})
         );
         assert_eq!(lines[1]["FunctionName"], "fn");
+    }
+
+    #[test]
+    fn an_error_in_a_started_stream_is_an_error_not_a_request() {
+        let (observer, lines) = captured();
+        observer.stream_failed(
+            Operation::SendStreamingMessage,
+            &A2AError::Internal("store".into()),
+        );
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines[0]["Errors"], 1.0);
+        assert_eq!(lines[0]["ClientErrors"], 0.0);
+        assert_eq!(lines[0]["Operation"], "SendStreamingMessage");
+        assert!(lines[0].get("Requests").is_none(), "{}", lines[0]);
+        assert_eq!(
+            lines[0]["_aws"]["CloudWatchMetrics"][1]["Metrics"],
+            json!([{"Name": "Errors", "Unit": "Count"}])
+        );
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub use relay::RelayLimits;
 pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
 pub use reread::{ReadClock, RETRY_FAILED_READ};
+pub use retry::after_pauses;
 pub use service::{
     A2aService, OperationRequest, OperationResponse, RelayAnswer, RelayCheck, RelayPush, Reply,
 };

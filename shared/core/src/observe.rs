@@ -19,6 +19,12 @@ pub trait Observer: Send + Sync + fmt::Debug {
         let _ = (operation, elapsed, error);
     }
 
+    /// A stream of `operation` that had started ended with `error` (an error event): counted
+    /// as the operation's error, not as another request.
+    fn stream_failed(&self, operation: Operation, error: &A2AError) {
+        let _ = (operation, error);
+    }
+
     /// A task reached the terminal `state`.
     fn task_finished(&self, state: TaskState) {
         let _ = state;

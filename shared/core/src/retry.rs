@@ -8,7 +8,7 @@ use std::time::Duration;
 /// `call`, made again after each of `pauses` while its failure `passes`; `on_retry` sees each
 /// failure that is tried again. The last failure, and any outcome that does not pass, is
 /// returned as it is.
-pub(crate) async fn after_pauses<T, E, F, Fut>(
+pub async fn after_pauses<T, E, F, Fut>(
     pauses: &[Duration],
     passes: impl Fn(&E) -> bool,
     mut call: F,

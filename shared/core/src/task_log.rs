@@ -637,12 +637,15 @@ impl TaskLog {
                 }
                 // A stopping log is drained: read once more whatever was just read.
                 let fresh = std::mem::take(&mut st.fresh) && !*st.stopping.borrow();
+                // Each read is made again while the store's backend fails it: a stream that
+                // ended at a throttling burst would leave its client without the task's end
+                // (issue 52's fault run at 20 %: a stream closed after 3 events).
                 if !fresh {
                     const PAGE: usize = 100;
-                    match store
-                        .read_events(&st.owner, &st.task_id, st.after, PAGE)
-                        .await
-                    {
+                    let read = with_store_retries("a stream's read", &st.task_id, || {
+                        store.read_events(&st.owner, &st.task_id, st.after, PAGE)
+                    });
+                    match read.await {
                         Ok(events) if !events.is_empty() => {
                             // A full page may have more behind it: read on at once.
                             st.fresh = events.len() < PAGE;
@@ -663,7 +666,10 @@ impl TaskLog {
                 // Only a read that found nothing asks whether the task stopped without a
                 // closing event after `after` (a resume past the end).
                 if !fresh {
-                    match store.load_task(&st.owner, &st.task_id).await {
+                    let read = with_store_retries("a stream's read", &st.task_id, || {
+                        store.load_task(&st.owner, &st.task_id)
+                    });
+                    match read.await {
                         Ok(Some(head))
                             if head.version <= st.after && head.task.status.state.is_terminal() =>
                         {

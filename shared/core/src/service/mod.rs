@@ -128,11 +128,14 @@ impl A2aService {
             .dispatch(ctx, request)
             .await
             .map(|response| generation::for_caller(ctx, response));
-        self.core
-            .config
-            .observer
-            .operation(operation, started.elapsed(), result.as_ref().err());
-        result
+        let observer = &self.core.config.observer;
+        observer.operation(operation, started.elapsed(), result.as_ref().err());
+        result.map(|response| match response {
+            OperationResponse::Stream(events) => {
+                OperationResponse::Stream(observed(events, operation, observer.clone()))
+            }
+            other => other,
+        })
     }
 
     async fn dispatch(
@@ -291,4 +294,21 @@ fn rest_base(config: &ServiceConfig) -> Option<String> {
         .iter()
         .find(|i| i.protocol_binding == a2a_protocol::BINDING_HTTP_JSON)
         .map(|i| i.url.trim_end_matches('/').to_owned())
+}
+
+/// `events`, each error in them told to `observer` as it goes out: the stream had started, so
+/// its operation was counted as a success, and the error event its client gets (an HTTP 200
+/// stream) would be in no error metric (issue 52's fault run counted one 5xx fewer than its
+/// client saw).
+fn observed(
+    events: crate::EventStream,
+    operation: a2a_protocol::Operation,
+    observer: std::sync::Arc<dyn crate::Observer>,
+) -> crate::EventStream {
+    use futures::StreamExt;
+    Box::pin(events.inspect(move |item| {
+        if let Err(error) = item {
+            observer.stream_failed(operation, error);
+        }
+    }))
 }

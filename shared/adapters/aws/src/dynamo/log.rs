@@ -70,8 +70,8 @@ impl DynamoTaskStore {
         // head holds says which, and so whether its count stays.
         let created = match created {
             Ok(true) => true,
-            Ok(false) => self.head_holds(task_id, &ours).await?,
-            Err(err) => match self.head_holds(task_id, &ours).await {
+            Ok(false) => self.create_landed(task_id, &ours).await?,
+            Err(err) => match self.create_landed_late(task_id, &ours).await {
                 Ok(true) => true,
                 Ok(false) => {
                     if counted.is_ok() {
@@ -93,27 +93,6 @@ impl DynamoTaskStore {
             tracing::warn!(task_id, error = %err, "the new task is missing from its owner's ListTasks count until it expires");
         }
         Ok(())
-    }
-
-    /// Whether the head of `task_id` is the write `ours` describes ([`written_by`]). A write
-    /// whose condition failed may have failed on itself: the SDK tries a request again when an
-    /// attempt got no answer in time, and the first attempt may have landed all the same. Its
-    /// retry then finds the head it wrote, and must not be taken for another writer's (the core
-    /// would write its events a second time on top of themselves).
-    async fn head_holds(&self, task_id: &str, ours: &Item) -> Result<bool, StoreError> {
-        // Without its events a write cannot be told from another writer's at that version.
-        if !ours.contains_key(attr::HEAD_EVENTS) {
-            return Ok(false);
-        }
-        let Some(stored) = self
-            .get(items::key(items::task_pk(task_id), items::HEAD_SK))
-            .await?
-        else {
-            return Ok(false);
-        };
-        Ok(ours
-            .iter()
-            .all(|(name, value)| stored.get(name) == Some(value)))
     }
 
     /// Whether the stored head of `head`'s task is `head`'s version and carries `events`, each
