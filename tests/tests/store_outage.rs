@@ -248,6 +248,63 @@ async fn an_enqueue_that_landed_unseen_is_not_failed() {
     assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
 }
 
+/// A follow-up to a task waiting for input, whose append reached the store while its answer
+/// was lost and the SDK's two retries failed: the store tells its own write (its mark) when
+/// the SDK's retry meets it, and the follow-up runs.
+#[tokio::test]
+async fn a_follow_up_that_landed_unseen_runs_the_agent() {
+    follow_up_through(|outage| outage.lose_then_fail(APPEND, APPEND, 2), 3).await;
+}
+
+/// The same, and the store's reads to tell its own write failed too, through the SDK's
+/// retries: the core writes the same events again, and the store tells them, landed, as its
+/// own. (Issue 52's fault run at 20 %, seed 7, once left a held task INPUT_REQUIRED after a
+/// follow-up answered without an error; these two show it is not this path.)
+#[tokio::test]
+async fn a_follow_up_whose_landing_could_not_be_told_runs_the_agent() {
+    follow_up_through(|outage| outage.lose_then_fail(APPEND, HEAD_READ, 3), 4).await;
+}
+
+/// The next UpdateItem of a task's head (the one write that sets its events `evs`).
+const APPEND: (&str, &str) = ("DynamoDB_20120810.UpdateItem", r##""#evs""##);
+
+/// Holds a task (`hold`: INPUT_REQUIRED), arms `faults`, and sends the follow-up: the proxy
+/// fails `failed` calls, and the task completes.
+async fn follow_up_through(faults: impl FnOnce(&StoreOutage), failed: u64) {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let held = ok(server
+        .send(
+            Binding::JsonRpc,
+            json!({"message": {
+                "messageId": format!("held-{}", uuid_like()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "hold"}]
+            }}),
+        )
+        .await);
+    let task = task_of(&held).clone();
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    faults(&outage);
+    let answer = ok(server
+        .send(
+            Binding::JsonRpc,
+            json!({"message": {
+                "messageId": format!("answer-{}", uuid_like()),
+                "taskId": id_of(&task),
+                "role": "ROLE_USER",
+                "parts": [{"text": "go on"}]
+            }}),
+        )
+        .await);
+    assert_eq!(outage.failed(), failed, "the faults were not injected");
+    let ended = server
+        .await_terminal(&id_of(task_of(&answer)), Duration::from_secs(30))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+}
+
 /// A send of a short queued job (`job 1 10`, returned at once), its messageId `prefix-…`.
 fn queued_job(prefix: &str) -> Value {
     json!({
