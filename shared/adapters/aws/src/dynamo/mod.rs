@@ -16,6 +16,7 @@
 mod counts;
 mod executions;
 mod heads;
+mod landed;
 mod leases;
 mod list;
 mod log;
