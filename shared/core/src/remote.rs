@@ -69,14 +69,16 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
 
     /// Verifies the signature an agent like us puts on its pushes (`A2A-Push-Signature`: a JWT
     /// signed with a key published at `{issuer}/.well-known/jwks.json`) for a push that came to
-    /// `audience` (our relay URL) with `body`, from the agent at `agent`: the issuer must be
-    /// that agent's origin. Called only for pushes that carry a signature (their token was
+    /// one of `audiences` (our relay URLs for the task, at least one: where relay URLs point
+    /// now, and where they pointed when the remote may have been given its URL) with `body`,
+    /// from the agent at `agent`: the issuer must be that agent's origin, and the token's
+    /// audience one of them. Called only for pushes that carry a signature (their token was
     /// checked already); `Err` refuses the push, except `Unavailable` (its keys could not be
     /// read now), which asks the sender to try again.
     async fn verify_push(
         &self,
         agent: &str,
-        audience: &str,
+        audiences: &[String],
         signature: &str,
         body: &[u8],
     ) -> Result<(), RemoteError>;
@@ -117,7 +119,7 @@ impl RemoteAgents for NoRemoteAgents {
     async fn verify_push(
         &self,
         agent: &str,
-        _audience: &str,
+        _audiences: &[String],
         _signature: &str,
         _body: &[u8],
     ) -> Result<(), RemoteError> {

@@ -161,7 +161,7 @@ impl RemoteAgents for RoomAgents {
     async fn verify_push(
         &self,
         agent: &str,
-        _audience: &str,
+        _audiences: &[String],
         _signature: &str,
         _body: &[u8],
     ) -> Result<(), RemoteError> {
@@ -227,12 +227,12 @@ impl RemoteAgents for AgentsByAddress {
     async fn verify_push(
         &self,
         agent: &str,
-        audience: &str,
+        audiences: &[String],
         signature: &str,
         body: &[u8],
     ) -> Result<(), RemoteError> {
         self.to(agent)
-            .verify_push(agent, audience, signature, body)
+            .verify_push(agent, audiences, signature, body)
             .await
     }
 }

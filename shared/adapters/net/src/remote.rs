@@ -547,12 +547,13 @@ impl RemoteAgents for RemoteAgentsClient {
     async fn verify_push(
         &self,
         agent: &str,
-        audience: &str,
+        audiences: &[String],
         signature: &str,
         body: &[u8],
     ) -> Result<(), RemoteError> {
-        let issuer = unverified_issuer(signature)
+        let issuer = unverified_claim(signature, "iss")
             .ok_or_else(|| RemoteError::Refused("the push signature names no issuer".into()))?;
+        let audience = signed_for(audiences, signature);
         let same_origin = match (Url::parse(&issuer), Url::parse(agent)) {
             (Ok(issuer), Ok(agent)) => issuer.origin() == agent.origin(),
             _ => false,
@@ -585,13 +586,27 @@ fn fresh_until(now: Instant, max_age: Option<Duration>, default: Duration) -> In
     now.checked_add(ttl).unwrap_or(now)
 }
 
-/// The `iss` claim of a JWT, read without verifying it: it says whose keys verify it, which
-/// is then checked against the agent we called before anything is fetched.
-fn unverified_issuer(token: &str) -> Option<String> {
+/// Which of our `audiences` (at least one) a push `signature` is checked against: the one
+/// its (not yet verified) `aud` claim names, else the first, which the check then refuses.
+/// One check, against the one URL the remote was given: a relay URL handed out before the
+/// relay route moved to a door of its own verifies as well as a new one.
+fn signed_for<'a>(audiences: &'a [String], signature: &str) -> &'a str {
+    let claimed = unverified_claim(signature, "aud");
+    audiences
+        .iter()
+        .find(|a| claimed.as_deref() == Some(a.as_str()))
+        .or(audiences.first())
+        .map_or("", String::as_str)
+}
+
+/// The string claim `name` of a JWT, read without verifying it: `iss` says whose keys verify
+/// it (then checked against the agent we called before anything is fetched), `aud` which of
+/// our URLs it is checked for (the verification then holds it to that one).
+fn unverified_claim(token: &str, name: &str) -> Option<String> {
     let payload = token.split('.').nth(1)?;
     let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
     let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("iss")?.as_str().map(str::to_owned)
+    claims.get(name)?.as_str().map(str::to_owned)
 }
 
 /// A client error as the core reads it: refused by us, worth trying again, or the agent's
@@ -785,9 +800,32 @@ mod tests {
     fn the_issuer_is_read_from_the_token() {
         let claims = URL_SAFE_NO_PAD.encode(br#"{"iss":"http://127.0.0.1:9000","aud":"x"}"#);
         assert_eq!(
-            unverified_issuer(&format!("e30.{claims}.sig")).as_deref(),
+            unverified_claim(&format!("e30.{claims}.sig"), "iss").as_deref(),
             Some("http://127.0.0.1:9000")
         );
-        assert_eq!(unverified_issuer("garbage"), None);
+        assert_eq!(unverified_claim("garbage", "iss"), None);
+    }
+
+    /// A push is checked against the audience its token claims when that is one of ours (a
+    /// relay URL under the relay base, or under the REST base, handed out before), else
+    /// against the first, which refuses it.
+    #[test]
+    fn a_push_is_checked_against_the_relay_url_it_was_sent_to() {
+        use base64::Engine as _;
+        let token = |aud: &str| {
+            let claims = serde_json::json!({"iss": "https://remote.example", "aud": aud});
+            let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(serde_json::to_vec(&claims).unwrap());
+            format!("eyJhbGciOiJFUzI1NiJ9.{payload}.c2ln")
+        };
+        let ours = [
+            "https://relay.example/a2a-relay/t1".to_owned(),
+            "https://front.example/a2a-relay/t1".to_owned(),
+        ];
+        assert_eq!(signed_for(&ours, &token(&ours[0])), ours[0]);
+        assert_eq!(signed_for(&ours, &token(&ours[1])), ours[1]);
+        assert_eq!(signed_for(&ours, &token("https://evil.example/x")), ours[0]);
+        assert_eq!(signed_for(&ours, "not a token"), ours[0]);
+        assert_eq!(signed_for(&[], &token(&ours[0])), "");
     }
 }

@@ -407,7 +407,8 @@ async fn a_jwks_that_never_answers_fails_the_push() {
         part(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})),
         part(json!({"iss": base, "aud": "http://127.0.0.1:9/a2a-relay/t/o"}))
     );
-    let verify = || remote.verify_push(&base, "http://127.0.0.1:9/a2a-relay/t/o", &token, b"{}");
+    let audiences = ["http://127.0.0.1:9/a2a-relay/t/o".to_owned()];
+    let verify = || remote.verify_push(&base, &audiences, &token, b"{}");
     // Without a timeout this waits forever: the guard below is only there to fail the test.
     let outcomes = tokio::time::timeout(Duration::from_secs(60), async {
         tokio::join!(verify(), verify(), verify())

@@ -219,12 +219,11 @@ impl A2aService {
         // The token proves the push is for this wait; an agent like us also signs it, and a
         // signature that is there must hold (it binds the body and the sender).
         if let Some(signature) = signature {
-            let audience = signed_for(&audiences, signature);
             match self
                 .core
                 .durable
                 .remote
-                .verify_push(&remote.agent, audience, signature, body)
+                .verify_push(&remote.agent, &audiences, signature, body)
                 .await
             {
                 Ok(()) => {}
@@ -722,30 +721,6 @@ impl A2aService {
     }
 }
 
-/// Which of our `audiences` (at least one) a push `signature` is checked against: the one
-/// its (not yet verified) `aud` claim names, else the first, which the check then refuses.
-/// One check, against the one URL the remote was given: a relay URL handed out before the
-/// relay route moved to a door of its own verifies as well as a new one.
-fn signed_for<'a>(audiences: &'a [String], signature: &str) -> &'a str {
-    let claimed = signature
-        .split('.')
-        .nth(1)
-        .and_then(|payload| {
-            base64::Engine::decode(
-                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-                payload.trim_end_matches('='),
-            )
-            .ok()
-        })
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|claims| claims.get("aud").and_then(Value::as_str).map(str::to_owned));
-    audiences
-        .iter()
-        .find(|a| claimed.as_deref() == Some(a.as_str()))
-        .or(audiences.first())
-        .map_or("", String::as_str)
-}
-
 /// A remote agent's push body: one A2A 1.0 `StreamResponse`, or a bare 1.0 Task (what some
 /// SDKs push). Pushes of older generations are refused; their tasks are polled instead.
 fn parse_push(body: &[u8]) -> Result<StreamResponse, A2AError> {
@@ -783,28 +758,5 @@ mod tests {
         );
         assert!(parse_push(b"not json").is_err());
         assert!(parse_push(br#"{"hello":1}"#).is_err());
-    }
-
-    /// A push is checked against the audience its token claims when that is one of ours (a
-    /// relay URL under the relay base, or under the REST base, handed out before), else
-    /// against the first, which refuses it.
-    #[test]
-    fn a_push_is_checked_against_the_relay_url_it_was_sent_to() {
-        use base64::Engine as _;
-        let token = |aud: &str| {
-            let claims = serde_json::json!({"iss": "https://remote.example", "aud": aud});
-            let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(serde_json::to_vec(&claims).unwrap());
-            format!("eyJhbGciOiJFUzI1NiJ9.{payload}.c2ln")
-        };
-        let ours = [
-            "https://relay.example/a2a-relay/t1".to_owned(),
-            "https://front.example/a2a-relay/t1".to_owned(),
-        ];
-        assert_eq!(signed_for(&ours, &token(&ours[0])), ours[0]);
-        assert_eq!(signed_for(&ours, &token(&ours[1])), ours[1]);
-        assert_eq!(signed_for(&ours, &token("https://evil.example/x")), ours[0]);
-        assert_eq!(signed_for(&ours, "not a token"), ours[0]);
-        assert_eq!(signed_for(&[], &token(&ours[0])), "");
     }
 }

@@ -336,13 +336,13 @@ impl RemoteAgents for RoomsAndAgents {
     async fn verify_push(
         &self,
         agent: &str,
-        audience: &str,
+        audiences: &[String],
         signature: &str,
         body: &[u8],
     ) -> Result<(), RemoteError> {
         self.to(agent)
             .await?
-            .verify_push(agent, audience, signature, body)
+            .verify_push(agent, audiences, signature, body)
             .await
     }
 }

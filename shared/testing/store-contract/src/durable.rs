@@ -266,7 +266,7 @@ impl RemoteAgents for Remote {
     async fn verify_push(
         &self,
         _agent: &str,
-        _audience: &str,
+        _audiences: &[String],
         _signature: &str,
         _body: &[u8],
     ) -> Result<(), RemoteError> {

@@ -128,7 +128,7 @@ impl RemoteAgents for Other {
     async fn verify_push(
         &self,
         _agent: &str,
-        _audience: &str,
+        _audiences: &[String],
         _signature: &str,
         _body: &[u8],
     ) -> Result<(), RemoteError> {
