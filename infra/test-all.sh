@@ -29,6 +29,11 @@ for tool in python3 node npm cc; do
   }
 done
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
+# No incremental compilation: a run from a fresh clone never reuses those caches, and they were
+# 4.2 of the 10 GB a run leaves in target/ (CI once ran out of disk in the build step). Every
+# cargo command below, and the checks' `cargo lambda watch` and `cargo run`, inherit it, so one
+# build serves them all. A developer who wants them kept between runs sets CARGO_INCREMENTAL=1.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 # Progress: each step says when it starts, and a ticker in the background says every minute
 # which step is still running and for how long, so a long silent step (a clean build, a test
