@@ -45,6 +45,8 @@ struct Faults {
     late: Mutex<Option<(NextCalls, std::time::Duration, NextCalls)>>,
     /// Told when the held call arrived.
     held: Notify,
+    /// Told when the late call was passed on and its answer read (it landed).
+    landed: Notify,
     /// How many calls it failed.
     failed: AtomicU64,
 }
@@ -99,7 +101,9 @@ impl Faults {
         if let Some((call, _, _)) = late.as_ref() {
             if target(&call.operation) && head.contains(&call.holding) {
                 let (_, after, then) = late.take().expect("checked");
-                *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(then);
+                if then.left > 0 {
+                    *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(then);
+                }
                 self.failed.fetch_add(1, Ordering::SeqCst);
                 return Fate::Late(after);
             }
@@ -228,6 +232,12 @@ impl StoreOutage {
         });
     }
 
+    /// Returns once the call of [`StoreOutage::late_then_fail`] landed (it was passed on and
+    /// the emulator answered it).
+    pub async fn landed(&self) {
+        self.faults.landed.notified().await;
+    }
+
     /// Returns once the call of [`StoreOutage::hold_next`] arrived.
     pub async fn held(&self) {
         self.faults.held.notified().await;
@@ -259,6 +269,7 @@ async fn relay(mut client: TcpStream, upstream: String, faults: Arc<Faults>) {
                     let _ = server.read_to_end(&mut answer).await;
                 }
             }
+            faults.landed.notify_one();
         }
         return;
     }

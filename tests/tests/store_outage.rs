@@ -305,6 +305,49 @@ async fn follow_up_through(faults: impl FnOnce(&StoreOutage), failed: u64) {
     assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
 }
 
+/// A push config created while its first PutItem was held until the SDK gave it up (its retry
+/// answered), deleted, and only then that first PutItem landing (seen in issue 52's fault run
+/// at 20 %, seed 7: "config listed after its delete"): the config stays deleted.
+#[tokio::test]
+async fn a_push_config_put_that_lands_after_its_delete_does_not_bring_it_back() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let held = ok(server
+        .send(
+            Binding::Rest,
+            json!({"message": {
+                "messageId": format!("held-{}", uuid_like()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "hold"}]
+            }}),
+        )
+        .await);
+    let id = id_of(task_of(&held));
+    // The config's item, not the head's write that lists its id.
+    let config_id = format!("late-{}", uuid_like());
+    outage.late_then_fail(
+        ("DynamoDB_20120810.PutItem", &format!("p#{config_id}")),
+        Duration::from_millis(300),
+        ("none", "none"),
+        0,
+    );
+    let config = json!({"id": config_id, "url": "https://example.com/hook", "token": "t"});
+    ok(server.create_push(Binding::Rest, &id, config).await);
+    assert_eq!(outage.failed(), 1, "the first PutItem was not held");
+    ok(server.delete_push(Binding::Rest, &id, &config_id).await);
+    outage.landed().await;
+    let listed = ok(server.list_push(Binding::Rest, &id).await);
+    assert_eq!(listed["configs"], json!([]), "the deleted config came back");
+    let got = server.get_push(Binding::Rest, &id, &config_id).await;
+    assert!(got.is_err(), "the deleted config is read back: {got:?}");
+    // And it can be made again, once the client asks.
+    let again = json!({"id": config_id, "url": "https://example.com/again", "token": "t"});
+    ok(server.create_push(Binding::Rest, &id, again).await);
+    let got = ok(server.get_push(Binding::Rest, &id, &config_id).await);
+    assert_eq!(got["url"], "https://example.com/again", "{got}");
+}
+
 /// A send of a short queued job (`job 1 10`, returned at once), its messageId `prefix-…`.
 fn queued_job(prefix: &str) -> Value {
     json!({

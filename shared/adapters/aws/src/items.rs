@@ -108,8 +108,12 @@ pub(crate) mod attr {
     pub(crate) const REPLY: &str = "rep";
     /// Event item of an older layout: one logged event as JSON.
     pub(crate) const EVENT: &str = "ev";
-    /// Push config: the config as JSON.
+    /// Push config: the config as JSON; absent on a deleted config's tombstone.
     pub(crate) const CONFIG: &str = "cfg";
+    /// Push config: when its last put or delete was made (ms, the writer's clock). A put older
+    /// than the item's is a late copy of one the SDK gave up on (it landed after a delete or a
+    /// newer put): the put's condition refuses it, so a deleted config does not come back.
+    pub(crate) const WRITTEN_AT: &str = "wat";
     /// Lease: holder.
     pub(crate) const HOLDER: &str = "holder";
     /// Lease: held until, ms.
@@ -598,6 +602,7 @@ pub(crate) fn config_item(
     owner: &Owner,
     config: &TaskPushNotificationConfig,
     expires_at: Timestamp,
+    written_at: i64,
 ) -> Result<Item, StoreError> {
     if config.task_id.is_empty() || config.id.is_empty() {
         return Err(StoreError::Backend(
@@ -611,12 +616,19 @@ pub(crate) fn config_item(
         (attr::EXPIRES.to_owned(), n(exp)),
         (attr::TTL.to_owned(), n(ttl_secs(exp))),
         (attr::CONFIG.to_owned(), s(json(config)?)),
+        (attr::WRITTEN_AT.to_owned(), n(written_at)),
     ]);
     Ok(item)
 }
 
-pub(crate) fn config_from_item(item: &Item) -> Result<TaskPushNotificationConfig, StoreError> {
-    from_json(get_s(item, attr::CONFIG)?, "push config")
+/// The push config of an item; `None` for a deleted config's tombstone.
+pub(crate) fn config_from_item(
+    item: &Item,
+) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+    if !item.contains_key(attr::CONFIG) {
+        return Ok(None);
+    }
+    from_json(get_s(item, attr::CONFIG)?, "push config").map(Some)
 }
 
 fn result_name(result: PushAttemptResult) -> &'static str {

@@ -23,15 +23,18 @@ impl DynamoTaskStore {
         config: &TaskPushNotificationConfig,
         expires_at: Timestamp,
     ) -> Result<(), StoreError> {
-        let item = items::config_item(owner, config, expires_at)?;
+        let now = now_ms();
+        let item = items::config_item(owner, config, expires_at, now)?;
         items::check_size(&item, || format!("push config {}", config.id))?;
-        // Never overwrite another owner's live config.
+        // Never overwrite another owner's live config, nor a newer put or delete: this one may
+        // be a copy the SDK gave up on that lands late (after the config's delete).
         let written = self
             .put_if(
                 item,
-                "attribute_not_exists(#pk) OR #own = :own OR #exp <= :now",
-                names(&["pk", "own", "exp"]),
-                values([(":own", s(owner.as_str())), (":now", n(now_ms()))]),
+                "(attribute_not_exists(#pk) OR #own = :own OR #exp <= :now) \
+                 AND (attribute_not_exists(#wat) OR #wat <= :now)",
+                names(&["pk", "own", "exp", "wat"]),
+                values([(":own", s(owner.as_str())), (":now", n(now))]),
             )
             .await?;
         if written {
@@ -127,6 +130,7 @@ impl PushConfigStore for DynamoTaskStore {
             items::config_from_item,
         )
         .await
+        .map(Option::flatten)
     }
 
     /// [`a2a_core::TaskStore::list_push_configs`].
@@ -151,7 +155,7 @@ impl PushConfigStore for DynamoTaskStore {
         self.query_pages(query, ReadCost::Consistent, |page| {
             for item in page.items() {
                 if items::visible(item, owner, now) {
-                    configs.push(items::config_from_item(item)?);
+                    configs.extend(items::config_from_item(item)?);
                 }
             }
             Ok(Next::More(None))
@@ -161,7 +165,9 @@ impl PushConfigStore for DynamoTaskStore {
         Ok(configs)
     }
 
-    /// [`a2a_core::TaskStore::delete_push_config`].
+    /// [`a2a_core::TaskStore::delete_push_config`]: the config's item becomes a tombstone (its
+    /// config removed, the delete's time kept until the task expires), so a put of it the SDK
+    /// gave up on that lands later is refused rather than bringing the config back.
     async fn delete_push_config(
         &self,
         owner: &Owner,
@@ -170,15 +176,22 @@ impl PushConfigStore for DynamoTaskStore {
     ) -> Result<bool, StoreError> {
         let result = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(&*self.table)
             .set_key(Some(items::key(
                 items::task_pk(task_id),
                 items::config_sk(config_id),
             )))
-            .condition_expression("#own = :own")
-            .set_expression_attribute_names(Some(names(&["own"])))
-            .set_expression_attribute_values(Some(values([(":own", s(owner.as_str()))])))
+            .update_expression("SET #wat = :now REMOVE #cfg")
+            .condition_expression(
+                "#own = :own AND attribute_exists(#cfg) \
+                 AND (attribute_not_exists(#wat) OR #wat <= :now)",
+            )
+            .set_expression_attribute_names(Some(names(&["own", "cfg", "wat"])))
+            .set_expression_attribute_values(Some(values([
+                (":own", s(owner.as_str())),
+                (":now", n(now_ms())),
+            ])))
             .return_values(ReturnValue::AllOld)
             .set_return_consumed_capacity(self.return_capacity())
             .send()
@@ -187,25 +200,22 @@ impl PushConfigStore for DynamoTaskStore {
             Ok(out) => {
                 let old = out.attributes.unwrap_or_default();
                 self.record(
-                    "DeleteItem",
+                    "UpdateItem",
                     capacity(out.consumed_capacity.as_ref()),
                     write_units(items::item_size(&old)),
                     0.0,
                 );
-                if old.is_empty() {
-                    return Ok(false);
-                }
                 self.mark_push_config(owner, task_id, config_id, false)
                     .await?;
                 // An expired config was already invisible: deleting it is not deleting "one".
                 Ok(items::visible(&old, owner, now_ms()))
             }
-            // Missing, or another owner's: nothing of ours to delete.
+            // Missing, deleted, or another owner's: nothing of ours to delete.
             Err(err) if condition_failed(&err) => {
-                self.record("DeleteItem", 0.0, 1.0, 0.0);
+                self.record("UpdateItem", 0.0, 1.0, 0.0);
                 Ok(false)
             }
-            Err(err) => Err(backend("DeleteItem", &err)),
+            Err(err) => Err(backend("UpdateItem", &err)),
         }
     }
 
