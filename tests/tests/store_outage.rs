@@ -258,11 +258,42 @@ async fn a_follow_up_that_landed_unseen_runs_the_agent() {
 
 /// The same, and the store's reads to tell its own write failed too, through the SDK's
 /// retries: the core writes the same events again, and the store tells them, landed, as its
-/// own. (Issue 52's fault run at 20 %, seed 7, once left a held task INPUT_REQUIRED after a
-/// follow-up answered without an error; these two show it is not this path.)
+/// own.
 #[tokio::test]
 async fn a_follow_up_whose_landing_could_not_be_told_runs_the_agent() {
     follow_up_through(|outage| outage.lose_then_fail(APPEND, HEAD_READ, 3), 4).await;
+}
+
+/// A follow-up whose append landed while its answer was lost, and every read that could have
+/// told it failed, through the SDK's and the core's retries: the client gets a 5xx, and its
+/// retry of the same message finds the message recorded and nothing run after it. Taken for a
+/// repeat, it was answered without an error and the task waited for good (issue 52's fault run
+/// at 20 %, seed 7); now the message's run goes on.
+#[tokio::test]
+async fn a_follow_up_retried_after_its_unseen_landing_runs_the_agent() {
+    let Some((server, outage)) = server_behind_outage(&[]).await else {
+        return;
+    };
+    let task = held_task(&server).await;
+    outage.lose_then_fail(APPEND, HEAD_READ, 9);
+    let follow_up = json!({"message": {
+        "messageId": format!("answer-{}", uuid_like()),
+        "taskId": id_of(&task),
+        "role": "ROLE_USER",
+        "parts": [{"text": "go on"}]
+    }});
+    let first = server.send(Binding::JsonRpc, follow_up.clone()).await;
+    assert_eq!(outage.failed(), 10, "the faults were not injected");
+    // The client tries a failed send again, as every SDK's user would.
+    let answer = match first {
+        Ok(answer) => answer,
+        Err(_) => ok(server.send(Binding::JsonRpc, follow_up).await),
+    };
+    let ended = server
+        .await_terminal(&id_of(task_of(&answer)), Duration::from_secs(30))
+        .await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    assert_eq!(text_of(&ended), "go on", "{ended}");
 }
 
 /// The next UpdateItem of a task's head (the one write that sets its events `evs`).
@@ -274,18 +305,7 @@ async fn follow_up_through(faults: impl FnOnce(&StoreOutage), failed: u64) {
     let Some((server, outage)) = server_behind_outage(&[]).await else {
         return;
     };
-    let held = ok(server
-        .send(
-            Binding::JsonRpc,
-            json!({"message": {
-                "messageId": format!("held-{}", uuid_like()),
-                "role": "ROLE_USER",
-                "parts": [{"text": "hold"}]
-            }}),
-        )
-        .await);
-    let task = task_of(&held).clone();
-    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let task = held_task(&server).await;
     faults(&outage);
     let answer = ok(server
         .send(
@@ -346,6 +366,23 @@ async fn a_push_config_put_that_lands_after_its_delete_does_not_bring_it_back() 
     ok(server.create_push(Binding::Rest, &id, again).await);
     let got = ok(server.get_push(Binding::Rest, &id, &config_id).await);
     assert_eq!(got["url"], "https://example.com/again", "{got}");
+}
+
+/// A task held for input (`hold`: INPUT_REQUIRED).
+async fn held_task(server: &Server) -> Value {
+    let held = ok(server
+        .send(
+            Binding::JsonRpc,
+            json!({"message": {
+                "messageId": format!("held-{}", uuid_like()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "hold"}]
+            }}),
+        )
+        .await);
+    let task = task_of(&held).clone();
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    task
 }
 
 /// A send of a short queued job (`job 1 10`, returned at once), its messageId `prefix-…`.

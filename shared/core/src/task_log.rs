@@ -544,7 +544,7 @@ impl TaskLog {
         head: StoredTask,
         message: Message,
         exact: bool,
-    ) -> Result<StoredTask, A2AError> {
+    ) -> Result<StoredTask, AppendError> {
         self.append_at(
             owner,
             head,
@@ -553,7 +553,6 @@ impl TaskLog {
             &[],
         )
         .await
-        .map_err(A2AError::from)
     }
 
     /// Ends the task FAILED with `reason` (best effort, for paths that are already failing).

@@ -3,7 +3,7 @@
 //! of a message (same owner and `messageId`) starts nothing and answers as the original did.
 
 use a2a_protocol::{
-    A2AError, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
+    A2AError, Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse,
     TaskPushNotificationConfig,
 };
 use tokio::time::Instant;
@@ -232,6 +232,39 @@ impl A2aService {
         }
     }
 
+    /// Records a follow-up's message on its task (`head`), unless an earlier copy of it already
+    /// was ([`Recording::Recorded`]). An append that failed in the store may have landed all
+    /// the same (its answer lost, and the store could not tell it through its retries): if the
+    /// task now waits on this very message, that is the task to go on with.
+    async fn record_follow_up(
+        &self,
+        ctx: &CallContext,
+        sent: &Message,
+        agent_request: &AgentRequest,
+        head: StoredTask,
+        recording: Recording,
+    ) -> Result<StoredTask, AppendError> {
+        let Recording::Append { exact } = recording else {
+            return Ok(head);
+        };
+        let task_id = &agent_request.task_id;
+        let message = agent_request.message.clone();
+        match self
+            .core
+            .log
+            .append_user_message(&ctx.owner, head, message, exact)
+            .await
+        {
+            Err(AppendError::Store(err)) => {
+                match self.core.log.load_retried(&ctx.owner, task_id).await {
+                    Ok(Some(head)) if waits_on(&head, sent) => Ok(head),
+                    _ => Err(AppendError::Store(err)),
+                }
+            }
+            appended => appended,
+        }
+    }
+
     /// The id a new task for `sent` gets (see [`idempotency::new_task_id`]).
     fn new_task_id(&self, ctx: &CallContext, sent: &Message) -> String {
         idempotency::new_task_id(&ctx.owner, sent, self.core.config.message_id_reuse)
@@ -335,6 +368,7 @@ impl A2aService {
             .await?;
         let requested = ctx.requested_task_id.as_deref();
         let new_task_id = self.chosen_task_id(ctx, &sent, &mut message).await?;
+        let mut recording = Recording::Append { exact: false };
         let existing = if message.task_id.is_empty() {
             if requested.is_none() && self.core.config.message_id_reuse == MessageIdReuse::Reject {
                 // One read of the id a new task for this message would get tells a repeat.
@@ -349,7 +383,12 @@ impl A2aService {
             // Not when every send is a new message, whatever its messageId.
             let dedupe = self.core.config.message_id_reuse == MessageIdReuse::Reject;
             if dedupe && find_sent(&head.task, &message.message_id).is_some() {
-                return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
+                if !waits_on(&head, &sent) {
+                    return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
+                }
+                // Recorded, and nothing ran after it: this copy goes on with it.
+                repeat_of(&new_task_id, &sent, SendRecord::Task(head.clone()))?;
+                recording = Recording::Recorded;
             }
             if head.task.status.state.is_terminal() {
                 return Err(A2AError::unsupported(format!(
@@ -357,7 +396,9 @@ impl A2aService {
                     head.task.id, head.task.status.state
                 )));
             }
-            super::generation::check_match(ctx, &configuration, &head)?;
+            if recording == (Recording::Append { exact: false }) {
+                super::generation::check_match(ctx, &configuration, &head)?;
+            }
             if !message.context_id.is_empty() && message.context_id != head.task.context_id {
                 return Err(A2AError::invalid_params(format!(
                     "message.contextId {} does not match the task's contextId {}",
@@ -407,15 +448,18 @@ impl A2aService {
         }
 
         // A 1.1 `ifGenerationMatch` (checked above) holds until the message is recorded.
-        let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
+        if recording == (Recording::Append { exact: false }) {
+            let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
+            recording = Recording::Append { exact };
+        }
         match (placement, existing) {
             (Placement::Queued, existing) => {
-                let follow_up = (existing, exact);
+                let follow_up = (existing, recording);
                 self.start_queued(ctx, &sent, agent_request, follow_up, inline_push, retry)
                     .await
             }
             (Placement::Inline, Some(head)) => {
-                self.start_inline_follow_up(ctx, &sent, agent_request, head, exact)
+                self.start_inline_follow_up(ctx, &sent, agent_request, head, recording)
                     .await
             }
             (Placement::Inline, None) => {
@@ -432,7 +476,7 @@ impl A2aService {
         ctx: &CallContext,
         sent: &Message,
         agent_request: AgentRequest,
-        (existing, exact): (Option<StoredTask>, bool),
+        (existing, recording): (Option<StoredTask>, Recording),
         inline_push: Option<TaskPushNotificationConfig>,
         retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
@@ -461,13 +505,11 @@ impl A2aService {
                 Err(err) => return Err(err.into()),
             },
             Some(head) => match self
-                .core
-                .log
-                .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
+                .record_follow_up(ctx, sent, &agent_request, head, recording)
                 .await
             {
                 Ok(head) => head,
-                Err(err) => return self.follow_up_failed(ctx, sent, &task_id, err).await,
+                Err(err) => return self.follow_up_failed(ctx, sent, &task_id, err.into()).await,
             },
         };
         let job = WorkJob::run(&ctx.owner, &task_id, head.version).traced(ctx.traceparent.clone());
@@ -551,7 +593,7 @@ impl A2aService {
         sent: &Message,
         agent_request: AgentRequest,
         head: StoredTask,
-        exact: bool,
+        recording: Recording,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
         // The message makes the task active again: lease first (see the emitter). A
@@ -562,14 +604,12 @@ impl A2aService {
             return self.follow_up_failed(ctx, sent, &task_id, err).await;
         }
         let head = match self
-            .core
-            .log
-            .append_user_message(&ctx.owner, head, agent_request.message.clone(), exact)
+            .record_follow_up(ctx, sent, &agent_request, head, recording)
             .await
         {
             Ok(head) => head,
             Err(err) => {
-                let started = self.follow_up_failed(ctx, sent, &task_id, err).await;
+                let started = self.follow_up_failed(ctx, sent, &task_id, err.into()).await;
                 // Give the lease back, unless a copy of this message won the append:
                 // its run (in this process, the same holder) works under that lease.
                 if started.is_err() {
@@ -636,6 +676,29 @@ impl A2aService {
             )),
         }
     }
+}
+
+/// How a follow-up's message gets into its task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recording {
+    /// Appended now; `exact`: only on top of the head as read (1.1's `ifGenerationMatch`).
+    Append { exact: bool },
+    /// Already recorded by an earlier copy of the message whose answer, or whose run, was
+    /// lost: the task still waits with it the last message of its history ([`waits_on`]).
+    Recorded,
+}
+
+/// Whether `head` holds `sent` as the last message of its history and still waits for input:
+/// the message was recorded, and nothing ran after it (an agent's run writes WORKING first).
+/// Taken for a plain repeat, such a task would wait for good (issue 52's fault run at 20 %,
+/// seed 7: a held task left INPUT_REQUIRED after a follow-up answered without an error).
+fn waits_on(head: &StoredTask, sent: &Message) -> bool {
+    head.task.status.state.is_interrupted()
+        && head
+            .task
+            .history
+            .last()
+            .is_some_and(|last| last.role == Role::User && last.message_id == sent.message_id)
 }
 
 /// Whether a task's stream would stop at once: it is terminal or waits for the client.
