@@ -49,10 +49,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# Waits (up to a minute) until `$2` succeeds, while the process `$1` lives.
+# Waits until the command after `$1` `$2` succeeds, while the process `$1` lives (at most `$2`
+# seconds: a safety net against a hang, not a pace).
 await() {
-  local pid=$1; shift
-  for _ in $(seq 1 600); do
+  local pid=$1 within=$2; shift 2
+  for _ in $(seq 1 $((within * 10))); do
     "$@" && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
@@ -81,7 +82,7 @@ phase=$SECONDS
 say "cargo run, its model tests/llm/scripted_model.py"
 python3 "$root/tests/llm/scripted_model.py" "$work/model.port" 2>"$work/model.log" &
 model=$!
-await "$model" test -s "$work/model.port" || { cat "$work/model.log" >&2; say "the scripted model did not start"; exit 1; }
+await "$model" 60 test -s "$work/model.port" || { cat "$work/model.log" >&2; say "the scripted model did not start"; exit 1; }
 model_url="http://127.0.0.1:$(cat "$work/model.port")"
 log="$work/server.log"
 OPENAI_BASE_URL="$model_url/v1" OPENAI_API_KEY=none A2A_LLM_MODEL=scripted \
@@ -90,14 +91,16 @@ server=$!
 serving() { base=$(grep -o 'serving on http://[0-9.:]*' "$log" | head -n1 | sed 's/serving on //'); [[ -n "$base" ]]; }
 card() { curl -fsS "$base/.well-known/agent-card.json" 2>/dev/null | grep -q "\"$name\""; }
 base=""
-await "$server" serving && await "$server" card || { cat "$log" >&2; say "the project's server did not serve its card"; exit 1; }
+# Generous: `cargo run` waits for the target directory's lock while another check's build holds
+# it (infra/test-all.sh runs infra/new-agent-check.sh beside this one, on the same directory).
+await "$server" 900 serving && await "$server" 60 card || { cat "$log" >&2; say "the project's server did not serve its card"; exit 1; }
 expected="Hello from the scripted model."
 
 say "the a2a command streams a message to $base and reads the task back"
 "$a2a" --json send --stream "$base" "hello from the a2a command" >"$work/a2a.out" 2>"$work/a2a.err" &
 sender=$!
 # The model holds the rest of its answer until the first chunk reached the command.
-if ! await "$sender" grep -q artifactUpdate "$work/a2a.out"; then
+if ! await "$sender" 60 grep -q artifactUpdate "$work/a2a.out"; then
   cat "$work/a2a.out" "$work/a2a.err" >&2; say "the a2a command saw no chunk before the model finished"; exit 1
 fi
 curl -fsS -X POST "$model_url/release" >/dev/null
