@@ -40,9 +40,9 @@ say "the adapter took $((SECONDS - start)) s"
 work=$(mktemp -d)
 name=my-llm-agent
 project="$work/$name"
-model="" server="" sender=""
+model="" server="" sender="" template=""
 cleanup() {
-  for pid in $sender $server $model; do
+  for pid in $sender $server $model $template; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
   if [[ -f "$project/Cargo.toml" ]]; then (cd "$project" && cargo clean -q -p "$name") || true; fi
@@ -62,21 +62,21 @@ await() {
 }
 
 phase=$SECONDS
-say "a2a-local new --llm $project: formatted, its own test"
+say "a2a-local new --llm $project: formatted, its own test; sam validate and cfn-lint on its template.yaml meanwhile"
 "$a2a_local" new --llm "$project"
 cd "$project"
+# Installed by infra/test-all.sh before it starts this check; a no-op then.
+[[ -x "$root/.venv-sam/bin/sam" ]] || "$root/infra/check-template.sh" --setup
+# Half a minute of Python, beside the build rather than after it.
+(
+  export AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+  "$root/.venv-sam/bin/sam" validate --template-file template.yaml
+  "$root/.venv-sam/bin/cfn-lint" template.yaml
+) >"$work/template.log" 2>&1 &
+template=$!
 cargo fmt --check
 cargo test
 say "the project's build and test took $((SECONDS - phase)) s"
-
-phase=$SECONDS
-say "sam validate and cfn-lint on the project's template.yaml"
-# Installed by infra/test-all.sh before it starts this check; a no-op then.
-[[ -x "$root/.venv-sam/bin/sam" ]] || "$root/infra/check-template.sh" --setup
-export AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
-"$root/.venv-sam/bin/sam" validate --template-file template.yaml
-"$root/.venv-sam/bin/cfn-lint" template.yaml
-say "the template's checks took $((SECONDS - phase)) s"
 
 phase=$SECONDS
 say "cargo run, its model tests/llm/scripted_model.py"
@@ -139,4 +139,7 @@ venv="${A2A_VENV:-$root/.venv-interop}"
 requests=$(curl -fsS "$model_url/requests" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 [[ "$requests" == 2 ]] || { say "the model was called $requests times for two messages"; exit 1; }
 say "the served project took $((SECONDS - phase)) s"
+wait "$template" || { cat "$work/template.log" >&2; say "the project's template.yaml failed sam validate or cfn-lint"; exit 1; }
+template=""
+say "$(head -n1 "$work/template.log"); cfn-lint found nothing"
 say "done in $((SECONDS - start)) s"
