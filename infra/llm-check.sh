@@ -3,19 +3,27 @@
 # its own workspace (rig-core turns on serde_json's `preserve_order`: docs/llm-agents.md), so the
 # kit's cargo fmt, clippy and test runs do not reach it: this script does. Its formatting, clippy
 # with warnings as errors, its tests (a scripted OpenAI-compatible server and a2a-local's server
-# on 127.0.0.1, the embedded store); then a generated LLM project: formatted, and its own test.
-# Both build on the kit's target directory (the kit's crates are compiled again for their
-# feature set with rig; the native libraries are reused). The project's artifacts are removed at
-# the end.
+# on 127.0.0.1, the embedded store); then a generated LLM project: formatted, its own test, its
+# template.yaml through `sam validate` and cfn-lint (infra/check-template.sh's venv), and served
+# with `cargo run` (a free port, the embedded store) against tests/llm/scripted_model.py (a
+# streamed OpenAI-compatible answer that waits, half-way, until the client saw its first chunk):
+# the kit's `a2a` command streams a message to it and reads the task back, then the official
+# Python client (a2a-sdk, tests/interop's venv) streams another (tests/llm/sdk_stream.py). Both
+# build on the kit's target directory (the kit's crates are compiled again for their feature set
+# with rig; the native libraries are reused). Everything it started is stopped, and the
+# project's artifacts are removed, at the end.
 #
-#   cargo build -p a2a-local && infra/llm-check.sh      (the same CARGO_TARGET_DIR)
+#   cargo build --workspace && infra/llm-check.sh      (the same CARGO_TARGET_DIR: a2a-local, a2a)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 a2a_local="$CARGO_TARGET_DIR/debug/a2a-local"
+a2a="$CARGO_TARGET_DIR/debug/a2a"
 say() { echo "llm-check: $*" >&2; }
-[[ -x "$a2a_local" ]] || { say "no $a2a_local: build it first (cargo build -p a2a-local)"; exit 1; }
+for bin in "$a2a_local" "$a2a"; do
+  [[ -x "$bin" ]] || { say "no $bin: build it first (cargo build --workspace)"; exit 1; }
+done
 start=$SECONDS
 
 say "the adapter: cargo fmt --check, clippy, its tests"
@@ -32,15 +40,106 @@ say "the adapter took $((SECONDS - start)) s"
 work=$(mktemp -d)
 name=my-llm-agent
 project="$work/$name"
+model="" server="" sender="" template=""
 cleanup() {
+  for pid in $sender $server $model $template; do
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  done
   if [[ -f "$project/Cargo.toml" ]]; then (cd "$project" && cargo clean -q -p "$name") || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Waits until the command after `$1` `$2` succeeds, while the process `$1` lives (at most `$2`
+# seconds: a safety net against a hang, not a pace).
+await() {
+  local pid=$1 within=$2; shift 2
+  for _ in $(seq 1 $((within * 10))); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
 
-say "a2a-local new --llm $project: formatted, its own test"
+phase=$SECONDS
+say "a2a-local new --llm $project: formatted, its own test; sam validate and cfn-lint on its template.yaml meanwhile"
 "$a2a_local" new --llm "$project"
 cd "$project"
+# Installed by infra/test-all.sh before it starts this check; a no-op then.
+[[ -x "$root/.venv-sam/bin/sam" ]] || "$root/infra/check-template.sh" --setup
+# Half a minute of Python, beside the build rather than after it.
+(
+  export AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+  "$root/.venv-sam/bin/sam" validate --template-file template.yaml
+  "$root/.venv-sam/bin/cfn-lint" template.yaml
+) >"$work/template.log" 2>&1 &
+template=$!
 cargo fmt --check
 cargo test
+say "the project's build and test took $((SECONDS - phase)) s"
+
+phase=$SECONDS
+say "cargo run, its model tests/llm/scripted_model.py"
+python3 "$root/tests/llm/scripted_model.py" "$work/model.port" 2>"$work/model.log" &
+model=$!
+await "$model" 60 test -s "$work/model.port" || { cat "$work/model.log" >&2; say "the scripted model did not start"; exit 1; }
+model_url="http://127.0.0.1:$(cat "$work/model.port")"
+log="$work/server.log"
+OPENAI_BASE_URL="$model_url/v1" OPENAI_API_KEY=none A2A_LLM_MODEL=scripted \
+  cargo run -q -- --addr 127.0.0.1:0 --data-dir "$work/data" 2>"$log" &
+server=$!
+serving() { base=$(grep -o 'serving on http://[0-9.:]*' "$log" | head -n1 | sed 's/serving on //'); [[ -n "$base" ]]; }
+card() { curl -fsS "$base/.well-known/agent-card.json" 2>/dev/null | grep -q "\"$name\""; }
+base=""
+# Generous: `cargo run` waits for the target directory's lock while another check's build holds
+# it (infra/test-all.sh runs infra/new-agent-check.sh beside this one, on the same directory).
+await "$server" 900 serving && await "$server" 60 card || { cat "$log" >&2; say "the project's server did not serve its card"; exit 1; }
+expected="Hello from the scripted model."
+
+say "the a2a command streams a message to $base and reads the task back"
+"$a2a" --json send --stream "$base" "hello from the a2a command" >"$work/a2a.out" 2>"$work/a2a.err" &
+sender=$!
+# The model holds the rest of its answer until the first chunk reached the command.
+if ! await "$sender" 60 grep -q artifactUpdate "$work/a2a.out"; then
+  cat "$work/a2a.out" "$work/a2a.err" >&2; say "the a2a command saw no chunk before the model finished"; exit 1
+fi
+curl -fsS -X POST "$model_url/release" >/dev/null
+wait "$sender" || { cat "$work/a2a.out" "$work/a2a.err" >&2; say "a2a send failed"; exit 1; }
+sender=""
+task_id=$(python3 - "$work/a2a.out" "$expected" <<'PY'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+states = [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
+text = lambda a: "".join(p.get("text", "") for p in a["artifact"]["parts"])
+assert states and states[-1] == "TASK_STATE_COMPLETED", states
+assert len(chunks) > 1 and text(chunks[-1]) == sys.argv[2], [text(c) for c in chunks]
+# The first chunk came while the model held the rest of its answer.
+assert sys.argv[2].startswith(text(chunks[0])) and text(chunks[0]) != sys.argv[2], chunks[0]
+print(chunks[-1]["taskId"])
+PY
+) || { cat "$work/a2a.out" >&2; say "the a2a command's stream is not the model's answer, COMPLETED"; exit 1; }
+"$a2a" --json get "$base" "$task_id" >"$work/task.json"
+python3 - "$work/task.json" "$expected" <<'PY' || { cat "$work/task.json" >&2; say "a2a get: not the answer, COMPLETED, with its usage"; exit 1; }
+import json, sys
+task = json.load(open(sys.argv[1]))
+assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+answer = "".join(p.get("text", "") for a in task["artifacts"] for p in a["parts"])
+assert answer == sys.argv[2], answer
+usage = task["metadata"]["tokenUsage"]
+assert usage == {"inputTokens": 12, "outputTokens": 6, "totalTokens": 18, "modelCalls": 1}, usage
+PY
+
+say "the official Python client (a2a-sdk) streams a message to $base"
+# Installed by infra/test-all.sh before it starts this check; a no-op then.
+venv="${A2A_VENV:-$root/.venv-interop}"
+[[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import a2a.client' 2>/dev/null ||
+  "$root/tests/interop/run.sh" --setup
+"$venv/bin/python" "$root/tests/llm/sdk_stream.py" "$base" "$model_url" "$expected"
+requests=$(curl -fsS "$model_url/requests" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+[[ "$requests" == 2 ]] || { say "the model was called $requests times for two messages"; exit 1; }
+say "the served project took $((SECONDS - phase)) s"
+wait "$template" || { cat "$work/template.log" >&2; say "the project's template.yaml failed sam validate or cfn-lint"; exit 1; }
+template=""
+say "$(head -n1 "$work/template.log"); cfn-lint found nothing"
 say "done in $((SECONDS - start)) s"

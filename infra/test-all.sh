@@ -15,8 +15,9 @@
 #   4. the Lambda deployment: sam validate + cfn-lint on template.yaml (SAM CLI, pinned, own
 #      venv), and the real functions under `cargo lambda watch` against moto, end to end and
 #      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
-#   5. the LLM adapter (its own workspace) and a project from `a2a-local new --llm`
-#      (infra/llm-check.sh), beside the suites
+#   5. the LLM adapter (its own workspace) and a project from `a2a-local new --llm`: its test,
+#      its template's checks, served by `cargo run` against a scripted model and driven by the
+#      `a2a` command and the Python SDK client, streaming (infra/llm-check.sh), beside the suites
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -240,7 +241,8 @@ echo "Lambda functions end to end: run in the background from here; its log foll
 setsid nice -n 10 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
 new_agent=$!
 # The LLM adapter is its own workspace (rig changes serde_json's features), outside the steps
-# above: its checks, tests and a generated LLM project, compiled the same way, beside them too.
+# above: its checks, tests and a generated LLM project, compiled the same way, beside them too
+# (the SAM and interop venvs it uses were set up above).
 setsid nice -n 10 "$root/infra/llm-check.sh" >"$data_dir/llm.log" 2>&1 </dev/null &
 llm_check=$!
 
@@ -346,6 +348,6 @@ step "A new agent project (a2a-local new): build, its test, cargo run, the Pytho
 finish_background "$new_agent" "$data_dir/new-agent.log" infra/new-agent-check.sh
 new_agent=""
 
-step "The LLM adapter (its own workspace: fmt, clippy, its tests) and an a2a-local new --llm project's test; run beside the steps since the cost step"
+step "The LLM adapter (its own workspace: fmt, clippy, its tests) and an a2a-local new --llm project (its test, sam validate, served and streamed to by the a2a command and the Python client); run beside the steps since the cost step"
 finish_background "$llm_check" "$data_dir/llm.log" infra/llm-check.sh
 llm_check=""

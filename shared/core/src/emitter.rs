@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_protocol::{
-    Artifact, Message, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    Artifact, Message, Metadata, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, Timestamp,
 };
 use tokio::sync::{oneshot, Mutex, Notify};
@@ -247,6 +247,18 @@ impl Emitter {
         state: TaskState,
         message: Option<Message>,
     ) -> Result<(), AgentError> {
+        self.status_with_metadata(state, message, None).await
+    }
+
+    /// [`Self::status`], with the event's metadata, which the task keeps too, key by key (a
+    /// later status's value for a key replaces it; GetTask shows them): what the agent reports
+    /// about the whole task, such as an LLM agent's token usage.
+    pub async fn status_with_metadata(
+        &self,
+        state: TaskState,
+        message: Option<Message>,
+        metadata: Option<Metadata>,
+    ) -> Result<(), AgentError> {
         let message = message.map(|mut m| {
             m.role = Role::Agent;
             if m.message_id.is_empty() {
@@ -266,7 +278,7 @@ impl Emitter {
                     message,
                     timestamp: Some(Timestamp::now()),
                 },
-                metadata: None,
+                metadata,
             },
         };
         // Boxed: an agent's future holds this one while it waits, for as long as the agent

@@ -126,6 +126,13 @@ impl TaskEvent {
                 if let Some(previous) = task.status.message.take() {
                     task.history.push(previous);
                 }
+                // The event's metadata is the task's from now on, key by key (as the Python
+                // SDK's task manager merges it): what an agent reports about the whole task,
+                // such as an LLM agent's token usage, is in GetTask's task.
+                if let Some(metadata) = &update.metadata {
+                    let merged = task.metadata.get_or_insert_with(Default::default);
+                    merged.extend(metadata.clone());
+                }
                 task.status = update.status.clone();
             }
             Self::Artifact { update } => {
@@ -182,6 +189,7 @@ pub(crate) fn find_sent<'a>(task: &'a Task, message_id: &str) -> Option<&'a Mess
 mod tests {
     use super::*;
     use a2a_protocol::{Artifact, Part, Role, TaskStatus};
+    use serde_json::json;
 
     fn task(state: TaskState) -> Task {
         Task {
@@ -258,6 +266,29 @@ mod tests {
         assert_eq!(t.history.len(), 1);
         assert_eq!(t.history[0].first_text(), Some("one"));
         assert_eq!(t.status.message.as_ref().unwrap().first_text(), Some("two"));
+    }
+
+    #[test]
+    fn a_status_events_metadata_merges_into_the_tasks() {
+        let mut t = task(TaskState::Working);
+        let with = |state, metadata: serde_json::Value| {
+            let TaskEvent::Status { mut update } = status(state, None) else {
+                unreachable!()
+            };
+            update.metadata = metadata.as_object().cloned();
+            TaskEvent::Status { update }
+        };
+        let asked = with(TaskState::InputRequired, json!({"usage": 1, "kept": true}));
+        asked.apply(&mut t).unwrap();
+        status(TaskState::Working, None).apply(&mut t).unwrap();
+        with(TaskState::Completed, json!({"usage": 2}))
+            .apply(&mut t)
+            .unwrap();
+        // Key by key: a later event's value replaces an earlier one's, the rest stays.
+        assert_eq!(
+            t.metadata.map(serde_json::Value::Object),
+            Some(json!({"usage": 2, "kept": true}))
+        );
     }
 
     #[test]

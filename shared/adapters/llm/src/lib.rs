@@ -16,20 +16,23 @@
 //! or a resume calls neither again), another agent is called through [`Emitter::call_agent`]
 //! (a durable wait), and "ask the user" ends the run INPUT_REQUIRED (the answer continues the
 //! conversation). Tokens reach the task as artifact chunks while the model writes, the answer
-//! is whole at the end, and the token usage is in the answer's metadata.
+//! is whole at the end, and the tokens the task's model calls used are in the task's metadata
+//! (`tokenUsage`).
 
 use std::sync::Arc;
 
 use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter};
-use a2a_protocol::{AgentSkill, Artifact, Metadata, Part};
+use a2a_protocol::{AgentSkill, Artifact, Metadata, Part, TaskState};
 use async_trait::async_trait;
-use rig_core::completion::{CompletionRequest, Usage};
+use rig_core::completion::CompletionRequest;
 use rig_core::message::Message;
+use usage::TokenUsage;
 
 mod chunks;
 mod conversation;
 mod model;
 mod tools;
+mod usage;
 
 pub use model::ChatModel;
 pub use tools::Tool;
@@ -133,6 +136,34 @@ impl Agent for LlmAgent {
     }
 
     async fn execute(&self, request: AgentRequest, emitter: Emitter) -> Result<(), AgentError> {
+        let before = TokenUsage::of_task(request.task.as_ref());
+        let mut used = TokenUsage::default();
+        match self.converse(&request, &emitter, before, &mut used).await {
+            // The tokens of the calls made before the failure count too.
+            Err(AgentError::Failed(reason)) if used.model_calls > 0 => {
+                let message = emitter.agent_message(vec![Part::text(reason.clone())]);
+                let metadata = before.plus(used).task_metadata();
+                emitter
+                    .status_with_metadata(TaskState::Failed, Some(message), Some(metadata))
+                    .await
+                    .map_err(|_| AgentError::Failed(reason))
+            }
+            other => other,
+        }
+    }
+}
+
+impl LlmAgent {
+    /// The message's turns: model calls and the tools they ask for, until the model answers
+    /// (COMPLETED) or asks the user (INPUT_REQUIRED), both with the task's token usage (the
+    /// earlier messages' `before`, and this one's `used`, which it counts as it goes).
+    async fn converse(
+        &self,
+        request: &AgentRequest,
+        emitter: &Emitter,
+        before: TokenUsage,
+        used: &mut TokenUsage,
+    ) -> Result<(), AgentError> {
         let model = self
             .model
             .as_ref()
@@ -142,7 +173,6 @@ impl Agent for LlmAgent {
         let mut history = conversation::messages(&earlier, request.task.as_ref(), &request.message);
         let definitions: Vec<_> = self.tools.iter().map(Tool::definition).collect();
         let answer = chunks::Answer::new(format!("{}-answer", request.task_id));
-        let mut usage = Usage::new();
         for turn in 0..MAX_TURNS {
             let mut call = CompletionRequest::new(Message::user(""));
             call.chat_history = history.clone();
@@ -150,14 +180,12 @@ impl Agent for LlmAgent {
             if !self.system_prompt.is_empty() {
                 call = call.preamble(self.system_prompt.clone());
             }
-            let reply = self
-                .model_turn(model, &emitter, turn, call, &answer)
-                .await?;
-            usage += reply.usage;
+            let reply = self.model_turn(model, emitter, turn, call, &answer).await?;
+            used.add(&reply.usage);
             let calls = reply.tool_calls();
             history.push(reply.message());
             if calls.is_empty() {
-                return finish(&emitter, &answer, &usage).await;
+                return finish(emitter, &answer, *used, before.plus(*used)).await;
             }
             let mut results = Vec::with_capacity(calls.len());
             for (index, call) in calls.iter().enumerate() {
@@ -173,12 +201,20 @@ impl Agent for LlmAgent {
                     continue;
                 };
                 match tool
-                    .run(&emitter, &format!("tool-{turn}-{index}"), call)
+                    .run(emitter, &format!("tool-{turn}-{index}"), call)
                     .await?
                 {
                     tools::Outcome::Result(result) => results.push(result),
                     tools::Outcome::AskUser(question) => {
-                        return emitter.input_required(&question).await;
+                        let question = emitter.agent_message(vec![Part::text(question)]);
+                        let metadata = before.plus(*used).task_metadata();
+                        return emitter
+                            .status_with_metadata(
+                                TaskState::InputRequired,
+                                Some(question),
+                                Some(metadata),
+                            )
+                            .await;
                     }
                 }
             }
@@ -190,21 +226,16 @@ impl Agent for LlmAgent {
     }
 }
 
-/// The answer whole, with the token usage of every model call of this message, and COMPLETED.
+/// The answer whole, with the token usage of this message's model calls (`used`), and
+/// COMPLETED with the task's (`task`: its earlier messages' too).
 async fn finish(
     emitter: &Emitter,
     answer: &chunks::Answer,
-    usage: &Usage,
+    used: TokenUsage,
+    task: TokenUsage,
 ) -> Result<(), AgentError> {
     let mut metadata = Metadata::new();
-    metadata.insert(
-        "usage".into(),
-        serde_json::json!({
-            "inputTokens": usage.input_tokens.unwrap_or(0),
-            "outputTokens": usage.output_tokens.unwrap_or(0),
-            "totalTokens": usage.total_tokens.unwrap_or(0),
-        }),
-    );
+    metadata.insert("usage".into(), used.to_value());
     let artifact = Artifact {
         artifact_id: answer.id().to_owned(),
         name: "answer".into(),
@@ -213,5 +244,7 @@ async fn finish(
         ..Artifact::default()
     };
     emitter.artifact(artifact, false, true).await?;
-    emitter.complete(None).await
+    emitter
+        .status_with_metadata(TaskState::Completed, None, Some(task.task_metadata()))
+        .await
 }

@@ -50,6 +50,16 @@ async fn first_chunk(events: &mut a2a_client::TaskStream) -> a2a_protocol::TaskA
     .await
 }
 
+/// The task's token usage, as GetTask shows it: input, output, total tokens and model calls.
+fn token_usage(task: &Task) -> [u64; 4] {
+    let usage = &task.metadata.as_ref().expect("the task's metadata")["tokenUsage"];
+    ["inputTokens", "outputTokens", "totalTokens", "modelCalls"].map(|key| {
+        usage[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {usage}"))
+    })
+}
+
 fn answer(task: &Task) -> String {
     let artifact = task
         .artifacts
@@ -87,6 +97,9 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
             StreamResponse::ArtifactUpdate(update) => last = Some(update),
             StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
                 assert_eq!(update.status.state, TaskState::Completed);
+                // The stream's client sees the task's usage with its end.
+                let metadata = update.metadata.expect("the status's metadata");
+                assert_eq!(metadata["tokenUsage"]["totalTokens"], 10);
                 break;
             }
             _ => {}
@@ -228,6 +241,9 @@ async fn a_tool_runs_once_and_the_model_is_not_called_again_across_a_replay() {
         .await
         .unwrap();
     assert_eq!(answer(&task), "Three apples.");
+    // The usage of the three model calls (7 in, 3 out each), from their steps' records: the
+    // replays of the first two add nothing.
+    assert_eq!(token_usage(&task), [21, 9, 30, 3]);
     // The run parked on the remote and was replayed: the model's first two answers and the
     // local tool's came from the record, not from calling them again.
     assert!(
@@ -300,6 +316,29 @@ async fn a_provider_error_fails_the_task_with_its_reason_and_no_key() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_failure_after_a_model_call_keeps_the_calls_usage() {
+    let model = ModelServer::start(vec![
+        Script::ToolCall {
+            name: "nowhere",
+            arguments: "{}",
+        },
+        Script::Error {
+            status: 500,
+            retry_after: None,
+            body: json!({"error": {"message": "model overloaded"}}),
+        },
+    ])
+    .await;
+    let server = A2aServer::start(agent(&model).build()).await;
+    let client = server.client().await;
+    let task = send(&client, client.text("hello")).await;
+    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
+    let reason = text_of(&task.status.message.as_ref().expect("a reason").parts);
+    assert!(reason.contains("model overloaded"), "{reason}");
+    assert_eq!(token_usage(&task), [7, 3, 10, 1]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limit_is_retried_inside_the_step() {
     let model = ModelServer::start(vec![
         Script::Error {
@@ -334,6 +373,7 @@ async fn asking_the_user_waits_for_input_and_the_answer_continues() {
     assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
     let question = text_of(&task.status.message.as_ref().unwrap().parts);
     assert_eq!(question, "Which city?");
+    assert_eq!(token_usage(&task), [7, 3, 10, 1]);
     let mut reply = client.text("Somewhere in France");
     let message = reply.message.as_mut().unwrap();
     message.task_id = task.id.clone();
@@ -341,6 +381,8 @@ async fn asking_the_user_waits_for_input_and_the_answer_continues() {
     let done = send(&client, reply).await;
     assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
     assert_eq!(answer(&done), "Lyon is nice.");
+    // The task's usage: both messages' model calls.
+    assert_eq!(token_usage(&done), [14, 6, 20, 2]);
     let second = model.requests()[1]["messages"].to_string();
     assert!(second.contains("Recommend a city"), "{second}");
     assert!(second.contains("Which city?"), "{second}");
