@@ -9,54 +9,17 @@ use std::sync::Arc;
 use a2a_client::{text_of, StreamResponse};
 use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter};
 use a2a_llm::{LlmAgent, Tool};
-use a2a_protocol::{SendMessageResponse, Task, TaskState};
+use a2a_protocol::TaskState;
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use serde_json::json;
-use support::{A2aServer, ModelServer, Script, API_KEY};
+use support::{answer, first_chunk, send, within, A2aServer, ModelServer, Script, API_KEY};
 use tokio::sync::Notify;
 
 fn agent(model: &ModelServer) -> LlmAgent {
     LlmAgent::new("helper")
         .model(model.model())
         .system_prompt("You are terse.")
-}
-
-async fn send(client: &a2a_client::Client, request: a2a_protocol::SendMessageRequest) -> Task {
-    match client.send_message(request).await.expect("the send") {
-        SendMessageResponse::Task(task) => task,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-/// Waits for `work`, failing the test instead of hanging if what it awaits never comes.
-async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(std::time::Duration::from_secs(60), work)
-        .await
-        .expect("the awaited event came (60 s safety net)")
-}
-
-/// The first artifact chunk a stream brings.
-async fn first_chunk(events: &mut a2a_client::TaskStream) -> a2a_protocol::TaskArtifactUpdateEvent {
-    within(async {
-        loop {
-            let event = events.next().await.expect("the stream goes on");
-            let event = event.expect("a stream event");
-            if let StreamResponse::ArtifactUpdate(update) = event {
-                break update;
-            }
-        }
-    })
-    .await
-}
-
-fn answer(task: &Task) -> String {
-    let artifact = task
-        .artifacts
-        .iter()
-        .find(|a| a.name == "answer")
-        .expect("an answer artifact");
-    text_of(&artifact.parts)
 }
 
 #[tokio::test(flavor = "multi_thread")]

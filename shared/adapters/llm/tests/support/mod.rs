@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "aws")]
+pub(crate) mod bedrock;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -274,4 +277,49 @@ impl Drop for A2aServer {
             let _ = stop.send(());
         }
     }
+}
+
+/// Sends `request`, expecting a task back.
+pub(crate) async fn send(
+    client: &a2a_client::Client,
+    request: a2a_protocol::SendMessageRequest,
+) -> a2a_protocol::Task {
+    match client.send_message(request).await.expect("the send") {
+        a2a_protocol::SendMessageResponse::Task(task) => task,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// Waits for `work`, failing the test instead of hanging if what it awaits never comes.
+pub(crate) async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), work)
+        .await
+        .expect("the awaited event came (60 s safety net)")
+}
+
+/// The first artifact chunk a stream brings.
+pub(crate) async fn first_chunk(
+    events: &mut a2a_client::TaskStream,
+) -> a2a_protocol::TaskArtifactUpdateEvent {
+    use futures::StreamExt as _;
+    within(async {
+        loop {
+            let event = events.next().await.expect("the stream goes on");
+            let event = event.expect("a stream event");
+            if let a2a_client::StreamResponse::ArtifactUpdate(update) = event {
+                break update;
+            }
+        }
+    })
+    .await
+}
+
+/// The text of a task's answer artifact.
+pub(crate) fn answer(task: &a2a_protocol::Task) -> String {
+    let artifact = task
+        .artifacts
+        .iter()
+        .find(|a| a.name == "answer")
+        .expect("an answer artifact");
+    a2a_client::text_of(&artifact.parts)
 }
