@@ -8,13 +8,12 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use a2a_client::{text_of, StreamResponse};
+use a2a_client::text_of;
 use a2a_llm::{LlmAgent, Tool};
 use a2a_protocol::TaskState;
-use futures::StreamExt as _;
 use serde_json::json;
 use support::bedrock::{BedrockServer, Reply, MODEL};
-use support::{answer, first_chunk, send, A2aServer};
+use support::{answer, send, stream_through_gate, A2aServer};
 use tokio::sync::Notify;
 
 fn agent(bedrock: &BedrockServer) -> LlmAgent {
@@ -32,31 +31,12 @@ async fn tokens_reach_a_streaming_client_before_bedrock_finishes() {
         after: vec![" world"],
     }])
     .await;
-    let server = A2aServer::start(agent(&bedrock).build()).await;
-    let client = server.client().await;
-    let mut events = client
-        .send_streaming_message(client.text("greet me"))
-        .await
-        .unwrap();
     // The endpoint holds the rest of the message (and its last event, the usage) until the
     // first chunk reached the client.
-    let first = first_chunk(&mut events).await;
+    let (first, last) = stream_through_gate(agent(&bedrock).build(), &gate).await;
     let text = text_of(&first.artifact.parts);
     assert!(!text.is_empty() && "Hello".starts_with(&text), "{text}");
     assert!(!first.last_chunk);
-    gate.notify_one();
-    let mut last = None;
-    while let Some(event) = events.next().await {
-        match event.unwrap() {
-            StreamResponse::ArtifactUpdate(update) => last = Some(update),
-            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
-                assert_eq!(update.status.state, TaskState::Completed);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let last = last.expect("the final artifact");
     assert!(last.last_chunk && !last.append);
     assert_eq!(text_of(&last.artifact.parts), "Hello world");
     // Bedrock's usage, from its metadata event.
@@ -143,12 +123,12 @@ async fn throttling_is_retried_inside_the_step_before_and_in_the_stream() {
     assert_eq!(bedrock.requests().len(), 3);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_hard_error_fails_the_task_with_bedrock_s_reason() {
+/// The reason of the task a refusal of Bedrock's ends, and how many calls it took.
+async fn failed_by(status: u16, kind: &'static str, message: &'static str) -> (String, usize) {
     let bedrock = BedrockServer::start(vec![Reply::Refused {
-        status: 403,
-        kind: "AccessDeniedException",
-        message: "You don't have access to the model with the specified model ID.",
+        status,
+        kind,
+        message,
     }])
     .await;
     let server = A2aServer::start(agent(&bedrock).build()).await;
@@ -156,28 +136,34 @@ async fn a_hard_error_fails_the_task_with_bedrock_s_reason() {
     let task = send(&client, client.text("hello")).await;
     assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
     let reason = text_of(&task.status.message.as_ref().expect("a reason").parts);
+    (reason, bedrock.requests().len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hard_error_fails_the_task_with_bedrock_s_reason() {
+    let (reason, calls) = failed_by(
+        403,
+        "AccessDeniedException",
+        "You don't have access to the model with the specified model ID.",
+    )
+    .await;
     assert_eq!(
         reason,
         "The model call failed: the provider answered HTTP 403 (AccessDeniedException): You \
          don't have access to the model with the specified model ID."
     );
-    assert_eq!(bedrock.requests().len(), 1, "a refusal is not retried");
+    assert_eq!(calls, 1, "a refusal is not retried");
     // A server error is not retried either: by the adapter (only throttling is) or by the SDK
     // (its own retries are off, or a 500 would be called three times).
-    let bedrock = BedrockServer::start(vec![Reply::Refused {
-        status: 500,
-        kind: "InternalServerException",
-        message: "An internal server error occurred.",
-    }])
+    let (reason, calls) = failed_by(
+        500,
+        "InternalServerException",
+        "An internal server error occurred.",
+    )
     .await;
-    let server = A2aServer::start(agent(&bedrock).build()).await;
-    let client = server.client().await;
-    let task = send(&client, client.text("hello")).await;
-    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
-    let reason = text_of(&task.status.message.as_ref().expect("a reason").parts);
     assert!(
         reason.contains("HTTP 500 (InternalServerException)"),
         "{reason}"
     );
-    assert_eq!(bedrock.requests().len(), 1, "a server error is not retried");
+    assert_eq!(calls, 1, "a server error is not retried");
 }

@@ -13,7 +13,9 @@ use a2a_protocol::TaskState;
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use serde_json::json;
-use support::{answer, first_chunk, send, within, A2aServer, ModelServer, Script, API_KEY};
+use support::{
+    answer, first_chunk, send, stream_through_gate, within, A2aServer, ModelServer, Script, API_KEY,
+};
 use tokio::sync::Notify;
 
 fn agent(model: &ModelServer) -> LlmAgent {
@@ -31,32 +33,13 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
         after: vec![" world"],
     }])
     .await;
-    let server = A2aServer::start(agent(&model).build()).await;
-    let client = server.client().await;
-    let mut events = client
-        .send_streaming_message(client.text("greet me"))
-        .await
-        .unwrap();
-    // The model holds the rest of its answer until the first chunk reached us.
-    let first = first_chunk(&mut events).await;
+    // The model holds the rest of its answer until the first chunk reached the client.
+    let (first, last) = stream_through_gate(agent(&model).build(), &gate).await;
     // The tokens so far, in one chunk or the first of them (how they split is timing).
     let text = text_of(&first.artifact.parts);
     assert!(!text.is_empty() && "Hello".starts_with(&text), "{text}");
     assert!(!first.last_chunk);
-    gate.notify_one();
-    let mut last = None;
-    while let Some(event) = events.next().await {
-        match event.unwrap() {
-            StreamResponse::ArtifactUpdate(update) => last = Some(update),
-            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
-                assert_eq!(update.status.state, TaskState::Completed);
-                break;
-            }
-            _ => {}
-        }
-    }
     // The final artifact is whole, with the model's token usage.
-    let last = last.expect("the final artifact");
     assert!(last.last_chunk && !last.append);
     assert_eq!(text_of(&last.artifact.parts), "Hello world");
     let usage = &last.artifact.metadata.as_ref().expect("metadata")["usage"];

@@ -73,20 +73,7 @@ impl BedrockServer {
         let app = Router::new()
             .route("/model/{model}/converse-stream", post(converse_stream))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("the scripted Bedrock endpoint");
-        let endpoint = format!(
-            "http://{}",
-            listener
-                .local_addr()
-                .expect("the scripted Bedrock endpoint")
-        );
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .await
-                .expect("the scripted Bedrock endpoint")
-        });
+        let endpoint = format!("http://{}", super::serve(app).await);
         Self { endpoint, state }
     }
 

@@ -72,18 +72,7 @@ impl ModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("the scripted model server");
-        let base_url = format!(
-            "http://{}/v1",
-            listener.local_addr().expect("the scripted model server")
-        );
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .await
-                .expect("the scripted model server")
-        });
+        let base_url = format!("http://{}/v1", serve(app).await);
         Self { base_url, state }
     }
 
@@ -322,4 +311,50 @@ pub(crate) fn answer(task: &a2a_protocol::Task) -> String {
         .find(|a| a.name == "answer")
         .expect("an answer artifact");
     a2a_client::text_of(&artifact.parts)
+}
+
+/// Serves `app` on a free port of 127.0.0.1; returns its address.
+pub(crate) async fn serve(app: Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a test server's port");
+    let addr = listener.local_addr().expect("a test server's port");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("a test server") });
+    addr
+}
+
+/// Streams a message to `agent` (served by a2a-local's server) whose model holds the rest of
+/// its answer until `gate` is notified: notifies it once the first chunk reached the client,
+/// then reads the stream to the task's end, which must be COMPLETED. Returns the first chunk
+/// and the last artifact update.
+pub(crate) async fn stream_through_gate(
+    agent: Arc<dyn Agent>,
+    gate: &Notify,
+) -> (
+    a2a_protocol::TaskArtifactUpdateEvent,
+    a2a_protocol::TaskArtifactUpdateEvent,
+) {
+    use futures::StreamExt as _;
+    let server = A2aServer::start(agent).await;
+    let client = server.client().await;
+    let mut events = client
+        .send_streaming_message(client.text("greet me"))
+        .await
+        .expect("the stream");
+    let first = first_chunk(&mut events).await;
+    gate.notify_one();
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        match event.expect("a stream event") {
+            a2a_client::StreamResponse::ArtifactUpdate(update) => last = Some(update),
+            a2a_client::StreamResponse::StatusUpdate(update)
+                if update.status.state.is_terminal() =>
+            {
+                assert_eq!(update.status.state, a2a_protocol::TaskState::Completed);
+                break;
+            }
+            _ => {}
+        }
+    }
+    (first, last.expect("the final artifact"))
 }
