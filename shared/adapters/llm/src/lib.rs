@@ -1,5 +1,6 @@
 //! An LLM agent served as an A2A agent: a model (any OpenAI-compatible Chat Completions
-//! endpoint, through rig), a system prompt and tools, behind the kit's [`Agent`] trait.
+//! endpoint, or Amazon Bedrock's ConverseStream, through rig), a system prompt and tools,
+//! behind the kit's [`Agent`] trait.
 //!
 //! ```no_run
 //! use a2a_llm::{LlmAgent, Tool};
@@ -28,6 +29,8 @@ use rig_core::completion::CompletionRequest;
 use rig_core::message::Message;
 use usage::TokenUsage;
 
+#[cfg(feature = "aws")]
+mod aws;
 mod chunks;
 mod conversation;
 mod model;
@@ -36,6 +39,12 @@ mod usage;
 
 pub use model::ChatModel;
 pub use tools::Tool;
+
+/// What a setting that needs the AWS SDK says in a build without it (`{what}`: the setting).
+#[cfg(not(feature = "aws"))]
+const NO_AWS: &str = "{what} needs the AWS SDK, which this build leaves out: build with the \
+    a2a-llm feature `aws` (a generated project: `cargo run --features aws`; its Lambda binary \
+    has it).";
 
 /// How many model calls one message may take (each tool round is one more): a model that keeps
 /// calling tools ends FAILED instead of running forever.

@@ -9,45 +9,19 @@ use std::sync::Arc;
 use a2a_client::{text_of, StreamResponse};
 use a2a_core::{Agent, AgentDescription, AgentError, AgentRequest, Emitter};
 use a2a_llm::{LlmAgent, Tool};
-use a2a_protocol::{SendMessageResponse, Task, TaskState};
+use a2a_protocol::TaskState;
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use serde_json::json;
-use support::{A2aServer, ModelServer, Script, API_KEY};
+use support::{
+    answer, first_chunk, send, stream_through_gate, within, A2aServer, ModelServer, Script, API_KEY,
+};
 use tokio::sync::Notify;
 
 fn agent(model: &ModelServer) -> LlmAgent {
     LlmAgent::new("helper")
         .model(model.model())
         .system_prompt("You are terse.")
-}
-
-async fn send(client: &a2a_client::Client, request: a2a_protocol::SendMessageRequest) -> Task {
-    match client.send_message(request).await.expect("the send") {
-        SendMessageResponse::Task(task) => task,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-/// Waits for `work`, failing the test instead of hanging if what it awaits never comes.
-async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(std::time::Duration::from_secs(60), work)
-        .await
-        .expect("the awaited event came (60 s safety net)")
-}
-
-/// The first artifact chunk a stream brings.
-async fn first_chunk(events: &mut a2a_client::TaskStream) -> a2a_protocol::TaskArtifactUpdateEvent {
-    within(async {
-        loop {
-            let event = events.next().await.expect("the stream goes on");
-            let event = event.expect("a stream event");
-            if let StreamResponse::ArtifactUpdate(update) = event {
-                break update;
-            }
-        }
-    })
-    .await
 }
 
 /// The task's token usage, as GetTask shows it: input, output, total tokens and model calls.
@@ -60,15 +34,6 @@ fn token_usage(task: &Task) -> [u64; 4] {
     })
 }
 
-fn answer(task: &Task) -> String {
-    let artifact = task
-        .artifacts
-        .iter()
-        .find(|a| a.name == "answer")
-        .expect("an answer artifact");
-    text_of(&artifact.parts)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
     let gate = Arc::new(Notify::new());
@@ -78,35 +43,16 @@ async fn tokens_reach_a_streaming_client_before_the_model_finishes() {
         after: vec![" world"],
     }])
     .await;
-    let server = A2aServer::start(agent(&model).build()).await;
-    let client = server.client().await;
-    let mut events = client
-        .send_streaming_message(client.text("greet me"))
-        .await
-        .unwrap();
-    // The model holds the rest of its answer until the first chunk reached us.
-    let first = first_chunk(&mut events).await;
+    // The model holds the rest of its answer until the first chunk reached the client.
+    let (first, last, end) = stream_through_gate(agent(&model).build(), &gate).await;
     // The tokens so far, in one chunk or the first of them (how they split is timing).
     let text = text_of(&first.artifact.parts);
     assert!(!text.is_empty() && "Hello".starts_with(&text), "{text}");
     assert!(!first.last_chunk);
-    gate.notify_one();
-    let mut last = None;
-    while let Some(event) = events.next().await {
-        match event.unwrap() {
-            StreamResponse::ArtifactUpdate(update) => last = Some(update),
-            StreamResponse::StatusUpdate(update) if update.status.state.is_terminal() => {
-                assert_eq!(update.status.state, TaskState::Completed);
-                // The stream's client sees the task's usage with its end.
-                let metadata = update.metadata.expect("the status's metadata");
-                assert_eq!(metadata["tokenUsage"]["totalTokens"], 10);
-                break;
-            }
-            _ => {}
-        }
-    }
+    // The stream's client sees the task's usage with its end.
+    let metadata = end.expect("the final status's metadata");
+    assert_eq!(metadata["tokenUsage"]["totalTokens"], 10);
     // The final artifact is whole, with the model's token usage.
-    let last = last.expect("the final artifact");
     assert!(last.last_chunk && !last.append);
     assert_eq!(text_of(&last.artifact.parts), "Hello world");
     let usage = &last.artifact.metadata.as_ref().expect("metadata")["usage"];

@@ -400,6 +400,9 @@ impl NewProject {
             for (placeholder, value) in &placeholders {
                 text = text.replace(placeholder, value);
             }
+            if *path == "Cargo.toml" {
+                text = llm::manifest(self.llm, text)?;
+            }
             if let Some(left) = text.split("{{").nth(1) {
                 let left: String = left.chars().take(40).collect();
                 return Err(NewProjectError::Template(format!(
@@ -436,6 +439,7 @@ impl NewProject {
         let text = replace_values(&text, "CodeUri:", ".")?;
         let text = set_parameter_default(&text, "AgentName", &self.name)?;
         let text = set_parameter_default(&text, "MetricsNamespace", &self.name)?;
+        let text = llm::template(self.llm, &text)?;
         let text = text.replacen(
             "Description: >-\n  a2a-lambda:",
             &format!("Description: >-\n  {}:", self.name),

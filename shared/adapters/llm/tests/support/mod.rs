@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "aws")]
+pub(crate) mod bedrock;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -69,18 +72,7 @@ impl ModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("the scripted model server");
-        let base_url = format!(
-            "http://{}/v1",
-            listener.local_addr().expect("the scripted model server")
-        );
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .await
-                .expect("the scripted model server")
-        });
+        let base_url = format!("http://{}/v1", serve(app).await);
         Self { base_url, state }
     }
 
@@ -274,4 +266,98 @@ impl Drop for A2aServer {
             let _ = stop.send(());
         }
     }
+}
+
+/// Sends `request`, expecting a task back.
+pub(crate) async fn send(
+    client: &a2a_client::Client,
+    request: a2a_protocol::SendMessageRequest,
+) -> a2a_protocol::Task {
+    match client.send_message(request).await.expect("the send") {
+        a2a_protocol::SendMessageResponse::Task(task) => task,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// Waits for `work`, failing the test instead of hanging if what it awaits never comes.
+pub(crate) async fn within<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), work)
+        .await
+        .expect("the awaited event came (60 s safety net)")
+}
+
+/// The first artifact chunk a stream brings.
+pub(crate) async fn first_chunk(
+    events: &mut a2a_client::TaskStream,
+) -> a2a_protocol::TaskArtifactUpdateEvent {
+    use futures::StreamExt as _;
+    within(async {
+        loop {
+            let event = events.next().await.expect("the stream goes on");
+            let event = event.expect("a stream event");
+            if let a2a_client::StreamResponse::ArtifactUpdate(update) = event {
+                break update;
+            }
+        }
+    })
+    .await
+}
+
+/// The text of a task's answer artifact.
+pub(crate) fn answer(task: &a2a_protocol::Task) -> String {
+    let artifact = task
+        .artifacts
+        .iter()
+        .find(|a| a.name == "answer")
+        .expect("an answer artifact");
+    a2a_client::text_of(&artifact.parts)
+}
+
+/// Serves `app` on a free port of 127.0.0.1; returns its address.
+pub(crate) async fn serve(app: Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a test server's port");
+    let addr = listener.local_addr().expect("a test server's port");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("a test server") });
+    addr
+}
+
+/// Streams a message to `agent` (served by a2a-local's server) whose model holds the rest of
+/// its answer until `gate` is notified: notifies it once the first chunk reached the client,
+/// then reads the stream to the task's end, which must be COMPLETED. Returns the first chunk
+/// and the last artifact update.
+pub(crate) async fn stream_through_gate(
+    agent: Arc<dyn Agent>,
+    gate: &Notify,
+) -> (
+    a2a_protocol::TaskArtifactUpdateEvent,
+    a2a_protocol::TaskArtifactUpdateEvent,
+    Option<a2a_protocol::Metadata>,
+) {
+    use futures::StreamExt as _;
+    let server = A2aServer::start(agent).await;
+    let client = server.client().await;
+    let mut events = client
+        .send_streaming_message(client.text("greet me"))
+        .await
+        .expect("the stream");
+    let first = first_chunk(&mut events).await;
+    gate.notify_one();
+    let mut last = None;
+    let mut end = None;
+    while let Some(event) = events.next().await {
+        match event.expect("a stream event") {
+            a2a_client::StreamResponse::ArtifactUpdate(update) => last = Some(update),
+            a2a_client::StreamResponse::StatusUpdate(update)
+                if update.status.state.is_terminal() =>
+            {
+                assert_eq!(update.status.state, a2a_protocol::TaskState::Completed);
+                end = update.metadata;
+                break;
+            }
+            _ => {}
+        }
+    }
+    (first, last.expect("the final artifact"), end)
 }

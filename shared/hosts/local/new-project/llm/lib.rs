@@ -1,5 +1,5 @@
-//! {{name}}: an LLM agent. Its model is any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM,
-//! LM Studio …): `OPENAI_BASE_URL` (with its `/v1`), `OPENAI_API_KEY`, `A2A_LLM_MODEL`.
+//! {{name}}: an LLM agent. Its model (`A2A_LLM_MODEL`) is on an OpenAI-compatible endpoint
+//! (`OPENAI_BASE_URL`, `OPENAI_API_KEY`) or, with `A2A_LLM_PROVIDER=bedrock`, Amazon Bedrock.
 
 use std::sync::Arc;
 

@@ -2,6 +2,8 @@
 //! (`shared/adapters/llm`), its own workspace (rig-core changes serde_json's features, so the
 //! kit's own server never depends on it: only such a project does).
 
+use super::NewProjectError;
+
 /// The adapter's directory in the kit.
 pub(super) const DIR: &str = "shared/adapters/llm";
 
@@ -29,10 +31,172 @@ pub(super) fn file(llm: bool, path: &str) -> Option<&'static str> {
 /// schemas; none for a plain project.
 pub(super) fn dependencies(llm: bool, location: &str) -> String {
     if llm {
-        format!("a2a-llm = {{ {location} }}\nserde_json = \"1\"")
+        format!("a2a-llm = {{ {location}, default-features = false }}\nserde_json = \"1\"")
     } else {
         String::new()
     }
+}
+
+/// The LLM project's manifest: the adapter without its AWS SDK (`default-features = false`),
+/// which the Lambda binary turns on (`lambda`) and a local run on Bedrock can (`aws`).
+pub(super) fn manifest(llm: bool, text: String) -> Result<String, NewProjectError> {
+    const LAMBDA: &str = "lambda = [\"dep:a2a-lambda-glue\"]\n";
+    if !llm {
+        return Ok(text);
+    }
+    if !text.contains(LAMBDA) {
+        return Err(NewProjectError::Template(format!(
+            "Cargo.toml.in has no {:?}",
+            LAMBDA.trim()
+        )));
+    }
+    Ok(text.replacen(
+        LAMBDA,
+        "lambda = [\"dep:a2a-lambda-glue\", \"aws\"]\n# Amazon Bedrock, and the model's key from \
+         Secrets Manager (a2a-llm's AWS SDK): on Lambda,\n# or `cargo run --features aws` to run \
+         locally on Bedrock.\naws = [\"a2a-llm/aws\"]\n",
+        1,
+    ))
+}
+
+/// The parameters an LLM project's template adds to the kit's: the provider, the model, and
+/// for an OpenAI-compatible endpoint its URL and its key's secret.
+const PARAMETERS: &str = include_str!("../../new-project/llm/template-parameters.yaml");
+
+/// The policies the functions that run the agent get: the one Bedrock model, or the one secret.
+const RESOURCES: &str = include_str!("../../new-project/llm/template-resources.yaml");
+
+const CONDITIONS: &str = "  # The LLM agent's model (a2a-local new --llm).
+  LlmOnBedrock: !Equals [!Ref LlmProvider, bedrock]
+  LlmViaInferenceProfile: !And
+    - !Condition LlmOnBedrock
+    - !Not [!Equals [!Ref BedrockInferenceProfile, \"\"]]
+  LlmKeyInSecret: !And
+    - !Equals [!Ref LlmProvider, openai]
+    - !Not [!Equals [!Ref OpenAiApiKeySecretArn, \"\"]]
+";
+
+/// The model's settings, in every function's environment (those that run the agent read them).
+const VARIABLES: &str = "        # The LLM agent's model (docs/llm-agents.md, \"On Lambda\").
+        A2A_LLM_PROVIDER: !Ref LlmProvider
+        A2A_LLM_MODEL: !If [LlmViaInferenceProfile, !Sub \"${BedrockInferenceProfile}.${LlmModel}\", !Ref LlmModel]
+        OPENAI_BASE_URL: !If [LlmOnBedrock, !Ref AWS::NoValue, !Ref OpenAiBaseUrl]
+        OPENAI_API_KEY_SECRET_ARN: !If [LlmKeyInSecret, !Ref OpenAiApiKeySecretArn, !Ref AWS::NoValue]
+";
+
+/// The policies' attachment, in a function's `Policies` or a role's `ManagedPolicyArns`.
+const ATTACHED: &str = "        # The LLM agent's model (LlmModelPolicy) or its key (LlmKeyPolicy).
+        - !If [LlmOnBedrock, !Ref LlmModelPolicy, !Ref AWS::NoValue]
+        - !If [LlmKeyInSecret, !Ref LlmKeyPolicy, !Ref AWS::NoValue]
+";
+
+/// The kit's template (already adapted to the project) for an LLM project: the model's
+/// parameters, its settings in the functions' environment, and its policy attached to the
+/// functions that run the agent, alone. The kit's own template is unchanged.
+pub(super) fn template(llm: bool, kit: &str) -> Result<String, NewProjectError> {
+    if !llm {
+        return Ok(kit.to_owned());
+    }
+    let missing = |what: &str| NewProjectError::Template(format!("template.yaml has no {what}"));
+    let after = |text: &str, anchor: &str, insert: &str| -> Result<String, NewProjectError> {
+        let at = text.find(anchor).ok_or_else(|| missing(anchor.trim()))? + anchor.len();
+        Ok(format!("{}{insert}{}", &text[..at], &text[at..]))
+    };
+    let text = after(kit, "\nParameters:\n", PARAMETERS)?;
+    let text = after(&text, "\nConditions:\n", CONDITIONS)?;
+    let globals = text
+        .find("\nGlobals:\n")
+        .ok_or_else(|| missing("Globals"))?;
+    let variables = "\n    Environment:\n      Variables:\n";
+    let at = text[globals..]
+        .find(variables)
+        .ok_or_else(|| missing("Globals.Function.Environment.Variables"))?
+        + globals
+        + variables.len();
+    let text = format!("{}{VARIABLES}{}", &text[..at], &text[at..]);
+    let text = after(&text, "\nResources:\n", RESOURCES)?;
+    attach(&text)
+}
+
+/// Attaches the model's policies to every function that runs the agent: those that read the
+/// credentials of the agents it calls, but `cancel` (it cancels the agent's calls and runs no
+/// model). A function with the stack's own role gets them on that role.
+fn attach(text: &str) -> Result<String, NewProjectError> {
+    let blocks = resource_blocks(text);
+    let mut inserts = Vec::new();
+    let mut attached = Vec::new();
+    for (name, range) in &blocks {
+        let block = &text[range.clone()];
+        if !block.contains("Type: AWS::Serverless::Function")
+            || !block.contains("A2A_AGENT_CREDENTIALS_SECRET_ARN:")
+            || block.contains("A2A_FUNCTION: cancel\n")
+        {
+            continue;
+        }
+        let (target, anchor) = match block.split_once("      Role: !GetAtt ") {
+            Some((_, rest)) => {
+                let role = rest.split('.').next().unwrap_or_default();
+                let role = blocks.iter().find(|(n, _)| n == role).ok_or_else(|| {
+                    NewProjectError::Template(format!(
+                        "{name}'s role {role} is not in template.yaml"
+                    ))
+                })?;
+                (role.1.clone(), "\n      ManagedPolicyArns:\n")
+            }
+            None => (range.clone(), "\n      Policies:\n"),
+        };
+        let at = text[target.clone()]
+            .find(anchor)
+            .ok_or_else(|| NewProjectError::Template(format!("{name} has no {}", anchor.trim())))?;
+        // After the list's items: the next line indented no deeper than the key.
+        let list = target.start + at + anchor.len();
+        let end = text[list..]
+            .split_inclusive('\n')
+            .take_while(|line| line.starts_with("        ") || line.trim().is_empty())
+            .map(str::len)
+            .sum::<usize>();
+        inserts.push(list + end);
+        attached.push(name.clone());
+    }
+    if attached.is_empty() {
+        return Err(NewProjectError::Template(
+            "no function reads A2A_AGENT_CREDENTIALS_SECRET_ARN: which run the agent?".into(),
+        ));
+    }
+    inserts.sort_unstable();
+    let mut out = text.to_owned();
+    for at in inserts.into_iter().rev() {
+        out.insert_str(at, ATTACHED);
+    }
+    Ok(out)
+}
+
+/// The resources of `text`: (logical id, byte range of its block).
+fn resource_blocks(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let Some(start) = text.find("\nResources:\n") else {
+        return Vec::new();
+    };
+    let mut blocks: Vec<(String, std::ops::Range<usize>)> = Vec::new();
+    let mut at = start + "\nResources:\n".len();
+    for line in text[at..].split_inclusive('\n') {
+        let top = !line.starts_with(' ') && !line.trim().is_empty();
+        let header = line.starts_with("  ")
+            && !line.starts_with("   ")
+            && line.trim_end().ends_with(':')
+            && !line.trim_start().starts_with('#');
+        if top || header {
+            if let Some(last) = blocks.last_mut() {
+                last.1.end = at;
+            }
+            if top {
+                return blocks;
+            }
+            let name = line.trim().trim_end_matches(':').to_owned();
+            blocks.push((name, at..text.len()));
+        }
+        at += line.len();
+    }
+    blocks
 }
 
 /// What the README says the agent is.
@@ -42,9 +206,14 @@ pub(super) fn about(llm: bool) -> &'static str {
 one local tool (`word_count`) and another A2A agent as a tool (`helper`, at `HELPER_AGENT_URL`, \
 default `http://127.0.0.1:9001`). Its model is any OpenAI-compatible Chat Completions endpoint: \
 set `OPENAI_BASE_URL` (with its `/v1`, e.g. `http://127.0.0.1:11434/v1` for Ollama), \
-`OPENAI_API_KEY` (if the server wants one) and `A2A_LLM_MODEL` before `cargo run`. Every model \
-and tool call is a durable step; the kit's `docs/llm-agents.md` explains what that means and what \
-a streamed answer costs."
+`OPENAI_API_KEY` (if the server wants one) and `A2A_LLM_MODEL` before `cargo run` (or \
+`A2A_LLM_PROVIDER=bedrock` and a Bedrock model id, with `cargo run --features aws`). Deployed \
+(`sam build && sam deploy --guided`), it runs on Amazon Bedrock: the template's `LlmModel` \
+(default `amazon.nova-lite-v1:0`, enabled in your account's Bedrock console) is the one model \
+its functions may invoke; `LlmProvider=openai` with `OpenAiBaseUrl` and `OpenAiApiKeySecretArn` \
+(a Secrets Manager secret holding the key) calls an OpenAI-compatible endpoint instead. Every \
+model and tool call is a durable step; the kit's `docs/llm-agents.md` explains what that means \
+and what a streamed answer costs."
     } else {
         "The agent is `src/lib.rs`: it answers every message with the message's text, upper-cased. Replace
 its `execute` with your own logic; `agent()` at the bottom is the one place that names it, for the
@@ -88,7 +257,15 @@ mod tests {
         );
         let manifest = file(&files, "Cargo.toml");
         assert!(
-            manifest.contains("a2a-llm = { path = \"/kit/shared/adapters/llm\" }"),
+            manifest.contains(
+                "a2a-llm = { path = \"/kit/shared/adapters/llm\", default-features = false }"
+            ),
+            "{manifest}"
+        );
+        // The AWS SDK (Bedrock, the key's secret) only in the Lambda binary, or when asked.
+        assert!(
+            manifest.contains("lambda = [\"dep:a2a-lambda-glue\", \"aws\"]")
+                && manifest.contains("aws = [\"a2a-llm/aws\"]"),
             "{manifest}"
         );
         assert!(file(&files, "tests/agent.rs").contains("my_llm::agent()"));
@@ -110,5 +287,60 @@ mod tests {
         assert!(!manifest.contains("a2a-llm"), "{manifest}");
         assert!(!file(&files, "Cargo.lock").contains("name = \"rig-core\""));
         assert!(file(&files, "README.md").contains("upper-cased"));
+    }
+
+    #[test]
+    fn an_llm_project_s_template_is_the_kit_s_with_the_model_s_settings_and_policies() {
+        let kit = KitFiles::read(&kit_root())
+            .expect("the kit's files")
+            .template;
+        let plain = super::template(false, &kit).expect("unchanged");
+        assert_eq!(plain, kit);
+        let llm = super::template(true, &kit).expect("adapted");
+        // Every line of the kit's, in order; what it adds is the model's.
+        let mut added = Vec::new();
+        let mut kit_lines = kit.lines().peekable();
+        for line in llm.lines() {
+            if kit_lines.peek() == Some(&line) {
+                kit_lines.next();
+            } else {
+                added.push(line);
+            }
+        }
+        assert_eq!(
+            kit_lines.next(),
+            None,
+            "a line of the kit's template is gone"
+        );
+        let added = added.join("\n");
+        for name in [
+            "LlmProvider:",
+            "LlmModel:",
+            "BedrockInferenceProfile:",
+            "OpenAiBaseUrl:",
+            "OpenAiApiKeySecretArn:",
+            "LlmOnBedrock:",
+            "A2A_LLM_MODEL:",
+            "LlmModelPolicy:",
+            "LlmKeyPolicy:",
+        ] {
+            assert_eq!(added.matches(name).count(), 1, "{name}: {added}");
+        }
+        // Attached to the seven functions that run the agent (the worker through its role).
+        assert_eq!(added.matches("!Ref LlmModelPolicy,").count(), 7, "{added}");
+        assert!(
+            !added.contains("OPENAI_API_KEY:"),
+            "the key is never a variable"
+        );
+    }
+
+    #[test]
+    fn a_template_without_what_the_llm_generator_adapts_is_a_clear_error() {
+        let err = super::template(true, "Transform: x\nParameters:\n").expect_err("no conditions");
+        assert!(err.to_string().contains("Conditions"), "{err}");
+        let bare = "Transform: x\nParameters:\nConditions:\nGlobals:\n  Function:\n    Environment:\n      \
+                    Variables:\n        A: b\nResources:\n  X:\n    Type: AWS::SQS::Queue\n";
+        let err = super::template(true, bare).expect_err("no agent function");
+        assert!(err.to_string().contains("run the agent"), "{err}");
     }
 }
