@@ -25,7 +25,7 @@ fn agent(model: &ModelServer) -> LlmAgent {
 }
 
 /// The task's token usage, as GetTask shows it: input, output, total tokens and model calls.
-fn token_usage(task: &Task) -> [u64; 4] {
+fn token_usage(task: &a2a_protocol::Task) -> [u64; 4] {
     let usage = &task.metadata.as_ref().expect("the task's metadata")["tokenUsage"];
     ["inputTokens", "outputTokens", "totalTokens", "modelCalls"].map(|key| {
         usage[key]
