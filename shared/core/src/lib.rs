@@ -54,7 +54,7 @@ pub use auth::{
 };
 pub use card_signing::SignedCards;
 pub use config::{
-    parse_switch, Generations, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
+    parse_switch, OlderVersions, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
     ENV_PROTOCOL_EARLY,
 };
 pub use config_error::{seconds_setting, ConfigError};
