@@ -489,6 +489,7 @@ pub async fn run_all_shared(store: Arc<dyn TaskStore>) {
     sweep_ends_orphaned_inline_executions(store.clone()).await;
     durable::durable_steps_park_and_resume(store.clone()).await;
     durable::signals_resume_and_deadlines_end_waits(store.clone()).await;
+    durable::typed_signals_and_calls_inside_steps_fail_clearly(store.clone()).await;
     durable::a_handed_over_execution_finishes_on_the_worker(store.clone()).await;
     concurrent_appends_are_gapless(store).await;
 }
