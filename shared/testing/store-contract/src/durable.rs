@@ -404,6 +404,20 @@ fn service(
     A2aService::new(config, agent, store, queue, Arc::new(NoPush))
 }
 
+/// A service running a [`Durable`] agent on `store` with the default config, its queue, and a
+/// caller in a fresh tenant.
+fn durable_service(store: &Arc<dyn TaskStore>) -> (A2aService, Arc<Kept>, CallContext) {
+    let queue = Arc::new(Kept::default());
+    let agent = Arc::new(Durable::default());
+    let service = service(
+        store.clone(),
+        agent,
+        queue.clone(),
+        ServiceConfig::default(),
+    );
+    (service, queue, CallContext::anonymous(&unique("tenant")))
+}
+
 async fn send(service: &A2aService, ctx: &CallContext, text: &str) -> Task {
     let request = SendMessageRequest {
         message: Some(Message::user_text(unique("m"), text)),
@@ -531,15 +545,7 @@ pub async fn durable_steps_park_and_resume(store: Arc<dyn TaskStore>) {
 /// nothing; a wait whose deadline passes is ended by the sweep of due executions and fails its
 /// task saying why; a cancel removes the record of a waiting execution.
 pub async fn signals_resume_and_deadlines_end_waits(store: Arc<dyn TaskStore>) {
-    let agent = Arc::new(Durable::default());
-    let queue = Arc::new(Kept::default());
-    let service = service(
-        store.clone(),
-        agent,
-        queue.clone(),
-        ServiceConfig::default(),
-    );
-    let ctx = CallContext::anonymous(&unique("tenant"));
+    let (service, queue, ctx) = durable_service(&store);
 
     let task = send(&service, &ctx, "signal").await;
     let _ = settled(&service, &ctx, &task.id, &queue).await;
@@ -628,15 +634,7 @@ pub async fn signals_resume_and_deadlines_end_waits(store: Arc<dyn TaskStore>) {
 /// is not the type the agent waits for, and a durable call inside a step (refused: a replay
 /// returns the step's result without running it, so the call would not be made again).
 pub async fn typed_signals_and_calls_inside_steps_fail_clearly(store: Arc<dyn TaskStore>) {
-    let agent = Arc::new(Durable::default());
-    let queue = Arc::new(Kept::default());
-    let service = service(
-        store.clone(),
-        agent,
-        queue.clone(),
-        ServiceConfig::default(),
-    );
-    let ctx = CallContext::anonymous(&unique("tenant"));
+    let (service, queue, ctx) = durable_service(&store);
     let ended = |id: String| {
         let store = store.clone();
         let owner = ctx.owner.clone();
