@@ -5,11 +5,11 @@
 # `infra/lambda-local.sh restart-watch`; and a delegated task that waits a minute for a slow
 # remote agent, with the worker killed mid-wait, counting every function's invocations and
 # billed milliseconds meanwhile) and the Python and JS SDK interop suites (tests/interop,
-# tests/interop-js) through the router, then the older generations' clients (the 0.3 suites,
+# tests/interop-js) through the router, then the older versions' clients (the 0.3 suites,
 # tests/interop-v03 and tests/interop-js-v03, and the python-a2a early-protocol suite,
 # tests/interop-early; about 30 s together), and stops everything.
 # Then the front door FunctionUrl (the router sends every request to the one front function):
-# infra/lambda-e2e.py and the 1.0 Python and JS interop suites again (not the older generations:
+# infra/lambda-e2e.py and the 1.0 Python and JS interop suites again (not the older versions:
 # the front function mounts the same a2a_http router, and CI time matters).
 # Then a base path (/a2a) through both front doors: API Gateway's stage, the Function URL's
 # BasePath (infra/lambda-e2e.py's checks under the prefix, and the Python interop suite).
@@ -55,7 +55,7 @@ say "Python SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop/run.sh -q
 say "JS SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-js/run.sh
-# The older generations (issue #16), served by the same functions: 0.3 on /jsonrpc and /v1/…,
+# The older versions (issue #16), served by the same functions: 0.3 on /jsonrpc and /v1/…,
 # the early protocol on /jsonrpc and its own paths.
 say "A2A 0.3 Python SDK interop suite through the router"
 A2A_BASE_URL="$A2A_BASE_URL" tests/interop-v03/run.sh -q

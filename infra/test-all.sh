@@ -8,7 +8,7 @@
 #   3. interoperability: the official Python SDK client (a2a-sdk, pinned, in a local venv) and
 #      the official JS SDK client (@a2a-js/sdk, pinned, npm ci into tests/interop-js) drive
 #      a2a-local over JSON-RPC and HTTP+JSON, without and with bearer tokens; then the older
-#      generations on the same server: the official A2A 0.3 clients (a2a-sdk 0.3, @a2a-js/sdk
+#      versions on the same server: the official A2A 0.3 clients (a2a-sdk 0.3, @a2a-js/sdk
 #      0.3, each pinned in its own venv or lock) and an early-protocol client (python-a2a);
 #      A2A-Lite over Matrix (a real Synapse and a matrix-nio client, pinned, in a local venv);
 #      the README's walkthroughs run as written, their output compared with what it shows
@@ -65,7 +65,7 @@ ticker() {
 ticker &
 ticker_pid=$!
 
-# What the later steps install (moto, the SAM CLI, the interop clients of every generation,
+# What the later steps install (moto, the SAM CLI, the interop clients of every version,
 # Synapse, cargo-lambda: pinned, into local venvs) installs in the background from the start,
 # while clippy and the build compile: mostly downloads and unpacking beside mostly compiling.
 # Each script installs only what is missing; every step still calls its own set-up, then a
@@ -277,7 +277,7 @@ A2A_BASE_URL="$base" "$root/tests/interop/run.sh"
 step "JS SDK interoperability (@a2a-js/sdk client against the same a2a-local)"
 A2A_BASE_URL="$base" "$root/tests/interop-js/run.sh"
 
-# The older generations on the same server (issue #16): their clients send no A2A-Version.
+# The older versions on the same server (issue #16): their clients send no A2A-Version.
 step "A2A 0.3 interoperability, Python (a2a-sdk 0.3 client against the same a2a-local)"
 A2A_BASE_URL="$base" "$root/tests/interop-v03/run.sh" -q
 

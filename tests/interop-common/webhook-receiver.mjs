@@ -1,4 +1,4 @@
-// A real webhook receiver on 127.0.0.1, shared by the JS interop suites of every generation
+// A real webhook receiver on 127.0.0.1, shared by the JS interop suites of every version
 // (each loads its own @a2a-js/sdk release; this file needs only Node's standard library).
 
 import { createServer } from 'node:http';

@@ -1,4 +1,4 @@
-"""A real webhook receiver on 127.0.0.1, for the Python interop suites of every generation.
+"""A real webhook receiver on 127.0.0.1, for the Python interop suites of every version.
 
 Plain asyncio, no dependencies beyond the standard library, so each suite's venv (with its own
 a2a-sdk release) can import it: the suites' conftest.py put this folder on sys.path.

@@ -174,7 +174,7 @@ def transport_url(card: AgentCard, binding: str) -> str:
 # --------------------------------------------------------------------------
 
 
-# The webhook receiver is shared by the Python suites of every generation.
+# The webhook receiver is shared by the Python suites of every version.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'interop-common'))
 from webhook_receiver import ReceivedPush, WebhookReceiver  # noqa: E402
 

@@ -491,7 +491,7 @@ async def test_push_config_crud(make_client, agent_card, binding) -> None:
     assert got.task_id == held.id
     assert got.push_notification_config.id == config.id
     assert got.push_notification_config.url == url
-    # Secrets are written, never read back (in every generation).
+    # Secrets are written, never read back (in every version).
     assert not got.push_notification_config.token
 
     # A second config with a client-chosen id.
@@ -581,7 +581,7 @@ async def test_push_delivered_to_webhook(make_client, webhook: WebhookReceiver) 
 
 
 # --------------------------------------------------------------------------
-# one task, every generation
+# one task, every version
 # --------------------------------------------------------------------------
 
 

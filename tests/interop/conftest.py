@@ -148,7 +148,7 @@ async def agent_card(base_url: str) -> AgentCard:
 # --------------------------------------------------------------------------
 
 
-# The webhook receiver is shared by the Python suites of every generation.
+# The webhook receiver is shared by the Python suites of every version.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'interop-common'))
 from webhook_receiver import ReceivedPush, WebhookReceiver  # noqa: E402
 

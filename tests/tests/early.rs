@@ -362,7 +362,7 @@ async fn push_notification_set_get_and_tasks_list_by_session() {
         &json!({"id": id, "pushNotificationConfig": {"url": hook.url, "token": "t"}})
     );
     let got = early(&server, "tasks/pushNotification/get", json!({"id": id})).await;
-    // Secrets are written, never read back (in every generation): the same config, no token.
+    // Secrets are written, never read back (in every version): the same config, no token.
     assert_eq!(
         result(&got),
         &json!({"id": id, "pushNotificationConfig": {"url": hook.url}})

@@ -114,7 +114,7 @@ async fn message_send_and_tasks_get_answer_in_the_03_dialect() {
         .to_owned();
     assert!(state == "submitted" || state == "working", "{quick}");
 
-    // Unknown task: -32001 as in every generation.
+    // Unknown task: -32001 as in every version.
     let missing = rpc03(&server, "tasks/get", json!({"id": new_id()})).await;
     assert_eq!(missing["error"]["code"], -32001, "{missing}");
 }
@@ -203,7 +203,7 @@ async fn push_config_set_get_list_delete() {
         json!({"id": id, "pushNotificationConfigId": config_id}),
     )
     .await;
-    // Secrets are written, never read back (in every generation): the config without its
+    // Secrets are written, never read back (in every version): the config without its
     // token and credentials.
     let mut read_back = set.clone();
     read_back["pushNotificationConfig"]
@@ -507,7 +507,7 @@ async fn one_task_for_03_and_1_0_clients() {
         .count();
     assert_eq!(
         users, 2,
-        "both generations' messages are in one history: {got}"
+        "both versions' messages are in one history: {got}"
     );
 
     // 1.0 starts one, 0.3 (JSON-RPC and REST) reads it.
@@ -734,7 +734,7 @@ async fn pushes_to_a_03_config_carry_the_03_task() {
     .await;
     result(&set);
     // A 1.0 client's config on the same task keeps 1.0 bodies, and does not see the
-    // generation the other config was set with.
+    // version the other config was set with (stored as `x-a2a-lambda-generation`).
     let created = ok(server
         .create_push(Binding::JsonRpc, &id, json!({"url": hook10.url}))
         .await);

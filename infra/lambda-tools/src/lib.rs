@@ -497,7 +497,7 @@ mod tests {
         );
     }
 
-    /// A route of an older protocol generation (issue #16): the 0.3 REST binding under /v1,
+    /// A route of an older protocol version (issue #16): the 0.3 REST binding under /v1,
     /// python-a2a's `/agent.json`, and the early JSON-RPC paths (`POST /tasks`, and the literal
     /// paths under `/tasks/`, where the 1.0 routes have `{id}`).
     fn legacy(r: &Route) -> bool {
@@ -509,7 +509,7 @@ mod tests {
     }
 
     #[test]
-    fn older_generations_have_their_own_routes() {
+    fn older_versions_have_their_own_routes() {
         let table = RouteTable::parse(include_str!("../../../shared/hosts/lambda/routes.json"))
             .expect("routes.json parses");
         let f = |m, p| table.function_for(m, p);
@@ -575,7 +575,7 @@ mod tests {
         assert_eq!(f("GET", "/acme/.well-known/agent-card.json"), None);
         assert_eq!(f("POST", "/acme/jsonrpc"), None);
         // Every 1.0 operation route has its tenant form, to the same function; the older
-        // generations' routes (0.3 under /v1, the early JSON-RPC paths) and the chat channels'
+        // versions' routes (0.3 under /v1, the early JSON-RPC paths) and the chat channels'
         // (a room is no tenant) have none.
         for r in &table.routes {
             if r.path.starts_with("/.well-known/")

@@ -70,8 +70,8 @@ pub struct ServiceConfig {
     pub max_push_attempts: u32,
     /// Timeout of one webhook POST.
     pub push_timeout: Duration,
-    /// Which older protocol generations are served beside A2A 1.0 (both by default).
-    pub generations: Generations,
+    /// Which older protocol versions are served beside A2A 1.0 (both by default).
+    pub older_versions: OlderVersions,
     /// Receives the countable events (operations, final task states, push and job attempts)
     /// for the host's metrics.
     pub observer: Arc<dyn Observer>,
@@ -113,7 +113,7 @@ impl Default for ServiceConfig {
             max_job_attempts: 5,
             max_push_attempts: 8,
             push_timeout: Duration::from_secs(10),
-            generations: Generations::default(),
+            older_versions: OlderVersions::default(),
             observer: Arc::new(NoObserver),
             remote_agents: Arc::new(NoRemoteAgents),
             remote_poll: Duration::from_secs(30),
@@ -133,11 +133,11 @@ pub const ENV_PROTOCOL_0_3: &str = "A2A_PROTOCOL_0_3";
 /// (before 0.2: `tasks/send`, `sessionId`) on or off.
 pub const ENV_PROTOCOL_EARLY: &str = "A2A_PROTOCOL_EARLY";
 
-/// The protocol generations served beside A2A 1.0. Each is a translation at the HTTP edge onto
+/// The older protocol versions served beside A2A 1.0. Each is a translation at the HTTP edge onto
 /// the same operations; turning one off makes its requests get what a 1.0-only server answers
 /// (-32009 on JSON-RPC, 404 or 400 on its paths) and takes its interfaces off the card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Generations {
+pub struct OlderVersions {
     /// A2A 0.3: `message/send`, `kind` discriminators, the `/v1` REST routes.
     pub v0_3: bool,
     /// The early protocol: `tasks/send`, `tasks/sendSubscribe`, `sessionId`, Hexagon's
@@ -145,7 +145,7 @@ pub struct Generations {
     pub early: bool,
 }
 
-impl Default for Generations {
+impl Default for OlderVersions {
     fn default() -> Self {
         Self {
             v0_3: true,
@@ -154,7 +154,7 @@ impl Default for Generations {
     }
 }
 
-impl Generations {
+impl OlderVersions {
     /// Only A2A 1.0.
     pub const NONE: Self = Self {
         v0_3: false,
@@ -162,7 +162,7 @@ impl Generations {
     };
 }
 
-/// Parses a generation switch: `on`/`off` (also `true`/`false`, `1`/`0`).
+/// Parses a version switch: `on`/`off` (also `true`/`false`, `1`/`0`).
 pub fn parse_switch(value: &str) -> Result<bool, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "1" => Ok(true),

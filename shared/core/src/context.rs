@@ -1,6 +1,6 @@
 //! Who is calling: the [`CallContext`] a front door builds for each request.
 
-use a2a_protocol::A2AError;
+use a2a_protocol::{A2AError, ProtocolVersion};
 
 use crate::auth::{Permission, Permissions, Principal};
 use crate::ports::Owner;
@@ -22,12 +22,10 @@ pub struct CallContext {
     /// `tasks/send`). A task the owner already holds under it gets the message as a follow-up;
     /// an id held by another owner is refused without saying so.
     pub requested_task_id: Option<String>,
-    /// The older protocol generation the request speaks (`None`: 1.0). Push configs it sets
-    /// remember it, so that their pushes carry the body that generation reads.
-    pub generation: Option<a2a_protocol::compat::Generation>,
-    /// Whether the request speaks the A2A 1.1 draft (`A2A-Version: 1.1`): task generations
-    /// in answers, long-polling GetTask, `ifGenerationMatch`. A 1.0 request sees none of it.
-    pub v1_1: bool,
+    /// The protocol version the request speaks, set by the front door where it chooses the
+    /// binding or translation. Push configs it sets remember it, so that their pushes carry
+    /// the body that version reads; only a 1.1 caller sees task generations.
+    pub version: ProtocolVersion,
     /// The W3C `traceparent` the request came with (checked for its form), passed on to what
     /// the work calls: other agents, pushes, the worker.
     pub traceparent: Option<String>,
@@ -48,8 +46,7 @@ impl CallContext {
             authenticated: principal.authenticated,
             permissions: principal.permissions,
             requested_task_id: None,
-            generation: None,
-            v1_1: false,
+            version: ProtocolVersion::V1_0,
             traceparent: None,
         }
     }

@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::MutexGuard;
 
+use crate::agent_call::{decode_reply, signal_payload, timed_out_value, AgentCall, AgentReply};
 use crate::emitter::Emitter;
 use crate::journal::{after, mark_stop, remember_pushed, save_failure, DurableRun};
 use crate::ports::{
@@ -43,30 +44,6 @@ use crate::task_log::AppendError;
 /// How much less often a remote task that pushes its updates is polled than one that does not.
 const PUSHED_POLL_FACTOR: u64 = 10;
 
-/// A call to another A2A agent ([`Emitter::call_agent`]).
-#[derive(Debug, Clone)]
-pub struct AgentCall {
-    /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it. Or a chat
-    /// room's address, `lite:<channel>:<room>`: the A2A-Lite agent there is given the task
-    /// (see `a2a_core::lite::RoomAddress`).
-    pub agent: String,
-    /// What to send (its ids are set by the call).
-    pub message: Message,
-    /// How long to wait for the remote task to stop before giving up (and canceling it).
-    pub timeout: Duration,
-}
-
-impl AgentCall {
-    /// Sends `text` to the agent at `agent`, waiting at most `timeout`.
-    pub fn text(agent: &str, text: &str, timeout: Duration) -> Self {
-        Self {
-            agent: agent.to_owned(),
-            message: Message::user_text("", text),
-            timeout,
-        }
-    }
-}
-
 impl Emitter {
     /// Runs `work` once for this task's message, however often the execution is resumed: its
     /// result is recorded in the store, and a resumed run gets it back at once instead of
@@ -79,6 +56,7 @@ impl Emitter {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, AgentError>>,
     {
+        self.in_step.refuse("step", name)?;
         let index = {
             let mut run = self.begin_step().await?;
             let index = run.take_step();
@@ -87,7 +65,10 @@ impl Emitter {
             }
             index
         };
-        let result = work().await;
+        let result = {
+            let _step = self.in_step.enter(name);
+            work().await
+        };
         let value = match &result {
             Ok(value) => serde_json::to_value(value).map_err(|err| {
                 AgentError::Failed(format!(
@@ -110,6 +91,7 @@ impl Emitter {
     /// work queue runs it again once the time is up. Propagate the error with `?`: it is
     /// [`AgentError::Parked`] the first time, and the resumed run passes through.
     pub async fn sleep(&self, name: &str, duration: Duration) -> Result<(), AgentError> {
+        self.in_step.refuse("sleep", name)?;
         let mut run = self.begin_step().await?;
         let index = run.take_step();
         if run.recorded(index, name)?.is_some() {
@@ -130,18 +112,20 @@ impl Emitter {
     }
 
     /// Waits, with nothing running, for a signal sent to this task under `name`
-    /// (`A2aService::signal`), at most `timeout`; returns its payload. Propagate the error
-    /// with `?`: [`AgentError::Parked`] while it waits; once the timeout passes,
-    /// [`AgentError::Failed`] saying so.
-    pub async fn wait_for_signal(
+    /// (`A2aService::signal`), at most `timeout`; returns its payload read as a `T` (a
+    /// `serde_json::Value` takes any). Propagate the error with `?`: [`AgentError::Parked`]
+    /// while it waits; once the timeout passes, [`AgentError::Failed`] saying so, as for a
+    /// payload that is not a `T`.
+    pub async fn wait_for_signal<T: DeserializeOwned>(
         &self,
         name: &str,
         timeout: Duration,
-    ) -> Result<Value, AgentError> {
+    ) -> Result<T, AgentError> {
+        self.in_step.refuse("wait_for_signal", name)?;
         let mut run = self.begin_step().await?;
         let index = run.take_step();
         if let Some(value) = run.recorded(index, name)? {
-            return decode(name, value);
+            return signal_payload(name, value);
         }
         match run.wait_at(index).map(|w| w.outcome.clone()) {
             Some(Some(outcome)) => {
@@ -154,7 +138,7 @@ impl Emitter {
                 };
                 run.push_step(index, name, value.clone());
                 self.save(&mut run).await?;
-                decode(name, value)
+                signal_payload(name, value)
             }
             Some(None) => Err(self.park(run).await),
             None => {
@@ -167,17 +151,20 @@ impl Emitter {
     }
 
     /// Sends a message to another A2A agent and waits, with nothing running, until its task
-    /// stops (ends, or asks for input); returns that task. Its progress (WORKING statuses,
+    /// stops (ends, or asks for input); returns how it stopped and that task ([`AgentReply`]). Its progress (WORKING statuses,
     /// artifacts and their chunks) is relayed into this task as it comes, so this task's
     /// clients see it live. The remote pushes its updates back to this server; a remote that
     /// does not push is polled. A second call under the same `name` in a later execution of
     /// this task (the client's follow-up) continues the same remote task: that is how the
     /// client's answer reaches a remote that asked for input. After `call.timeout` the remote
-    /// task is canceled and the call fails. Propagate the error with `?`.
+    /// task is canceled and the call answers [`crate::CallOutcome::TimedOut`]. Propagate the
+    /// error with `?`: [`AgentError::Parked`] while it waits, [`AgentError::Failed`] when the
+    /// call itself failed (the message could not be sent, the answer is too large to keep).
     ///
     /// This task must exist when the call is made (the remote's progress is relayed into it):
     /// emit a status first (`working`), as the reference agent's `delegate` does.
-    pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+    pub async fn call_agent(&self, name: &str, call: AgentCall) -> Result<AgentReply, AgentError> {
+        self.in_step.refuse("call_agent", name)?;
         // Boxed: an agent's future holds the future of each call it awaits, and this one is
         // kilobytes; unboxed, every agent that may call another (the reference agent's echo
         // too) would carry and copy them on each send.
@@ -185,7 +172,7 @@ impl Emitter {
     }
 
     /// [`Self::call_agent`], unboxed.
-    async fn call_agent_now(&self, name: &str, call: AgentCall) -> Result<Task, AgentError> {
+    async fn call_agent_now(&self, name: &str, call: AgentCall) -> Result<AgentReply, AgentError> {
         self.written().await?;
         if self.state.lock().await.head.is_none() {
             return Err(AgentError::Failed(
@@ -202,7 +189,7 @@ impl Emitter {
             if let Ok(task) = serde_json::from_value::<Task>(value.clone()) {
                 self.state.lock().await.settle_on(&task.artifacts);
             }
-            return decode(name, value);
+            return decode_reply(name, value);
         }
         match run
             .wait_at(index)
@@ -254,7 +241,7 @@ impl Emitter {
                         if let WaitFor::RemoteTask { remote, .. } = &what {
                             self.cancel_remote(remote, &run).await;
                         }
-                        failure_value(&format!(
+                        timed_out_value(&format!(
                             "The agent at {} did not finish within {} s; its task was canceled.",
                             call.agent,
                             call.timeout.as_secs()
@@ -264,7 +251,7 @@ impl Emitter {
                 let value = self
                     .record_answer(&mut run, index, name, value, &call.agent)
                     .await?;
-                return decode(name, value);
+                return decode_reply(name, value);
             }
             Some((None, _)) => return Err(self.park(run).await),
             None => {}
@@ -291,7 +278,7 @@ impl Emitter {
                         );
                         run.push_step(index, name, value.clone());
                         self.save(&mut run).await?;
-                        return decode(name, value);
+                        return decode_reply(name, value);
                     }
                 }
             }
@@ -368,7 +355,7 @@ impl Emitter {
                 ));
                 run.push_step(index, name, value.clone());
                 self.save(&mut run).await?;
-                return decode(name, value);
+                return decode_reply(name, value);
             }
             Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
             Ok((SendMessageResponse::Task(task), pushes)) => {
@@ -422,7 +409,7 @@ impl Emitter {
                 let value = failure_value(&too_large_reason(&call.agent, why));
                 run.push_step(index, name, value.clone());
                 self.save(&mut run).await?;
-                return decode(name, value);
+                return decode_reply(name, value);
             }
             // Our task was canceled while the message was on its way: the cancel could not
             // know the remote's task yet, so it is canceled here. Our task ended any other way
@@ -457,7 +444,7 @@ impl Emitter {
                 return Err(failure);
             }
             self.state.lock().await.settle_on(&task.artifacts);
-            return Ok(task);
+            return Ok(task.into());
         }
         if let Some(Wait {
             what: WaitFor::RemoteTask { remote: r, .. },

@@ -180,6 +180,8 @@ pub struct Emitter {
     pub(crate) durable: Arc<Mutex<crate::journal::DurableRun>>,
     /// What durable steps need: the store, the work queue, other agents.
     pub(crate) env: Arc<crate::journal::DurableEnv>,
+    /// The step the agent is running, if any (a durable call inside it is refused).
+    pub(crate) in_step: crate::agent_call::InStep,
 }
 
 impl Emitter {

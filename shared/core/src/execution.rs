@@ -39,6 +39,7 @@ pub(crate) fn new_emitter(
         lease: None,
         durable: Arc::new(tokio::sync::Mutex::new(run)),
         env: env.clone(),
+        in_step: Default::default(),
     };
     (emitter, rx)
 }

@@ -7,6 +7,7 @@
 //! live in the store; in-process state is a cache or a wake-up hint at most.
 
 mod agent;
+mod agent_call;
 mod auth;
 mod card_signing;
 mod config;
@@ -44,6 +45,7 @@ mod worker;
 // Every public item is reached one way: from the crate root. The modules are the crate's
 // rooms, not its interface.
 pub use agent::{Agent, AgentDescription, Placement};
+pub use agent_call::{AgentCall, AgentReply, CallOutcome};
 pub use auth::{
     ApiKeyConfig, ApiKeyDocument, ApiKeyLocation, ApiKeyRecord, ApiKeySource, Auth, AuthFailure,
     AuthMode, AuthSettings, Credentials, IssuedKey, JwksSource, JwksUnavailable, JwtConfig,
@@ -54,12 +56,11 @@ pub use auth::{
 };
 pub use card_signing::SignedCards;
 pub use config::{
-    parse_switch, Generations, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
+    parse_switch, OlderVersions, ServiceConfig, DEFAULT_LONG_POLL_MAX_WAIT, ENV_PROTOCOL_0_3,
     ENV_PROTOCOL_EARLY,
 };
 pub use config_error::{seconds_setting, ConfigError};
 pub use context::{checked_traceparent, CallContext};
-pub use durable::AgentCall;
 pub use emitter::Emitter;
 pub use event::{LoggedEvent, TaskEvent};
 pub use idempotency::{context_id_for, context_origin, starts_own_context, MessageIdReuse};

@@ -80,23 +80,24 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
     let Some(mut response) = event.and_then(|e| e.event.to_stream_response()) else {
         return JobOutcome::Done;
     };
-    if config.v1_1 {
+    let version = config.protocol();
+    if version.is_1_1() {
         // A config an A2A 1.1 client set: the event's generation, as its stream would carry.
         crate::event::set_generation(&mut response, job.seq as i64);
     }
     // Serialised once: the signature's body hash covers exactly these bytes.
-    let body = match config.generation {
+    let body = match version.older() {
         None => serde_json::to_vec(&response),
-        // A config set by an older generation's client gets what its SDKs push: the Task as it
-        // stands, in that generation's dialect.
-        Some(generation) => {
+        // A config set by an older version's client gets what its SDKs push: the Task as it
+        // stands, in that version's dialect.
+        Some(older) => {
             let task = match store.load_task(&job.owner, &job.task_id).await {
                 Ok(Some(head)) => head.task,
                 Ok(None) => return JobOutcome::Done,
                 Err(err) => return retry(format!("store: {err}")),
             };
             serde_json::to_value(&task)
-                .and_then(|t| serde_json::to_vec(&generation.push_dialect().task(t)))
+                .and_then(|t| serde_json::to_vec(&older.push_dialect().task(t)))
         }
     };
     let body = match body {

@@ -175,7 +175,7 @@ pub(crate) fn ended_status(
 }
 
 /// `config` as stored for `task_id`: the task's id, and an id if it has none: a fresh one, or
-/// for a config set through an older generation the task's id, as the 0.3 SDKs' servers
+/// for a config set through an older version the task's id, as the 0.3 SDKs' servers
 /// (Python, JS) name it (their clients read it back by the task's id; the early protocol has
 /// one config a task, which setting again replaces).
 fn push_config_of(
@@ -184,7 +184,7 @@ fn push_config_of(
 ) -> TaskPushNotificationConfig {
     config.task_id = task_id.to_string();
     if config.id.is_empty() {
-        config.id = match config.generation {
+        config.id = match config.older_version {
             Some(_) => task_id.to_string(),
             None => crate::new_id(),
         };

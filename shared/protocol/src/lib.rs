@@ -18,12 +18,14 @@ pub mod operation;
 pub mod push;
 pub mod requests;
 pub mod types;
+pub mod version;
 
 pub use card::*;
 pub use error::{A2AError, ErrorInfo, A2A_ERROR_DOMAIN};
 pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use requests::*;
 pub use types::*;
+pub use version::ProtocolVersion;
 
 /// The protocol version this crate speaks, as it appears in `A2A-Version` and in the card.
 pub const PROTOCOL_VERSION: &str = "1.0";

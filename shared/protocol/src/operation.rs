@@ -279,7 +279,7 @@ impl fmt::Display for Operation {
     }
 }
 
-/// Whether a JSON-RPC method name is of an older protocol generation (`message/send`,
+/// Whether a JSON-RPC method name is of an older protocol version (`message/send`,
 /// `tasks/get`, …): those names contain a `/`.
 pub fn is_legacy_method_name(name: &str) -> bool {
     name.contains('/')

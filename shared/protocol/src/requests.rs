@@ -424,7 +424,7 @@ mod tests {
                 scheme: "Bearer".into(),
                 credentials: "cred".into(),
             }),
-            generation: None,
+            older_version: None,
             traceparent: None,
         }
     }

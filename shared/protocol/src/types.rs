@@ -700,23 +700,24 @@ pub struct TaskPushNotificationConfig {
     /// How the push authenticates to the webhook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
-    /// Not an A2A field: the older protocol generation of the client that set this config, kept
-    /// with it in the store so that its pushes carry the body that generation reads. The
-    /// service sets it from the request (whatever the request says) and clears it from every
-    /// answer; 1.0 configs never have it.
+    /// Not an A2A field: the older protocol version of the client that set this config, kept
+    /// with it in the store so that its pushes carry the body that version reads. The
+    /// service sets it from the request (whatever the request says, through
+    /// [`set_protocol`](Self::set_protocol)) and clears it from every answer; 1.0 configs never
+    /// have it. The stored name is the one configs were written with before the rename.
     #[serde(
         default,
         rename = "x-a2a-lambda-generation",
         skip_serializing_if = "Option::is_none"
     )]
-    pub generation: Option<crate::compat::Generation>,
+    pub older_version: Option<crate::compat::OlderVersion>,
     /// Not an A2A field either: set when an A2A 1.1 client set this config, so that its pushes
-    /// carry the task's generation. Cleared from every answer like `generation`.
+    /// carry the task's generation. Set and cleared like `older_version`.
     #[serde(default, rename = "x-a2a-lambda-1.1", skip_serializing_if = "is_false")]
     pub v1_1: bool,
     /// Not an A2A field: the W3C `traceparent` of the request that set this config, kept with
     /// it in the store so that its pushes carry the trace of the work they report (read where
-    /// the push is made, at no write of its own). Set and cleared like `generation`.
+    /// the push is made, at no write of its own). Set and cleared like `older_version`.
     #[serde(
         default,
         rename = "x-a2a-lambda-traceparent",
@@ -886,7 +887,7 @@ mod tests {
                 scheme: "Bearer".into(),
                 credentials: "secret".into(),
             }),
-            generation: None,
+            older_version: None,
             traceparent: None,
         });
     }

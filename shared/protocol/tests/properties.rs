@@ -292,7 +292,7 @@ proptest! {
         let _ = inbound::proto_camel_case(params);
     }
 
-    /// A message whose `parts` is not an array is refused in every generation (issue 46,
+    /// A message whose `parts` is not an array is refused in every version (issue 46,
     /// defect 7: an object was read as python-a2a's one `content`).
     #[test]
     fn parts_that_are_not_an_array_are_refused(parts in json_value(), proto in any::<bool>()) {

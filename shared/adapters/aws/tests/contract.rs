@@ -49,7 +49,7 @@ contract_tests!(
     large_items_are_kept_whole_or_refused,
     reply_records,
     create_with_an_id_another_owner_holds_conflicts,
-    push_config_keeps_its_generation,
+    push_config_keeps_its_protocol_version,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -59,8 +59,10 @@ impl Agent for CostAgent {
             // Hands the work to another agent and waits for it without running (issue 28).
             emitter.working(None).await?;
             let call = AgentCall::text(OTHER_AGENT, "do the work", Duration::from_secs(600));
-            let theirs = emitter.call_agent("delegate", call).await?;
-            return emitter.status(theirs.status.state, None).await;
+            let theirs = emitter.call_agent("delegate", call).await?.task;
+            return emitter
+                .status(theirs.unwrap_or_default().status.state, None)
+                .await;
         }
         if let Some(args) = text.strip_prefix("grow ") {
             // `grow KB N`: an artifact of KB kilobytes that does not compress, then N small

@@ -59,7 +59,7 @@ contract_tests!(
     large_items_are_kept_whole_or_refused,
     reply_records,
     create_with_an_id_another_owner_holds_conflicts,
-    push_config_keeps_its_generation,
+    push_config_keeps_its_protocol_version,
 );
 
 #[tokio::test]
@@ -84,6 +84,7 @@ macro_rules! durable_tests {
 durable_tests!(
     durable_steps_park_and_resume,
     signals_resume_and_deadlines_end_waits,
+    typed_signals_and_calls_inside_steps_fail_clearly,
     a_handed_over_execution_finishes_on_the_worker,
     a_large_remote_answer_is_kept_or_fails_the_call_clearly,
 );

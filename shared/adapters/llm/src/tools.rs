@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_core::{AgentCall, AgentError, Emitter};
+use a2a_core::{AgentCall, AgentError, AgentReply, CallOutcome, Emitter};
 use a2a_protocol::{Task, TaskState};
 use futures::future::BoxFuture;
 use rig_core::completion::ToolDefinition;
@@ -144,7 +144,11 @@ impl Tool {
             Kind::Agent { url, timeout } => {
                 let sent = AgentCall::text(url, &argument("message"), *timeout);
                 match emitter.call_agent(step, sent).await {
-                    Ok(task) => (true, answer_of(&task)),
+                    Ok(AgentReply {
+                        outcome: CallOutcome::TimedOut { reason },
+                        ..
+                    }) => (false, reason),
+                    Ok(reply) => (true, reply.task.as_ref().map(answer_of).unwrap_or_default()),
                     // Recorded as the call's outcome: a replay tells the model the same.
                     Err(AgentError::Failed(reason)) => (false, reason),
                     Err(other) => return Err(other),

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use a2a_core::{Agent, AgentCall, AgentDescription, AgentError, AgentRequest, Emitter, Placement};
+use a2a_core::{
+    Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallOutcome, Emitter, Placement,
+};
 use a2a_protocol::{AgentSkill, Artifact, Message, Part, Task, TaskState};
 use async_trait::async_trait;
 use serde_json::json;
@@ -178,41 +180,25 @@ async fn delegate(e: &Emitter, agent: &str, text: &str) -> Result<(), AgentError
     e.working(Some(&format!("Delegating to the agent at {agent}")))
         .await?;
     let call = AgentCall::text(agent, text, delegate_timeout());
-    let remote = e.call_agent("delegate", call).await?;
-    let message = remote
-        .status
-        .message
-        .as_ref()
-        .filter(|m| !m.parts.is_empty())
-        .map(|m| e.agent_message(m.parts.clone()));
-    let said: Option<String> = message
-        .as_ref()
-        .map(|m| {
-            m.parts
-                .iter()
-                .filter_map(|p| p.text.as_deref())
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .filter(|t| !t.is_empty());
-    match remote.status.state {
-        TaskState::Completed | TaskState::InputRequired | TaskState::AuthRequired => {
-            e.status(remote.status.state, message).await
+    let relayed = |m: Option<Message>| m.map(|m| e.agent_message(m.parts));
+    match e.call_agent("delegate", call).await?.outcome {
+        CallOutcome::Completed { message, .. } => {
+            e.status(TaskState::Completed, relayed(message)).await
         }
-        TaskState::Failed | TaskState::Rejected => {
+        CallOutcome::NeedsInput { state, message } => e.status(state, relayed(message)).await,
+        CallOutcome::Failed { reason } => {
+            let reason = reason.as_deref().unwrap_or("it gave no reason");
+            e.fail(&format!("The agent at {agent} failed: {reason}"))
+                .await
+        }
+        CallOutcome::Canceled { reason } => {
+            let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
             e.fail(&format!(
-                "The agent at {agent} failed: {}",
-                said.as_deref().unwrap_or("it gave no reason")
+                "The agent at {agent} ended its task as Canceled{reason}"
             ))
             .await
         }
-        other => {
-            e.fail(&format!(
-                "The agent at {agent} ended its task as {other:?}{}",
-                said.map(|s| format!(": {s}")).unwrap_or_default()
-            ))
-            .await
-        }
+        CallOutcome::TimedOut { reason } => e.fail(&reason).await,
     }
 }
 

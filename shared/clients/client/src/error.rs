@@ -149,7 +149,7 @@ impl Error {
 /// The A2A name of an error, as the spec spells it.
 pub fn error_name(error: &A2AError) -> &'static str {
     match error {
-        // A missing push config is TaskNotFound on the wire, in every generation.
+        // A missing push config is TaskNotFound on the wire, in every version.
         A2AError::TaskNotFound { .. } | A2AError::PushConfigNotFound { .. } => "TaskNotFoundError",
         A2AError::TaskNotCancelable { .. } => "TaskNotCancelableError",
         A2AError::PushNotificationNotSupported => "PushNotificationNotSupportedError",

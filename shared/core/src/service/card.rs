@@ -67,7 +67,7 @@ pub(super) fn build(config: &ServiceConfig, description: &AgentDescription) -> C
         })
         .collect();
     card.supported_interfaces.extend(v1_1);
-    if config.generations.v0_3 {
+    if config.older_versions.v0_3 {
         // The same URLs speak 0.3 too (told apart by `A2A-Version` and the method names),
         // listed after 1.0 so that clients of both pick their own.
         let v03: Vec<AgentInterface> = card

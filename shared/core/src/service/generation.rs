@@ -21,7 +21,7 @@ use crate::ports::StoredTask;
 /// `response` as `ctx`'s protocol version reads it: generations for 1.1 (stream items get
 /// their log position), none for anything older.
 pub(super) fn for_caller(ctx: &CallContext, response: OperationResponse) -> OperationResponse {
-    let v1_1 = ctx.v1_1;
+    let v1_1 = ctx.version.is_1_1();
     let task = |mut task: a2a_protocol::Task| {
         if !v1_1 {
             task.generation = 0;
@@ -76,7 +76,9 @@ pub(super) fn if_generation_match(
     ctx: &CallContext,
     configuration: &SendMessageConfiguration,
 ) -> Option<i64> {
-    configuration.if_generation_match.filter(|_| ctx.v1_1)
+    configuration
+        .if_generation_match
+        .filter(|_| ctx.version.is_1_1())
 }
 
 /// The lease that is slot `k` of the deployment's held long polls. A lease's name is a task id

@@ -2,7 +2,7 @@
 
 use a2a_protocol::{
     A2AError, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
-    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+    ProtocolVersion, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 
 use super::A2aService;
@@ -27,8 +27,7 @@ impl A2aService {
         mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.require_push_capability()?;
-        config.generation = ctx.generation;
-        config.v1_1 = ctx.v1_1;
+        config.set_protocol(ctx.version);
         config.traceparent = ctx.traceparent.clone();
         if config.task_id.is_empty() {
             return Err(A2AError::invalid_params("taskId is required"));
@@ -44,7 +43,7 @@ impl A2aService {
             .log
             .put_push_config(&ctx.owner, &head.task.id, config)
             .await
-            .map(without_generation)
+            .map(without_store_fields)
     }
 
     /// GetTaskPushNotificationConfig.
@@ -61,7 +60,7 @@ impl A2aService {
             .get_push_config(&ctx.owner, &request.task_id, &request.id)
             .await
             .map_err(store_error)?
-            .map(without_generation)
+            .map(without_store_fields)
             .map(without_credentials)
             .ok_or_else(|| A2AError::PushConfigNotFound {
                 task_id: request.task_id.clone(),
@@ -87,7 +86,7 @@ impl A2aService {
         Ok(ListTaskPushNotificationConfigsResponse {
             configs: configs
                 .into_iter()
-                .map(without_generation)
+                .map(without_store_fields)
                 .map(without_credentials)
                 .collect(),
             next_page_token: String::new(),
@@ -112,16 +111,15 @@ impl A2aService {
     }
 }
 
-/// A push config as answered to clients: which generation set it, and the trace of the
+/// A push config as answered to clients: which protocol version set it, and the trace of the
 /// request that did, are the store's business.
-fn without_generation(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
-    config.generation = None;
-    config.v1_1 = false;
+fn without_store_fields(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.set_protocol(ProtocolVersion::V1_0);
     config.traceparent = None;
     config
 }
 
-/// A push config as read back (Get, List), in every protocol generation: without its secrets,
+/// A push config as read back (Get, List), in every protocol version: without its secrets,
 /// the token and the authentication's credentials (the scheme stays, so a client sees that
 /// there are some). They are written once and never read back: a client that needs to change
 /// them sets the config again (A2A 1.1 draft, spec issue #1988).

@@ -164,7 +164,7 @@ impl std::fmt::Debug for OperationResponse {
 /// An operation's answer as the bindings send it: one ProtoJSON value, or a stream of events.
 pub enum Reply {
     /// The ProtoJSON result of a unary operation, serialised once, straight from its type: the
-    /// 1.0 bindings send it as it is; an edge that rewrites it (an older generation) parses it
+    /// 1.0 bindings send it as it is; an edge that rewrites it (an older version) parses it
     /// ([`Reply::value`]).
     Json(Box<RawValue>),
     /// The events of a streaming operation.

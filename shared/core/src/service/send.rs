@@ -280,8 +280,7 @@ impl A2aService {
         let Some(mut cfg) = config else {
             return Ok(None);
         };
-        cfg.generation = ctx.generation;
-        cfg.v1_1 = ctx.v1_1;
+        cfg.set_protocol(ctx.version);
         cfg.traceparent = ctx.traceparent.clone();
         ctx.require(Permission::Push)?;
         self.require_push_capability()?;

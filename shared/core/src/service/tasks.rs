@@ -20,7 +20,7 @@ impl A2aService {
     ) -> Result<Task, A2AError> {
         request.validate()?;
         let mut head = self.load(&ctx.owner, &request.id).await?;
-        if let Some(generation) = request.current_generation.filter(|_| ctx.v1_1) {
+        if let Some(generation) = request.current_generation.filter(|_| ctx.version.is_1_1()) {
             head = self.hold_until_past(ctx, head, generation).await?;
         }
         let mut task = head.task;

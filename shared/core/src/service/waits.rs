@@ -722,7 +722,7 @@ impl A2aService {
 }
 
 /// A remote agent's push body: one A2A 1.0 `StreamResponse`, or a bare 1.0 Task (what some
-/// SDKs push). Pushes of older generations are refused; their tasks are polled instead.
+/// SDKs push). Pushes of older versions are refused; their tasks are polled instead.
 fn parse_push(body: &[u8]) -> Result<StreamResponse, A2AError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|err| A2AError::ParseError(format!("the push is not JSON: {err}")))?;
@@ -746,7 +746,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pushes_of_every_generation_read_as_updates() {
+    fn pushes_of_every_version_read_as_updates() {
         let status = br#"{"statusUpdate":{"taskId":"r1","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}"#;
         assert!(matches!(
             parse_push(status),

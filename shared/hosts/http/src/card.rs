@@ -28,7 +28,7 @@ pub(crate) struct CardDocument {
 }
 
 impl CardDocument {
-    /// A card turned into JSON (with the fields older generations read, if any), and its
+    /// A card turned into JSON (with the fields older versions read, if any), and its
     /// validators. `Last-Modified` is now: the card is built from configuration and signed
     /// when the router first serves it, and again only when the signing keys change.
     ///
@@ -196,7 +196,7 @@ async fn serve_early_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
 /// The card's documents as served, built from the service's signed cards, again whenever
 /// those change (a key rotation).
 pub(crate) struct Cards {
-    generations: a2a_core::Generations,
+    older_versions: a2a_core::OlderVersions,
     max_age: Duration,
     /// This server's JSON-RPC path, which the card's JSON-RPC URL ends with.
     jsonrpc_path: String,
@@ -215,12 +215,12 @@ pub(crate) struct Documents {
 
 impl Cards {
     pub(crate) fn new(
-        generations: a2a_core::Generations,
+        older_versions: a2a_core::OlderVersions,
         max_age: Duration,
         jsonrpc_path: &str,
     ) -> Self {
         Self {
-            generations,
+            older_versions,
             max_age,
             jsonrpc_path: jsonrpc_path.to_owned(),
             built: std::sync::Mutex::new(None),
@@ -243,14 +243,14 @@ impl Cards {
     fn build(&self, card: &AgentCard) -> Documents {
         let json = serde_json::to_value(card).unwrap_or_default();
         let plain = CardDocument::card(&json, self.max_age);
-        let (card_doc, card_v1) = if self.generations.v0_3 {
+        let (card_doc, card_v1) = if self.older_versions.v0_3 {
             // The signatures cover the 1.0 card: a verifier reads the 1.0 members it knows.
             let v03 = a2a_protocol::compat::v03_card(json.clone());
             (CardDocument::card(&v03, self.max_age), Some(plain))
         } else {
             (plain, None)
         };
-        let early_card = self.generations.early.then(|| {
+        let early_card = self.older_versions.early.then(|| {
             let jsonrpc_url = card
                 .supported_interfaces
                 .iter()

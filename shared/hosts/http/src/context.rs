@@ -4,7 +4,7 @@
 
 use a2a_core::ApiKeyLocation;
 use a2a_core::{Auth, CallContext, Credentials, Principal};
-use a2a_protocol::A2AError;
+use a2a_protocol::{A2AError, ProtocolVersion};
 use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderName, Uri};
 
@@ -90,12 +90,12 @@ fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
     uris
 }
 
-/// Checks that the request speaks a version this server serves: any 1.x. `Ok(true)` when it
-/// asks for the A2A 1.1 draft (or a later 1.x, served as 1.1), `Ok(false)` for 1.0.
+/// Checks that the request speaks a version this server serves: any 1.x. The A2A 1.1 draft
+/// when it asks for it (or for a later 1.x, served as 1.1), else 1.0.
 ///
 /// The version comes from the `A2A-Version` header, else the `A2A-Version` query parameter;
 /// missing or empty means 0.3, which is not served.
-pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<bool, A2AError> {
+pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<ProtocolVersion, A2AError> {
     let Some(requested) = requested_version(headers, uri) else {
         return Err(A2AError::VersionNotSupported(format!(
             "The request has no {VERSION} header, which means protocol version \
@@ -104,7 +104,10 @@ pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<bool, A2AE
     };
     let mut parts = requested.split('.').map(|p| p.trim().parse::<u32>());
     if parts.next() == Some(Ok(1)) {
-        Ok(matches!(parts.next(), Some(Ok(minor)) if minor >= 1))
+        Ok(match parts.next() {
+            Some(Ok(minor)) if minor >= 1 => ProtocolVersion::V1_1,
+            _ => ProtocolVersion::V1_0,
+        })
     } else {
         Err(A2AError::VersionNotSupported(format!(
             "Protocol version {requested:?} is not supported; this server speaks A2A 1.0"
@@ -166,16 +169,16 @@ mod tests {
     #[test]
     fn versions_with_major_one_are_accepted() {
         let uri: Uri = "/x".parse().unwrap();
-        for (v, v1_1) in [
-            ("1.0", false),
-            ("1.0.1", false),
-            ("1.1", true),
-            (" 1.0 ", false),
-            ("1.2", true),
-            ("1", false),
+        for (v, version) in [
+            ("1.0", ProtocolVersion::V1_0),
+            ("1.0.1", ProtocolVersion::V1_0),
+            ("1.1", ProtocolVersion::V1_1),
+            (" 1.0 ", ProtocolVersion::V1_0),
+            ("1.2", ProtocolVersion::V1_1),
+            ("1", ProtocolVersion::V1_0),
         ] {
             let h = headers(&[("a2a-version", v)]);
-            assert_eq!(check_version(&h, &uri), Ok(v1_1), "{v}");
+            assert_eq!(check_version(&h, &uri), Ok(version), "{v}");
         }
         for v in ["0.3", "2.0", "abc", ""] {
             let h = headers(&[("a2a-version", v)]);

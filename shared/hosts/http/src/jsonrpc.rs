@@ -48,7 +48,7 @@ fn answer(id: &Value, error: &A2AError) -> Response {
     json_response(StatusCode::OK, &jsonrpc::failure(id, error))
 }
 
-/// `POST <jsonrpc_path>`: every generation's methods.
+/// `POST <jsonrpc_path>`: every version's methods.
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
@@ -140,7 +140,7 @@ async fn serve_framed(
     }
     tracing::debug!(rpc_method = %name, "JSON-RPC call");
     let outcome = async {
-        let v1_1 = check_version(&headers, &uri)?;
+        let version = check_version(&headers, &uri)?;
         let method =
             method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
         // The tenant travels inside params on this binding.
@@ -150,7 +150,7 @@ async fn serve_framed(
             .unwrap_or_default()
             .to_owned();
         let mut ctx = call_context(&principal, &headers, &tenant);
-        ctx.v1_1 = v1_1;
+        ctx.version = version;
         crate::invoke(&app, &ctx, method, params, &headers).await
     }
     .await;
@@ -174,7 +174,7 @@ async fn serve_framed(
     }
 }
 
-/// A call of an old generation's method, and where it came in.
+/// A call of an old version's method, and where it came in.
 struct LegacyCall<'a> {
     id: Value,
     name: &'a str,
@@ -184,7 +184,7 @@ struct LegacyCall<'a> {
     python_a2a: bool,
 }
 
-/// An old generation's method (its name has a `/`): looked up, version-checked, translated and
+/// An old version's method (its name has a `/`): looked up, version-checked, translated and
 /// run as its 1.0 operation ([`crate::legacy`]).
 async fn serve_legacy(
     app: &App,
@@ -200,8 +200,8 @@ async fn serve_legacy(
         endpoint,
         python_a2a,
     } = call;
-    let generations = app.service.config().generations;
-    let method = LegacyMethod::find(name, generations, endpoint).and_then(|m| {
+    let older_versions = app.service.config().older_versions;
+    let method = LegacyMethod::find(name, older_versions, endpoint).and_then(|m| {
         if app.operations.contains(m.operation) {
             Ok(m)
         } else {

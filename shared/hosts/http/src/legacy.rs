@@ -1,5 +1,5 @@
-//! The older protocol generations at the edge: A2A 0.3 and the early protocol (before 0.2),
-//! turned on and off by [`a2a_core::Generations`].
+//! The older protocol versions at the edge: A2A 0.3 and the early protocol (before 0.2),
+//! turned on and off by [`a2a_core::OlderVersions`].
 //!
 //! Each old method is one 1.0 operation: its params are translated to the 1.0 request
 //! ([`a2a_protocol::compat::inbound`]), the operation runs through [`crate::invoke`] (so auth,
@@ -7,11 +7,11 @@
 //! back in the old dialect ([`Dialect`]). Nothing here decides anything about tasks.
 //!
 //! Which dialect answers: 0.3 methods answer in 0.3, early-only methods in the early dialect.
-//! The names both generations share (`tasks/get`, `tasks/cancel`, `tasks/resubscribe`) answer on
+//! The names both versions share (`tasks/get`, `tasks/cancel`, `tasks/resubscribe`) answer on
 //! the generic JSON-RPC endpoint in 0.3 carrying the early fields too ([`Dialect::V03AndEarly`]),
 //! and on the early paths (`POST /tasks`, …) in the early dialect.
 
-use a2a_core::{CallContext, Generations, Principal, Reply};
+use a2a_core::{CallContext, OlderVersions, Principal, Reply};
 use a2a_protocol::compat::{self, inbound, Dialect};
 use a2a_protocol::A2AError;
 use a2a_protocol::Operation;
@@ -24,16 +24,16 @@ use crate::App;
 /// Where a JSON-RPC request came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {
-    /// The JSON-RPC endpoint of the card (`/jsonrpc`): every generation.
+    /// The JSON-RPC endpoint of the card (`/jsonrpc`): every version.
     Generic,
     /// Hexagon's early paths (`POST /tasks`, `/tasks/sendSubscribe`, `/tasks/resubscribe`):
     /// the early protocol only.
     Early,
 }
 
-/// The generation an old method name belongs to.
+/// The older version(s) that spell an old method name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Generation {
+enum SpeltIn {
     V03,
     Early,
     /// Spelt the same in 0.3 and in the early protocol.
@@ -52,11 +52,11 @@ enum Special {
     ListBySession,
 }
 
-/// The old JSON-RPC methods: name, generation, the 1.0 operation, and what else it needs.
-const METHODS: &[(&str, Generation, Operation, Special)] = {
-    use Generation::{Both, Early, V03};
+/// The old JSON-RPC methods: name, the versions that spell it, the 1.0 operation, and what else it needs.
+const METHODS: &[(&str, SpeltIn, Operation, Special)] = {
     use Operation as O;
     use Special as S;
+    use SpeltIn::{Both, Early, V03};
     &[
         ("message/send", V03, O::SendMessage, S::None),
         ("message/stream", V03, O::SendStreamingMessage, S::None),
@@ -116,16 +116,16 @@ const METHODS: &[(&str, Generation, Operation, Special)] = {
     ]
 };
 
-/// Every old JSON-RPC method name this edge knows, with the generation that spells it (`"0.3"`,
+/// Every old JSON-RPC method name this edge knows, with the version that spells it (`"0.3"`,
 /// `"early"` or `"0.3+early"`) and the 1.0 operation it runs: for docs and tests.
 pub fn legacy_methods() -> impl Iterator<Item = (&'static str, &'static str, Operation)> {
-    METHODS.iter().map(|(name, generation, op, _)| {
-        let generation = match generation {
-            Generation::V03 => "0.3",
-            Generation::Early => "early",
-            Generation::Both => "0.3+early",
+    METHODS.iter().map(|(name, spelt_in, op, _)| {
+        let spelt_in = match spelt_in {
+            SpeltIn::V03 => "0.3",
+            SpeltIn::Early => "early",
+            SpeltIn::Both => "0.3+early",
         };
-        (*name, generation, *op)
+        (*name, spelt_in, *op)
     })
 }
 
@@ -141,18 +141,17 @@ pub(crate) struct LegacyMethod {
 }
 
 impl LegacyMethod {
-    /// Looks `name` up for a request at `endpoint`, given the generations served. `Err` is the
-    /// answer to a name that is not served: -32009 for a method of a generation that is off (or
-    /// of the wrong endpoint's generation), -32601 for a name no generation has.
+    /// Looks `name` up for a request at `endpoint`, given the older versions served. `Err` is the
+    /// answer to a name that is not served: -32009 for a method of a version that is off (or
+    /// of the wrong endpoint's version), -32601 for a name no version has.
     pub(crate) fn find(
         name: &str,
-        generations: Generations,
+        older_versions: OlderVersions,
         endpoint: Endpoint,
     ) -> Result<Self, A2AError> {
-        let Some(&(name, generation, operation, special)) =
-            METHODS.iter().find(|(n, ..)| *n == name)
+        let Some(&(name, spelt_in, operation, special)) = METHODS.iter().find(|(n, ..)| *n == name)
         else {
-            return Err(if generations == Generations::NONE {
+            return Err(if older_versions == OlderVersions::NONE {
                 A2AError::VersionNotSupported(format!(
                     "{name} is not an A2A 1.0 method; this server speaks A2A 1.0 (PascalCase \
                      methods such as SendMessage)"
@@ -161,16 +160,16 @@ impl LegacyMethod {
                 A2AError::MethodNotFound(format!("Method {name:?} not found"))
             });
         };
-        let v03 = generations.v0_3 && endpoint == Endpoint::Generic;
-        let early = generations.early;
-        let dialect = match generation {
-            Generation::V03 if v03 => Dialect::V03,
-            Generation::Early if early => Dialect::Early,
-            Generation::Both if endpoint == Endpoint::Early && early => Dialect::Early,
-            Generation::Both if v03 && early => Dialect::V03AndEarly,
-            Generation::Both if v03 => Dialect::V03,
-            Generation::Both if early => Dialect::Early,
-            _ => return Err(not_served(name, generation, generations, endpoint)),
+        let v03 = older_versions.v0_3 && endpoint == Endpoint::Generic;
+        let early = older_versions.early;
+        let dialect = match spelt_in {
+            SpeltIn::V03 if v03 => Dialect::V03,
+            SpeltIn::Early if early => Dialect::Early,
+            SpeltIn::Both if endpoint == Endpoint::Early && early => Dialect::Early,
+            SpeltIn::Both if v03 && early => Dialect::V03AndEarly,
+            SpeltIn::Both if v03 => Dialect::V03,
+            SpeltIn::Both if early => Dialect::Early,
+            _ => return Err(not_served(name, spelt_in, older_versions, endpoint)),
         };
         Ok(Self {
             name,
@@ -183,16 +182,16 @@ impl LegacyMethod {
 
 fn not_served(
     name: &str,
-    generation: Generation,
-    generations: Generations,
+    spelt_in: SpeltIn,
+    older_versions: OlderVersions,
     endpoint: Endpoint,
 ) -> A2AError {
-    let which = match generation {
-        Generation::V03 => "an A2A 0.3 method",
-        Generation::Early => "a method of the early A2A protocol (before 0.2)",
-        Generation::Both => "a method of A2A 0.3 and of the early protocol",
+    let which = match spelt_in {
+        SpeltIn::V03 => "an A2A 0.3 method",
+        SpeltIn::Early => "a method of the early A2A protocol (before 0.2)",
+        SpeltIn::Both => "a method of A2A 0.3 and of the early protocol",
     };
-    let served = match (endpoint, generations.v0_3, generations.early) {
+    let served = match (endpoint, older_versions.v0_3, older_versions.early) {
         (Endpoint::Early, ..) => "this path serves the early protocol only",
         (_, true, false) => "this server speaks A2A 1.0 and 0.3",
         (_, false, true) => "this server speaks A2A 1.0 and the early protocol",
@@ -235,7 +234,7 @@ pub(crate) async fn call(
 ) -> Result<LegacyReply, A2AError> {
     let mut ctx = call_context(principal, headers, "");
     let dialect = method.dialect;
-    ctx.generation = Some(dialect.generation());
+    ctx.version = dialect.version().into();
     let op = method.operation;
     let params = match (method.special, op) {
         (Special::EarlySend, _) => {
@@ -370,7 +369,7 @@ async fn push_get(
     let config = match named {
         Err(A2AError::PushConfigNotFound { config_id, .. })
             if config_id.is_empty()
-                || (dialect.generation() == compat::Generation::V03 && config_id == "default") =>
+                || (dialect.version() == compat::OlderVersion::V03 && config_id == "default") =>
         {
             let listed = json!({ "taskId": task_id });
             let reply = crate::invoke(
@@ -486,7 +485,7 @@ mod tests {
 
     #[test]
     fn shared_names_answer_in_the_dialect_of_what_is_on() {
-        let all = Generations::default();
+        let all = OlderVersions::default();
         let find =
             |name, gens, endpoint| LegacyMethod::find(name, gens, endpoint).map(|m| m.dialect);
         assert_eq!(
@@ -497,7 +496,7 @@ mod tests {
             find("tasks/get", all, Endpoint::Early).unwrap(),
             Dialect::Early
         );
-        let v03_only = Generations {
+        let v03_only = OlderVersions {
             v0_3: true,
             early: false,
         };
@@ -505,7 +504,7 @@ mod tests {
             find("tasks/get", v03_only, Endpoint::Generic).unwrap(),
             Dialect::V03
         );
-        let early_only = Generations {
+        let early_only = OlderVersions {
             v0_3: false,
             early: true,
         };
@@ -524,8 +523,8 @@ mod tests {
     }
 
     #[test]
-    fn methods_of_a_generation_that_is_off_are_version_errors_naming_it() {
-        let early_only = Generations {
+    fn methods_of_a_version_that_is_off_are_version_errors_naming_it() {
+        let early_only = OlderVersions {
             v0_3: false,
             early: true,
         };
@@ -533,14 +532,14 @@ mod tests {
         assert_eq!(err.json_rpc_code(), -32009);
         assert!(err.message().contains("0.3"), "{err}");
         let err =
-            LegacyMethod::find("tasks/send", Generations::NONE, Endpoint::Generic).unwrap_err();
+            LegacyMethod::find("tasks/send", OlderVersions::NONE, Endpoint::Generic).unwrap_err();
         assert!(err.message().contains("early"), "{err}");
         assert!(!err.message().contains("0.3 method"), "{err}");
         // 0.3 methods are not served on the early paths.
-        let err = LegacyMethod::find("message/send", Generations::default(), Endpoint::Early)
+        let err = LegacyMethod::find("message/send", OlderVersions::default(), Endpoint::Early)
             .unwrap_err();
         assert_eq!(err.json_rpc_code(), -32009);
-        let err = LegacyMethod::find("tasks/nothing", Generations::default(), Endpoint::Generic)
+        let err = LegacyMethod::find("tasks/nothing", OlderVersions::default(), Endpoint::Generic)
             .unwrap_err();
         assert_eq!(err.json_rpc_code(), -32601);
     }

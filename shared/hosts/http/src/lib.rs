@@ -148,10 +148,10 @@ pub fn router_for(
 /// A router serving exactly `surface`.
 pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface) -> Router {
     let base = options.base_path.clone();
-    let generations = service.config().generations;
+    let older_versions = service.config().older_versions;
     let cards = surface
         .card
-        .then(|| card::Cards::new(generations, options.card_max_age, &options.jsonrpc_path));
+        .then(|| card::Cards::new(older_versions, options.card_max_age, &options.jsonrpc_path));
     // The JWKS is served wherever the card is: receivers find it next to the agent.
     let jwks = match (&cards, &service.config().push_signer) {
         (Some(_), Some(signer)) => Some(card::Jwks::new(signer.clone(), options.card_max_age)),
@@ -176,7 +176,7 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
         for path in jsonrpc_paths(&app.options.jsonrpc_path) {
             router = router.route(&path, post(jsonrpc::handle));
         }
-        if app.service.config().generations.early {
+        if app.service.config().older_versions.early {
             for path in EARLY_JSONRPC_PATHS {
                 let handler = if path == PYTHON_A2A_STREAM_PATH {
                     post(jsonrpc::handle_python_a2a_stream)
@@ -189,12 +189,12 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     }
     if surface.rest {
         router = rest::mount(router, &app.operations);
-        if app.service.config().generations.v0_3 {
+        if app.service.config().older_versions.v0_3 {
             router = rest::mount_v03(router, &app.operations);
         }
     }
     if app.cards.is_some() {
-        router = card::mount(router, app.jwks.is_some(), generations.early);
+        router = card::mount(router, app.jwks.is_some(), older_versions.early);
     }
     if surface.relay {
         router = relay::mount(router);
@@ -284,7 +284,7 @@ pub(crate) struct App {
     pub(crate) service: A2aService,
     pub(crate) options: HttpOptions,
     pub(crate) operations: OperationSet,
-    /// The public card's documents (signed, for every generation served), when this router
+    /// The public card's documents (signed, for every version served), when this router
     /// serves the card.
     pub(crate) cards: Option<card::Cards>,
     /// The push signing keys' JWKS, when this router serves the card and the service signs.

@@ -256,11 +256,11 @@ async fn handle(
         // Authentication first: an unauthenticated caller learns nothing else, and its body is
         // never read.
         let principal = authenticate(&app.service.config().auth, &headers, &uri).await?;
-        let v1_1 = match dialect {
+        let version = match dialect {
             None => check_version(&headers, &uri)?,
-            Some(_) => {
+            Some(dialect) => {
                 legacy::check_version(&headers, &uri, uri.path())?;
-                false
+                dialect.version().into()
             }
         };
         // The body is read only once the version is known to be served; a route without body
@@ -287,8 +287,7 @@ async fn handle(
             .unwrap_or_default()
             .to_owned();
         let mut ctx = call_context(&principal, &headers, &tenant);
-        ctx.generation = dialect.map(Dialect::generation);
-        ctx.v1_1 = v1_1;
+        ctx.version = version;
         Ok::<_, HttpError>(
             crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
         )

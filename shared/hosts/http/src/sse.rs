@@ -30,11 +30,11 @@ pub(crate) enum Framing {
     PythonA2a(Value),
 }
 
-/// A framing, and the older generation its events are written for (`None`: 1.0).
+/// A framing, and the older version its events are written for (`None`: 1.0).
 #[derive(Debug, Clone)]
 pub(crate) struct Framed(pub(crate) Framing, pub(crate) Option<Legacy>);
 
-/// How a stream is written for an older generation. Its clients stop reading at `final: true`,
+/// How a stream is written for an older version. Its clients stop reading at `final: true`,
 /// so the stream ends there too, even where a 1.0 stream would wait on: a resubscription to an
 /// interrupted task ends after the task, as its status is final.
 #[derive(Debug, Clone, Copy)]

@@ -6,8 +6,8 @@ use std::time::Duration;
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig};
 use a2a_core::{
     A2aService, Agent, AgentDescription, AgentError, AgentRequest, Auth, AuthMode, AuthSettings,
-    Emitter, Generations, KeySet, MessageIdReuse, Placement, PushPolicy, PushSigner, RemoteAgents,
-    ServiceConfig, SigningAlgorithm, SigningKeySource, SigningKeys,
+    Emitter, KeySet, MessageIdReuse, OlderVersions, Placement, PushPolicy, PushSigner,
+    RemoteAgents, ServiceConfig, SigningAlgorithm, SigningKeySource, SigningKeys,
 };
 use a2a_core::{ApiKeyDocument, ApiKeySource};
 use a2a_core::{ConfigError, KeyError};
@@ -157,9 +157,9 @@ pub struct Settings {
     pub api_key_refresh: Duration,
     /// Browser origins allowed to call the HTTP functions (CORS); off by default.
     pub cors_origins: CorsOrigins,
-    /// Which older protocol generations are served (`A2A_PROTOCOL_0_3`, `A2A_PROTOCOL_EARLY`:
+    /// Which older protocol versions are served (`A2A_PROTOCOL_0_3`, `A2A_PROTOCOL_EARLY`:
     /// `on` or `off`, both on by default).
-    pub generations: Generations,
+    pub older_versions: OlderVersions,
     /// Calls to other agents (`A2A_AGENT_*`, `A2A_REMOTE_POLL_SECS`).
     pub remote: RemoteSettings,
 }
@@ -264,7 +264,7 @@ impl Settings {
             api_key_file: get(ENV_API_KEY_FILE),
             api_key_refresh: secs(ENV_API_KEY_REFRESH_SECS, 60)?,
             cors_origins: parsed::<CorsOrigins>(ENV_CORS_ORIGINS, get(ENV_CORS_ORIGINS))?,
-            generations: Generations {
+            older_versions: OlderVersions {
                 v0_3: switch(ENV_PROTOCOL_0_3)?,
                 early: switch(ENV_PROTOCOL_EARLY)?,
             },
@@ -367,7 +367,7 @@ impl Settings {
             blocking_timeout: self.blocking_timeout,
             long_poll_max_wait: self.long_poll_max_wait,
             long_poll_max_held: Some(self.long_poll_max_held),
-            generations: self.generations,
+            older_versions: self.older_versions,
             observer: Arc::new(self.metrics()),
             remote_poll: self.remote.poll,
             relay_limits: self.remote.relay_limits,
@@ -915,7 +915,7 @@ mod tests {
     }
 
     #[test]
-    fn older_generations_are_on_unless_switched_off() {
+    fn older_versions_are_on_unless_switched_off() {
         let with = |extra: &'static [(&'static str, &'static str)]| {
             Settings::from_lookup(move |name| match name {
                 "A2A_TABLE" => Some("t".into()),
@@ -927,12 +927,12 @@ mod tests {
             })
         };
         let s = with(&[]).unwrap();
-        assert_eq!(s.generations, Generations::default());
-        assert!(s.generations.v0_3 && s.generations.early);
+        assert_eq!(s.older_versions, OlderVersions::default());
+        assert!(s.older_versions.v0_3 && s.older_versions.early);
         let s = with(&[(ENV_PROTOCOL_0_3, "off"), (ENV_PROTOCOL_EARLY, "on")]).unwrap();
         assert_eq!(
-            s.service_config(None, None, Auth::none()).generations,
-            Generations {
+            s.service_config(None, None, Auth::none()).older_versions,
+            OlderVersions {
                 v0_3: false,
                 early: true
             }

@@ -304,7 +304,7 @@ fn routes_form_a_valid_api_gateway_resource_tree() {
     }
     // Every operation route is also served under the REST binding's `/{tenant}` prefix; the
     // documents under /.well-known and JSON-RPC (tenant in params) are not, nor the routes of
-    // the older generations (0.3 REST under /v1, the early JSON-RPC paths: `POST /tasks` and
+    // the older versions (0.3 REST under /v1, the early JSON-RPC paths: `POST /tasks` and
     // the literal paths under /tasks/, python-a2a's /agent.json), which have no tenant, nor
     // the A2A-Lite channels' (a chat's channel is its tenant of sorts).
     for (method, path) in &seen {

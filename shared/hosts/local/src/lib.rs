@@ -481,7 +481,7 @@ pub async fn serve(
                 .max(1),
         ),
         auth,
-        generations: a2a_core::Generations {
+        older_versions: a2a_core::OlderVersions {
             v0_3: options.protocol_0_3,
             early: options.protocol_early,
         },

@@ -37,7 +37,7 @@ fn cors_origins_are_a_list_or_a_wildcard_and_off_when_unset() {
 }
 
 #[test]
-fn older_generations_are_switched_with_on_and_off() {
+fn older_versions_are_switched_with_on_and_off() {
     let off = Cli::try_parse_from([
         "a2a-local",
         "--protocol-0-3",

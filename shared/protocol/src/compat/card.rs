@@ -1,5 +1,5 @@
 //! The agent card as 0.3 and early clients read it: the 1.0 card with the top-level fields
-//! those generations look for, so one document serves every generation.
+//! those versions look for, so one document serves every version.
 
 use serde_json::{json, Map, Value};
 

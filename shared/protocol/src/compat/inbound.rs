@@ -2,7 +2,7 @@
 //!
 //! Every function takes the old `params` (JSON-RPC) or body (REST) and returns the 1.0 JSON the
 //! operation decodes, so the 1.0 validation applies unchanged; a shape that cannot be translated
-//! is `InvalidParams` naming the field in the old generation's terms.
+//! is `InvalidParams` naming the field in the old version's terms.
 
 use serde_json::{json, Map, Value};
 
@@ -210,7 +210,7 @@ pub fn message(value: Value, field: &str, new_message_id: &str) -> Result<Value,
     }
     let role = role(m.remove("role"), field)?;
     m.insert("role".into(), role);
-    // `parts` is an array in every generation; only python-a2a's `content` may be one object.
+    // `parts` is an array in every version; only python-a2a's `content` may be one object.
     let parts = match m.remove("parts") {
         Some(parts) => parts,
         None => match m.remove("content") {
@@ -776,7 +776,7 @@ mod tests {
     }
 
     #[test]
-    fn push_configs_of_both_generations_are_flattened_and_back() {
+    fn push_configs_of_both_versions_are_flattened_and_back() {
         let v03 = json!({"taskId": "t1", "pushNotificationConfig": {"id": "p", "url": "https://h",
             "token": "k", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});
         let flat = set_push_config(v03.clone()).unwrap();

@@ -1,4 +1,4 @@
-//! Older protocol generations as translations of the 1.0 wire objects: A2A 0.3 (its JSON-RPC
+//! Older protocol versions as translations of the 1.0 wire objects: A2A 0.3 (its JSON-RPC
 //! dialect and its HTTP+JSON dialect, the ProtoJSON of the 0.3 proto) and the early protocol
 //! (before 0.2: `tasks/send`, `sessionId`, `type`-tagged parts).
 //!
@@ -17,9 +17,9 @@ mod outbound;
 pub use card::{early_card, v03_card};
 pub use outbound::{is_final_state, DATA_PART_COMPAT};
 
-/// An older protocol generation, as a request speaks it and a push config remembers it.
+/// An older protocol version, as a request speaks it and a push config remembers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum Generation {
+pub enum OlderVersion {
     /// A2A 0.3 (either binding).
     #[serde(rename = "0.3")]
     V03,
@@ -28,8 +28,8 @@ pub enum Generation {
     Early,
 }
 
-impl Generation {
-    /// The dialect of the body a push to a config of this generation carries: the Task as its
+impl OlderVersion {
+    /// The dialect of the body a push to a config of this version carries: the Task as its
     /// clients read it (0.3 JSON-RPC objects for 0.3, whichever binding set the config, as the
     /// 0.3 SDKs push).
     pub fn push_dialect(self) -> Dialect {
@@ -54,8 +54,8 @@ pub enum Dialect {
     /// artifact.
     Early,
     /// 0.3 JSON-RPC carrying the early fields too (`sessionId`, part `type`, `id` on events), for
-    /// the methods both generations share (`tasks/get`, `tasks/cancel`, `tasks/resubscribe`) on
-    /// the generic JSON-RPC endpoint: readers of either generation ignore the other's fields.
+    /// the methods both versions share (`tasks/get`, `tasks/cancel`, `tasks/resubscribe`) on
+    /// the generic JSON-RPC endpoint: readers of either version ignore the other's fields.
     V03AndEarly,
 }
 
@@ -70,11 +70,11 @@ impl Dialect {
         matches!(self, Self::Early | Self::V03AndEarly)
     }
 
-    /// The generation of clients reading this dialect (the 0.3 one for the dialect both read).
-    pub fn generation(self) -> Generation {
+    /// The version of clients reading this dialect (0.3 for the dialect both read).
+    pub fn version(self) -> OlderVersion {
         match self {
-            Self::Early => Generation::Early,
-            Self::V03 | Self::V03Rest | Self::V03AndEarly => Generation::V03,
+            Self::Early => OlderVersion::Early,
+            Self::V03 | Self::V03Rest | Self::V03AndEarly => OlderVersion::V03,
         }
     }
 
@@ -98,7 +98,7 @@ pub fn state_to_kebab(state: &str) -> String {
 }
 
 /// `input-required` (or the 0.3 proto's `TASK_STATE_CANCELLED`) → `TASK_STATE_INPUT_REQUIRED`.
-/// `None` for a word no generation spells.
+/// `None` for a word no version spells.
 pub fn state_from_old(state: &str) -> Option<&'static str> {
     Some(match state {
         "submitted" | "TASK_STATE_SUBMITTED" => "TASK_STATE_SUBMITTED",

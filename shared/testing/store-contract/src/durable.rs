@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use a2a_core::{
     A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext,
-    DurableExecution, Emitter, JobOutcome, Observer, Owner, Placement, PushJob, PushQueue,
-    RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef, ServiceConfig, StoreError, TaskEvent,
-    TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
+    CallOutcome, DurableExecution, Emitter, JobOutcome, Observer, Owner, Placement, PushJob,
+    PushQueue, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef, ServiceConfig, StoreError,
+    TaskEvent, TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
 };
 use a2a_protocol::{
     Artifact, Message, Part, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
@@ -301,6 +301,8 @@ pub(crate) fn noise(n: usize) -> Vec<u8> {
 /// - `steps`: WORKING, a step, a 30 ms durable sleep, another step, COMPLETED with both;
 /// - `signal`: WORKING, then the payload of the signal `go` (timeout from the text's second
 ///   word, in ms), COMPLETED with it;
+/// - `typed`: WORKING, then the signal `go` read as a number, COMPLETED with one more;
+/// - `nested`: WORKING, then a durable sleep inside a step (which is refused);
 /// - `linger`: WORKING, an artifact, 1 s of plain work, a second artifact, COMPLETED.
 #[derive(Default)]
 struct Durable {
@@ -339,10 +341,25 @@ impl Agent for Durable {
             Some("signal") => {
                 let timeout = words.next().and_then(|t| t.parse().ok()).unwrap_or(60_000);
                 e.working(None).await?;
-                let got = e
+                let got: serde_json::Value = e
                     .wait_for_signal("go", Duration::from_millis(timeout))
                     .await?;
                 e.complete(Some(&got.to_string())).await
+            }
+            Some("typed") => {
+                e.working(None).await?;
+                let n: u64 = e.wait_for_signal("go", Duration::from_secs(60)).await?;
+                e.complete(Some(&(n + 1).to_string())).await
+            }
+            Some("nested") => {
+                e.working(None).await?;
+                let one: u8 = e
+                    .step("outer", || async {
+                        e.sleep("inner", Duration::from_millis(1)).await?;
+                        Ok(1)
+                    })
+                    .await?;
+                e.complete(Some(&one.to_string())).await
             }
             Some("linger") => {
                 e.working(Some("lingering")).await?;
@@ -360,8 +377,10 @@ impl Agent for Durable {
                 e.working(None).await?;
                 let call = AgentCall::text(REMOTE, "do the work", Duration::from_secs(3600));
                 let theirs = e.call_agent("delegate", call).await?;
-                let got: usize = theirs
-                    .artifacts
+                let CallOutcome::Completed { artifacts, .. } = theirs.outcome else {
+                    return e.fail(&format!("{:?}", theirs.outcome)).await;
+                };
+                let got: usize = artifacts
                     .iter()
                     .flat_map(|a| &a.parts)
                     .map(|p| {
@@ -383,6 +402,20 @@ fn service(
     config: ServiceConfig,
 ) -> A2aService {
     A2aService::new(config, agent, store, queue, Arc::new(NoPush))
+}
+
+/// A service running a [`Durable`] agent on `store` with the default config, its queue, and a
+/// caller in a fresh tenant.
+fn durable_service(store: &Arc<dyn TaskStore>) -> (A2aService, Arc<Kept>, CallContext) {
+    let queue = Arc::new(Kept::default());
+    let agent = Arc::new(Durable::default());
+    let service = service(
+        store.clone(),
+        agent,
+        queue.clone(),
+        ServiceConfig::default(),
+    );
+    (service, queue, CallContext::anonymous(&unique("tenant")))
 }
 
 async fn send(service: &A2aService, ctx: &CallContext, text: &str) -> Task {
@@ -512,15 +545,7 @@ pub async fn durable_steps_park_and_resume(store: Arc<dyn TaskStore>) {
 /// nothing; a wait whose deadline passes is ended by the sweep of due executions and fails its
 /// task saying why; a cancel removes the record of a waiting execution.
 pub async fn signals_resume_and_deadlines_end_waits(store: Arc<dyn TaskStore>) {
-    let agent = Arc::new(Durable::default());
-    let queue = Arc::new(Kept::default());
-    let service = service(
-        store.clone(),
-        agent,
-        queue.clone(),
-        ServiceConfig::default(),
-    );
-    let ctx = CallContext::anonymous(&unique("tenant"));
+    let (service, queue, ctx) = durable_service(&store);
 
     let task = send(&service, &ctx, "signal").await;
     let _ = settled(&service, &ctx, &task.id, &queue).await;
@@ -603,6 +628,58 @@ pub async fn signals_resume_and_deadlines_end_waits(store: Arc<dyn TaskStore>) {
         .signal(&ctx.owner, &canceled.id, "go", serde_json::json!(1))
         .await
         .unwrap());
+}
+
+/// The author API's mistakes end the task FAILED saying what went wrong: a signal whose payload
+/// is not the type the agent waits for, and a durable call inside a step (refused: a replay
+/// returns the step's result without running it, so the call would not be made again).
+pub async fn typed_signals_and_calls_inside_steps_fail_clearly(store: Arc<dyn TaskStore>) {
+    let (service, queue, ctx) = durable_service(&store);
+    let ended = |id: String| {
+        let store = store.clone();
+        let owner = ctx.owner.clone();
+        async move {
+            let head = store.load_task(&owner, &id).await.unwrap().unwrap();
+            let text = head
+                .task
+                .status
+                .message
+                .as_ref()
+                .and_then(|m| m.first_text());
+            (head.task.status.state, text.unwrap_or_default().to_owned())
+        }
+    };
+
+    for (payload, state, said) in [
+        (serde_json::json!(41), TaskState::Completed, "42"),
+        (
+            serde_json::json!("forty-one"),
+            TaskState::Failed,
+            "The payload of signal \"go\" is not what the agent takes (u64)",
+        ),
+    ] {
+        let task = send(&service, &ctx, "typed").await;
+        let _ = settled(&service, &ctx, &task.id, &queue).await;
+        assert!(service
+            .signal(&ctx.owner, &task.id, "go", payload)
+            .await
+            .unwrap());
+        let jobs = queue.take(&task.id);
+        assert_eq!(service.run_work_job(&jobs[0].0, 1).await, JobOutcome::Done);
+        let (got, text) = ended(task.id).await;
+        assert_eq!(got, state, "{text}");
+        assert!(text.contains(said), "{text}");
+    }
+
+    let nested = send(&service, &ctx, "nested").await;
+    let jobs = settled(&service, &ctx, &nested.id, &queue).await;
+    assert!(jobs.is_empty(), "the call inside the step parked: {jobs:?}");
+    let (got, text) = ended(nested.id).await;
+    assert_eq!(got, TaskState::Failed, "{text}");
+    assert!(
+        text.contains("sleep(\"inner\") was called inside step \"outer\""),
+        "{text}"
+    );
 }
 
 /// Where nothing may run after a response (Lambda), an inline execution still running at the

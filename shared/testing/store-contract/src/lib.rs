@@ -479,7 +479,7 @@ pub async fn run_all<S: TaskStore + ?Sized>(store: &S) {
     large_items_are_kept_whole_or_refused(store).await;
     reply_records(store).await;
     create_with_an_id_another_owner_holds_conflicts(store).await;
-    push_config_keeps_its_generation(store).await;
+    push_config_keeps_its_protocol_version(store).await;
     durable::execution_records(store).await;
 }
 
@@ -489,6 +489,7 @@ pub async fn run_all_shared(store: Arc<dyn TaskStore>) {
     sweep_ends_orphaned_inline_executions(store.clone()).await;
     durable::durable_steps_park_and_resume(store.clone()).await;
     durable::signals_resume_and_deadlines_end_waits(store.clone()).await;
+    durable::typed_signals_and_calls_inside_steps_fail_clearly(store.clone()).await;
     durable::a_handed_over_execution_finishes_on_the_worker(store.clone()).await;
     concurrent_appends_are_gapless(store).await;
 }
@@ -2122,22 +2123,24 @@ pub async fn create_with_an_id_another_owner_holds_conflicts<S: TaskStore + ?Siz
     );
 }
 
-/// A push config set by an older protocol generation's client keeps that generation in the
-/// store (its pushes carry that generation's body); a 1.0 config has none.
-pub async fn push_config_keeps_its_generation<S: TaskStore + ?Sized>(store: &S) {
+/// A push config keeps the protocol version of the client that set it in the store (its
+/// pushes carry the body that version reads).
+pub async fn push_config_keeps_its_protocol_version<S: TaskStore + ?Sized>(store: &S) {
+    use a2a_protocol::ProtocolVersion;
     let owner = fresh_owner();
     let head = create(store, &owner).await;
     let id = &head.task.id;
     let until = hours_from_now(24);
-    for (config_id, generation) in [
-        ("v1", None),
-        ("v03", Some(a2a_protocol::compat::Generation::V03)),
-        ("early", Some(a2a_protocol::compat::Generation::Early)),
-    ] {
-        let config = TaskPushNotificationConfig {
-            generation,
-            ..push_config(id, config_id)
-        };
+    // Ordered by id, as the list answers.
+    let versions = [
+        ("early", ProtocolVersion::Early),
+        ("v03", ProtocolVersion::V0_3),
+        ("v10", ProtocolVersion::V1_0),
+        ("v11", ProtocolVersion::V1_1),
+    ];
+    for (config_id, version) in versions {
+        let mut config = push_config(id, config_id);
+        config.set_protocol(version);
         store
             .put_push_config(&owner, &config, until)
             .await
@@ -2146,17 +2149,14 @@ pub async fn push_config_keeps_its_generation<S: TaskStore + ?Sized>(store: &S) 
             .get_push_config(&owner, id, config_id)
             .await
             .expect("get");
+        assert_eq!(
+            got.as_ref().map(|c| c.protocol()),
+            Some(version),
+            "{config_id}"
+        );
         assert_eq!(got, Some(config), "{config_id}");
     }
     let listed = store.list_push_configs(&owner, id).await.expect("list");
-    let generations: Vec<_> = listed.iter().map(|c| c.generation).collect();
-    assert_eq!(
-        generations,
-        // Ordered by id: early, v03, v1.
-        [
-            Some(a2a_protocol::compat::Generation::Early),
-            Some(a2a_protocol::compat::Generation::V03),
-            None,
-        ]
-    );
+    let listed: Vec<_> = listed.iter().map(|c| c.protocol()).collect();
+    assert_eq!(listed, versions.map(|(_, version)| version));
 }

@@ -61,7 +61,11 @@ impl Agent for Delegating {
             .await?;
         let agent = request.text().split_whitespace().nth(1).unwrap_or(REMOTE);
         let call = AgentCall::text(agent, "do the work", Duration::from_secs(3600));
-        let theirs = e.call_agent("delegate", call).await?;
+        let theirs = e
+            .call_agent("delegate", call)
+            .await?
+            .task
+            .unwrap_or_default();
         e.complete(Some(&format!("{} {:?}", big.len(), theirs.status.state)))
             .await
     }
