@@ -333,17 +333,7 @@ async fn a_push_config_put_that_lands_after_its_delete_does_not_bring_it_back() 
     let Some((server, outage)) = server_behind_outage(&[]).await else {
         return;
     };
-    let held = ok(server
-        .send(
-            Binding::Rest,
-            json!({"message": {
-                "messageId": format!("held-{}", uuid_like()),
-                "role": "ROLE_USER",
-                "parts": [{"text": "hold"}]
-            }}),
-        )
-        .await);
-    let id = id_of(task_of(&held));
+    let id = id_of(&held_task(&server).await);
     // The config's item, not the head's write that lists its id.
     let config_id = format!("late-{}", uuid_like());
     outage.late_then_fail(
