@@ -11,7 +11,7 @@
 # Python client (a2a-sdk, tests/interop's venv) streams another (tests/llm/sdk_stream.py). Both
 # build on the kit's target directory (the kit's crates are compiled again for their feature set
 # with rig; the native libraries are reused). Everything it started is stopped, and the
-# project's artifacts are removed, at the end.
+# project's directory removed, at the end (its artifacts stay in the target directory).
 #
 #   cargo build --workspace && infra/llm-check.sh      (the same CARGO_TARGET_DIR: a2a-local, a2a)
 set -euo pipefail
@@ -45,7 +45,9 @@ cleanup() {
   for pid in $sender $server $model $template; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
-  if [[ -f "$project/Cargo.toml" ]]; then (cd "$project" && cargo clean -q -p "$name") || true; fi
+  # The project's artifacts stay in the shared target directory (the next run overwrites
+  # them): `cargo clean -p` removes by target name, and both generated projects' tests are
+  # named `agent`, so one check's clean deleted the other's test binary while it ran.
   rm -rf "$work"
 }
 trap cleanup EXIT

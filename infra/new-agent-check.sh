@@ -23,8 +23,9 @@ project="$work/$name"
 server=""
 cleanup() {
   if [[ -n "$server" ]]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  # The project's own artifacts in the shared target directory; the kit's stay.
-  if [[ -f "$project/Cargo.toml" ]]; then (cd "$project" && cargo clean -q -p "$name") || true; fi
+  # The project's artifacts stay in the shared target directory (the next run overwrites
+  # them): `cargo clean -p` removes by target name, and both generated projects' tests are
+  # named `agent`, so one check's clean deleted the other's test binary while it ran.
   rm -rf "$work"
 }
 trap cleanup EXIT
