@@ -144,6 +144,15 @@ def wait_for_card(url, server_out):
     raise SystemExit(f"the server did not answer at {url}:\n{server_out.read_text()}")
 
 
+def alive(pid):
+    """Whether the process `pid` still runs (not gone, not a zombie). It may end between two
+    reads of /proc: a status that cannot be read is a process gone."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 class Shell:
     """One bash, fed a command at a time; each command's output goes to a file of its own."""
 
@@ -223,9 +232,7 @@ class Shell:
         for pid in pids:
             os.kill(int(pid), signal.SIGINT)
         for pid in pids:
-            while Path(f"/proc/{pid}").exists() and "zombie" not in Path(
-                f"/proc/{pid}/status"
-            ).read_text(errors="replace"):
+            while alive(pid):
                 time.sleep(0.1)
 
     def close(self):
