@@ -367,7 +367,8 @@ impl A2aService {
             .await?;
         let requested = ctx.requested_task_id.as_deref();
         let new_task_id = self.chosen_task_id(ctx, &sent, &mut message).await?;
-        let mut recording = Recording::Append { exact: false };
+        // The message is already in its task, and nothing ran after it (see [`waits_on`]).
+        let mut recorded = false;
         let existing = if message.task_id.is_empty() {
             if requested.is_none() && self.core.config.message_id_reuse == MessageIdReuse::Reject {
                 // One read of the id a new task for this message would get tells a repeat.
@@ -387,7 +388,7 @@ impl A2aService {
                 }
                 // Recorded, and nothing ran after it: this copy goes on with it.
                 repeat_of(&new_task_id, &sent, SendRecord::Task(head.clone()))?;
-                recording = Recording::Recorded;
+                recorded = true;
             }
             if head.task.status.state.is_terminal() {
                 return Err(A2AError::unsupported(format!(
@@ -395,7 +396,7 @@ impl A2aService {
                     head.task.id, head.task.status.state
                 )));
             }
-            if recording == (Recording::Append { exact: false }) {
+            if !recorded {
                 super::generation::check_match(ctx, &configuration, &head)?;
             }
             if !message.context_id.is_empty() && message.context_id != head.task.context_id {
@@ -447,10 +448,12 @@ impl A2aService {
         }
 
         // A 1.1 `ifGenerationMatch` (checked above) holds until the message is recorded.
-        if recording == (Recording::Append { exact: false }) {
+        let recording = if recorded {
+            Recording::Recorded
+        } else {
             let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
-            recording = Recording::Append { exact };
-        }
+            Recording::Append { exact }
+        };
         match (placement, existing) {
             (Placement::Queued, existing) => {
                 let follow_up = (existing, recording);
@@ -678,7 +681,7 @@ impl A2aService {
 }
 
 /// How a follow-up's message gets into its task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 enum Recording {
     /// Appended now; `exact`: only on top of the head as read (1.1's `ifGenerationMatch`).
     Append { exact: bool },
