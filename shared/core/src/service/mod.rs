@@ -10,6 +10,7 @@
 
 mod card;
 mod generation;
+mod inline;
 mod push_configs;
 mod request;
 mod send;
