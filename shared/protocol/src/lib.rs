@@ -17,6 +17,7 @@ pub mod lite;
 pub mod operation;
 pub mod push;
 pub mod requests;
+pub mod timeline;
 pub mod types;
 pub mod version;
 
@@ -24,6 +25,7 @@ pub use card::*;
 pub use error::{A2AError, ErrorInfo, A2A_ERROR_DOMAIN};
 pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use requests::*;
+pub use timeline::TimelineEntry;
 pub use types::*;
 pub use version::ProtocolVersion;
 
@@ -31,5 +33,5 @@ pub use version::ProtocolVersion;
 pub const PROTOCOL_VERSION: &str = "1.0";
 
 /// The A2A 1.1 draft (branch `dev-1.1` of the specification), served to clients that ask for it
-/// with `A2A-Version: 1.1`: task generations, long-polling GetTask, `ifGenerationMatch`.
+/// with `A2A-Version: 1.1`: task generations, long-polling GetTask, `ifGenerationMatch`, the task timeline.
 pub const PROTOCOL_VERSION_1_1: &str = "1.1";

@@ -147,6 +147,7 @@ pub const OPERATIONS: [OperationSpec; 11] = [
             query: &[
                 ("historyLength", QueryKind::Int),
                 ("currentGeneration", QueryKind::Text),
+                ("timelineLength", QueryKind::Int),
             ],
         }],
     },
@@ -166,6 +167,7 @@ pub const OPERATIONS: [OperationSpec; 11] = [
                 ("historyLength", QueryKind::Int),
                 ("statusTimestampAfter", QueryKind::Time),
                 ("includeArtifacts", QueryKind::Bool),
+                ("timelineLength", QueryKind::Int),
             ],
         }],
     },

@@ -39,6 +39,11 @@ pub struct SendMessageConfiguration {
     )]
     #[serde(alias = "if_generation_match")]
     pub if_generation_match: Option<i64>,
+    /// A2A 1.1 (draft): how many of the latest timeline entries the answer's task carries (the server's
+    /// default when absent; 0: none). Ignored for 1.0 clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "timeline_length")]
+    pub timeline_length: Option<i32>,
 }
 
 /// `SendMessage` and `SendStreamingMessage`.
@@ -73,6 +78,7 @@ impl SendMessageRequest {
         message.validate("message")?;
         if let Some(cfg) = &self.configuration {
             check_history_length(cfg.history_length)?;
+            check_timeline_length(cfg.timeline_length)?;
             if let Some(push) = &cfg.task_push_notification_config {
                 push.validate()?;
             }
@@ -86,6 +92,17 @@ pub fn check_history_length(history_length: Option<i32>) -> Result<(), A2AError>
     match history_length {
         Some(n) if n < 0 => Err(A2AError::invalid_params(format!(
             "historyLength must not be negative, got {n}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Rejects a negative `timelineLength` (A2A 1.1 draft); checked for every client, as a
+/// negative `historyLength` is.
+pub fn check_timeline_length(timeline_length: Option<i32>) -> Result<(), A2AError> {
+    match timeline_length {
+        Some(n) if n < 0 => Err(A2AError::invalid_params(format!(
+            "timelineLength must not be negative, got {n}"
         ))),
         _ => Ok(()),
     }
@@ -126,13 +143,19 @@ pub struct GetTaskRequest {
     )]
     #[serde(alias = "current_generation")]
     pub current_generation: Option<i64>,
+    /// A2A 1.1 (draft): how many of the latest timeline entries to return (the server's
+    /// default when absent; 0: none). Ignored for 1.0 clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "timeline_length")]
+    pub timeline_length: Option<i32>,
 }
 
 impl GetTaskRequest {
     /// Checks the REQUIRED fields.
     pub fn validate(&self) -> Result<(), A2AError> {
         require_id(&self.id, "id")?;
-        check_history_length(self.history_length)
+        check_history_length(self.history_length)?;
+        check_timeline_length(self.timeline_length)
     }
 }
 
@@ -182,6 +205,11 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
+    /// A2A 1.1 (draft): how many of the latest timeline entries each task carries (the server's
+    /// default when absent; 0: none). Ignored for 1.0 clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "timeline_length")]
+    pub timeline_length: Option<i32>,
 }
 
 /// Default and bounds of `ListTasksRequest.pageSize`.
@@ -193,6 +221,7 @@ impl ListTasksRequest {
     /// Checks ranges and returns the effective page size.
     pub fn validate(&self) -> Result<usize, A2AError> {
         check_history_length(self.history_length)?;
+        check_timeline_length(self.timeline_length)?;
         if self.status == Some(TaskState::Unspecified) {
             return Err(A2AError::invalid_params(
                 "status TASK_STATE_UNSPECIFIED is not a valid filter",
@@ -524,6 +553,7 @@ mod tests {
                 task_push_notification_config: Some(push_config()),
                 history_length: Some(3),
                 return_immediately: true,
+                timeline_length: Some(4),
             }),
             metadata: metadata(),
         });
@@ -532,6 +562,7 @@ mod tests {
             tenant: "tn".into(),
             id: "t".into(),
             history_length: Some(2),
+            timeline_length: Some(5),
         });
         null_reads_as_absent(ListTasksRequest {
             tenant: "tn".into(),
@@ -542,6 +573,7 @@ mod tests {
             history_length: Some(1),
             status_timestamp_after: Some(Timestamp::from_millis(1_767_225_600_000)),
             include_artifacts: Some(true),
+            timeline_length: Some(6),
         });
         null_reads_as_absent(CancelTaskRequest {
             tenant: "tn".into(),

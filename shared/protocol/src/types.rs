@@ -479,6 +479,14 @@ pub struct Artifact {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub extensions: Vec<String>,
+    /// A2A 1.1 (draft): the task's generation when the artifact first appeared (0, not sent,
+    /// for 1.0 clients).
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
+    pub start_generation: i64,
+    /// A2A 1.1 (draft): the task's generation when it was completed; 0 (not sent) while it
+    /// is still streaming, and for 1.0 clients.
+    #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
+    pub end_generation: i64,
 }
 
 /// The state of a task, with the message that explains it and when it was set.
@@ -535,6 +543,14 @@ pub struct Task {
     /// sequence number). 0 (not sent) for 1.0 clients and for tasks read before it was kept.
     #[serde(default, with = "crate::int64", skip_serializing_if = "is_zero")]
     pub generation: i64,
+    /// A2A 1.1 (draft): the task's client messages and statuses in generation order, a
+    /// projection of its log made for 1.1 answers (never stored; none for 1.0 clients).
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub timeline: Vec<crate::TimelineEntry>,
 }
 
 impl Task {
@@ -813,6 +829,7 @@ mod tests {
     fn sample_task() -> Task {
         Task {
             generation: 0,
+            timeline: Vec::new(),
             id: "t1".into(),
             context_id: "c1".into(),
             status: TaskStatus {
