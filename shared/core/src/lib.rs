@@ -39,6 +39,7 @@ mod room;
 mod service;
 mod signing;
 mod task_log;
+mod timeline;
 mod webhook;
 mod worker;
 

@@ -469,6 +469,7 @@ impl TaskLog {
         let now = Timestamp::now();
         let created = Task {
             generation: 0,
+            timeline: Vec::new(),
             id: request.task_id.clone(),
             context_id: request.context_id.clone(),
             status: TaskStatus {

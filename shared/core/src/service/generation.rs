@@ -24,7 +24,7 @@ pub(super) fn for_caller(ctx: &CallContext, response: OperationResponse) -> Oper
     let v1_1 = ctx.version.is_1_1();
     let task = |mut task: a2a_protocol::Task| {
         if !v1_1 {
-            task.generation = 0;
+            without_1_1_fields(&mut task);
         }
         task
     };
@@ -47,6 +47,16 @@ pub(super) fn for_caller(ctx: &CallContext, response: OperationResponse) -> Oper
             })))
         }
         other => other,
+    }
+}
+
+/// `task` as older clients read it: no generation, no timeline, no artifact generations.
+fn without_1_1_fields(task: &mut a2a_protocol::Task) {
+    task.generation = 0;
+    task.timeline.clear();
+    for artifact in &mut task.artifacts {
+        artifact.start_generation = 0;
+        artifact.end_generation = 0;
     }
 }
 

@@ -15,6 +15,7 @@ mod push_configs;
 mod request;
 mod send;
 mod tasks;
+mod timeline;
 mod typed;
 mod waits;
 
@@ -125,10 +126,13 @@ impl A2aService {
     ) -> Result<OperationResponse, A2AError> {
         let operation = request.operation();
         let started = std::time::Instant::now();
-        let result = self
-            .dispatch(ctx, request)
-            .await
-            .map(|response| generation::for_caller(ctx, response));
+        // A 1.1 caller's tasks carry their timeline, which the request may bound.
+        let timeline = timeline::requested(&request).filter(|_| ctx.version.is_1_1());
+        let result = match (self.dispatch(ctx, request).await, timeline) {
+            (Ok(response), Some(keep)) => self.with_timelines(ctx, response, keep).await,
+            (result, _) => result,
+        }
+        .map(|response| generation::for_caller(ctx, response));
         let observer = &self.core.config.observer;
         observer.operation(operation, started.elapsed(), result.as_ref().err());
         result.map(|response| match response {
