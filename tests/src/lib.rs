@@ -32,6 +32,7 @@ pub mod moto;
 pub mod outage;
 pub mod server;
 pub mod sse;
+pub mod versioned;
 
 use std::time::Duration;
 
