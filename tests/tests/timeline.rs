@@ -9,6 +9,7 @@
 
 use a2a_e2e::versioned::{call, generation};
 use a2a_e2e::*;
+use reqwest::header::CONTENT_TYPE;
 use serde_json::{json, Value};
 
 both_bindings!(
@@ -17,6 +18,7 @@ both_bindings!(
     an_artifact_still_streaming_has_no_end_generation,
     timeline_length_keeps_the_latest_entries,
     an_invalid_timeline_length_is_invalid_params_and_changes_nothing,
+    a_stream_opens_with_the_task_and_its_timeline,
 );
 
 /// `timeline` of a task (empty when absent).
@@ -326,4 +328,51 @@ async fn an_invalid_timeline_length_is_invalid_params_and_changes_nothing(b: Bin
     assert_eq!(state(&got), "TASK_STATE_INPUT_REQUIRED", "{got}");
     assert_eq!(generation(&got), generation(&held), "{got}");
     assert_eq!(got["timeline"], held["timeline"], "{got}");
+}
+
+async fn a_stream_opens_with_the_task_and_its_timeline(b: Binding) {
+    let server = Server::start().await;
+    for version in ["1.1", "1.0"] {
+        let request = send_request_with("slow 2 0", json!({"timelineLength": 5}));
+        let message_id = request["message"]["messageId"].clone();
+        let builder = match b {
+            Binding::JsonRpc => server.http().post(server.jsonrpc_url()).body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": request})
+                    .to_string(),
+            ),
+            Binding::Rest => server
+                .http()
+                .post(server.url("/message:stream"))
+                .body(request.to_string()),
+        }
+        .header(CONTENT_TYPE, "application/json")
+        .header("A2A-Version", version);
+        let mut stream = open_sse(b, builder).await.expect("a stream");
+        let events = stream.collect_to_end(EVENT_TIMEOUT).await;
+        let first = events.first().expect("events").payload();
+        let task = &first["task"];
+        assert_eq!(state(task), "TASK_STATE_SUBMITTED", "{first}");
+        if version == "1.0" {
+            let text = format!("{events:?}");
+            assert!(!text.contains("timeline"), "{text}");
+            assert!(!text.contains("Generation"), "{text}");
+            continue;
+        }
+        // The task as the stream opens: the client's message and SUBMITTED, at its generation.
+        assert_eq!(
+            shape(task),
+            [
+                ("message".to_owned(), 1),
+                ("TASK_STATE_SUBMITTED".to_owned(), 1)
+            ],
+            "{first}"
+        );
+        assert_eq!(task["timeline"][0]["message"]["messageId"], message_id);
+        // The events after it carry no timeline: status entries are the status updates.
+        for event in &events[1..] {
+            let payload = event.payload();
+            assert!(payload.get("task").is_none(), "{payload}");
+            assert!(!payload.to_string().contains("Generation"), "{payload}");
+        }
+    }
 }

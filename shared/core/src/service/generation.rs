@@ -7,7 +7,7 @@
 //! Our log also numbers the client's own follow-up messages, which change no state and stream
 //! nothing: a 1.1 client sees a gap of one there, and re-reads the task as the draft says.
 
-use a2a_protocol::{A2AError, SendMessageConfiguration, SendMessageResponse};
+use a2a_protocol::{A2AError, SendMessageConfiguration, SendMessageResponse, StreamResponse};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -42,6 +42,16 @@ pub(super) fn for_caller(ctx: &CallContext, response: OperationResponse) -> Oper
                 item.map(|mut item| {
                     let generation = if v1_1 { item.seq as i64 } else { 0 };
                     set_generation(&mut item.response, generation);
+                    match &mut item.response {
+                        StreamResponse::Task(task) if !v1_1 => without_1_1_fields(task),
+                        // An update's artifact is a chunk: its generations are the task's
+                        // (on a Task's artifacts), whatever the agent set.
+                        StreamResponse::ArtifactUpdate(update) => {
+                            update.artifact.start_generation = 0;
+                            update.artifact.end_generation = 0;
+                        }
+                        _ => {}
+                    }
                     item
                 })
             })))
