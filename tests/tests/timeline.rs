@@ -19,6 +19,7 @@ both_bindings!(
     timeline_length_keeps_the_latest_entries,
     an_invalid_timeline_length_is_invalid_params_and_changes_nothing,
     a_stream_opens_with_the_task_and_its_timeline,
+    a_1_1_config_is_pushed_the_task_with_its_timeline,
 );
 
 /// `timeline` of a task (empty when absent).
@@ -374,5 +375,46 @@ async fn a_stream_opens_with_the_task_and_its_timeline(b: Binding) {
             assert!(payload.get("task").is_none(), "{payload}");
             assert!(!payload.to_string().contains("Generation"), "{payload}");
         }
+    }
+}
+
+async fn a_1_1_config_is_pushed_the_task_with_its_timeline(b: Binding) {
+    let server = Server::start().await;
+    for version in ["1.1", "1.0"] {
+        let mut hook = Webhook::start().await;
+        let request = send_request_with(
+            "hold",
+            json!({"taskPushNotificationConfig": {"url": hook.url}}),
+        );
+        let sent = ok(call(&server, b, version, "SendMessage", request).await);
+        assert_eq!(state(task_of(&sent)), "TASK_STATE_INPUT_REQUIRED", "{sent}");
+        let pushes = hook
+            .until(EVENT_TIMEOUT, |p| {
+                p.json()["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            })
+            .await;
+        let task = pushes
+            .iter()
+            .map(|p| p.json())
+            .find_map(|body| body.get("task").cloned())
+            .expect("the task is pushed first");
+        if version == "1.0" {
+            let bodies: Vec<Value> = pushes.iter().map(|p| p.json()).collect();
+            let text = format!("{bodies:?}");
+            assert!(
+                !text.contains("timeline") && !text.contains("generation"),
+                "{text}"
+            );
+            continue;
+        }
+        // The task as created: the client's message and SUBMITTED, both at 1.
+        assert_eq!(
+            shape(&task),
+            [
+                ("message".to_owned(), 1),
+                ("TASK_STATE_SUBMITTED".to_owned(), 1)
+            ],
+            "{task}"
+        );
     }
 }

@@ -9,13 +9,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_protocol::{TaskPushNotificationConfig, Timestamp};
+use a2a_protocol::{StreamResponse, TaskPushNotificationConfig, Timestamp};
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use url::Url;
 
 use crate::kernel::Core;
 use crate::ports::{JobOutcome, PushAttempt, PushAttemptResult, PushJob};
+use crate::timeline::DEFAULT_TIMELINE_LENGTH;
 use crate::webhook::{WebhookOutcome, WebhookRequest};
 use a2a_protocol::push::PUSH_SIGNATURE_HEADER;
 
@@ -77,13 +78,25 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Ok(events) => events.into_iter().find(|e| e.seq == job.seq),
         Err(err) => return retry(format!("store: {err}")),
     };
-    let Some(mut response) = event.and_then(|e| e.event.to_stream_response()) else {
+    let Some(event) = event else {
         return JobOutcome::Done;
     };
+    let Some(mut response) = event.event.to_stream_response() else {
+        return JobOutcome::Done;
+    };
+    if let StreamResponse::ArtifactUpdate(update) = &mut response {
+        // A chunk: its generations are the task's (on a Task's artifacts), whatever the agent set.
+        update.artifact.start_generation = 0;
+        update.artifact.end_generation = 0;
+    }
     let version = config.protocol();
     if version.is_1_1() {
         // A config an A2A 1.1 client set: the event's generation, as its stream would carry.
         crate::event::set_generation(&mut response, job.seq as i64);
+        // The one Task pushed is the task's creation, event 1: its timeline is that event's.
+        if let StreamResponse::Task(task) = &mut response {
+            crate::timeline::project(task, std::slice::from_ref(&event), DEFAULT_TIMELINE_LENGTH);
+        }
     }
     // Serialised once: the signature's body hash covers exactly these bytes.
     let body = match version.older() {
