@@ -64,7 +64,9 @@ pub fn rest_route(op: &str, params: &Value) -> (Method, String, Option<Value>) {
         "SendMessage" => (Method::POST, "/message:send".into(), Some(params.clone())),
         "GetTask" => {
             let mut query = params.clone();
-            query.as_object_mut().unwrap().remove("id");
+            if let Some(fields) = query.as_object_mut() {
+                fields.remove("id");
+            }
             (
                 Method::GET,
                 format!("/tasks/{id}{}", query_string(&query)),
@@ -97,7 +99,6 @@ pub fn rest_route(op: &str, params: &Value) -> (Method, String, Option<Value>) {
 pub fn generation(object: &Value) -> i64 {
     object["generation"]
         .as_str()
+        .and_then(|text| text.parse().ok())
         .unwrap_or_else(|| panic!("a generation (int64 as a string): {object}"))
-        .parse()
-        .unwrap()
 }

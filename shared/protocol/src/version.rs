@@ -11,8 +11,8 @@ pub enum ProtocolVersion {
     /// A2A 1.0.
     #[default]
     V1_0,
-    /// The A2A 1.1 draft (`A2A-Version: 1.1`): task generations in answers, long-polling
-    /// GetTask, `ifGenerationMatch`.
+    /// The A2A 1.1 draft (`A2A-Version: 1.1`): task generations and timelines in answers,
+    /// long-polling GetTask, `ifGenerationMatch`.
     V1_1,
     /// A2A 0.3 (either binding).
     V0_3,
@@ -21,7 +21,8 @@ pub enum ProtocolVersion {
 }
 
 impl ProtocolVersion {
-    /// Whether the caller speaks the A2A 1.1 draft (and so reads task generations).
+    /// Whether the caller speaks the A2A 1.1 draft (and so reads task generations and
+    /// timelines).
     pub fn is_1_1(self) -> bool {
         self == Self::V1_1
     }

@@ -5,7 +5,8 @@
 //! request sees none of it.
 //!
 //! Our log also numbers the client's own follow-up messages, which change no state and stream
-//! nothing: a 1.1 client sees a gap of one there, and re-reads the task as the draft says.
+//! nothing: a 1.1 client sees a gap of one there, and re-reads the task as the draft says (its
+//! timeline, PR #2129, makes a client message a mutation too).
 
 use a2a_protocol::{A2AError, SendMessageConfiguration, SendMessageResponse, StreamResponse};
 use std::time::Duration;
