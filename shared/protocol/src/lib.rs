@@ -7,6 +7,7 @@
 //! the `validate` methods so that a missing field gets a message naming it, rather than a serde
 //! error about the Rust type.
 
+pub mod bytes;
 pub mod card;
 pub mod compat;
 pub mod error;
@@ -25,7 +26,6 @@ pub use card::*;
 pub use error::{A2AError, ErrorInfo, A2A_ERROR_DOMAIN};
 pub use operation::{HttpVerb, Operation, OperationSpec, QueryKind, RestRoute, OPERATIONS};
 pub use requests::*;
-pub use timeline::TimelineEntry;
 pub use types::*;
 pub use version::ProtocolVersion;
 

@@ -1,28 +1,8 @@
 //! The A2A 1.1 draft's task timeline (spec `dev-1.1` §3.2.8, `TimelineEntry` §4.1.8, ADR-002):
-//! the client messages and agent statuses of a task in generation order.
+//! the client messages and agent statuses of a task in generation order. [`TimelineEntry`] is
+//! with the other objects, in `types`.
 
-use serde::{Deserialize, Serialize};
-
-use crate::types::{Message, TaskStatus};
-
-/// One entry of a task's timeline: a client message or an agent status (the proto's `oneof
-/// entry`, so exactly one is set), and the task's generation once it was appended. An entry
-/// with neither is of a kind this crate does not know (a later draft's): readers skip it, as
-/// the draft requires, since unknown members are ignored on input.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TimelineEntry {
-    /// A client message (`ROLE_USER`) recorded in the task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
-    /// An agent status: the state, with the agent's message at that point.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<TaskStatus>,
-    /// The task's generation after this entry was appended: entries increase by it, with
-    /// gaps (artifact updates advance it too).
-    #[serde(default, with = "crate::int64")]
-    pub generation: i64,
-}
+use crate::types::{Message, TaskStatus, TimelineEntry};
 
 impl TimelineEntry {
     /// A client message appended at `generation`.

@@ -1,11 +1,11 @@
 //! Core A2A objects: Task, Message, Part, Artifact, events and the stream wrapper.
 
-use base64::Engine as _;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
+pub use crate::bytes::Bytes;
 use crate::error::A2AError;
 
 /// A free-form JSON object (`google.protobuf.Struct`).
@@ -191,36 +191,6 @@ impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         Timestamp::parse(&text).map_err(|e| de::Error::custom(e.message()))
-    }
-}
-
-/// `bytes` in ProtoJSON: standard base64 with padding on output; standard or URL-safe, padded
-/// or not, on input.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Bytes(pub Vec<u8>);
-
-impl fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Bytes({} bytes)", self.0.len())
-    }
-}
-
-impl Serialize for Bytes {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
-    }
-}
-
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-        let text = String::deserialize(d)?;
-        let trimmed = text.trim_end_matches('=');
-        STANDARD_NO_PAD
-            .decode(trimmed)
-            .or_else(|_| URL_SAFE_NO_PAD.decode(trimmed))
-            .map(Bytes)
-            .map_err(|e| de::Error::custom(format!("invalid base64 in bytes field: {e}")))
     }
 }
 
@@ -550,7 +520,7 @@ pub struct Task {
         deserialize_with = "null_as_default",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub timeline: Vec<crate::TimelineEntry>,
+    pub timeline: Vec<TimelineEntry>,
 }
 
 impl Task {
@@ -564,6 +534,25 @@ impl Task {
             }
         }
     }
+}
+
+/// One entry of a task's timeline: a client message or an agent status (the proto's `oneof
+/// entry`, so exactly one is set), and the task's generation once it was appended. An entry
+/// with neither is of a kind this crate does not know (a later draft's): readers skip it, as
+/// the draft requires, since unknown members are ignored on input.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    /// A client message (`ROLE_USER`) recorded in the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// An agent status: the state, with the agent's message at that point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatus>,
+    /// The task's generation after this entry was appended: entries increase by it, with
+    /// gaps (artifact updates advance it too).
+    #[serde(default, with = "crate::int64")]
+    pub generation: i64,
 }
 
 /// A change of a task's status.
