@@ -44,6 +44,15 @@ pub fn task_of(response: &Value) -> &Value {
     task
 }
 
+/// The task `id` in a ListTasks answer (panics if it is not there).
+#[track_caller]
+pub fn task_in<'a>(listed: &'a Value, id: &str) -> &'a Value {
+    listed["tasks"]
+        .as_array()
+        .and_then(|tasks| tasks.iter().find(|t| t["id"] == id))
+        .unwrap_or_else(|| panic!("task {id} is listed: {listed}"))
+}
+
 /// `status.state` of a Task.
 #[track_caller]
 pub fn state(task: &Value) -> &str {

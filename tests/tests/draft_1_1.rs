@@ -39,12 +39,7 @@ async fn generations_are_log_positions_for_1_1_clients_only(b: Binding) {
     let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
     assert_eq!(generation(&got), 2, "{got}");
     let listed = ok(call(&server, b, "1.1", "ListTasks", json!({})).await);
-    let in_list = listed["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == id.as_str())
-        .unwrap();
+    let in_list = task_in(&listed, &id);
     assert_eq!(generation(in_list), 2, "{listed}");
 
     // A 1.0 client: the same task, without a generation anywhere.

@@ -22,6 +22,37 @@ both_bindings!(
     a_1_1_config_is_pushed_the_task_with_its_timeline,
 );
 
+/// GetTask as a client of `version`.
+async fn get_task(
+    server: &Client,
+    b: Binding,
+    version: &str,
+    params: Value,
+) -> Result<Value, ApiError> {
+    call(server, b, version, "GetTask", params).await
+}
+
+/// ListTasks as a client of `version`.
+async fn list_tasks(
+    server: &Client,
+    b: Binding,
+    version: &str,
+    params: Value,
+) -> Result<Value, ApiError> {
+    call(server, b, version, "ListTasks", params).await
+}
+
+/// The task once it is past generation `current` (a 1.1 long poll).
+async fn past(server: &Client, b: Binding, id: &str, current: i64) -> Value {
+    ok(get_task(
+        server,
+        b,
+        "1.1",
+        json!({"id": id, "currentGeneration": current.to_string()}),
+    )
+    .await)
+}
+
 /// `timeline` of a task (empty when absent).
 fn timeline(task: &Value) -> Vec<Value> {
     task.get("timeline")
@@ -63,7 +94,7 @@ async fn held_then_done(server: &Client, b: Binding) -> (String, String, String)
 async fn the_timeline_records_the_interaction_for_1_1_clients_only(b: Binding) {
     let server = Server::start().await;
     let (id, first_id, reply_id) = held_then_done(&server, b).await;
-    let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
+    let got = ok(get_task(&server, b, "1.1", json!({"id": id})).await);
     let entries = timeline(&got);
     let shape = shape(&got);
     // The creation (1): the client's message, then SUBMITTED; the agent's question (2); the
@@ -96,37 +127,17 @@ async fn the_timeline_records_the_interaction_for_1_1_clients_only(b: Binding) {
     assert!(!got["history"].as_array().unwrap().is_empty(), "{got}");
 
     // SendMessage's and ListTasks' tasks carry the same projection.
-    let listed = ok(call(
-        &server,
-        b,
-        "1.1",
-        "ListTasks",
-        json!({"timelineLength": 100}),
-    )
-    .await);
-    let in_list = listed["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == id.as_str())
-        .unwrap();
+    let listed = ok(list_tasks(&server, b, "1.1", json!({"timelineLength": 100})).await);
+    let in_list = task_in(&listed, &id);
     assert_eq!(in_list["timeline"], got["timeline"], "{listed}");
 
     // A 1.0 client: the same task, the same requests, nothing of the timeline.
-    let got = ok(call(
-        &server,
-        b,
-        "1.0",
-        "GetTask",
-        json!({"id": id, "timelineLength": 5}),
-    )
-    .await);
+    let got = ok(get_task(&server, b, "1.0", json!({"id": id, "timelineLength": 5})).await);
     assert!(got.get("timeline").is_none(), "{got}");
-    let listed = ok(call(
+    let listed = ok(list_tasks(
         &server,
         b,
         "1.0",
-        "ListTasks",
         json!({"timelineLength": 5, "includeArtifacts": true}),
     )
     .await);
@@ -162,7 +173,7 @@ async fn artifacts_are_placed_between_entries_by_their_generations(b: Binding) {
     assert!(shape.iter().any(|(_, g)| *g < start), "{shape:?}");
     assert!(shape.iter().any(|(_, g)| *g > end), "{shape:?}");
     // GetTask's task agrees.
-    let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id_of(task)})).await);
+    let got = ok(get_task(&server, b, "1.1", json!({"id": id_of(task)})).await);
     assert_eq!(got["artifacts"], task["artifacts"], "{got}");
 }
 
@@ -191,14 +202,7 @@ async fn an_artifact_still_streaming_has_no_end_generation(b: Binding) {
     let mut current = generation(task_of(&sent));
     let streaming = loop {
         // Long polls: each answers once the task moves on.
-        let got = ok(call(
-            &server,
-            b,
-            "1.1",
-            "GetTask",
-            json!({"id": id, "currentGeneration": current.to_string()}),
-        )
-        .await);
+        let got = past(&server, b, &id, current).await;
         assert!(!is_terminal(state(&got)), "the first chunk was seen: {got}");
         current = generation(&got);
         if got.get("artifacts").is_some() {
@@ -211,14 +215,7 @@ async fn an_artifact_still_streaming_has_no_end_generation(b: Binding) {
     assert!(artifact.get("endGeneration").is_none(), "{artifact}");
 
     let done = loop {
-        let got = ok(call(
-            &server,
-            b,
-            "1.1",
-            "GetTask",
-            json!({"id": id, "currentGeneration": current.to_string()}),
-        )
-        .await);
+        let got = past(&server, b, &id, current).await;
         current = generation(&got);
         if is_terminal(state(&got)) {
             break got;
@@ -235,50 +232,24 @@ async fn an_artifact_still_streaming_has_no_end_generation(b: Binding) {
 async fn timeline_length_keeps_the_latest_entries(b: Binding) {
     let server = Server::start().await;
     let (id, _, _) = held_then_done(&server, b).await;
-    let full = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
+    let full = ok(get_task(&server, b, "1.1", json!({"id": id})).await);
     let all = timeline(&full);
     assert!(all.len() >= 5, "{full}");
 
-    let two = ok(call(
-        &server,
-        b,
-        "1.1",
-        "GetTask",
-        json!({"id": id, "timelineLength": 2}),
-    )
-    .await);
+    let two = ok(get_task(&server, b, "1.1", json!({"id": id, "timelineLength": 2})).await);
     assert_eq!(timeline(&two), all[all.len() - 2..], "{two}");
-    let none = ok(call(
-        &server,
-        b,
-        "1.1",
-        "GetTask",
-        json!({"id": id, "timelineLength": 0}),
-    )
-    .await);
+    let none = ok(get_task(&server, b, "1.1", json!({"id": id, "timelineLength": 0})).await);
     assert!(none.get("timeline").is_none(), "{none}");
     // historyLength and timelineLength are independent.
-    let no_history = ok(call(
-        &server,
-        b,
-        "1.1",
-        "GetTask",
-        json!({"id": id, "historyLength": 0}),
-    )
-    .await);
+    let no_history = ok(get_task(&server, b, "1.1", json!({"id": id, "historyLength": 0})).await);
     assert!(no_history.get("history").is_none(), "{no_history}");
     assert_eq!(timeline(&no_history), all, "{no_history}");
 
     // ListTasks carries none unless asked.
-    let listed = ok(call(&server, b, "1.1", "ListTasks", json!({})).await);
+    let listed = ok(list_tasks(&server, b, "1.1", json!({})).await);
     assert!(!listed.to_string().contains("timeline"), "{listed}");
-    let listed = ok(call(&server, b, "1.1", "ListTasks", json!({"timelineLength": 1})).await);
-    let in_list = listed["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == id.as_str())
-        .unwrap();
+    let listed = ok(list_tasks(&server, b, "1.1", json!({"timelineLength": 1})).await);
+    let in_list = task_in(&listed, &id);
     assert_eq!(timeline(in_list), all[all.len() - 1..], "{listed}");
 
     // SendMessage's answer.
@@ -301,23 +272,10 @@ async fn an_invalid_timeline_length_is_invalid_params_and_changes_nothing(b: Bin
     let held = task_of(&sent).clone();
     let id = id_of(&held);
     for bad in [json!(-1), json!("lots")] {
-        let refused = err(call(
-            &server,
-            b,
-            "1.1",
-            "GetTask",
-            json!({"id": id, "timelineLength": bad}),
-        )
-        .await);
+        let refused =
+            err(get_task(&server, b, "1.1", json!({"id": id, "timelineLength": bad})).await);
         refused.assert_is(-32602, 400, "INVALID_PARAMS");
-        let refused = err(call(
-            &server,
-            b,
-            "1.1",
-            "ListTasks",
-            json!({"timelineLength": bad}),
-        )
-        .await);
+        let refused = err(list_tasks(&server, b, "1.1", json!({"timelineLength": bad})).await);
         refused.assert_is(-32602, 400, "INVALID_PARAMS");
         let mut reply = follow_up(&id, "done");
         reply["configuration"] = json!({"timelineLength": bad});
@@ -325,7 +283,7 @@ async fn an_invalid_timeline_length_is_invalid_params_and_changes_nothing(b: Bin
         refused.assert_is(-32602, 400, "INVALID_PARAMS");
     }
     // The follow-ups were not recorded: the task stands as it was.
-    let got = ok(call(&server, b, "1.1", "GetTask", json!({"id": id})).await);
+    let got = ok(get_task(&server, b, "1.1", json!({"id": id})).await);
     assert_eq!(state(&got), "TASK_STATE_INPUT_REQUIRED", "{got}");
     assert_eq!(generation(&got), generation(&held), "{got}");
     assert_eq!(got["timeline"], held["timeline"], "{got}");
