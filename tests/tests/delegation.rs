@@ -453,6 +453,67 @@ async fn a_chunk_pushed_twice_is_put_right_even_when_the_end_cannot_be_read_at_o
     assert_eq!(other.push_results(), [200, 200, 200, 500]);
 }
 
+/// Pushes out of order and twice (a chunk before the start of its artifact, the start again
+/// after later chunks, chunks delivered twice): our client, streaming our task, never sees a
+/// chunk doubled or out of its place. Each relayed update is applied knowing what it
+/// replaces: a chunk that does not continue our artifact is placed by the remote's task as it
+/// stands, an old start is dropped, and at the end the remote's task as it ended settles ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_out_of_order_and_twice_never_show_a_chunk_doubled_or_misplaced() {
+    if !store_ready() {
+        return;
+    }
+    let other = HostileAgent::start(Hostility::ScrambledTwice).await;
+    let ours = delegating(60).await;
+    let mut stream = ours
+        .stream(
+            Binding::Rest,
+            send_request(&format!("delegate {} anything", other.base)),
+        )
+        .await
+        .expect("stream");
+    let whole = "chunk-1 chunk-2 chunk-3 ";
+    let mut text = String::new();
+    let mut shown = Vec::new();
+    let per_event = if on_dynamodb() { WITHIN } else { EVENT_TIMEOUT };
+    let mut last_state = None;
+    let mut id = None;
+    loop {
+        let event = match stream.next_within(per_event).await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(err) => panic!("waiting for an SSE event: {err:?}"),
+        };
+        let payload = event.payload();
+        if let Some(task) = payload.get("task") {
+            id = Some(id_of(task));
+        }
+        if let Some(update) = payload.get("artifactUpdate") {
+            if update["artifact"]["artifactId"] == "answer" {
+                // A chunk appends; an update that does not replaces the artifact.
+                if update["append"].as_bool() != Some(true) {
+                    text.clear();
+                }
+                text.push_str(&artifact_text(&update["artifact"]));
+                shown.push(text.clone());
+            }
+        }
+        if let Some(s) = event_state(&payload) {
+            last_state = Some(s.to_owned());
+        }
+    }
+    assert_eq!(last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    assert!(
+        shown.iter().all(|t| whole.starts_with(t.as_str())),
+        "our artifact as our client saw it: {shown:?}"
+    );
+    assert_eq!(shown.last().map(String::as_str), Some(whole), "{shown:?}");
+    assert_eq!(other.push_results(), [200; 7]);
+    let id = id.expect("the stream's first event is our task");
+    let task = ok(ours.get_task(Binding::JsonRpc, &id, None).await);
+    assert_eq!(artifact_texts(&task), [whole], "{task}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_follows_the_call_to_the_other_agent() {
     if !store_ready() {
