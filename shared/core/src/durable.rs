@@ -236,21 +236,32 @@ impl Emitter {
             // The remote answered more than we take: its task was canceled and the call fails
             // (recorded, so a replay fails the same way).
             Verdict::Refused(failure) => self.record_failure(run, index, name, failure).await,
-            Verdict::Stopped(task) => {
-                mark_stop(&mut run, name, &task);
-                let value = serde_json::to_value(&task).unwrap_or(Value::Null);
-                run.push_step(index, name, value);
-                self.save_after_send(&mut run, index, &call.agent).await?;
-                // The answer may have been too large to keep: the call fails as its replay would.
-                let step = run.record_mut().steps.get(index);
-                if let Some(failure) = step.and_then(|s| recorded_failure(&s.value)) {
-                    return Err(failure);
-                }
-                self.state.lock().await.settle_on(&task.artifacts);
-                Ok((*task).into())
-            }
+            Verdict::Stopped(task) => self.record_stop(run, index, name, *task, &call).await,
             Verdict::Waits | Verdict::Unread(_) => Err(self.park_with(run, Some(index)).await),
         }
+    }
+
+    /// Records `task`, the remote's answer to the call `name` (step `index`, made as `call`)
+    /// as it stopped, taken with the send's answer, and answers it.
+    async fn record_stop(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        index: usize,
+        name: &str,
+        task: Task,
+        call: &AgentCall,
+    ) -> Result<AgentReply, AgentError> {
+        mark_stop(&mut run, name, &task);
+        let value = serde_json::to_value(&task).unwrap_or(Value::Null);
+        run.push_step(index, name, value);
+        self.save_after_send(&mut run, index, &call.agent).await?;
+        // The answer may have been too large to keep: the call fails as its replay would.
+        let step = run.record_mut().steps.get(index);
+        if let Some(failure) = step.and_then(|s| recorded_failure(&s.value)) {
+            return Err(failure);
+        }
+        self.state.lock().await.settle_on(&task.artifacts);
+        Ok(task.into())
     }
 
     /// Records `value`, the failure of the call `name` (step `index`), and answers it.
