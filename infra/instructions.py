@@ -15,10 +15,21 @@ thousand instructions per poll) is counted too, in proportion to the wall time o
                                           request succeeds and prints the figures (the test
                                           command); debug figures are not comparable to release
     infra/instructions.py --bin PATH      measure that a2a-local binary (another commit's)
+    infra/instructions.py --kinds lambda-send,lambda-get
+                                          the Lambda functions' warm requests (below); needs
+                                          the emulator (eval "$(infra/moto.sh env-start)")
+                                          and the a2a-cold-start tool (cargo build --workspace)
+    --function-bin PATH                   measure that a2a-function binary instead of the
+                                          optimised build of this checkout
 
 The kinds: `echo` (blocking JSON-RPC SendMessage, a unique messageId each), `get` (REST GetTask of
 one completed task), `chunk` (one artifact chunk of a streamed REST SendStreamingMessage: the
-reference agent's `slow N 0`, streams of 60 chunks against streams of 10).
+reference agent's `slow N 0`, streams of 60 chunks against streams of 10). `lambda-send` and
+`lambda-get`: one warm request of the `send` function (a blocking JSON-RPC echo, its message a
+new one each time) and of the `get` function (REST GetTask, of a task that does not exist: one
+GetItem), each its one binary `a2a-function` under callgrind behind `a2a-cold-start`'s fake
+Lambda Runtime API, against the emulator through its keep-alive relay: instances answering 110
+warm requests against 10 (smoke: 6 against 2), so init and the cold first request cancel out.
 Prints one line per kind, `<kind> <instructions per request>`, and a table.
 """
 import argparse
@@ -37,11 +48,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 
 
-def build(release):
-    """The a2a-local binary to measure, built if needed."""
+def build(release, package="a2a-local"):
+    """The binary of `package` to measure, built if needed."""
     if not release:
-        subprocess.run(["cargo", "build", "-p", "a2a-local", "--locked"], cwd=ROOT, check=True)
-        return os.path.join(TARGET, "debug", "a2a-local")
+        subprocess.run(["cargo", "build", "-p", package, "--locked"], cwd=ROOT, check=True)
+        return os.path.join(TARGET, "debug", package)
     bench = os.environ.get("A2A_BENCH_TARGET_DIR", os.path.join(TARGET, "bench"))
     env = dict(
         os.environ,
@@ -53,12 +64,12 @@ def build(release):
         CARGO_TARGET_DIR=bench,
     )
     subprocess.run(
-        ["nice", "-n", "5", "cargo", "build", "--release", "--locked", "-p", "a2a-local"],
+        ["nice", "-n", "5", "cargo", "build", "--release", "--locked", "-p", package],
         cwd=ROOT,
         env=env,
         check=True,
     )
-    return os.path.join(bench, "release", "a2a-local")
+    return os.path.join(bench, "release", package)
 
 
 class Server:
@@ -174,10 +185,36 @@ def per_request(binary, workload, small, large, scale=1):
     return (high - low) / ((large - small) * scale), low, high
 
 
+def lambda_total(function_bin, function, warm):
+    """The instructions an instance of `function` executed in all, answering its cold first
+    request and `warm` more (a2a-cold-start --callgrind)."""
+    tool = os.path.join(TARGET, "debug", "a2a-cold-start")
+    if not os.path.exists(tool):
+        sys.exit(f"instructions: no {tool}: cargo build --workspace first")
+    with tempfile.TemporaryDirectory() as work:
+        run = subprocess.run(
+            [tool, "--bin-dir", os.path.dirname(function_bin), "--functions", function,
+             "--runs", "1", "--warm", str(warm), "--callgrind", work, "--timeout-secs", "600",
+             "--check"],
+            capture_output=True, text=True,
+        )
+    found = re.search(rf"^instructions {function} {warm} (\d+)$", run.stderr, re.M)
+    if run.returncode != 0 or not found:
+        sys.exit(f"instructions: {function} under callgrind:\n{run.stdout}\n{run.stderr}")
+    return int(found.group(1))
+
+
+def lambda_per_request(function_bin, function, small, large):
+    low = lambda_total(function_bin, function, small)
+    high = lambda_total(function_bin, function, large)
+    return (high - low) / (large - small), low, high
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--bin")
+    parser.add_argument("--function-bin")
     parser.add_argument("--kinds", default="echo,get,chunk")
     args = parser.parse_args()
     if not shutil.which("valgrind"):
@@ -189,7 +226,15 @@ def main():
                 subprocess.run(install, stdout=subprocess.DEVNULL, check=True)
         else:
             sys.exit("instructions: needs valgrind (Debian: apt-get install valgrind)")
-    binary = args.bin or build(release=not args.smoke)
+    kinds_asked = args.kinds.split(",")
+    local = any(not kind.startswith("lambda-") for kind in kinds_asked)
+    binary = (args.bin or build(release=not args.smoke)) if local else None
+    function_bin = None
+    if not local or any(kind.startswith("lambda-") for kind in kinds_asked):
+        if not os.environ.get("AWS_ENDPOINT_URL"):
+            sys.exit('instructions: the lambda kinds need the emulator: eval "$(infra/moto.sh env-start)"')
+        function_bin = args.function_bin or build(not args.smoke, "a2a-function")
+    warm_small, warm_large = (2, 6) if args.smoke else (10, 110)
     small, large = (5, 25) if args.smoke else (50, 450)
     streams = 2 if args.smoke else 10
     kinds = {
@@ -199,9 +244,11 @@ def main():
         "chunk": lambda: (
             lambda low, high: ((high - low) / (50 * streams), low, high)
         )(measure(binary, chunks(10), streams), measure(binary, chunks(60), streams)),
+        "lambda-send": lambda: lambda_per_request(function_bin, "send", warm_small, warm_large),
+        "lambda-get": lambda: lambda_per_request(function_bin, "get", warm_small, warm_large),
     }
-    print(f"instructions per request of {binary}")
-    for kind in args.kinds.split(","):
+    print(f"instructions per request of {binary or function_bin}")
+    for kind in kinds_asked:
         figure, low, high = kinds[kind]()
         print(f"{kind} {figure:.0f}  (totals {low:,} and {high:,})", flush=True)
 

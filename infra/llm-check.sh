@@ -3,7 +3,8 @@
 # its own workspace (rig-core turns on serde_json's `preserve_order`: docs/llm-agents.md), so the
 # kit's cargo fmt, clippy and test runs do not reach it: this script does. Its formatting, clippy
 # with warnings as errors, its tests (a scripted OpenAI-compatible server and a2a-local's server
-# on 127.0.0.1, the embedded store); then a generated LLM project: formatted, its own test, its
+# on 127.0.0.1, the embedded store; tests/crash.rs kills that server's process with SIGKILL
+# after a tool ran, restarts it and checks the tool ran once); then a generated LLM project: formatted, its own test, its
 # template.yaml through `sam validate` and cfn-lint (infra/check-template.sh's venv), and served
 # with `cargo run` (a free port, the embedded store) against tests/llm/scripted_model.py (a
 # streamed OpenAI-compatible answer that waits, half-way, until the client saw its first chunk):

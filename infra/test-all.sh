@@ -253,8 +253,10 @@ A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke --com
 
 step "Instructions per request under callgrind, a smoke run (infra/instructions.py, docs/performance.md)"
 # The debug build, small counts: every request must succeed; the figures are printed, never
-# asserted (the optimised build's are docs/performance.md's).
-python3 "$root/infra/instructions.py" --smoke --bin "$target_dir/debug/a2a-local"
+# asserted (the optimised build's are docs/performance.md's). The local server's requests, then
+# the Lambda functions' warm send and get (a2a-cold-start's fake Runtime API, against moto).
+python3 "$root/infra/instructions.py" --smoke --bin "$target_dir/debug/a2a-local" \
+  --function-bin "$target_dir/debug/a2a-function" --kinds echo,get,chunk,lambda-send,lambda-get
 
 step "Cold start: each function's init and first request, fake Runtime API + moto (docs/lambda.md)"
 # A smoke run: every function must start and answer; the times are printed, never asserted.

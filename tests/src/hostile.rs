@@ -70,9 +70,17 @@ pub enum Hostility {
     /// task `t1` WORKING, then the agent pushes its first chunk, its second chunk twice (a
     /// push service's retry), and its end as a status update without artifacts, and does not
     /// push again whatever the answers; GetTask answers HTTP 503 the first [`BUSY_READS`] times
-    /// (a call and its client's retries), then the task as it ended, with both chunks once. [`HostileAgent::push_results`] has the HTTP
-    /// status of each push.
+    /// (the read that places the second copy of the chunk and the read at the end, each with
+    /// its client's retries), then the task as it ended, with both chunks once.
+    /// [`HostileAgent::push_results`] has the HTTP status of each push.
     DoubledChunkThenBusy,
+    /// Pushes out of order and twice: SendMessage answers task `t1` WORKING, then the agent
+    /// pushes its second chunk (before the start of its artifact), its first (the start), its
+    /// second again, its third, its third again, its first again, and its end as a status
+    /// update without artifacts. GetTask answers the task WORKING with its first two chunks
+    /// until the end is pushed (six pushes answered), then COMPLETED with all three.
+    /// [`HostileAgent::push_results`] has the HTTP status of each push.
+    ScrambledTwice,
     /// Pushes delivered twice and replayed: SendMessage answers task `t1` WORKING, then the
     /// agent pushes its status "step 1", "step 2", "step 2" again (a push service's retry),
     /// "step 1" again (an old push replayed after a newer one), its end (COMPLETED, as a status
@@ -91,9 +99,9 @@ pub enum Hostility {
     BusySends(usize),
 }
 
-/// How many times [`Hostility::DoubledChunkThenBusy`] answers GetTask 503: a GetTask and the
-/// two retries the kit's client makes of it.
-pub const BUSY_READS: usize = 3;
+/// How many times [`Hostility::DoubledChunkThenBusy`] answers GetTask 503: two GetTasks and
+/// the two retries the kit's client makes of each.
+pub const BUSY_READS: usize = 6;
 
 /// A request the agent got.
 #[derive(Debug, Clone)]
@@ -299,6 +307,7 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
     let scrambled = matches!(shared.hostility, Hostility::OutOfOrderPushes);
     let doubled = matches!(shared.hostility, Hostility::DoubledChunkThenBusy);
     let replayed = matches!(shared.hostility, Hostility::ReplayedPushes);
+    let scrambled_twice = matches!(shared.hostility, Hostility::ScrambledTwice);
     let big = match shared.hostility {
         Hostility::BigAppends(chunks) => Some(chunks),
         _ => None,
@@ -343,6 +352,32 @@ fn rpc(shared: &Shared, body: &[u8]) -> Response {
         "GetTask" if replayed => result(json!({"id": "t1", "contextId": "c1",
             "status": {"state": "TASK_STATE_COMPLETED"},
             "artifacts": [{"artifactId": "answer", "parts": [{"text": "done"}]}]})),
+        "SendMessage" if scrambled_twice => {
+            let (url, token) = push_target(&request);
+            tokio::spawn(push_scrambled_twice(url, token, shared.pushes.clone()));
+            result(json!({"task": {"id": "t1", "contextId": "c1",
+                "status": {"state": "TASK_STATE_WORKING"}}}))
+        }
+        "GetTask" if scrambled_twice => {
+            let answered = shared
+                .pushes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+            let (state, texts) = if answered >= 6 {
+                (
+                    "TASK_STATE_COMPLETED",
+                    &["chunk-1 ", "chunk-2 ", "chunk-3 "][..],
+                )
+            } else {
+                ("TASK_STATE_WORKING", &["chunk-1 ", "chunk-2 "][..])
+            };
+            let parts: Vec<Value> = texts.iter().map(|t| json!({"text": t})).collect();
+            result(
+                json!({"id": "t1", "contextId": "c1", "status": {"state": state},
+                "artifacts": [{"artifactId": "answer", "parts": parts}]}),
+            )
+        }
         "SendMessage" if scrambled => {
             let (url, token) = push_target(&request);
             tokio::spawn(push_out_of_order(url, token, shared.pushes.clone()));
@@ -415,6 +450,20 @@ async fn push_out_of_order(url: String, token: String, results: Arc<Mutex<Vec<u1
         answer_chunk("chunk-1 ", false),
         completed_push(),
         answer_chunk("chunk-3 ", true),
+    ];
+    push_all(url, token, pushes, results).await;
+}
+
+/// The pushes of [`Hostility::ScrambledTwice`], one after the other's answer.
+async fn push_scrambled_twice(url: String, token: String, results: Arc<Mutex<Vec<u16>>>) {
+    let pushes = [
+        answer_chunk("chunk-2 ", true),
+        answer_chunk("chunk-1 ", false),
+        answer_chunk("chunk-2 ", true),
+        answer_chunk("chunk-3 ", true),
+        answer_chunk("chunk-3 ", true),
+        answer_chunk("chunk-1 ", false),
+        completed_push(),
     ];
     push_all(url, token, pushes, results).await;
 }

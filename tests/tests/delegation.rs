@@ -46,6 +46,56 @@ fn artifact_texts(task: &Value) -> Vec<String> {
     artifacts(task).iter().map(artifact_text).collect()
 }
 
+/// What a client streaming our task saw of it so far.
+#[derive(Default)]
+struct Streamed {
+    /// The text of each artifact update.
+    chunks: Vec<String>,
+    /// Our artifact's text after each (a chunk appends; an update that does not, a snapshot of
+    /// the remote's task, replaces the artifact with all of it).
+    shown: Vec<String>,
+    last_state: Option<String>,
+    /// Our task's id, from the stream's first event.
+    id: Option<String>,
+}
+
+impl Streamed {
+    /// Reads `stream` (each event within `per_event`) up to its next artifact update, and
+    /// returns its text; `None` once the stream ended.
+    async fn next_chunk(&mut self, stream: &mut SseStream, per_event: Duration) -> Option<String> {
+        loop {
+            let event = match stream.next_within(per_event).await {
+                Ok(Some(event)) => event,
+                Ok(None) => return None,
+                Err(err) => panic!("waiting for an SSE event: {err:?}"),
+            };
+            let payload = event.payload();
+            if let Some(task) = payload.get("task") {
+                self.id = Some(id_of(task));
+            }
+            if let Some(s) = event_state(&payload) {
+                self.last_state = Some(s.to_owned());
+            }
+            if let Some(update) = payload.get("artifactUpdate") {
+                let chunk = artifact_text(&update["artifact"]);
+                let mut text = match update["append"].as_bool() {
+                    Some(true) => self.shown.last().cloned().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                text.push_str(&chunk);
+                self.shown.push(text);
+                self.chunks.push(chunk.clone());
+                return Some(chunk);
+            }
+        }
+    }
+
+    /// Our artifact's text as the client has it now.
+    fn text(&self) -> &str {
+        self.shown.last().map_or("", String::as_str)
+    }
+}
+
 async fn a_blocking_delegation_completes_with_the_remote_s_answer(b: Binding) {
     let remote = Server::start().await;
     let ours = delegating(60).await;
@@ -69,8 +119,10 @@ both_bindings!(a_blocking_delegation_completes_with_the_remote_s_answer);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_chunks_arrive_while_the_remote_still_works() {
     // On DynamoDB the remote's pushes go through its push queue and may come out of order
-    // (a chunk after a later one); the remote's task as it stopped settles ours, so the
-    // artifact ends whole either way.
+    // (a chunk after a later one): a chunk that does not continue our artifact is placed by
+    // the remote's task as it stands (a snapshot, which replaces), and the remote's task as it
+    // stopped settles ours, so the artifact ends whole either way. Two appends swapped in
+    // flight cannot be told apart (a 1.0 push carries no sequence) until that end.
     if !store_ready() {
         return;
     }
@@ -86,41 +138,28 @@ async fn streamed_chunks_arrive_while_the_remote_still_works() {
         )
         .await
         .expect("stream");
-    let mut chunks = Vec::new();
-    let mut text = String::new();
     let mut remote_state_at_first_chunk = None;
-    let mut last_state = None;
     // Each chunk crosses two servers and a push on the emulator, which a loaded test run can
     // hold up past the usual wait for one event.
     let per_event = if on_dynamodb() { WITHIN } else { EVENT_TIMEOUT };
-    loop {
-        let event = match stream.next_within(per_event).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(err) => panic!("waiting for an SSE event: {err:?}"),
-        };
-        let payload = event.payload();
-        if let Some(update) = payload.get("artifactUpdate") {
-            let chunk = artifact_text(&update["artifact"]);
-            // A chunk appends; a snapshot of the remote's task (a poll's, or a push that came
-            // after a later one) replaces the artifact with all of it.
-            if update["append"].as_bool() != Some(true) {
-                text.clear();
-            }
-            text.push_str(&chunk);
-            chunks.push(chunk);
-            if remote_state_at_first_chunk.is_none() {
-                let theirs = remote_task(&remote).await;
-                remote_state_at_first_chunk = Some(state(&theirs).to_owned());
-            }
-        }
-        if let Some(s) = event_state(&payload) {
-            last_state = Some(s.to_owned());
+    let mut seen = Streamed::default();
+    while seen.next_chunk(&mut stream, per_event).await.is_some() {
+        if remote_state_at_first_chunk.is_none() {
+            let theirs = remote_task(&remote).await;
+            remote_state_at_first_chunk = Some(state(&theirs).to_owned());
         }
     }
-    assert_eq!(last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    let chunks = &seen.chunks;
+    assert_eq!(seen.last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
     assert_eq!(
-        text, "chunk-1 chunk-2 chunk-3 chunk-4 chunk-5 ",
+        seen.text(),
+        "chunk-1 chunk-2 chunk-3 chunk-4 chunk-5 ",
+        "{chunks:?}"
+    );
+    // Our artifact starts where the remote's does, on both stores: a chunk pushed before the
+    // artifact's start is placed by the remote's task as it stands, never shown alone.
+    assert!(
+        chunks.first().is_some_and(|c| c.starts_with("chunk-1 ")),
         "{chunks:?}"
     );
     // Chunk by chunk, as the remote sent them, not one snapshot at the end (in order where
@@ -451,6 +490,42 @@ async fn a_chunk_pushed_twice_is_put_right_even_when_the_end_cannot_be_read_at_o
         "read at the pushed end (503 to the call and its retries), then by the sweep: {asked:?}"
     );
     assert_eq!(other.push_results(), [200, 200, 200, 500]);
+}
+
+/// Pushes out of order and twice (a chunk before the start of its artifact, the start again
+/// after later chunks, chunks delivered twice): our client, streaming our task, never sees a
+/// chunk doubled or out of its place. Each relayed update is applied knowing what it
+/// replaces: a chunk that does not continue our artifact is placed by the remote's task as it
+/// stands, an old start is dropped, and at the end the remote's task as it ended settles ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_out_of_order_and_twice_never_show_a_chunk_doubled_or_misplaced() {
+    if !store_ready() {
+        return;
+    }
+    let other = HostileAgent::start(Hostility::ScrambledTwice).await;
+    let ours = delegating(60).await;
+    let mut stream = ours
+        .stream(
+            Binding::Rest,
+            send_request(&format!("delegate {} anything", other.base)),
+        )
+        .await
+        .expect("stream");
+    let whole = "chunk-1 chunk-2 chunk-3 ";
+    let per_event = if on_dynamodb() { WITHIN } else { EVENT_TIMEOUT };
+    let mut seen = Streamed::default();
+    while seen.next_chunk(&mut stream, per_event).await.is_some() {}
+    assert_eq!(seen.last_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    let shown = &seen.shown;
+    assert!(
+        shown.iter().all(|t| whole.starts_with(t.as_str())),
+        "our artifact as our client saw it: {shown:?}"
+    );
+    assert_eq!(seen.text(), whole, "{shown:?}");
+    assert_eq!(other.push_results(), [200; 7]);
+    let id = seen.id.expect("the stream's first event is our task");
+    let task = ok(ours.get_task(Binding::JsonRpc, &id, None).await);
+    assert_eq!(artifact_texts(&task), [whole], "{task}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

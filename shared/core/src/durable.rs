@@ -19,30 +19,23 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use a2a_protocol::{
-    Message, Role, SendMessageResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
-    Timestamp,
-};
+use a2a_protocol::{Task, TaskState, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::MutexGuard;
 
-use crate::agent_call::{decode_reply, signal_payload, timed_out_value, AgentCall, AgentReply};
+use crate::agent_call::{decode_reply, signal_payload, AgentCall, AgentReply};
 use crate::emitter::Emitter;
-use crate::journal::{after, mark_stop, remember_pushed, save_failure, DurableRun};
+use crate::journal::{after, mark_stop, save_failure, DurableRun};
 use crate::ports::{
     DurableExecution, RemoteTaskRef, StoreError, Wait, WaitFor, WaitOutcome, WorkJob,
 };
 use crate::recorded::{decode, failure_value, recorded_failure, too_large_answer};
-use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
-use crate::remote::{send_retried, SEND_WINDOW};
+use crate::relay::RemoteUpdate;
+use crate::remote_call::{RemoteCall, Verdict};
 use crate::request::AgentError;
-use crate::room::{outbound_task_id, RoomAddress};
 use crate::task_log::AppendError;
-
-/// How much less often a remote task that pushes its updates is polled than one that does not.
-const PUSHED_POLL_FACTOR: u64 = 10;
 
 impl Emitter {
     /// Runs `work` once for this task's message, however often the execution is resumed: its
@@ -171,7 +164,9 @@ impl Emitter {
         Box::pin(self.call_agent_now(name, call)).await
     }
 
-    /// [`Self::call_agent`], unboxed.
+    /// [`Self::call_agent`], unboxed. Its phases are [`RemoteCall`]'s: begun, its wait
+    /// written, sent, the answer taken as every update of the remote is
+    /// ([`RemoteCall::on_update`]), and, once the wait is over, settled.
     async fn call_agent_now(&self, name: &str, call: AgentCall) -> Result<AgentReply, AgentError> {
         self.written().await?;
         if self.state.lock().await.head.is_none() {
@@ -191,269 +186,95 @@ impl Emitter {
             }
             return decode_reply(name, value);
         }
-        match run
-            .wait_at(index)
-            .map(|w| (w.outcome.clone(), w.what.clone()))
-        {
-            Some((Some(outcome), what)) => {
-                let value = match outcome {
-                    WaitOutcome::Done { value } => {
-                        let mut value = value;
-                        // A failure in its place (the answer was too large to keep) is no task.
-                        let answer = recorded_failure(&value)
-                            .is_none()
-                            .then(|| serde_json::from_value::<Task>(value.clone()).ok())
-                            .flatten();
-                        if let Some(task) = answer {
-                            remember_pushed(&mut run, name, &what, &task);
-                            mark_stop(&mut run, name, &task);
-                            // The remote's task as it stopped settles ours once more, now
-                            // that the wait is over and later pushes are dropped: a push
-                            // taken while the wait was ending (a retried or late chunk) may
-                            // have changed an artifact after the stop was relayed. Only what
-                            // differs is written; this step is recorded, so a replay does
-                            // not come here again.
-                            match relay(
-                                &self.log,
-                                &self.env.relay_limits,
-                                &self.owner,
-                                self.task_id(),
-                                &RemoteUpdate::Task(&task),
-                            )
-                            .await
-                            {
-                                Ok(()) => {}
-                                // Past the limits: the call fails, its answer is not kept.
-                                Err(AppendError::TooLarge(why)) => {
-                                    value = failure_value(&too_large_reason(&call.agent, &why));
-                                }
-                                Err(err) => {
-                                    tracing::warn!(task_id = %self.task_id(), error = ?err, "could not settle the remote task's artifacts");
-                                }
-                            }
-                            if recorded_failure(&value).is_none() {
-                                self.state.lock().await.settle_on(&task.artifacts);
-                            }
-                        }
-                        value
-                    }
-                    WaitOutcome::TimedOut => {
-                        if let WaitFor::RemoteTask { remote, .. } = &what {
-                            self.cancel_remote(remote, &run).await;
-                        }
-                        timed_out_value(&format!(
-                            "The agent at {} did not finish within {} s; its task was canceled.",
-                            call.agent,
-                            call.timeout.as_secs()
-                        ))
-                    }
-                };
-                let value = self
-                    .record_answer(&mut run, index, name, value, &call.agent)
-                    .await?;
-                return decode_reply(name, value);
-            }
-            Some((None, _)) => return Err(self.park(run).await),
-            None => {}
+        if let Some(wait) = run.wait_at(index).cloned() {
+            let Some(outcome) = wait.outcome else {
+                return Err(self.park(run).await);
+            };
+            let Some(waited) = RemoteCall::of(&wait.what) else {
+                return Err(AgentError::Failed(format!(
+                    "The agent called {name:?} where the run it resumes waited for {:?}: an \
+                     agent must take the same durable steps in the same order every time it runs.",
+                    wait.name
+                )));
+            };
+            let value = waited.settle(self, &mut run, name, outcome, &call).await;
+            let value = self
+                .record_answer(&mut run, index, name, value, &call.agent)
+                .await?;
+            return decode_reply(name, value);
         }
-        let env = self.env.clone();
-        let owner = self.owner.clone();
-        let poll = env.remote_poll;
-        let continued = run.record_mut().remotes.get(name).cloned();
-        // A remote task that pushes to us already keeps its push config: the call continuing
-        // it waits with that config's token, and sends no second config (which would make
-        // every update come twice).
-        let kept_token = continued.as_ref().and_then(|r| r.push_token.clone());
-        let token = kept_token.clone().unwrap_or_else(crate::new_id);
-        // A room cannot answer with a task id: its task is named here, after this task, so that
-        // the room's answers find this wait (`A2aService::relay_room`).
-        let room_task = match (&continued, RoomAddress::is_room(&call.agent)) {
-            (None, true) => {
-                match outbound_task_id(self.task_id(), &format!("{}-{index}", run.trigger_seq)) {
-                    Some(id) => Some(id),
-                    None => {
-                        let value = failure_value(
-                            "Calling a room failed: this task's id is too long to put in an \
-                         A2A-Lite task id",
-                        );
-                        run.push_step(index, name, value.clone());
-                        self.save(&mut run).await?;
-                        return decode_reply(name, value);
-                    }
-                }
-            }
-            _ => None,
+        let mut remote_call = match RemoteCall::begin(self, &mut run, index, name, &call) {
+            Ok(remote_call) => remote_call,
+            Err(failure) => return self.record_failure(run, index, name, failure).await,
         };
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
-        let pending = RemoteTaskRef {
-            agent: call.agent.clone(),
-            task_id: continued
-                .as_ref()
-                .map(|r| r.task_id.clone())
-                .or(room_task)
-                .unwrap_or_default(),
-            context_id: continued
-                .as_ref()
-                .map(|r| r.context_id.clone())
-                .unwrap_or_default(),
-            stopped_at: continued.as_ref().and_then(|r| r.stopped_at.clone()),
-            push_token: kept_token.clone(),
-        };
-        let deadline = after(call.timeout);
-        run.record_mut().wait = Some(Wait {
-            step: index,
-            name: name.to_owned(),
-            what: WaitFor::RemoteTask {
-                remote: pending.clone(),
-                token: token.clone(),
-                poll_every_ms: u64::try_from(poll.as_millis()).unwrap_or(u64::MAX),
-            },
-            // Not due before the send has had its time (its attempts and their pauses): a
-            // sweep would otherwise resume the wait while this run's message is still out.
-            due_at: after(poll.max(SEND_WINDOW)).min(deadline),
-            deadline,
-            outcome: None,
-        });
+        run.record_mut().wait = Some(remote_call.wait(index, name, after(call.timeout)));
         self.written().await?;
         run.record_mut().emitted = run.emits;
         self.save(&mut run).await?;
-
-        let mut message = call.message.clone();
-        message.role = Role::User;
-        // Derived from this task, the message and the step: a send repeated after a crash is
-        // the same message to the remote (idempotent there, as it is here).
-        message.message_id = uuid::Uuid::new_v5(
-            &uuid::Uuid::NAMESPACE_OID,
-            format!("{}/{}/{index}", self.task_id(), run.trigger_seq).as_bytes(),
-        )
-        .to_string();
-        message.task_id = pending.task_id.clone();
-        message.context_id = pending.context_id.clone();
-        let push = env
-            .relay_url(self.task_id())
-            .filter(|_| kept_token.is_none())
-            .map(|url| TaskPushNotificationConfig {
-                url,
-                token: token.clone(),
-                ..TaskPushNotificationConfig::default()
-            });
-        let sent = send_retried(
-            env.remote.as_ref(),
-            &call.agent,
-            &message,
-            push.as_ref(),
-            run.traceparent.as_deref(),
-        )
-        .await;
-        let mut pushed_with = None;
-        let task = match sent.map(|s| (s.answer, s.pushes || kept_token.is_some())) {
-            Err(err) => {
-                let value = failure_value(&format!(
-                    "Calling the agent at {} failed: {err}",
-                    call.agent
-                ));
-                run.push_step(index, name, value.clone());
-                self.save(&mut run).await?;
-                return decode_reply(name, value);
-            }
-            Ok((SendMessageResponse::Message(reply), _)) => direct_reply_task(&reply),
-            Ok((SendMessageResponse::Task(task), pushes)) => {
-                if pushes {
-                    pushed_with = Some(token.clone());
-                }
-                // The first poll is due from now, the message taken; with pushes the poll is
-                // only the safety net, ten times rarer.
-                if let Some(Wait {
-                    what: WaitFor::RemoteTask { poll_every_ms, .. },
-                    due_at,
-                    deadline,
-                    ..
-                }) = run.record_mut().wait.as_mut()
-                {
-                    if pushes {
-                        *poll_every_ms = poll_every_ms.saturating_mul(PUSHED_POLL_FACTOR);
-                    }
-                    *due_at = after(Duration::from_millis(*poll_every_ms)).min(*deadline);
-                }
-                task
-            }
+        let task = match remote_call.send(self, &mut run, index, name, &call).await {
+            Ok(task) => task,
+            Err(failure) => return self.record_failure(run, index, name, failure).await,
         };
-        let remote = RemoteTaskRef {
-            agent: call.agent.clone(),
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            stopped_at: pending.stopped_at.clone(),
-            push_token: pushed_with,
-        };
-        if !task.id.is_empty() {
-            run.record_mut()
-                .remotes
-                .insert(name.to_owned(), remote.clone());
-        }
-        if let Err(err) = relay(
-            &self.log,
-            &env.relay_limits,
-            &owner,
-            self.task_id(),
-            &RemoteUpdate::Task(&task),
-        )
-        .await
-        {
-            // The remote answered more than we take: its task is canceled and the call fails
-            // (recorded, so a replay fails the same way).
-            if let AppendError::TooLarge(why) = &err {
-                if !task.id.is_empty() && !task.status.state.is_terminal() {
-                    self.cancel_remote(&remote, &run).await;
-                }
-                let value = failure_value(&too_large_reason(&call.agent, why));
-                run.push_step(index, name, value.clone());
-                self.save(&mut run).await?;
-                return decode_reply(name, value);
-            }
+        let taken = remote_call
+            .on_update(&self.ours(&run), &RemoteUpdate::Task(&task))
+            .await;
+        if let Some(err) = taken.unrelayed {
             // Our task was canceled while the message was on its way: the cancel could not
             // know the remote's task yet, so it is canceled here. Our task ended any other way
             // only if the remote's own answer (a fast remote, a room) ended the wait and a
             // resumed run finished it: the remote is done, and a cancel would only confuse it.
             if matches!(&err, AppendError::Terminal(ours) if ours.status.state == TaskState::Canceled)
-                && !task.id.is_empty()
                 && !task.status.state.is_terminal()
             {
-                if let Err(err) = env
-                    .remote
-                    .cancel_task(&remote, run.traceparent.as_deref())
-                    .await
-                {
-                    tracing::warn!(task_id = %self.task_id(), remote = %remote.task_id, error = %err, "could not cancel the remote task");
-                }
+                self.cancel_remote(&remote_call.remote, &run).await;
             }
             return Err(err.into());
         }
-        if stopped_anew(&task, &remote) {
-            mark_stop(&mut run, name, &task);
-            let value = serde_json::to_value(&task).unwrap_or(Value::Null);
-            run.push_step(index, name, value);
-            self.save_after_send(&mut run, index, &call.agent).await?;
-            // The answer may have been too large to keep: the call fails as its replay would.
-            if let Some(failure) = run
-                .record_mut()
-                .steps
-                .get(index)
-                .and_then(|s| recorded_failure(&s.value))
-            {
-                return Err(failure);
-            }
-            self.state.lock().await.settle_on(&task.artifacts);
-            return Ok(task.into());
+        match taken.verdict {
+            // The remote answered more than we take: its task was canceled and the call fails
+            // (recorded, so a replay fails the same way).
+            Verdict::Refused(failure) => self.record_failure(run, index, name, failure).await,
+            Verdict::Stopped(task) => self.record_stop(run, index, name, *task, &call).await,
+            Verdict::Waits | Verdict::Unread(_) => Err(self.park_with(run, Some(index)).await),
         }
-        if let Some(Wait {
-            what: WaitFor::RemoteTask { remote: r, .. },
-            ..
-        }) = run.record_mut().wait.as_mut()
-        {
-            *r = remote.clone();
+    }
+
+    /// Records `task`, the remote's answer to the call `name` (step `index`, made as `call`)
+    /// as it stopped, taken with the send's answer, and answers it.
+    async fn record_stop(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        index: usize,
+        name: &str,
+        task: Task,
+        call: &AgentCall,
+    ) -> Result<AgentReply, AgentError> {
+        mark_stop(&mut run, name, &task);
+        let value = serde_json::to_value(&task).unwrap_or(Value::Null);
+        run.push_step(index, name, value);
+        self.save_after_send(&mut run, index, &call.agent).await?;
+        // The answer may have been too large to keep: the call fails as its replay would.
+        let step = run.record_mut().steps.get(index);
+        if let Some(failure) = step.and_then(|s| recorded_failure(&s.value)) {
+            return Err(failure);
         }
-        Err(self.park_with(run, Some(index)).await)
+        self.state.lock().await.settle_on(&task.artifacts);
+        Ok(task.into())
+    }
+
+    /// Records `value`, the failure of the call `name` (step `index`), and answers it.
+    async fn record_failure(
+        &self,
+        mut run: MutexGuard<'_, DurableRun>,
+        index: usize,
+        name: &str,
+        value: Value,
+    ) -> Result<AgentReply, AgentError> {
+        run.push_step(index, name, value.clone());
+        self.save(&mut run).await?;
+        decode_reply(name, value)
     }
 
     /// Saves the record of a call whose message went out. A conflict here is most often the
@@ -708,7 +529,7 @@ impl Emitter {
     }
 
     /// Asks a remote agent to cancel its task, as best it can.
-    async fn cancel_remote(&self, remote: &RemoteTaskRef, run: &DurableRun) {
+    pub(crate) async fn cancel_remote(&self, remote: &RemoteTaskRef, run: &DurableRun) {
         if remote.task_id.is_empty() {
             return;
         }
@@ -745,19 +566,5 @@ impl Emitter {
                 tracing::warn!(task_id = %self.task_id(), error = %err, "could not remove the execution record");
             }
         }
-    }
-}
-
-/// The task a remote's direct message answer stands for: completed, with the message.
-fn direct_reply_task(reply: &Message) -> Task {
-    Task {
-        id: String::new(),
-        context_id: reply.context_id.clone(),
-        status: TaskStatus {
-            state: TaskState::Completed,
-            message: Some(reply.clone()),
-            timestamp: Some(Timestamp::now()),
-        },
-        ..Task::default()
     }
 }

@@ -32,6 +32,7 @@ mod push_policy;
 mod recorded;
 mod relay;
 mod remote;
+mod remote_call;
 mod request;
 mod reread;
 mod retry;

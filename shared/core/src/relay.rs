@@ -139,33 +139,79 @@ pub(crate) enum RemoteUpdate<'a> {
     Artifact(&'a a2a_protocol::TaskArtifactUpdateEvent),
 }
 
+/// How [`relay`] takes a chunk (an artifact update that appends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Chunks {
+    /// Only where it continues our artifact: a chunk whose artifact we do not have yet (its
+    /// start still on its way), or that our artifact ends with already (delivered twice), is
+    /// not written: [`Relayed::Unplaced`].
+    Placed,
+    /// As it comes (the remote's task could not say where it goes).
+    AsTheyCome,
+}
+
+/// What [`relay`] did with an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relayed {
+    /// Written, or nothing in it was new.
+    Done,
+    /// A chunk that does not continue our artifact as it stands ([`Chunks::Placed`]): nothing
+    /// written; only the remote's task as it stands can say where it goes.
+    Unplaced,
+}
+
 /// Relays a remote task's progress into our task `task_id`: its WORKING status (with its
 /// message) and its artifacts, as events of ours. States that stop the remote are not relayed:
-/// the resumed agent decides what they mean for our task. An artifact already ours as it is
-/// (same id, same parts) is not written again, so a snapshot after the pushes costs nothing,
-/// and a push delivered twice changes nothing twice (a chunk appended twice is put right by
-/// the remote's task as it stopped). A status whose message our task shows or showed (by its
-/// id) is not relayed again, so a replayed old status does not take our task back to it. An
-/// update that would take our task past `limits` is not written at all:
-/// [`AppendError::TooLarge`].
+/// the resumed agent decides what they mean for our task. Pushes carry no sequence and may
+/// come out of order or twice, so each update is applied knowing what it replaces:
+/// - a snapshot of the remote's task replaces our copy of each artifact that differs, except,
+///   while the remote works, one our copy extends (the snapshot is older than chunks relayed
+///   since); once the remote stopped its task is the truth, and replaces whatever differs;
+/// - the start of an artifact (an update that does not append) that our copy begins with
+///   already is an old one, delivered late or twice: not written;
+/// - a chunk is appended only where it continues our copy ([`Chunks`]).
+///
+/// A status whose message our task shows or showed (by its id) is not relayed again, so a
+/// replayed old status does not take our task back to it. An update that would take our task
+/// past `limits` is not written at all: [`AppendError::TooLarge`]. What is written is decided
+/// on our task as it stands when it is written (a concurrent relay decides again).
 pub(crate) async fn relay(
     log: &TaskLog,
     limits: &RelayLimits,
     owner: &Owner,
     task_id: &str,
     update: &RemoteUpdate<'_>,
-) -> Result<(), AppendError> {
-    let head = log
-        .load_retried(owner, task_id)
-        .await
-        .map_err(AppendError::Store)?
-        .ok_or_else(|| AppendError::NotFound(task_id.to_owned()))?;
-    if head.task.status.state.is_terminal() {
-        return Err(AppendError::Terminal(Box::new(head.task)));
+    chunks: Chunks,
+) -> Result<Relayed, AppendError> {
+    loop {
+        let head = log
+            .load_retried(owner, task_id)
+            .await
+            .map_err(AppendError::Store)?
+            .ok_or_else(|| AppendError::NotFound(task_id.to_owned()))?;
+        if head.task.status.state.is_terminal() {
+            return Err(AppendError::Terminal(Box::new(head.task)));
+        }
+        let events = match events_for(&head.task, update, chunks) {
+            Some(events) => events,
+            None => return Ok(Relayed::Unplaced),
+        };
+        if events.is_empty() {
+            return Ok(Relayed::Done);
+        }
+        within(&head.task, &events, limits)?;
+        if log.append_on(owner, head, events).await?.is_some() {
+            return Ok(Relayed::Done);
+        }
     }
+}
+
+/// The events that relay `update` into `task` (see [`relay`]); `None` for a chunk that does
+/// not continue our copy of its artifact.
+fn events_for(task: &Task, update: &RemoteUpdate<'_>, chunks: Chunks) -> Option<Vec<TaskEvent>> {
     let ours = |mut message: Message| {
-        message.task_id = head.task.id.clone();
-        message.context_id = head.task.context_id.clone();
+        message.task_id = task.id.clone();
+        message.context_id = task.context_id.clone();
         message.role = Role::Agent;
         message
     };
@@ -174,38 +220,26 @@ pub(crate) async fn relay(
     // and is not relayed again (our task does not go back to it).
     let shown = |message: &Message| {
         !message.message_id.is_empty()
-            && head
-                .task
+            && task
                 .status
                 .message
                 .iter()
-                .chain(&head.task.history)
+                .chain(&task.history)
                 .any(|m| m.message_id == message.message_id)
     };
     let status = |status: &TaskStatus| {
-        let same = head.task.status.state == TaskState::Working
-            && head.task.status.message.as_ref().map(|m| &m.parts)
+        let same = task.status.state == TaskState::Working
+            && task.status.message.as_ref().map(|m| &m.parts)
                 == status.message.as_ref().map(|m| &m.parts);
         let again = status.message.as_ref().is_some_and(shown);
-        (status.state == TaskState::Working && !same && !again).then(|| TaskEvent::Status {
-            update: a2a_protocol::TaskStatusUpdateEvent {
-                task_id: head.task.id.clone(),
-                context_id: head.task.context_id.clone(),
-                status: TaskStatus {
-                    state: TaskState::Working,
-                    message: status.message.clone().map(ours),
-                    timestamp: Some(Timestamp::now()),
-                },
-                metadata: None,
-                generation: 0,
-            },
-        })
+        (status.state == TaskState::Working && !same && !again)
+            .then(|| working(task, status.message.clone().map(ours)))
     };
     let artifact =
         |artifact: &a2a_protocol::Artifact, append: bool, last_chunk: bool| TaskEvent::Artifact {
             update: a2a_protocol::TaskArtifactUpdateEvent {
-                task_id: head.task.id.clone(),
-                context_id: head.task.context_id.clone(),
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
                 artifact: artifact.clone(),
                 append,
                 last_chunk,
@@ -213,50 +247,65 @@ pub(crate) async fn relay(
                 generation: 0,
             },
         };
+    let copy = |id: &str| task.artifacts.iter().find(|a| a.artifact_id == id);
     let mut events = Vec::new();
     match update {
-        RemoteUpdate::Task(task) => {
-            events.extend(status(&task.status));
-            for remote in unsettled(&head.task, &task.artifacts) {
-                events.push(artifact(remote, false, true));
+        RemoteUpdate::Task(remote) => {
+            events.extend(status(&remote.status));
+            let settled = stopped(remote.status.state);
+            for theirs in unsettled(task, &remote.artifacts) {
+                let older = copy(&theirs.artifact_id).is_some_and(|a| {
+                    a.parts.len() > theirs.parts.len() && a.parts.starts_with(&theirs.parts)
+                });
+                if settled || !older {
+                    events.push(artifact(theirs, false, true));
+                }
             }
         }
         RemoteUpdate::Status(update) => events.extend(status(&update.status)),
         RemoteUpdate::Artifact(update) => {
-            let known = !update.append
-                && head.task.artifacts.iter().any(|a| {
-                    a.artifact_id == update.artifact.artifact_id && a.parts == update.artifact.parts
-                });
-            if !known {
-                events.push(artifact(&update.artifact, update.append, update.last_chunk))
+            let parts = &update.artifact.parts;
+            match copy(&update.artifact.artifact_id) {
+                // Its start, again or late: our copy has it, and maybe more since.
+                Some(a) if !update.append && a.parts.starts_with(parts) => {}
+                None if update.append && chunks == Chunks::Placed => return None,
+                Some(a)
+                    if update.append
+                        && chunks == Chunks::Placed
+                        && !parts.is_empty()
+                        && a.parts.ends_with(parts) =>
+                {
+                    return None
+                }
+                _ => events.push(artifact(&update.artifact, update.append, update.last_chunk)),
             }
         }
     }
-    if events.is_empty() {
-        return Ok(());
-    }
-    within(&head.task, &events, limits)?;
     // A task still SUBMITTED becomes WORKING before its first relayed artifact.
-    if head.task.status.state == TaskState::Submitted && !events.iter().any(|e| e.state().is_some())
+    if !events.is_empty()
+        && task.status.state == TaskState::Submitted
+        && !events.iter().any(|e| e.state().is_some())
     {
-        events.insert(
-            0,
-            TaskEvent::Status {
-                update: a2a_protocol::TaskStatusUpdateEvent {
-                    task_id: head.task.id.clone(),
-                    context_id: head.task.context_id.clone(),
-                    status: TaskStatus {
-                        state: TaskState::Working,
-                        message: None,
-                        timestamp: Some(Timestamp::now()),
-                    },
-                    metadata: None,
-                    generation: 0,
-                },
-            },
-        );
+        events.insert(0, working(task, None));
     }
-    log.append(owner, head, events).await.map(drop)
+    Some(events)
+}
+
+/// A WORKING status of `task`, with `message`.
+fn working(task: &Task, message: Option<Message>) -> TaskEvent {
+    TaskEvent::Status {
+        update: a2a_protocol::TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message,
+                timestamp: Some(Timestamp::now()),
+            },
+            metadata: None,
+            generation: 0,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -280,6 +329,103 @@ mod tests {
                 generation: 0,
             },
         }
+    }
+
+    /// Our task holding the artifact `a` made of `texts`, one part each.
+    fn holding(texts: &[&str]) -> Task {
+        Task {
+            id: "ours".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            artifacts: vec![Artifact {
+                artifact_id: "a".into(),
+                parts: texts.iter().map(|t| Part::text(*t)).collect(),
+                ..Artifact::default()
+            }],
+            ..Task::default()
+        }
+    }
+
+    /// The texts of the artifacts the events write, and whether each appends.
+    fn written(events: &[TaskEvent]) -> Vec<(String, bool)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                TaskEvent::Artifact { update } => Some((
+                    update
+                        .artifact
+                        .parts
+                        .iter()
+                        .filter_map(|p| p.text.as_deref())
+                        .collect::<String>(),
+                    update.append,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn pushed(text: &str, append: bool) -> TaskArtifactUpdateEvent {
+        let TaskEvent::Artifact { update } = chunk("a", text, append) else {
+            unreachable!()
+        };
+        update
+    }
+
+    #[test]
+    fn a_chunk_is_appended_only_where_it_continues_our_artifact() {
+        let ours = holding(&["1", "2"]);
+        let placed = |task: &Task, update: &TaskArtifactUpdateEvent| {
+            events_for(task, &RemoteUpdate::Artifact(update), Chunks::Placed).map(|e| written(&e))
+        };
+        // The next chunk: appended.
+        assert_eq!(
+            placed(&ours, &pushed("3", true)),
+            Some(vec![("3".into(), true)])
+        );
+        // The chunk our artifact ends with, again; a chunk of an artifact whose start has not
+        // come: not placed.
+        assert_eq!(placed(&ours, &pushed("2", true)), None);
+        assert_eq!(placed(&Task::default(), &pushed("2", true)), None);
+        // Taken as they come, they are appended.
+        let as_they_come = events_for(
+            &ours,
+            &RemoteUpdate::Artifact(&pushed("2", true)),
+            Chunks::AsTheyCome,
+        );
+        assert_eq!(
+            as_they_come.map(|e| written(&e)),
+            Some(vec![("2".into(), true)])
+        );
+        // Its start again, late: nothing; a new start replaces.
+        assert_eq!(placed(&ours, &pushed("1", false)), Some(vec![]));
+        assert_eq!(
+            placed(&ours, &pushed("0", false)),
+            Some(vec![("0".into(), false)])
+        );
+    }
+
+    #[test]
+    fn a_snapshot_older_than_our_artifact_replaces_it_only_once_the_remote_stopped() {
+        let ours = holding(&["1", "2", "3"]);
+        let mut theirs = holding(&["1", "2"]);
+        theirs.id = "theirs".into();
+        let relayed = |task: &Task| {
+            events_for(&ours, &RemoteUpdate::Task(task), Chunks::Placed).map(|e| written(&e))
+        };
+        // Taken while it works, before the chunk we have since: not written back.
+        assert_eq!(relayed(&theirs), Some(vec![]));
+        // Ahead of ours: replaces it.
+        theirs.artifacts[0]
+            .parts
+            .extend([Part::text("3"), Part::text("4")]);
+        assert_eq!(relayed(&theirs), Some(vec![("1234".into(), false)]));
+        // As it stopped: the truth, whatever ours holds.
+        theirs.artifacts[0].parts.truncate(2);
+        theirs.status.state = TaskState::Completed;
+        assert_eq!(relayed(&theirs), Some(vec![("12".into(), false)]));
     }
 
     #[test]

@@ -341,6 +341,21 @@ impl TaskLog {
         self.append_at(owner, head, events, false, settled).await
     }
 
+    /// [`Self::append`] on top of `head` only: `Ok(None)` when the task moved on since `head`
+    /// was read, for a caller whose events depend on what the task holds to decide again.
+    pub(crate) async fn append_on(
+        &self,
+        owner: &Owner,
+        head: StoredTask,
+        events: Vec<TaskEvent>,
+    ) -> Result<Option<StoredTask>, AppendError> {
+        match self.append_at(owner, head, events, true, &[]).await {
+            Ok(next) => Ok(Some(next)),
+            Err(AppendError::Invalid(A2AError::TaskGenerationMismatch { .. })) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// [`Self::append`]; `exact`: only on top of `head` as given (an A2A 1.1
     /// `ifGenerationMatch`): a conflict is TaskGenerationMismatchError, not a new attempt on the
     /// head as it stands now. `settled`: see [`Self::append_settling`].

@@ -14,8 +14,8 @@ use crate::kernel::Core;
 use crate::ports::{
     DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob, WorkQueue,
 };
-use crate::recorded::failure_value;
-use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
+use crate::relay::RemoteUpdate;
+use crate::remote_call::{Ours, RemoteCall};
 use crate::request::AgentRequest;
 use crate::task_log::AppendError;
 
@@ -347,71 +347,16 @@ pub(crate) async fn advance(
                     next.due_at = now;
                 }
                 WaitFor::Signal => next.due_at = wait.deadline,
-                WaitFor::RemoteTask {
-                    remote,
-                    poll_every_ms,
-                    ..
-                } => {
+                WaitFor::RemoteTask { poll_every_ms, .. } => {
                     let poll_again = Timestamp::from_millis(
                         now.millis()
                             .saturating_add(i64::try_from(*poll_every_ms).unwrap_or(i64::MAX)),
                     )
                     .min(wait.deadline);
                     next.due_at = poll_again;
-                    if !remote.task_id.is_empty() {
-                        let polled = core
-                            .durable
-                            .remote
-                            .get_task(remote, record.traceparent.as_deref())
-                            .await;
-                        match polled {
-                            Ok(task) => {
-                                let update = RemoteUpdate::Task(&task);
-                                let relayed = relay(
-                                    &core.log,
-                                    &core.durable.relay_limits,
-                                    &record.owner,
-                                    &record.task_id,
-                                    &update,
-                                )
-                                .await;
-                                match relayed {
-                                    Ok(()) => {}
-                                    // More than we take from it: the call fails, and the
-                                    // remote's task is canceled.
-                                    Err(AppendError::TooLarge(why)) => {
-                                        if let Err(err) = core
-                                            .durable
-                                            .remote
-                                            .cancel_task(remote, record.traceparent.as_deref())
-                                            .await
-                                        {
-                                            tracing::warn!(task_id = %record.task_id, error = %err, "could not cancel the remote task");
-                                        }
-                                        next.outcome = Some(WaitOutcome::Done {
-                                            value: failure_value(&too_large_reason(
-                                                &remote.agent,
-                                                &why,
-                                            )),
-                                        });
-                                        next.due_at = now;
-                                    }
-                                    Err(err) => {
-                                        tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
-                                    }
-                                }
-                                if next.outcome.is_none() && stopped_anew(&task, remote) {
-                                    next.outcome = Some(WaitOutcome::Done {
-                                        value: serde_json::to_value(&task)
-                                            .unwrap_or(serde_json::Value::Null),
-                                    });
-                                    next.due_at = now;
-                                }
-                            }
-                            Err(err) => {
-                                tracing::warn!(task_id = %record.task_id, error = %err, "polling the remote task failed; it is polled again later")
-                            }
-                        }
+                    if let Some(outcome) = poll(core, &record, &wait.what).await {
+                        next.outcome = Some(outcome);
+                        next.due_at = now;
                     }
                 }
             }
@@ -441,6 +386,38 @@ pub(crate) async fn advance(
             Err(err) => return Err(err),
         }
     }
+}
+
+/// Polls the remote task the wait `what` of `record`'s execution follows: its task as it
+/// stands is taken as every update of it is ([`RemoteCall::on_update`]); returns the outcome
+/// the wait ends with, if it ends.
+async fn poll(core: &Core, record: &DurableExecution, what: &WaitFor) -> Option<WaitOutcome> {
+    let call = RemoteCall::of(what).filter(|c| !c.remote.task_id.is_empty())?;
+    let traceparent = record.traceparent.as_deref();
+    let task = match core
+        .durable
+        .remote
+        .get_task(&call.remote, traceparent)
+        .await
+    {
+        Ok(task) => task,
+        Err(err) => {
+            tracing::warn!(task_id = %record.task_id, error = %err, "polling the remote task failed; it is polled again later");
+            return None;
+        }
+    };
+    let ours = Ours {
+        log: &core.log,
+        env: &core.durable,
+        owner: &record.owner,
+        task_id: &record.task_id,
+        traceparent,
+    };
+    let taken = call.on_update(&ours, &RemoteUpdate::Task(&task)).await;
+    if let Some(err) = &taken.unrelayed {
+        tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
+    }
+    taken.verdict.outcome()
 }
 
 /// Writes `updated`, a wait's new state, if the stored record's version is still `expected`.

@@ -74,6 +74,12 @@ struct Options {
     /// connect and a close (CPU in the function's process) that the services never cost.
     #[arg(long)]
     direct: bool,
+    /// Run each function under Valgrind's callgrind, its profile written into this directory,
+    /// and print the instructions each run executed in all (a line `instructions <function>
+    /// <warm> <total>` per run): `infra/instructions.py --lambda` takes the difference of two
+    /// `--warm` counts. Times and memory are then valgrind's, not the function's.
+    #[arg(long)]
+    callgrind: Option<PathBuf>,
 }
 
 /// The one binary of every function (`functions/`).
@@ -346,6 +352,7 @@ async fn cold_start(
     env: &[(String, String)],
     timeout: Duration,
     warm: usize,
+    callgrind: Option<&Path>,
 ) -> Run {
     let rt = Arc::new(Runtime {
         function: function.to_owned(),
@@ -370,7 +377,18 @@ async fn cold_start(
     });
 
     // std's process API: spawning does not block, and it needs no tokio feature.
-    let mut command = std::process::Command::new(binary);
+    let profile = callgrind.map(|dir| dir.join(format!("callgrind.{function}.{warm}.out")));
+    let mut command = match &profile {
+        Some(profile) => {
+            let mut valgrind = std::process::Command::new("valgrind");
+            valgrind
+                .arg("--tool=callgrind")
+                .arg(format!("--callgrind-out-file={}", profile.display()))
+                .arg(binary);
+            valgrind
+        }
+        None => std::process::Command::new(binary),
+    };
     command
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
@@ -412,8 +430,16 @@ async fn cold_start(
         }
     }
     let peak_rss_kib = peak_rss_kib(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
+    match &profile {
+        Some(profile) => match stop_profiled(child, profile).await {
+            Ok(total) => eprintln!("instructions {function} {warm} {total}"),
+            Err(why) => eprintln!("instructions {function} {warm}: {why}"),
+        },
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
     server.abort();
     let seen = rt.seen.lock().unwrap();
     let Some((next_at, next_cpu)) = seen.first_next else {
@@ -458,6 +484,31 @@ async fn cold_start(
             ..Run::none()
         },
     }
+}
+
+/// Stops a function running under callgrind as Lambda ends an instance (SIGTERM; callgrind
+/// writes its profile on the way out, which SIGKILL would not let it) and reads the
+/// instructions it executed in all from the profile's `summary:` line.
+async fn stop_profiled(mut child: std::process::Child, profile: &Path) -> Result<u64, String> {
+    let pid = child.id().to_string();
+    let signalled = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    if !signalled.is_ok_and(|status| status.success()) {
+        let _ = child.kill();
+    }
+    tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(profile).map_err(|e| format!("no profile: {e}"))?;
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix("summary:")
+                .or_else(|| line.strip_prefix("totals:"))
+        })
+        .and_then(|total| total.trim().parse().ok())
+        .ok_or_else(|| "the profile has no total".into())
 }
 
 impl Run {
@@ -700,6 +751,7 @@ async fn main() -> Result<(), String> {
                 &env,
                 Duration::from_secs(o.timeout_secs),
                 o.warm,
+                o.callgrind.as_deref(),
             )
             .await;
             inits.extend(run.init);

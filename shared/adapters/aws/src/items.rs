@@ -306,9 +306,11 @@ pub(crate) fn unpacked<T: for<'a> Deserialize<'a>>(
 
 thread_local! {
     /// A compressor and a decompressor per thread, reset between uses. A new compressor
-    /// allocates and zeroes about 300 KB (miniz's window and hash tables), a decompressor
-    /// about 40 KB: for a task of a few hundred bytes that cost more than the deflating, and
-    /// on Lambda (one thread, one task per request) it showed in every send and read.
+    /// allocates and zeroes its window and hash tables, a decompressor its window: for a
+    /// task of a few hundred bytes that cost more than the deflating, and on Lambda (one
+    /// thread, one task per request) it showed in every send and read. zlib-rs, not
+    /// miniz_oxide: its reset clears less (≈ 180,000 instructions against ≈ 320,000 under
+    /// callgrind; docs/performance.md, "The functions' warm requests").
     static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::best(), false));
     static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(false));
 }

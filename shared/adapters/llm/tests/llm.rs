@@ -14,7 +14,8 @@ use async_trait::async_trait;
 use futures::StreamExt as _;
 use serde_json::json;
 use support::{
-    answer, first_chunk, send, stream_through_gate, within, A2aServer, ModelServer, Script, API_KEY,
+    answer, first_chunk, send, stream_through_gate, token_usage, within, A2aServer, ModelServer,
+    Script, API_KEY,
 };
 use tokio::sync::Notify;
 
@@ -22,16 +23,6 @@ fn agent(model: &ModelServer) -> LlmAgent {
     LlmAgent::new("helper")
         .model(model.model())
         .system_prompt("You are terse.")
-}
-
-/// The task's token usage, as GetTask shows it: input, output, total tokens and model calls.
-fn token_usage(task: &a2a_protocol::Task) -> [u64; 4] {
-    let usage = &task.metadata.as_ref().expect("the task's metadata")["tokenUsage"];
-    ["inputTokens", "outputTokens", "totalTokens", "modelCalls"].map(|key| {
-        usage[key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{key} in {usage}"))
-    })
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -11,13 +11,13 @@ use serde_json::Value;
 use super::A2aService;
 use crate::journal::relay_owner;
 use crate::ports::{
-    constant_time_eq, DueExecution, DurableExecution, Owner, RemoteTaskRef, StoreError, Wait,
-    WaitFor, WaitOutcome, WorkJob,
+    constant_time_eq, DueExecution, DurableExecution, Owner, StoreError, Wait, WaitFor,
+    WaitOutcome, WorkJob,
 };
-use crate::recorded::failure_value;
-use crate::relay::{relay, stopped_anew, too_large_reason, RemoteUpdate};
+use crate::relay::RemoteUpdate;
 use crate::remote::RemoteError;
-use crate::task_log::{store_error, AppendError};
+use crate::remote_call::{Ours, RemoteCall, Verdict};
+use crate::task_log::store_error;
 use crate::worker::{advance, rearm, save_wait, Advanced};
 
 /// How many times a wait's outcome is written again after losing to a concurrent write.
@@ -36,8 +36,9 @@ pub(crate) const SWEEP_PASS_DEADLINE: Duration = Duration::from_secs(45);
 pub struct RelayPush {
     owner: Owner,
     task_id: String,
-    token: String,
-    remote: RemoteTaskRef,
+    /// The call it is about, as the wait follows it; for a late push, the remote task an
+    /// earlier call worked with (and the push's token).
+    call: RemoteCall,
     /// Whether it is for the remote task the execution waits for now (else: a late push).
     current: bool,
     traceparent: Option<String>,
@@ -158,16 +159,13 @@ impl A2aService {
         else {
             return Ok(RelayCheck::Answer(gone));
         };
-        let waiting = record.wait.as_ref().and_then(|w| match &w.what {
-            WaitFor::RemoteTask { remote, token, .. } if w.outcome.is_none() => {
-                Some((remote.clone(), token.clone()))
-            }
-            _ => None,
-        });
-        let (remote, current) = match waiting {
-            Some((remote, expected)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
-                (remote, true)
-            }
+        let waiting = record
+            .wait
+            .as_ref()
+            .filter(|w| w.outcome.is_none())
+            .and_then(|w| RemoteCall::of(&w.what));
+        let (call, current) = match waiting {
+            Some(call) if constant_time_eq(call.token.as_bytes(), token.as_bytes()) => (call, true),
             _ => {
                 // A remote this task worked with before, pushing on after its call returned.
                 let known = record.remotes.values().find(|r| {
@@ -176,7 +174,14 @@ impl A2aService {
                         .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
                 });
                 match known {
-                    Some(remote) => (remote.clone(), false),
+                    Some(remote) => {
+                        let call = RemoteCall {
+                            remote: remote.clone(),
+                            token: token.to_owned(),
+                            poll_every_ms: 0,
+                        };
+                        (call, false)
+                    }
                     None => return Ok(RelayCheck::Answer(gone)),
                 }
             }
@@ -185,8 +190,7 @@ impl A2aService {
         Ok(RelayCheck::Push(Box::new(RelayPush {
             owner,
             task_id: task_id.to_owned(),
-            token: token.to_owned(),
-            remote,
+            call,
             current,
             traceparent: record.traceparent,
             audiences,
@@ -209,8 +213,7 @@ impl A2aService {
         let RelayPush {
             owner,
             task_id,
-            token,
-            remote,
+            call,
             current,
             traceparent,
             audiences,
@@ -223,7 +226,7 @@ impl A2aService {
                 .core
                 .durable
                 .remote
-                .verify_push(&remote.agent, &audiences, signature, body)
+                .verify_push(&call.remote.agent, &audiences, signature, body)
                 .await
             {
                 Ok(()) => {}
@@ -249,16 +252,9 @@ impl A2aService {
         // A chunk of this push written after the call ended (delivered twice, the copy slow)
         // is put right by the resumed run's writes, which settle the task on the remote's
         // answer (`TaskLog::append_settling`).
-        self.take_remote_update(
-            &owner,
-            task_id,
-            &remote,
-            &token,
-            &update,
-            traceparent.as_deref(),
-        )
-        .await
-        .map(|_| RelayAnswer::Taken)
+        self.take_remote_update(&owner, task_id, &call, &update, traceparent.as_deref())
+            .await
+            .map(|_| RelayAnswer::Taken)
     }
 
     /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
@@ -277,19 +273,17 @@ impl A2aService {
         let Some((owner, task_id, record)) = self.outbound_record(lite_id).await? else {
             return Ok(false);
         };
-        let waiting = record.wait.as_ref().and_then(|w| match &w.what {
-            WaitFor::RemoteTask { remote, token, .. }
-                if w.outcome.is_none() && remote.agent == room && remote.task_id == lite_id =>
-            {
-                Some((remote.clone(), token.clone()))
-            }
-            _ => None,
-        });
-        let Some((remote, token)) = waiting else {
+        let waiting = record
+            .wait
+            .as_ref()
+            .filter(|w| w.outcome.is_none())
+            .and_then(|w| RemoteCall::of(&w.what))
+            .filter(|c| c.remote.agent == room && c.remote.task_id == lite_id);
+        let Some(call) = waiting else {
             return Ok(false);
         };
         let traceparent = record.traceparent.as_deref();
-        self.take_remote_update(&owner, &task_id, &remote, &token, update, traceparent)
+        self.take_remote_update(&owner, &task_id, &call, update, traceparent)
             .await
     }
 
@@ -339,158 +333,62 @@ impl A2aService {
             .any(|r| r.agent == room && r.task_id == lite_id))
     }
 
-    /// Relays `update` of the remote task `remote` into the owner's task `task_id`, whose
-    /// wait (with `token`) follows it; when it says the remote task stopped, ends the wait and
-    /// queues the resumption (`traceparent`: the execution's, for the remote's GetTask).
+    /// Relays `update` of the remote task `waited` follows into the owner's task `task_id`
+    /// ([`RemoteCall::on_update`]); when it says the remote task stopped, ends the wait and
+    /// queues the resumption (`traceparent`: the execution's, for the remote's GetTask). A
+    /// remote that stopped and cannot be read now is polled now (the sweep reads its task),
+    /// and the pusher is told to try again.
     async fn take_remote_update(
         &self,
         owner: &Owner,
         task_id: &str,
-        remote: &RemoteTaskRef,
-        token: &str,
+        waited: &RemoteCall,
         update: &StreamResponse,
         traceparent: Option<&str>,
     ) -> Result<bool, A2AError> {
-        let (remote_task, state_task) = match update {
-            StreamResponse::Task(task) => (task.id.clone(), Some(task.clone())),
-            StreamResponse::StatusUpdate(u) => (
-                u.task_id.clone(),
-                Some(Task {
-                    id: u.task_id.clone(),
-                    context_id: u.context_id.clone(),
-                    status: u.status.clone(),
-                    ..Task::default()
-                }),
-            ),
-            StreamResponse::ArtifactUpdate(u) => (u.task_id.clone(), None),
+        let (remote_task, relayed) = match update {
+            StreamResponse::Task(task) => (&task.id, RemoteUpdate::Task(task)),
+            StreamResponse::StatusUpdate(u) => (&u.task_id, RemoteUpdate::Status(u)),
+            StreamResponse::ArtifactUpdate(u) => (&u.task_id, RemoteUpdate::Artifact(u)),
             StreamResponse::Message(_) => return Ok(true),
         };
-        if !remote.task_id.is_empty() && !remote_task.is_empty() && remote_task != remote.task_id {
+        let follows = &waited.remote.task_id;
+        if !follows.is_empty() && !remote_task.is_empty() && remote_task != follows {
             return Err(A2AError::invalid_params(
                 "the push is about another task than the one this wait follows",
             ));
         }
-        let relayed = match update {
-            StreamResponse::Task(task) => RemoteUpdate::Task(task),
-            StreamResponse::StatusUpdate(u) => RemoteUpdate::Status(u),
-            StreamResponse::ArtifactUpdate(u) => RemoteUpdate::Artifact(u),
-            StreamResponse::Message(_) => return Ok(true),
+        let ours = Ours {
+            log: &self.core.log,
+            env: &self.core.durable,
+            owner,
+            task_id,
+            traceparent,
         };
-        let limits = &self.core.durable.relay_limits;
-        match relay(&self.core.log, limits, owner, task_id, &relayed).await {
-            Ok(()) => {}
-            Err(AppendError::TooLarge(why)) => {
-                return self
-                    .refuse_remote_answer(owner, task_id, remote, token, traceparent, &why)
-                    .await;
-            }
-            Err(err) => tracing::warn!(task_id, error = ?err, "could not relay a remote push"),
+        let taken = waited.on_update(&ours, &relayed).await;
+        if let Some(err) = &taken.unrelayed {
+            tracing::warn!(task_id, error = ?err, "could not relay a remote push");
         }
-        let Some(mut task) = state_task.filter(|t| stopped_anew(t, remote)) else {
+        if let Verdict::Unread(why) = &taken.verdict {
+            tracing::warn!(task_id, error = %why, "a remote task stopped and cannot be read now; it is polled");
+            self.poll_now(owner, task_id, &waited.token)
+                .await
+                .map_err(store_error)?;
+            return Err(A2AError::Internal(format!(
+                "the remote task stopped, and cannot be read now: {why}"
+            )));
+        }
+        let Some(outcome) = taken.verdict.outcome() else {
             return Ok(true);
         };
-        if !matches!(update, StreamResponse::Task(_)) {
-            // A status update says the remote stopped, not what its artifacts ended as: its
-            // chunk pushes may come out of order (a push service delivers in parallel) or
-            // not at all. The remote's task as it stopped settles ours (changed artifacts
-            // replaced whole), and the resumed call gets all of it; pushes that come after
-            // the wait is over are dropped (above). Unreachable now: the pushes stand.
-            match self.core.durable.remote.get_task(remote, traceparent).await {
-                Ok(full) if full.id == task.id && stopped_anew(&full, remote) => {
-                    let relayed = relay(
-                        &self.core.log,
-                        limits,
-                        owner,
-                        task_id,
-                        &RemoteUpdate::Task(&full),
-                    )
-                    .await;
-                    match relayed {
-                        Ok(()) => {}
-                        Err(AppendError::TooLarge(why)) => {
-                            return self
-                                .refuse_remote_answer(
-                                    owner,
-                                    task_id,
-                                    remote,
-                                    token,
-                                    traceparent,
-                                    &why,
-                                )
-                                .await;
-                        }
-                        Err(err) => {
-                            tracing::warn!(task_id, error = ?err, "could not relay a remote task as it stopped");
-                        }
-                    }
-                    task = full;
-                }
-                Ok(_) => {}
-                Err(RemoteError::Unavailable(why)) => {
-                    // Its chunks as they came may be off (one pushed twice, or lost), and
-                    // only its task as it stopped says what its artifacts are: the wait stays
-                    // open, polled now (the sweep reads the remote's task), and the pusher is
-                    // told to try again.
-                    tracing::warn!(task_id, error = %why, "a remote task stopped and cannot be read now; it is polled");
-                    self.poll_now(owner, task_id, token)
-                        .await
-                        .map_err(store_error)?;
-                    return Err(A2AError::Internal(format!(
-                        "the remote task stopped, and cannot be read now: {why}"
-                    )));
-                }
-                Err(err) => {
-                    tracing::warn!(task_id, error = %err, "could not read a remote task as it stopped");
-                }
-            }
-        }
-        let value = serde_json::to_value(&task).unwrap_or(Value::Null);
-        let token = token.to_owned();
+        let token = waited.token.clone();
         let accepts = move |record: &DurableExecution| {
             record.wait.as_ref().is_some_and(|w| {
                 w.outcome.is_none()
                     && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if *t == token)
             })
         };
-        self.end_wait(owner, task_id, accepts, WaitOutcome::Done { value })
-            .await
-            .map(|_| true)
-            .map_err(store_error)
-    }
-
-    /// The remote task `remote` answered more than our task takes (`why`: which limit): the
-    /// update is not written, the remote's task is canceled, and the wait (with `token`) ends
-    /// with the call's failure saying so. Later pushes find the wait over and are dropped.
-    async fn refuse_remote_answer(
-        &self,
-        owner: &Owner,
-        task_id: &str,
-        remote: &RemoteTaskRef,
-        token: &str,
-        traceparent: Option<&str>,
-        why: &str,
-    ) -> Result<bool, A2AError> {
-        tracing::warn!(task_id, remote = %remote.task_id, why, "a remote task answered past the relay limits");
-        if !remote.task_id.is_empty() {
-            if let Err(err) = self
-                .core
-                .durable
-                .remote
-                .cancel_task(remote, traceparent)
-                .await
-            {
-                tracing::warn!(task_id, remote = %remote.task_id, error = %err, "could not cancel the remote task");
-            }
-        }
-        let value = failure_value(&too_large_reason(&remote.agent, why));
-        let token = token.to_owned();
-        let accepts = move |record: &DurableExecution| {
-            record.wait.as_ref().is_some_and(|w| {
-                w.outcome.is_none()
-                    && matches!(&w.what, WaitFor::RemoteTask { token: t, .. } if *t == token)
-            })
-        };
-        self.end_wait(owner, task_id, accepts, WaitOutcome::Done { value })
+        self.end_wait(owner, task_id, accepts, outcome)
             .await
             .map(|_| true)
             .map_err(store_error)

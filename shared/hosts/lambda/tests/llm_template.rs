@@ -387,6 +387,21 @@ for pattern, good, bad in json.load(sys.stdin):
     );
 }
 
+/// Lambda refuses a function whose environment passes 4 KB (`template.rs` holds the kit's
+/// template to it): with the model's settings at their parameters' bounds too, on Bedrock
+/// through an inference profile or on an OpenAI-compatible endpoint with its key's secret,
+/// each function's environment still fits, with the kit's margin.
+#[test]
+fn every_function_s_environment_fits_in_4_kb_with_the_model_s_settings_at_their_bounds() {
+    let project = generated();
+    let bedrock: &[(&str, &str)] = &[("LlmModel", MODEL), ("BedrockInferenceProfile", "us")];
+    let openai: &[(&str, &str)] = &[("LlmProvider", "openai"), ("OpenAiApiKeySecretArn", SECRET)];
+    let Some(largest) = sam::environment::largest(&project.template, &[bedrock, openai]) else {
+        return;
+    };
+    sam::environment::assert_fits(&largest);
+}
+
 #[test]
 fn sam_validate_and_cfn_lint_pass_on_the_generated_template() {
     let project = generated();

@@ -38,6 +38,9 @@ pub(crate) enum Script {
         name: &'static str,
         arguments: &'static str,
     },
+    /// Nothing: `arrived` is notified, and the answer is held open, empty, until the client
+    /// goes away (a model still thinking when its caller dies).
+    Held { arrived: Arc<Notify> },
     /// Tokens every few milliseconds until the client goes away (then `closed` is notified),
     /// or 100,000 of them (over 8 minutes).
     Endless { closed: Arc<Notify> },
@@ -166,6 +169,10 @@ async fn complete(
                 let _ = tx.send(Ok(chunk(json!({}), Some("stop")))).await;
                 let _ = tx.send(Ok(usage())).await;
             });
+        }
+        Script::Held { arrived } => {
+            arrived.notify_one();
+            tokio::spawn(async move { tx.closed().await });
         }
         Script::Endless { closed } => {
             tokio::spawn(async move {
@@ -311,6 +318,16 @@ pub(crate) fn answer(task: &a2a_protocol::Task) -> String {
         .find(|a| a.name == "answer")
         .expect("an answer artifact");
     a2a_client::text_of(&artifact.parts)
+}
+
+/// The task's token usage, as GetTask shows it: input, output, total tokens and model calls.
+pub(crate) fn token_usage(task: &a2a_protocol::Task) -> [u64; 4] {
+    let usage = &task.metadata.as_ref().expect("the task's metadata")["tokenUsage"];
+    ["inputTokens", "outputTokens", "totalTokens", "modelCalls"].map(|key| {
+        usage[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {usage}"))
+    })
 }
 
 /// Serves `app` on a free port of 127.0.0.1; returns its address.

@@ -7,6 +7,8 @@
 //! it), which makes it fail instead.
 #![allow(dead_code)]
 
+pub(crate) mod environment;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

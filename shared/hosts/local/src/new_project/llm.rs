@@ -90,13 +90,56 @@ const ATTACHED: &str = "        # The LLM agent's model (LlmModelPolicy) or its 
         - !If [LlmKeyInSecret, !Ref LlmKeyPolicy, !Ref AWS::NoValue]
 ";
 
+/// Kit parameters an LLM project bounds tighter, to make room for the model's settings in the
+/// functions' environment (Lambda refuses one over 4 KB of JSON, and the kit's template fills
+/// its largest, the front function's, to 3,999 bytes at every parameter's bound; the model's
+/// settings take up to 384): (parameter, the kit's `MaxLength`, the project's). 240 bytes from `AgentDescription` (3 a character; an LLM agent's description
+/// is in its code, `LlmAgent::description`) and 160 from `CorsAllowedOrigins` (1 a character).
+/// `llm_template.rs` in the Lambda host's tests adds it up.
+const TIGHTER: [(&str, &str, &str); 2] = [
+    ("AgentDescription", "180", "100"),
+    ("CorsAllowedOrigins", "360", "200"),
+];
+
+/// The kit's template with [`TIGHTER`]'s bounds: each parameter's `MaxLength`, and the
+/// "at most" of its description.
+fn tighten(kit: &str) -> Result<String, NewProjectError> {
+    let mut text = kit.to_owned();
+    for (name, from, to) in TIGHTER {
+        let header = format!("\n  {name}:\n");
+        let missing = || {
+            NewProjectError::Template(format!("template.yaml has no {name} of MaxLength {from}"))
+        };
+        let start = text.find(&header).ok_or_else(missing)? + header.len();
+        // The parameter's block: to the next line indented no deeper than its name.
+        let end = text[start..]
+            .split_inclusive('\n')
+            .take_while(|line| line.starts_with("   ") || line.trim().is_empty())
+            .map(str::len)
+            .sum::<usize>()
+            + start;
+        let block = &text[start..end];
+        let bound = format!("    MaxLength: {from}\n");
+        if !block.contains(&bound) {
+            return Err(missing());
+        }
+        let block = block
+            .replacen(&bound, &format!("    MaxLength: {to}\n"), 1)
+            .replace(&format!("at most {from}"), &format!("at most {to}"));
+        text.replace_range(start..end, &block);
+    }
+    Ok(text)
+}
+
 /// The kit's template (already adapted to the project) for an LLM project: the model's
 /// parameters, its settings in the functions' environment, and its policy attached to the
-/// functions that run the agent, alone. The kit's own template is unchanged.
+/// functions that run the agent, alone, and room for them ([`TIGHTER`]). The kit's own
+/// template is unchanged.
 pub(super) fn template(llm: bool, kit: &str) -> Result<String, NewProjectError> {
     if !llm {
         return Ok(kit.to_owned());
     }
+    let kit = &tighten(kit)?;
     let missing = |what: &str| NewProjectError::Template(format!("template.yaml has no {what}"));
     let after = |text: &str, anchor: &str, insert: &str| -> Result<String, NewProjectError> {
         let at = text.find(anchor).ok_or_else(|| missing(anchor.trim()))? + anchor.len();
@@ -297,9 +340,26 @@ mod tests {
         let plain = super::template(false, &kit).expect("unchanged");
         assert_eq!(plain, kit);
         let llm = super::template(true, &kit).expect("adapted");
-        // Every line of the kit's, in order; what it adds is the model's.
+        // Two of the kit's bounds tighter, for the model's settings' room in the 4 KB.
+        let tighter = super::tighten(&kit).expect("tightened");
+        for (name, from, to) in super::TIGHTER {
+            let block = |text: &str| {
+                text.split(&format!("\n  {name}:\n"))
+                    .nth(1)
+                    .map(|b| b[..200].to_owned())
+            };
+            assert!(block(&kit)
+                .unwrap()
+                .contains(&format!("MaxLength: {from}\n")));
+            assert!(
+                block(&llm).unwrap().contains(&format!("MaxLength: {to}\n")),
+                "{name}"
+            );
+        }
+        assert_eq!(tighter.lines().count(), kit.lines().count());
+        // Every line of the kit's (so tightened), in order; what it adds is the model's.
         let mut added = Vec::new();
-        let mut kit_lines = kit.lines().peekable();
+        let mut kit_lines = tighter.lines().peekable();
         for line in llm.lines() {
             if kit_lines.peek() == Some(&line) {
                 kit_lines.next();
@@ -336,9 +396,18 @@ mod tests {
 
     #[test]
     fn a_template_without_what_the_llm_generator_adapts_is_a_clear_error() {
-        let err = super::template(true, "Transform: x\nParameters:\n").expect_err("no conditions");
+        let err = super::template(true, "Transform: x\nParameters:\n").expect_err("no bounds");
+        assert!(
+            err.to_string()
+                .contains("AgentDescription of MaxLength 180"),
+            "{err}"
+        );
+        let params = "Transform: x\nParameters:\n  AgentDescription:\n    MaxLength: 180\n  \
+                      CorsAllowedOrigins:\n    MaxLength: 360\n";
+        let err = super::template(true, params).expect_err("no conditions");
         assert!(err.to_string().contains("Conditions"), "{err}");
-        let bare = "Transform: x\nParameters:\nConditions:\nGlobals:\n  Function:\n    Environment:\n      \
+        let bare = "Transform: x\nParameters:\n  AgentDescription:\n    MaxLength: 180\n  \
+                    CorsAllowedOrigins:\n    MaxLength: 360\nConditions:\nGlobals:\n  Function:\n    Environment:\n      \
                     Variables:\n        A: b\nResources:\n  X:\n    Type: AWS::SQS::Queue\n";
         let err = super::template(true, bare).expect_err("no agent function");
         assert!(err.to_string().contains("run the agent"), "{err}");
