@@ -50,9 +50,65 @@ pub(crate) fn new_emitter(
 pub(crate) struct Executions {
     running: Mutex<HashMap<u64, Emitter>>,
     next: AtomicU64,
+    /// Follow-ups starting or running in this process, per task: their inline lease is this
+    /// process's (one holder), so it cannot keep a second copy of a recorded message from
+    /// running it again here (see [`FollowUpClaim`]).
+    follow_ups: Mutex<HashMap<String, usize>>,
+}
+
+/// A follow-up of a task starting or running in this process, from before its message is
+/// recorded to the end of its run (dropped then, or when a start fails).
+pub(crate) struct FollowUpClaim {
+    executions: Arc<Executions>,
+    task_id: String,
+}
+
+impl FollowUpClaim {
+    /// Claims a follow-up of `task_id`, beside any other (a new message).
+    pub(crate) fn of(executions: &Arc<Executions>, task_id: &str) -> Self {
+        *executions
+            .follow_ups()
+            .entry(task_id.to_owned())
+            .or_default() += 1;
+        Self {
+            executions: executions.clone(),
+            task_id: task_id.to_owned(),
+        }
+    }
+
+    /// Claims a follow-up of `task_id` only if none is starting or running here: a copy of a
+    /// message already recorded goes on with it only then (the copy that recorded it runs it).
+    pub(crate) fn sole(executions: &Arc<Executions>, task_id: &str) -> Option<Self> {
+        let mut follow_ups = executions.follow_ups();
+        if follow_ups.contains_key(task_id) {
+            return None;
+        }
+        follow_ups.insert(task_id.to_owned(), 1);
+        drop(follow_ups);
+        Some(Self {
+            executions: executions.clone(),
+            task_id: task_id.to_owned(),
+        })
+    }
+}
+
+impl Drop for FollowUpClaim {
+    fn drop(&mut self) {
+        let mut follow_ups = self.executions.follow_ups();
+        if let Some(count) = follow_ups.get_mut(&self.task_id) {
+            *count -= 1;
+            if *count == 0 {
+                follow_ups.remove(&self.task_id);
+            }
+        }
+    }
 }
 
 impl Executions {
+    fn follow_ups(&self) -> MutexGuard<'_, HashMap<String, usize>> {
+        self.follow_ups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, Emitter>> {
         // A poisoned map only means a panic elsewhere while it was held; its content is still
         // valid.

@@ -29,7 +29,7 @@ pub(crate) struct Core {
     /// The cards as served, signed with the current keys.
     pub(crate) signed_cards: crate::card_signing::CardSigner,
     /// Inline executions running in this process.
-    pub(crate) executions: Executions,
+    pub(crate) executions: std::sync::Arc<Executions>,
     /// What durable executions need.
     pub(crate) durable: Arc<DurableEnv>,
 }

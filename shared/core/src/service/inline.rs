@@ -6,18 +6,21 @@ use tokio::time::Instant;
 
 use super::A2aService;
 use crate::emitter::Emitter;
+use crate::execution::FollowUpClaim;
 use crate::task_log::{EventStream, StreamItem};
 
 impl A2aService {
     /// Runs an inline execution in the background of this process; the handle tells when it
     /// ended (see [`settle`]).
-    pub(super) fn spawn_inline(&self, emitter: Emitter) -> InlineRun {
+    /// A follow-up's `claim` is held until the run ends.
+    pub(super) fn spawn_inline(&self, emitter: Emitter, claim: Option<FollowUpClaim>) -> InlineRun {
         let core = self.core.clone();
         let run = emitter.clone();
         // Boxed: a spawned future is moved into the task's cell and its stage (a copy of its
         // whole size each time), and an execution's is kilobytes; a box moves as a pointer.
         let handle = tokio::spawn(Box::pin(async move {
-            core.executions.run_inline(core.agent.clone(), run).await
+            core.executions.run_inline(core.agent.clone(), run).await;
+            drop(claim);
         }));
         InlineRun {
             handle,

@@ -91,7 +91,7 @@ impl A2aService {
                 ),
                 card: cards.card,
                 offers_extended_card: cards.offers_extended_card,
-                executions: Executions::default(),
+                executions: Arc::new(Executions::default()),
                 durable,
             }),
         }

@@ -15,7 +15,7 @@ use crate::auth::Permission;
 use crate::context::CallContext;
 use crate::emitter::FirstOutcome;
 use crate::event::find_sent;
-use crate::execution::{new_emitter, take_follow_up_lease};
+use crate::execution::{new_emitter, take_follow_up_lease, FollowUpClaim};
 use crate::idempotency;
 use crate::idempotency::MessageIdReuse;
 use crate::journal::DurableRun;
@@ -582,6 +582,17 @@ impl A2aService {
         recording: Recording,
     ) -> Result<Started, A2AError> {
         let task_id = agent_request.task_id.clone();
+        // Claimed before the message is recorded, so that a copy of it that finds it recorded
+        // also finds its run here, and goes on with it only if it has none.
+        let claim = match recording {
+            Recording::Append { .. } => FollowUpClaim::of(&self.core.executions, &task_id),
+            Recording::Recorded => match FollowUpClaim::sole(&self.core.executions, &task_id) {
+                Some(claim) => claim,
+                None => {
+                    return repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
+                }
+            },
+        };
         // The message makes the task active again: lease first (see the emitter). A
         // racing copy of this message may hold it: then this one is a repeat.
         if let Err(err) =
@@ -589,6 +600,21 @@ impl A2aService {
         {
             return self.follow_up_failed(ctx, sent, &task_id, err).await;
         }
+        // A recorded message's run may have begun and ended between this copy's read and its
+        // claim: read again under the lease.
+        let head = match recording {
+            Recording::Append { .. } => head,
+            Recording::Recorded => match self.core.log.load_retried(&ctx.owner, &task_id).await {
+                Ok(Some(now)) if waits_on(&now, sent) => now,
+                Ok(Some(now)) => {
+                    let holder = &self.core.config.worker_id;
+                    let _ = self.core.store.release_lease(&task_id, holder).await;
+                    return repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(now));
+                }
+                Ok(None) => return Err(A2AError::task_not_found(&task_id)),
+                Err(err) => return Err(store_error(err)),
+            },
+        };
         let head = match self
             .record_follow_up(ctx, sent, &agent_request, head, recording)
             .await
@@ -617,7 +643,7 @@ impl A2aService {
             DurableRun::fresh(from_seq, ctx.traceparent.clone()),
         );
         let emitter = emitter.leased(&self.core.config, true);
-        let execution = self.spawn_inline(emitter);
+        let execution = self.spawn_inline(emitter, Some(claim));
         Ok(Started::Task {
             task_id,
             from_seq,
@@ -646,7 +672,7 @@ impl A2aService {
             inline_push,
             DurableRun::fresh(1, ctx.traceparent.clone()),
         );
-        let execution = self.spawn_inline(emitter.leased(&self.core.config, false));
+        let execution = self.spawn_inline(emitter.leased(&self.core.config, false), None);
         match first.await {
             Ok(FirstOutcome::Message(message)) => Ok(Started::Message(message)),
             Ok(FirstOutcome::Superseded) => self.superseded(ctx, sent, &task_id, retry).await,
