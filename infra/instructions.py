@@ -227,10 +227,10 @@ def main():
         else:
             sys.exit("instructions: needs valgrind (Debian: apt-get install valgrind)")
     kinds_asked = args.kinds.split(",")
-    local = any(not kind.startswith("lambda-") for kind in kinds_asked)
-    binary = (args.bin or build(release=not args.smoke)) if local else None
+    on_lambda = [kind.startswith("lambda-") for kind in kinds_asked]
+    binary = (args.bin or build(release=not args.smoke)) if not all(on_lambda) else None
     function_bin = None
-    if not local or any(kind.startswith("lambda-") for kind in kinds_asked):
+    if any(on_lambda):
         if not os.environ.get("AWS_ENDPOINT_URL"):
             sys.exit('instructions: the lambda kinds need the emulator: eval "$(infra/moto.sh env-start)"')
         function_bin = args.function_bin or build(not args.smoke, "a2a-function")

@@ -84,11 +84,7 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
     let Some(mut response) = event.event.to_stream_response() else {
         return JobOutcome::Done;
     };
-    if let StreamResponse::ArtifactUpdate(update) = &mut response {
-        // A chunk: its generations are the task's (on a Task's artifacts), whatever the agent set.
-        update.artifact.start_generation = 0;
-        update.artifact.end_generation = 0;
-    }
+    crate::timeline::without_chunk_generations(&mut response);
     let version = config.protocol();
     if version.is_1_1() {
         // A config an A2A 1.1 client set: the event's generation, as its stream would carry.

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use a2a_protocol::{Role, Task, TimelineEntry};
+use a2a_protocol::{Role, StreamResponse, Task, TimelineEntry};
 
 use crate::event::{LoggedEvent, TaskEvent};
 
@@ -23,6 +23,15 @@ pub(crate) fn timeline_length(requested: Option<i32>, default: usize) -> usize {
     requested
         .map_or(default, |n| usize::try_from(n).unwrap_or(0))
         .min(MAX_TIMELINE_LENGTH)
+}
+
+/// `response` as it goes out: an artifact update's artifact is a chunk, whose generations are
+/// the task's (on a Task's artifacts), whatever the agent set on it.
+pub(crate) fn without_chunk_generations(response: &mut StreamResponse) {
+    if let StreamResponse::ArtifactUpdate(update) = response {
+        update.artifact.start_generation = 0;
+        update.artifact.end_generation = 0;
+    }
 }
 
 /// Sets `task`'s timeline (its latest `keep` entries) and its artifacts' start and end

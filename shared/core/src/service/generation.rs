@@ -43,15 +43,11 @@ pub(super) fn for_caller(ctx: &CallContext, response: OperationResponse) -> Oper
                 item.map(|mut item| {
                     let generation = if v1_1 { item.seq as i64 } else { 0 };
                     set_generation(&mut item.response, generation);
-                    match &mut item.response {
-                        StreamResponse::Task(task) if !v1_1 => without_1_1_fields(task),
-                        // An update's artifact is a chunk: its generations are the task's
-                        // (on a Task's artifacts), whatever the agent set.
-                        StreamResponse::ArtifactUpdate(update) => {
-                            update.artifact.start_generation = 0;
-                            update.artifact.end_generation = 0;
+                    crate::timeline::without_chunk_generations(&mut item.response);
+                    if let StreamResponse::Task(task) = &mut item.response {
+                        if !v1_1 {
+                            without_1_1_fields(task);
                         }
-                        _ => {}
                     }
                     item
                 })
