@@ -20,6 +20,11 @@
 # About 9.5 min after a workspace build (first run: +1 min of pip installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One local cloud at a time (its ports and .venv-lambda/run): infra/llm-check.sh runs a
+# generated project's stack on it too, beside this suite in infra/test-all.sh.
+mkdir -p .venv-lambda
+exec 9>.venv-lambda/session.lock
+flock 9
 issuer=""
 trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; infra/lambda-local.sh stop' EXIT
 infra/lambda-local.sh stop >/dev/null 2>&1 || true

@@ -36,6 +36,11 @@
 #                                 function: infra/lambda-e2e.sh does this); `-` goes back to
 #                                 the defaults.
 #
+# A generated project's stack (`a2a-local new`, infra/llm-check.sh): A2A_LAMBDA_TEMPLATE=its
+# template.yaml and A2A_LAMBDA_BINARY=its Lambda binary (built by the caller) at `start` run
+# that binary for every function (each its role from its A2A_FUNCTION), with the environments
+# that template gives them, until `stop`.
+#
 # Each function's environment is the one template.yaml gives it (SAM's translation, resolved
 # with the default parameters but AuthMode none, the FrontDoor in use and a SETTINGS_FILE's),
 # with only the endpoints swapped for local ones and the local allowances a2a-lambda-setup
@@ -56,6 +61,9 @@
 # (infra/moto_server.py, the same pinned moto as infra/moto.sh) rather than the instance of
 # infra/moto.sh, which the adapter tests reset and stop while they run. State (pids, logs, env file, signing keys) lives in .venv-lambda/run/ (git-ignored).
 set -euo pipefail
+# Descriptor 9 is the session lock its callers hold (infra/lambda-e2e.sh, infra/llm-check.sh):
+# the processes started here outlive this script and must not keep that lock.
+exec 9>&-
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
@@ -115,7 +123,7 @@ write_env() {
   local extra=()
   [ -f "$STATE/settings.env" ] && extra=(--local-extra "$STATE/settings.env")
   # shellcheck disable=SC2046
-  .venv-sam/bin/python infra/sam-translate.py --local-env "$STATE/env" --local "$STATE/local.json" \
+  .venv-sam/bin/python infra/sam-translate.py --template "$(cat "$STATE/template" 2>/dev/null || echo template.yaml)" --local-env "$STATE/env" --local "$STATE/local.json" \
     "${extra[@]}" $(cat "$STATE/params")
 }
 
@@ -129,7 +137,10 @@ start_watch() {
   # does not give it), nor the AWS_* this script exported for its own calls.
   local unset=() name
   for name in $(compgen -e | grep -E '^(A2A_|AWS_)'); do unset+=(-u "$name"); done
-  PATH="$ROOT/infra/lambda-tools/prebuilt:$ROOT/$VENV/bin:$PATH" setsid env "${unset[@]}" "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
+  # But the binary of a generated project's stack: read by infra/lambda-tools/prebuilt/cargo,
+  # which unsets it before the function starts.
+  PATH="$ROOT/infra/lambda-tools/prebuilt:$ROOT/$VENV/bin:$PATH" setsid env "${unset[@]}" \
+    A2A_LAMBDA_BINARY="$(cat "$STATE/binary" 2>/dev/null)" "$VENV/bin/cargo-lambda" lambda watch -A 127.0.0.1 -P "$WATCH_PORT" \
     --ignore-changes --env-file "$STATE/runtime.env" >>"$STATE/watch.log" 2>&1 &
   echo $! >"$STATE/watch.pid"
 }
@@ -237,6 +248,8 @@ start() {
   # The stack as the suites deploy it: the template's defaults, but no auth (the suites with
   # auth restart the functions with AuthMode jwt), and the front door asked for.
   printf 'AuthMode=none\nFrontDoor=%s\n' "$FRONT_DOOR" >"$STATE/params"
+  printf '%s\n' "${A2A_LAMBDA_TEMPLATE:-template.yaml}" >"$STATE/template"
+  printf '%s\n' "${A2A_LAMBDA_BINARY:-}" >"$STATE/binary"
   rm -f "$STATE/settings.env"
   write_env >/dev/null
   local work_url push_url

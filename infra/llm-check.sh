@@ -9,7 +9,13 @@
 # with `cargo run` (a free port, the embedded store) against tests/llm/scripted_model.py (a
 # streamed OpenAI-compatible answer that waits, half-way, until the client saw its first chunk):
 # the kit's `a2a` command streams a message to it and reads the task back, then the official
-# Python client (a2a-sdk, tests/interop's venv) streams another (tests/llm/sdk_stream.py). Both
+# Python client (a2a-sdk, tests/interop's venv) streams another (tests/llm/sdk_stream.py). Then
+# the project's Lambda binary, as `sam build` builds it, serves its own template.yaml's stack
+# under the local cloud (infra/lambda-local.sh: moto, cargo lambda watch, the freezer, the
+# router), deployed with LlmProvider=openai and the model's key in a Secrets Manager secret
+# (moto's): the a2a command streams to it through each front door, API Gateway then the
+# Function URL, and the key reaches the model and no file of the local cloud. That waits for
+# infra/lambda-e2e.sh, if it runs, to finish with the local cloud. Both
 # build on the kit's target directory (the kit's crates are compiled again for their feature set
 # with rig; the native libraries are reused). Everything it started is stopped, and the
 # project's directory removed, at the end (its artifacts stay in the target directory).
@@ -41,8 +47,9 @@ say "the adapter took $((SECONDS - start)) s"
 work=$(mktemp -d)
 name=my-llm-agent
 project="$work/$name"
-model="" server="" sender="" template=""
+model="" server="" sender="" template="" lambda_started=""
 cleanup() {
+  [[ -n "$lambda_started" ]] && (cd "$root" && infra/lambda-local.sh stop) || true
   for pid in $sender $server $model $template; do
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
@@ -99,17 +106,22 @@ base=""
 await "$server" 900 serving && await "$server" 60 card || { cat "$log" >&2; say "the project's server did not serve its card"; exit 1; }
 expected="Hello from the scripted model."
 
-say "the a2a command streams a message to $base and reads the task back"
-"$a2a" --json send --stream "$base" "hello from the a2a command" >"$work/a2a.out" 2>"$work/a2a.err" &
-sender=$!
-# The model holds the rest of its answer until the first chunk reached the command.
-if ! await "$sender" 60 grep -q artifactUpdate "$work/a2a.out"; then
-  cat "$work/a2a.out" "$work/a2a.err" >&2; say "the a2a command saw no chunk before the model finished"; exit 1
-fi
-curl -fsS -X POST "$model_url/release" >/dev/null
-wait "$sender" || { cat "$work/a2a.out" "$work/a2a.err" >&2; say "a2a send failed"; exit 1; }
-sender=""
-task_id=$(python3 - "$work/a2a.out" "$expected" <<'PY'
+# The kit's `a2a` command streams a message to the agent at $1 (its output files named after $2)
+# and reads the task back: the model's answer in more than one chunk, the first while the model
+# held the rest (it is released once the command saw that chunk), COMPLETED, with its usage.
+stream_and_read() {
+  local base=$1 out="$work/a2a-$2" task_id
+  say "the a2a command streams a message to $base and reads the task back"
+  "$a2a" --json send --stream "$base" "hello from the a2a command" >"$out.out" 2>"$out.err" &
+  sender=$!
+  # The model holds the rest of its answer until the first chunk reached the command.
+  if ! await "$sender" 60 grep -q artifactUpdate "$out.out"; then
+    cat "$out.out" "$out.err" >&2; say "the a2a command saw no chunk before the model finished"; return 1
+  fi
+  curl -fsS -X POST "$model_url/release" >/dev/null
+  wait "$sender" || { cat "$out.out" "$out.err" >&2; say "a2a send failed"; return 1; }
+  sender=""
+  task_id=$(python3 - "$out.out" "$expected" <<'PY'
 import json, sys
 events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
@@ -121,9 +133,9 @@ assert len(chunks) > 1 and text(chunks[-1]) == sys.argv[2], [text(c) for c in ch
 assert sys.argv[2].startswith(text(chunks[0])) and text(chunks[0]) != sys.argv[2], chunks[0]
 print(chunks[-1]["taskId"])
 PY
-) || { cat "$work/a2a.out" >&2; say "the a2a command's stream is not the model's answer, COMPLETED"; exit 1; }
-"$a2a" --json get "$base" "$task_id" >"$work/task.json"
-python3 - "$work/task.json" "$expected" <<'PY' || { cat "$work/task.json" >&2; say "a2a get: not the answer, COMPLETED, with its usage"; exit 1; }
+  ) || { cat "$out.out" >&2; say "the a2a command's stream is not the model's answer, COMPLETED"; return 1; }
+  "$a2a" --json get "$base" "$task_id" >"$out.task.json"
+  python3 - "$out.task.json" "$expected" <<'PY' || { cat "$out.task.json" >&2; say "a2a get: not the answer, COMPLETED, with its usage"; return 1; }
 import json, sys
 task = json.load(open(sys.argv[1]))
 assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
@@ -132,7 +144,9 @@ assert answer == sys.argv[2], answer
 usage = task["metadata"]["tokenUsage"]
 assert usage == {"inputTokens": 12, "outputTokens": 6, "totalTokens": 18, "modelCalls": 1}, usage
 PY
+}
 
+stream_and_read "$base" local
 say "the official Python client (a2a-sdk) streams a message to $base"
 # Installed by infra/test-all.sh before it starts this check; a no-op then.
 venv="${A2A_VENV:-$root/.venv-interop}"
@@ -145,4 +159,51 @@ say "the served project took $((SECONDS - phase)) s"
 wait "$template" || { cat "$work/template.log" >&2; say "the project's template.yaml failed sam validate or cfn-lint"; exit 1; }
 template=""
 say "$(head -n1 "$work/template.log"); cfn-lint found nothing"
+kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true
+server=""
+
+phase=$SECONDS
+say "the project's Lambda binary (cargo build --features lambda, as sam build's cargo lambda)"
+cargo build -q --features lambda --bin "$name-lambda"
+say "its build took $((SECONDS - phase)) s"
+cd "$root"
+# One local cloud at a time: infra/test-all.sh runs the kit's Lambda suite beside this check.
+mkdir -p .venv-lambda
+exec 9>.venv-lambda/session.lock
+say "waiting for the local cloud (infra/lambda-e2e.sh holds it while it runs)"
+flock 9
+phase=$SECONDS
+say "the project's stack under cargo lambda watch (infra/lambda-local.sh), its model on Bedrock by default"
+lambda_started=1
+lambda_env=$(A2A_LAMBDA_TEMPLATE="$project/template.yaml" A2A_LAMBDA_BINARY="$CARGO_TARGET_DIR/debug/$name-lambda" \
+  A2A_LAMBDA_PREBUILT=1 infra/lambda-local.sh start)
+eval "$lambda_env"
+# The model's key in a Secrets Manager secret (moto's), as the template asks for it on AWS.
+key="sk-llm-check-$RANDOM$RANDOM"
+arn=$(KEY="$key" .venv-moto/bin/python - <<'PY'
+import os
+import boto3
+client = boto3.client("secretsmanager", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+print(client.create_secret(Name="my-llm-agent-model-key", SecretString=os.environ["KEY"])["ARN"])
+PY
+)
+say "the stack deployed with LlmProvider=openai and the key's secret, the scripted model as its endpoint"
+# OPENAI_BASE_URL is a local override: the template's OpenAiBaseUrl takes https only.
+printf 'LlmProvider=openai\nLlmModel=scripted\nOpenAiApiKeySecretArn=%s\nOPENAI_BASE_URL=%s/v1\n' \
+  "$arn" "$model_url" >"$work/settings.env"
+infra/lambda-local.sh restart-watch "$work/settings.env"
+stream_and_read "$A2A_BASE_URL" lambda-api-gateway
+infra/lambda-local.sh front-door FunctionUrl
+stream_and_read "$A2A_BASE_URL" lambda-function-url
+python3 - "$model_url" "$key" <<'PY' || { say "the functions' model calls are not two, each with the secret's key"; exit 1; }
+import json, sys, urllib.request
+keys = json.load(urllib.request.urlopen(sys.argv[1] + "/keys"))
+# Two before (cargo run, OPENAI_API_KEY=none), then one a door.
+assert len(keys) == 4 and keys[2:] == [sys.argv[2]] * 2, [k and k[:12] for k in keys]
+PY
+if grep -rqF "$key" .venv-lambda/run/; then
+  say "the model's key is in a log or file of the local cloud:"; grep -rlF "$key" .venv-lambda/run/ >&2; exit 1
+fi
+say "the Lambda functions took $((SECONDS - phase)) s"
 say "done in $((SECONDS - start)) s"

@@ -17,7 +17,9 @@
 #      with the Python and JS SDK clients (and the Python 0.3 and early-protocol clients)
 #   5. the LLM adapter (its own workspace) and a project from `a2a-local new --llm`: its test,
 #      its template's checks, served by `cargo run` against a scripted model and driven by the
-#      `a2a` command and the Python SDK client, streaming (infra/llm-check.sh), beside the suites
+#      `a2a` command and the Python SDK client, streaming, then its Lambda binary serving its own
+#      template's stack on the local cloud through both front doors (infra/llm-check.sh; after
+#      the Lambda suite is done with the local cloud), beside the suites
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -350,6 +352,6 @@ step "A new agent project (a2a-local new): build, its test, cargo run, the Pytho
 finish_background "$new_agent" "$data_dir/new-agent.log" infra/new-agent-check.sh
 new_agent=""
 
-step "The LLM adapter (its own workspace: fmt, clippy, its tests) and an a2a-local new --llm project (its test, sam validate, served and streamed to by the a2a command and the Python client); run beside the steps since the cost step"
+step "The LLM adapter (its own workspace: fmt, clippy, its tests) and an a2a-local new --llm project (its test, sam validate, served and streamed to by the a2a command and the Python client, then its Lambda functions through both front doors); run beside the steps since the cost step"
 finish_background "$llm_check" "$data_dir/llm.log" infra/llm-check.sh
 llm_check=""

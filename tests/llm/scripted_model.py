@@ -10,6 +10,7 @@ reached it while the model was still writing), a finish chunk, a usage chunk and
     python3 tests/llm/scripted_model.py PORT_FILE
         writes its port to PORT_FILE once it listens
     GET /requests    the request bodies so far, as a JSON list
+    GET /keys        the API key each of them carried (`Authorization: Bearer KEY`), in order
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ USAGE = {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}
 RELEASE_WITHIN_S = 120
 
 requests: list[dict] = []
+keys: list[str | None] = []
 releases = threading.Semaphore(0)
 lock = threading.Lock()
 
@@ -62,6 +64,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/requests":
             with lock:
                 self.reply(200, requests)
+        elif self.path == "/keys":
+            with lock:
+                self.reply(200, keys)
         else:
             self.reply(404, {"error": {"message": f"no {self.path}"}})
 
@@ -76,8 +81,10 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(404, {"error": {"message": f"no {self.path}"}})
             return
         request = json.loads(body)
+        authorization = self.headers.get("authorization", "")
         with lock:
             requests.append(request)
+            keys.append(authorization[7:] if authorization.startswith("Bearer ") else None)
         if not request.get("stream"):
             self.reply(400, {"error": {"message": "this server only streams"}})
             return
