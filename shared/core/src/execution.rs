@@ -292,10 +292,19 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     let span = tracing::info_span!(
         "work",
         task_id = %emitter.task_id(),
-        traceparent = tracing::field::Empty
+        traceparent = tracing::field::Empty,
+        otel.name = "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        a2a.task.id = %emitter.task_id(),
+        a2a.context.id = %emitter.request.context_id,
     );
     if let Some(traceparent) = &traceparent {
         span.record("traceparent", traceparent.as_str());
+    }
+    // Inside an operation or a resume, the span is theirs; a queued run continues the trace
+    // of the request that queued it.
+    if tracing::Span::current().is_none() {
+        crate::trace::set_span_parent(&span, traceparent.as_deref());
     }
     run_agent_inner(agent, emitter).instrument(span).await
 }
