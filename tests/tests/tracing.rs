@@ -105,9 +105,17 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
     // The task keeps the trace it was created in: `a2a get --trace` prints it, and the
     // remote's task names the same trace.
     let printed = a2a(&["get", "--trace", ours.base(), &id]).await;
-    assert_eq!((printed.code, printed.stdout.trim()), (0, TRACE_ID), "{printed:?}");
+    assert_eq!(
+        (printed.code, printed.stdout.trim()),
+        (0, TRACE_ID),
+        "{printed:?}"
+    );
     let printed = a2a(&["get", "--trace", remote.base(), &remote_id]).await;
-    assert_eq!((printed.code, printed.stdout.trim()), (0, TRACE_ID), "{printed:?}");
+    assert_eq!(
+        (printed.code, printed.stdout.trim()),
+        (0, TRACE_ID),
+        "{printed:?}"
+    );
 
     // Stopping flushes what each exported.
     for server in [&mut ours, &mut remote] {

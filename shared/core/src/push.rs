@@ -115,9 +115,8 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Err(err) => return retry(format!("encoding the event failed: {err}")),
     };
 
-    let span = tracing::info_span!(
-        "push",
-        otel.name = "push_notification",
+    let span = tracing::trace_span!(
+        "push_notification",
         otel.kind = "client",
         a2a.task.id = job.task_id.as_str(),
         a2a.push.seq = job.seq,

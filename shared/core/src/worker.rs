@@ -179,11 +179,7 @@ pub(crate) async fn run_work_job(
     // the resumed run's spans are its children.
     let resumed = match (&record, job.resume) {
         (Some(record), true) => {
-            let span = tracing::info_span!(
-                "resume",
-                otel.name = "resume",
-                a2a.task.id = job.task_id.as_str(),
-            );
+            let span = tracing::trace_span!("resume", a2a.task.id = job.task_id.as_str(),);
             let woken_by = job.traceparent.as_deref().or(record.traceparent.as_deref());
             crate::trace::set_span_parent(&span, woken_by);
             span

@@ -170,7 +170,7 @@ impl RemoteCall {
 /// credentials), named after the method as the draft conventions say.
 fn outbound_span(agent: &str, message: &Message) -> tracing::Span {
     let url = url::Url::parse(agent).ok();
-    tracing::info_span!(
+    tracing::trace_span!(
         "call_agent",
         otel.name = "SendMessage",
         otel.kind = "client",

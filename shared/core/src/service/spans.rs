@@ -16,7 +16,7 @@ pub(super) fn operation_span(
     operation: Operation,
     ctx: &CallContext,
 ) -> (Span, Option<CallContext>) {
-    let span = tracing::info_span!(
+    let span = tracing::trace_span!(
         "operation",
         otel.name = operation.name(),
         otel.kind = "server",

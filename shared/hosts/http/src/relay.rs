@@ -68,9 +68,8 @@ async fn relay(
     body: Body,
 ) -> Response {
     // A server span in the pusher's trace: the resumption it may cause is its child.
-    let span = tracing::info_span!(
-        "relay",
-        otel.name = "relay_push",
+    let span = tracing::trace_span!(
+        "relay_push",
         otel.kind = "server",
         a2a.task.id = task_id,
         http.response.status_code = tracing::field::Empty,

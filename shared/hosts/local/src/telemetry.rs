@@ -29,7 +29,7 @@ pub(crate) fn requested() -> bool {
     .any(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
 }
 
-/// The layer that exports the kit's spans (those of the `a2a…` crates, at INFO and above),
+/// The layer that exports the kit's spans (those of the `a2a…` crates at TRACE),
 /// when [`requested`]; it also installs the core's [`a2a_core::TraceContext`]. `Err`: the
 /// exporter could not be built (a malformed endpoint).
 pub(crate) fn layer<S>(
@@ -57,7 +57,11 @@ where
     let tracer = provider.tracer("a2a-lambda");
     let _ = PROVIDER.set(provider);
     a2a_core::install_trace_context(Box::new(OtelTraceContext));
-    let kit = tracing_subscriber::filter::Targets::new().with_target("a2a", tracing::Level::INFO);
+    // The kit's exported spans are at TRACE: no log line (INFO by default here, and on
+    // Lambda, whose JSON lines show the current span) ever sees them, and no event is exported.
+    let kit = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span() && *meta.level() == tracing::Level::TRACE && meta.target().starts_with("a2a")
+    });
     Ok(Some(
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
