@@ -29,6 +29,7 @@ pub mod hostile;
 pub mod issuer;
 pub mod json;
 pub mod moto;
+pub mod otlp;
 pub mod outage;
 pub mod server;
 pub mod sse;

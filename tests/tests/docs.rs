@@ -26,6 +26,7 @@ const PAGES: &[&str] = &[
     "docs/operations.md",
     "docs/performance.md",
     "docs/push.md",
+    "docs/tracing.md",
 ];
 
 /// The backticked spans of `text`, in order.

@@ -289,6 +289,17 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     // Every line logged while the agent works carries its task and the caller's trace, so one
     // request can be followed across the agents it reaches.
     let traceparent = emitter.durable.lock().await.traceparent.clone();
+    // The exported span (docs/tracing.md): inside an operation or a resumption, their child;
+    // a queued run continues the trace of the request that queued it.
+    let invoke = tracing::trace_span!(
+        "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        a2a.task.id = %emitter.task_id(),
+        a2a.context.id = %emitter.request.context_id,
+    );
+    if tracing::Span::current().is_none() {
+        crate::trace::set_span_parent(&invoke, traceparent.as_deref());
+    }
     let span = tracing::info_span!(
         "work",
         task_id = %emitter.task_id(),
@@ -297,7 +308,12 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     if let Some(traceparent) = &traceparent {
         span.record("traceparent", traceparent.as_str());
     }
-    run_agent_inner(agent, emitter).instrument(span).await
+    // The exported span is the innermost: what the agent does (creating its task, calling
+    // out) reads it as the current span; the log lines show `work`.
+    run_agent_inner(agent, emitter)
+        .instrument(invoke)
+        .instrument(span)
+        .await
 }
 
 async fn run_agent_inner(agent: Arc<dyn Agent>, emitter: Emitter) {

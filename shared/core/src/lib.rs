@@ -41,6 +41,7 @@ mod service;
 mod signing;
 mod task_log;
 mod timeline;
+mod trace;
 mod webhook;
 mod worker;
 
@@ -92,6 +93,7 @@ pub use signing::{
     SigningKey, SigningKeySource, SigningKeys, DEFAULT_PUSH_TOKEN_LIFETIME,
 };
 pub use task_log::{EventStream, StreamItem, TaskLog};
+pub use trace::{install_trace_context, set_span_parent, traceparent_of, TraceContext};
 pub use webhook::{NoWebhookSender, WebhookOutcome, WebhookRequest, WebhookSender};
 
 /// A new random id (UUID v4) for tasks, contexts, messages, artifacts and push configs.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use a2a_protocol::{StreamResponse, TaskPushNotificationConfig, Timestamp};
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use tracing::Instrument as _;
 use url::Url;
 
 use crate::kernel::Core;
@@ -114,7 +115,21 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Err(err) => return retry(format!("encoding the event failed: {err}")),
     };
 
-    let sent = post(core, &config, job, body).await;
+    let span = tracing::trace_span!(
+        "push_notification",
+        otel.kind = "client",
+        a2a.task.id = job.task_id.as_str(),
+        a2a.push.seq = job.seq,
+        url.full = crate::trace::shown_url(&config.url),
+        http.response.status_code = tracing::field::Empty,
+    );
+    crate::trace::set_span_parent(&span, config.traceparent.as_deref());
+    let sent = post(core, &config, job, body)
+        .instrument(span.clone())
+        .await;
+    if let Some(status) = sent.status {
+        span.record("http.response.status_code", status);
+    }
     let final_attempt =
         sent.result == PushAttemptResult::Failed && number >= core.config.max_push_attempts;
     let attempt = PushAttempt {
@@ -348,11 +363,10 @@ fn push_headers(
         );
         headers.insert(HeaderName::from_static("a2a-notification-token"), value);
     }
-    // The trace of the request that set the config: the receiver's work joins it.
-    if let Some(value) = config
-        .traceparent
-        .as_deref()
-        .and_then(|t| HeaderValue::from_str(t).ok())
+    // The trace of the request that set the config (this delivery's span in it, when spans
+    // are exported): the receiver's work joins it.
+    if let Some(value) = crate::trace::passed_on(config.traceparent.as_deref())
+        .and_then(|t| HeaderValue::from_str(&t).ok())
     {
         headers.insert(HeaderName::from_static("traceparent"), value);
     }

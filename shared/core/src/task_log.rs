@@ -494,7 +494,7 @@ impl TaskLog {
             },
             artifacts: Vec::new(),
             history: vec![request.message.clone()],
-            metadata: None,
+            metadata: crate::trace::created_task_metadata(),
         };
         let mut head = StoredTask {
             owner: owner.clone(),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_protocol::Timestamp;
+use tracing::Instrument as _;
 
 use crate::emitter::lease_until;
 use crate::event::{LoggedEvent, TaskEvent};
@@ -174,6 +175,17 @@ pub(crate) async fn run_work_job(
         streaming: false,
         metadata: None,
     };
+    // A resumption is a span of its own, in the trace of what woke it (a push's, a poll's):
+    // the resumed run's spans are its children.
+    let resumed = match (&record, job.resume) {
+        (Some(record), true) => {
+            let span = tracing::trace_span!("resume", a2a.task.id = job.task_id.as_str(),);
+            let woken_by = job.traceparent.as_deref().or(record.traceparent.as_deref());
+            crate::trace::set_span_parent(&span, woken_by);
+            span
+        }
+        _ => tracing::Span::none(),
+    };
     let run = match record {
         Some(record) => DurableRun::replaying(record),
         None => DurableRun::fresh(job.trigger_seq, job.traceparent.clone()),
@@ -191,7 +203,7 @@ pub(crate) async fn run_work_job(
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
     let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
     let running = crate::jobs::while_running(
-        run_agent(core.agent.clone(), emitter.clone()),
+        run_agent(core.agent.clone(), emitter.clone()).instrument(resumed),
         lease / 3,
         || async move {
             let until = lease_until(lease);

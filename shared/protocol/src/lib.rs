@@ -35,3 +35,8 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 /// The A2A 1.1 draft (branch `dev-1.1` of the specification), served to clients that ask for it
 /// with `A2A-Version: 1.1`: task generations, long-polling GetTask, `ifGenerationMatch`, the task timeline.
 pub const PROTOCOL_VERSION_1_1: &str = "1.1";
+
+/// Not an A2A field: the key of a task's metadata that names the trace the task was created in
+/// (its trace id, 32 hex digits), which an a2a-lambda agent that exports spans keeps (what
+/// `a2a get --trace` prints; docs/tracing.md).
+pub const TRACE_ID_METADATA: &str = "x-a2a-lambda-trace-id";

@@ -143,6 +143,11 @@ enum Command {
         /// How many history messages to include.
         #[arg(long)]
         history: Option<i32>,
+        /// Print only the id of the trace the task was created in, which an a2a-lambda agent
+        /// that exports spans keeps in the task's metadata (`x-a2a-lambda-trace-id`): look it
+        /// up in the trace viewer.
+        #[arg(long)]
+        trace: bool,
     },
     /// List tasks, newest first.
     List {
@@ -357,6 +362,23 @@ fn parse_state(text: &str) -> Result<TaskState, Failure> {
     TaskState::parse(&full).ok_or_else(|| Failure::Usage(format!("unknown task state {text:?}")))
 }
 
+/// `get --trace`: the task's trace id on stdout, or, when it has none, why on stderr.
+fn print_trace_id(task: &a2a_client::Task) {
+    let id = task
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(a2a_client::TRACE_ID_METADATA))
+        .and_then(Value::as_str)
+        .filter(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()));
+    match id {
+        Some(id) => out!("{id}"),
+        None => eprintln!(
+            "the task carries no trace id: its agent exports no spans (docs/tracing.md), or \
+             is no a2a-lambda agent"
+        ),
+    }
+}
+
 async fn run(cli: Cli) -> Outcome {
     let g = &cli.global;
     let out = render::Printer::new(g.json);
@@ -386,6 +408,7 @@ async fn run(cli: Cli) -> Outcome {
             args,
             wait,
             history,
+            trace,
         } => {
             let (url, rest) = url_and("get", &args, &["TASK_ID"])?;
             let client = g.connect(&url).await?;
@@ -406,7 +429,11 @@ async fn run(cli: Cli) -> Outcome {
                     client.get_task(get.clone()).await?
                 };
             }
-            out.task(&task);
+            if trace {
+                print_trace_id(&task);
+            } else {
+                out.task(&task);
+            }
             if wait {
                 return finished(task.status.state);
             }

@@ -65,7 +65,7 @@ pub use a2a_protocol::{
     SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
     TaskState,
 };
-pub use a2a_protocol::{HttpVerb, Operation};
+pub use a2a_protocol::{HttpVerb, Operation, TRACE_ID_METADATA};
 pub use auth::{ApiKeyLocation, Auth, OAuth2ClientCredentials};
 pub use card::{card_urls, CardFetch, CardResolver, CardSignature, FetchedCard, MAX_CARD_MAX_AGE};
 pub use error::{AgentError, Error, Limit};

@@ -8,6 +8,7 @@ use a2a_protocol::{
     Timestamp,
 };
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use super::RemoteCall;
 use crate::agent_call::AgentCall;
@@ -109,7 +110,8 @@ impl RemoteCall {
                 ..TaskPushNotificationConfig::default()
             }
         });
-        let traceparent = run.traceparent.clone();
+        let span = outbound_span(&call.agent, &message);
+        let traceparent = span.in_scope(|| crate::trace::passed_on(run.traceparent.as_deref()));
         let sent = send_retried(
             em.env.remote.as_ref(),
             &call.agent,
@@ -117,7 +119,16 @@ impl RemoteCall {
             push.as_ref(),
             traceparent.as_deref(),
         )
+        .instrument(span.clone())
         .await
+        .inspect(|sent| {
+            if let SendMessageResponse::Task(task) = &sent.answer {
+                crate::trace::record_task(&span, task);
+            }
+        })
+        .inspect_err(|_| {
+            span.record("otel.status_code", "ERROR");
+        })
         .map_err(|err| {
             failure_value(&format!(
                 "Calling the agent at {} failed: {err}",
@@ -153,6 +164,29 @@ impl RemoteCall {
         }
         Ok(task)
     }
+}
+
+/// The client span of a message sent to the agent at `agent` (a URL shown without its
+/// credentials), named after the method as the draft conventions say.
+fn outbound_span(agent: &str, message: &Message) -> tracing::Span {
+    let url = url::Url::parse(agent).ok();
+    tracing::trace_span!(
+        "call_agent",
+        otel.name = "SendMessage",
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        a2a.method.name = "SendMessage",
+        a2a.message.id = message.message_id.as_str(),
+        a2a.task.id = tracing::field::Empty,
+        a2a.context.id = tracing::field::Empty,
+        a2a.task.state = tracing::field::Empty,
+        url.full = crate::trace::shown_url(agent),
+        server.address = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default(),
+        server.port = url
+            .as_ref()
+            .and_then(|u| u.port_or_known_default())
+            .unwrap_or_default(),
+    )
 }
 
 /// The task a remote's direct message answer stands for: completed, with the message.

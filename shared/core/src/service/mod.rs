@@ -14,6 +14,7 @@ mod inline;
 mod push_configs;
 mod request;
 mod send;
+mod spans;
 mod tasks;
 mod timeline;
 mod typed;
@@ -124,15 +125,22 @@ impl A2aService {
         ctx: &CallContext,
         request: OperationRequest,
     ) -> Result<OperationResponse, A2AError> {
+        use tracing::Instrument as _;
         let operation = request.operation();
         let started = std::time::Instant::now();
+        let (span, traced) = spans::operation_span(operation, ctx);
+        let ctx = traced.as_ref().unwrap_or(ctx);
         // A 1.1 caller's tasks carry their timeline, which the request may bound.
         let timeline = timeline::requested(&request).filter(|_| ctx.version.is_1_1());
-        let result = match (self.dispatch(ctx, request).await, timeline) {
+        let result = match (
+            self.dispatch(ctx, request).instrument(span.clone()).await,
+            timeline,
+        ) {
             (Ok(response), Some(keep)) => self.with_timelines(ctx, response, keep).await,
             (result, _) => result,
         }
         .map(|response| generation::for_caller(ctx, response));
+        spans::record_answer(&span, &result);
         let observer = &self.core.config.observer;
         observer.operation(operation, started.elapsed(), result.as_ref().err());
         result.map(|response| match response {

@@ -576,7 +576,10 @@ impl A2aService {
         let Some(updated) = self.change_wait(owner, task_id, accepts, end).await? else {
             return Ok(false);
         };
-        let job = WorkJob::resume(owner, task_id, updated.trigger_seq).traced(updated.traceparent);
+        // The resumption continues the trace of what ended the wait (a push's span, when
+        // spans are exported), else the execution's.
+        let woken_by = crate::trace::passed_on(updated.traceparent.as_deref());
+        let job = WorkJob::resume(owner, task_id, updated.trigger_seq).traced(woken_by);
         // If this enqueue is lost, the sweep finds the wait due and queues it.
         if let Err(err) = self.core.work.enqueue_work(&job).await {
             tracing::warn!(task_id, error = %err, "could not queue the resumption; the sweep will");

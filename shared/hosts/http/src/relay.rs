@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
+use tracing::Instrument as _;
 
 use a2a_core::{RelayAnswer, RelayCheck};
 
@@ -66,6 +67,18 @@ async fn relay(
     headers: &HeaderMap,
     body: Body,
 ) -> Response {
+    // A server span in the pusher's trace: the resumption it may cause is its child.
+    let span = tracing::trace_span!(
+        "relay_push",
+        otel.kind = "server",
+        a2a.task.id = task_id,
+        http.response.status_code = tracing::field::Empty,
+    );
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(a2a_core::checked_traceparent);
+    a2a_core::set_span_parent(&span, traceparent.as_deref());
     let outcome = async {
         let header = |name: &str| {
             headers
@@ -93,8 +106,9 @@ async fn relay(
             .await
             .map_err(HttpError::from)
     }
+    .instrument(span.clone())
     .await;
-    match outcome {
+    let response = match outcome {
         Ok(RelayAnswer::Taken) => json_text_response(StatusCode::OK, "{}".into()),
         // Not an A2A error: a webhook's way of saying "stop" (a2a-lambda agents delete the
         // push config on it).
@@ -102,5 +116,7 @@ async fn relay(
         // The same for every stranger, so it reveals nothing.
         Ok(RelayAnswer::Refused) => json_text_response(StatusCode::UNAUTHORIZED, "{}".into()),
         Err(err) => err.rest_response(),
-    }
+    };
+    span.record("http.response.status_code", response.status().as_u16());
+    response
 }

@@ -9,6 +9,7 @@ mod listener;
 mod loops;
 mod metrics;
 pub mod new_project;
+mod telemetry;
 
 pub use backend::StoreKind;
 pub use commands::{
@@ -382,15 +383,27 @@ impl AuthOptions {
 /// The API key document's file name in the data directory.
 pub const API_KEY_FILE: &str = "api-keys.json";
 
-/// Logs to stderr; `RUST_LOG` sets the level (default `info`).
+/// Logs to stderr; `RUST_LOG` sets the level (default `info`). Exports spans over OTLP when
+/// the standard variables ask for it (`OTEL_EXPORTER_OTLP_ENDPOINT`, docs/tracing.md); a
+/// server run by [`serve`] flushes them when it stops.
 pub fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_filter(filter);
+    let (spans, failed) = match telemetry::layer("a2a-local") {
+        Ok(layer) => (layer, None),
+        Err(err) => (None, Some(err)),
+    };
+    tracing_subscriber::registry().with(logs).with(spans).init();
+    if let Some(err) = failed {
+        tracing::warn!(error = %err, "spans are not exported");
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -593,6 +606,7 @@ pub async fn serve(
         let _ = handle.await;
     }
     tracing::info!("a2a-local stopped");
+    telemetry::flush_spans().await;
     Ok(())
 }
 
