@@ -80,7 +80,7 @@ pub use ports::{
 pub use push::backoff;
 pub use push_policy::{is_non_public, GuardRefusal, HostResolver, PushPolicy};
 pub use relay::RelayLimits;
-pub use remote::{NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
+pub use remote::{CallKey, NamedCall, NoRemoteAgents, RemoteAgents, RemoteError, RemoteSent};
 pub use request::{AgentError, AgentRequest};
 pub use reread::{ReadClock, RETRY_FAILED_READ};
 pub use retry::after_pauses;

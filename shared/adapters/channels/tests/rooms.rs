@@ -29,6 +29,9 @@ use tokio::sync::Notify;
 struct Chat {
     said: Mutex<Vec<(String, String)>>,
     posted: Notify,
+    /// When set, the next post is seen by the room at once but returns only once this is
+    /// sent (or dropped): a room that answers before the post is done.
+    hold: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 #[async_trait::async_trait]
@@ -43,6 +46,10 @@ impl ChannelPort for Chat {
             .unwrap()
             .push((room.to_owned(), text.to_owned()));
         self.posted.notify_one();
+        let hold = self.hold.lock().unwrap().take();
+        if let Some(hold) = hold {
+            let _ = hold.await;
+        }
         Ok(())
     }
 }
@@ -240,6 +247,59 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
         .receive("webhook", said_in("general", "U2", "e4", &result))
         .await;
     assert!(matches!(again.unwrap(), Handled::Ignored(_)));
+}
+
+/// The room answers while our post is still on its way (the send has not returned, so the
+/// wait names no room task yet): the answer finds the wait by its call (our task and step,
+/// which the room's task id names), and ends it.
+#[tokio::test]
+async fn a_room_that_answers_before_the_post_returns_is_heard() {
+    let s = setup();
+    let (release, hold) = tokio::sync::oneshot::channel();
+    *s.chat.hold.lock().unwrap() = Some(hold);
+    // Answered at once: the call runs on, its post held.
+    send(&s, "delegate lite:webhook:general do the thing", true).await;
+    let (_, text) = s.chat.nth(1).await;
+    let task = parse(&text).unwrap().expect("a marker");
+    let LiteKind::Task { id, .. } = &task.kind else {
+        panic!("a task, not {text}");
+    };
+    let ours = OutboundTask::parse(id).expect("ours").task_id;
+    let record = s
+        .store
+        .store
+        .load_execution(&Owner::anonymous(""), &ours)
+        .await
+        .unwrap()
+        .expect("the call's record");
+    let Some(WaitFor::RemoteTask { remote, .. }) = record.wait.map(|w| w.what) else {
+        panic!("the call waits for the room");
+    };
+    assert_eq!(
+        remote.task_id, "",
+        "the send has not returned: no room task known yet"
+    );
+
+    let echo = s
+        .bridge
+        .receive("webhook", said_in("general", "bot", "e0", &text))
+        .await;
+    assert_eq!(
+        echo.unwrap(),
+        Handled::Ignored("a task this deployment gave")
+    );
+    let result = format!("[A2A:result task={id} state=completed]\nDone: 42.");
+    let handled = s
+        .bridge
+        .receive("webhook", said_in("general", "U2", "e1", &result))
+        .await;
+    assert_eq!(handled.unwrap(), Handled::Relayed(id.clone()));
+    let Some(WaitOutcome::Done { value }) = outcome(&s, &ours).await else {
+        panic!("the wait is over");
+    };
+    assert_eq!(value["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(value["id"], id.as_str());
+    release.send(()).unwrap();
 }
 
 /// A call made before the upgrade gave the room an id of the previous form, which named our

@@ -14,7 +14,7 @@
 //! - `[A2A:cancel task=X]` → CancelTask.
 //! - `[A2A:status task=X]`, `[A2A:result task=X]` about a task one of our agents gave the room
 //!   (`delegate lite:<channel>:<room> …`: X names our waiting task, see [`OutboundTask`]) are
-//!   relayed into that task (`A2aService::relay_room`), if it waits for X in this very room.
+//!   relayed into that task (`A2aService::relay_named`), if it waits for X in this very room.
 //! - Malformed markers get a plain reply saying why, and start nothing. Chat without a marker,
 //!   and the types a requester receives (`card`, `ack`, `status`, `result`), start nothing and
 //!   get no reply (nor does an answer to a task of ours): the bridge's own messages are of
