@@ -203,7 +203,7 @@ impl Emitter {
                 .await?;
             return decode_reply(name, value);
         }
-        let mut remote_call = RemoteCall::begin(self, &mut run, name, &call);
+        let mut remote_call = RemoteCall::begin(self, &mut run, index, name, &call);
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         run.record_mut().wait = Some(remote_call.wait(index, name, after(call.timeout)));

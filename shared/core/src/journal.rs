@@ -263,15 +263,17 @@ impl DurableRun {
 }
 
 /// A wait that a push ended before the run that sent the message recorded the remote's
-/// answer: the record does not know the remote task yet (its wait names none). The pushed
-/// task is that task, and it pushes to us with the wait's token (a poll needs the task's id,
-/// so only a push can have ended such a wait). Once the answer is recorded, the record knows
-/// the task, with whether it pushes.
+/// answer: the record does not know the remote task yet (its wait names none, or only the id
+/// the port named it with). The pushed task is that task, and it pushes to us with the wait's
+/// token (a poll needs the task's id, and a task the port names cannot be polled, so only a
+/// push can have ended such a wait). Once the answer is recorded, the record knows the task,
+/// with whether it pushes.
 pub(crate) fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
     let WaitFor::RemoteTask { remote, token, .. } = what else {
         return;
     };
-    if !remote.task_id.is_empty() || task.id.is_empty() {
+    let this_task = remote.task_id.is_empty() || remote.task_id == task.id;
+    if !this_task || task.id.is_empty() {
         return;
     }
     let remotes = &mut run.record_mut().remotes;

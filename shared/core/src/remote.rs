@@ -8,7 +8,7 @@ use std::time::Duration;
 use a2a_protocol::{Message, SendMessageResponse, Task, TaskPushNotificationConfig};
 use async_trait::async_trait;
 
-use crate::ports::{DurableExecution, Owner, RemoteTaskRef, Wait, WaitFor};
+use crate::ports::{Owner, RemoteTaskRef, Wait, WaitFor};
 
 /// Why a call to another agent did not work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,15 +75,10 @@ pub struct NamedCall {
 }
 
 impl NamedCall {
-    /// Whether `wait` of `record` follows this task: it calls this agent for this task, or,
-    /// before the send's answer is recorded (the wait names no task yet), for this call.
-    pub(crate) fn is_waited_by(&self, record: &DurableExecution, wait: &Wait) -> bool {
-        let WaitFor::RemoteTask { remote, .. } = &wait.what else {
-            return false;
-        };
-        let this_call = || CallKey::new(&record.task_id, record.trigger_seq, wait.step) == self.key;
-        remote.agent == self.agent
-            && (remote.task_id == self.task_id || (remote.task_id.is_empty() && this_call()))
+    /// Whether `wait` follows this task: it calls this agent for this task.
+    pub(crate) fn is_waited_by(&self, wait: &Wait) -> bool {
+        matches!(&wait.what, WaitFor::RemoteTask { remote, .. }
+            if remote.agent == self.agent && remote.task_id == self.task_id)
     }
 }
 
@@ -111,6 +106,14 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
         remote: &RemoteTaskRef,
         traceparent: Option<&str>,
     ) -> Result<Task, RemoteError>;
+
+    /// The id the task of call `key` to `agent` will have, when this port names it itself
+    /// (a chat room cannot answer a send with an id: its adapter names the task from the call);
+    /// `None` for an agent that names its own tasks. Asked before the wait is written, so that
+    /// an answer or a cancel that comes while the message is on its way finds the task.
+    fn names_task(&self, _agent: &str, _key: &CallKey) -> Option<String> {
+        None
+    }
 
     /// Asks the remote agent to cancel its task (CancelTask). A task that already ended is
     /// not an error.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use a2a_core::lite::{outbound_task_id, ChannelPort, RoomAddress};
+use crate::lite::{outbound_task_id, ChannelPort, RoomAddress};
 use a2a_core::{CallKey, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
 use a2a_protocol::lite::{render, LiteKind, LiteMessage};
 use a2a_protocol::{
@@ -21,6 +21,14 @@ fn unreachable_room(address: &str) -> RemoteError {
         "rooms are not reachable from this deployment through the channel of {address} \
          (no such A2A-Lite channel is configured here)"
     ))
+}
+
+/// The id of the task call `key` gives the room at `agent`, named after our task
+/// ([`outbound_task_id`]): `None` when `agent` is no room's address or the id would be too
+/// long for a marker (the send then refuses the call, saying so).
+pub fn room_task_id(agent: &str, key: &CallKey) -> Option<String> {
+    RoomAddress::parse(agent)?;
+    outbound_task_id(&key.task_id, &key.call)
 }
 
 /// The A2A-Lite agents of the rooms of the configured channels, as remote agents.
@@ -62,10 +70,9 @@ impl RoomAgents {
 
 #[async_trait]
 impl RemoteAgents for RoomAgents {
-    /// Posts `[A2A:task id=…]` and the message's text to the room. A new task's id is named
-    /// here from the call's key, after our task ([`outbound_task_id`]): the room cannot name
-    /// its own, and its answers lead back to the waiting task with it; a continued task keeps
-    /// its id (`message.task_id`). The answer is that task, SUBMITTED, and the room "pushes":
+    /// Posts `[A2A:task id=…]` and the message's text to the room: the id the call was named
+    /// with ([`room_task_id`], asked through `names_task` before the wait is written; a
+    /// continued task keeps its id), which leads the room's answers back to the waiting task. The answer is that task, SUBMITTED, and the room "pushes":
     /// its `status` and `result` come back through the bridge.
     async fn send(
         &self,
@@ -117,6 +124,11 @@ impl RemoteAgents for RoomAgents {
             }),
             pushes: true,
         })
+    }
+
+    /// A room cannot name its task: it is named after the call ([`room_task_id`]).
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        room_task_id(agent, key)
     }
 
     /// A room cannot be asked how a task stands: the answer is the task as SUBMITTED, which
@@ -211,6 +223,10 @@ impl RemoteAgents for AgentsByAddress {
         self.to(agent)
             .send(agent, key, message, push, traceparent)
             .await
+    }
+
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        self.to(agent).names_task(agent, key)
     }
 
     async fn get_task(

@@ -23,8 +23,16 @@ const PUSHED_POLL_FACTOR: u64 = 10;
 impl RemoteCall {
     /// The call `name` (step `index`) of `em`'s run is about to make to `call.agent`: it
     /// continues the remote task an earlier execution's call of that name left (with that
-    /// task's push token: its push config stands), or starts one.
-    pub(crate) fn begin(em: &Emitter, run: &mut DurableRun, name: &str, call: &AgentCall) -> Self {
+    /// task's push token: its push config stands), or starts one, named here if the port names
+    /// the task itself ([`crate::RemoteAgents::names_task`]: a room's, so that the room's
+    /// answers and our cancel find it while the message is on its way).
+    pub(crate) fn begin(
+        em: &Emitter,
+        run: &mut DurableRun,
+        index: usize,
+        name: &str,
+        call: &AgentCall,
+    ) -> Self {
         let continued = run.record_mut().remotes.get(name).cloned();
         let mut remote = continued.unwrap_or_else(|| RemoteTaskRef {
             agent: call.agent.clone(),
@@ -34,6 +42,14 @@ impl RemoteCall {
             push_token: None,
         });
         remote.agent = call.agent.clone();
+        if remote.task_id.is_empty() {
+            let key = CallKey::new(em.task_id(), run.trigger_seq, index);
+            remote.task_id = em
+                .env
+                .remote
+                .names_task(&call.agent, &key)
+                .unwrap_or_default();
+        }
         let poll = em.env.remote_poll;
         Self {
             token: remote.push_token.clone().unwrap_or_else(crate::new_id),

@@ -260,8 +260,7 @@ impl A2aService {
     /// An `update` about the remote task `named` names, which the adapter that made the call
     /// named from its key (a chat room's task: the room cannot name its own, nor be asked later
     /// how it stands). The answer's source is the credential: the update counts only if our
-    /// task waits for exactly this task of exactly this agent (or, before the send's answer is
-    /// recorded, for this call of this agent). Returns whether it was taken; anything else (a
+    /// task waits for exactly this task of exactly this agent. Returns whether it was taken; anything else (a
     /// task that waits for nothing or for another agent, a late word on a call that returned)
     /// changes nothing and is `false`.
     pub async fn relay_named(
@@ -276,7 +275,7 @@ impl A2aService {
             .wait
             .as_ref()
             .filter(|w| w.outcome.is_none())
-            .filter(|w| named.is_waited_by(&record, w))
+            .filter(|w| named.is_waited_by(w))
             .and_then(|w| RemoteCall::of(&w.what));
         let Some(call) = waiting else {
             return Ok(false);
@@ -293,7 +292,7 @@ impl A2aService {
         let Some((_, record)) = self.named_record(named).await? else {
             return Ok(false);
         };
-        Ok(record.wait.iter().any(|w| named.is_waited_by(&record, w))
+        Ok(record.wait.iter().any(|w| named.is_waited_by(w))
             || record
                 .remotes
                 .values()

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2a_channels::lite::RoomAddress;
 use a2a_channels::{LiteChannels, LiteSettings, EVENTS_PATH, MATRIX_PREFIX, WEBHOOK_PATH};
-use a2a_core::lite::RoomAddress;
 use a2a_core::{
     A2aService, CallKey, ConfigError, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent,
     RemoteTaskRef,
@@ -310,6 +310,11 @@ impl RemoteAgents for RoomsAndAgents {
             .await?
             .send(agent, key, message, push, traceparent)
             .await
+    }
+
+    /// A room's task is named after the call, whatever the channels are now.
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        a2a_channels::room_task_id(agent, key)
     }
 
     async fn get_task(

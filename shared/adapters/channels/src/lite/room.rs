@@ -1,5 +1,5 @@
 //! Rooms of the A2A-Lite channels as agents our agents call (the outbound side, re-exported
-//! by `lite`): the address of a room, the A2A-Lite task id a call posts there, and what a room
+//! by `lite`; posting is `RoomAgents`): the address of a room, the A2A-Lite task id a call posts there, and what a room
 //! agent's `status` and `result` messages mean for the call's wait. Pure: posting is the
 //! channels' `RemoteAgents`, relaying is `A2aService::relay_named`.
 //!
@@ -19,8 +19,7 @@ use a2a_protocol::{
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-use crate::ports::Owner;
-use crate::remote::{CallKey, NamedCall};
+use a2a_core::{CallKey, NamedCall, Owner};
 
 /// How a room's address starts: `lite:<channel>:<room>` (no http(s) URL starts so).
 pub const ROOM_SCHEME: &str = "lite:";
@@ -178,7 +177,7 @@ pub fn room_update(lite: &LiteMessage) -> Option<StreamResponse> {
     };
     let message = |text: &str| {
         (!text.trim().is_empty()).then(|| Message {
-            message_id: crate::new_id(),
+            message_id: a2a_core::new_id(),
             task_id: task.clone(),
             role: Role::Agent,
             parts: vec![Part::text(text.trim())],

@@ -9,8 +9,8 @@ use a2a_protocol::{
 use serde_json::{json, Map, Value};
 
 use super::events::EventTarget;
+use super::room::{room_update, OutboundTask, RoomAddress};
 use super::{ids, Channel, ChatMessage, LiteBridge};
-use crate::room::{room_update, OutboundTask, RoomAddress};
 
 /// The longest chat message the bridge reads, in bytes: more is refused with a reply.
 pub const MAX_CHAT_MESSAGE_BYTES: usize = 64 * 1024;
@@ -433,7 +433,7 @@ fn metadata(
 /// The key of the bridge's reply of `kind` to `message`: a chat message delivered twice gets
 /// the same reply key, which a de-duplicating channel shows once.
 fn reply_key(channel: &Channel, message: &ChatMessage, kind: &str) -> String {
-    let event = message.event_id.clone().unwrap_or_else(crate::new_id);
+    let event = message.event_id.clone().unwrap_or_else(a2a_core::new_id);
     ids::post_key(&[channel.port.name(), &message.room, &event, kind])
 }
 
