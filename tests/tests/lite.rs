@@ -562,7 +562,7 @@ async fn task_given(room: &mut Room, channel: &str, ours: &str) -> (String, Stri
     let LiteKind::Task { id, .. } = &lite.kind else {
         panic!("a task, not {}", said.text);
     };
-    let named = a2a_core::lite::OutboundTask::parse(id).expect("the id names our task");
+    let named = a2a_channels::lite::OutboundTask::parse(id).expect("the id names our task");
     assert_eq!(named.task_id, ours);
     (id.clone(), lite.body)
 }

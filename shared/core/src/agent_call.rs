@@ -17,7 +17,7 @@ use crate::request::AgentError;
 pub struct AgentCall {
     /// The agent's base URL: its card is at `/.well-known/agent-card.json` under it. Or a chat
     /// room's address, `lite:<channel>:<room>`: the A2A-Lite agent there is given the task
-    /// (see `a2a_core::lite::RoomAddress`).
+    /// (see `a2a_channels::lite::RoomAddress`).
     pub agent: String,
     /// What to send (its ids are set by the call).
     pub message: Message,

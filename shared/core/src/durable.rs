@@ -203,10 +203,7 @@ impl Emitter {
                 .await?;
             return decode_reply(name, value);
         }
-        let mut remote_call = match RemoteCall::begin(self, &mut run, index, name, &call) {
-            Ok(remote_call) => remote_call,
-            Err(failure) => return self.record_failure(run, index, name, failure).await,
-        };
+        let mut remote_call = RemoteCall::begin(self, &mut run, index, name, &call);
         // The wait is written before the message is sent, so that a push that comes back
         // before this run parks finds it.
         run.record_mut().wait = Some(remote_call.wait(index, name, after(call.timeout)));

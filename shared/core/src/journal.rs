@@ -17,7 +17,6 @@ use crate::ports::{
 use crate::relay::status_mark;
 use crate::remote::RemoteAgents;
 use crate::request::AgentError;
-use crate::room::RoomAddress;
 
 /// The longest delay a work queue takes for a delayed job (SQS's 15 minutes); a wait due later
 /// is found by the sweep of due executions instead.
@@ -264,17 +263,17 @@ impl DurableRun {
 }
 
 /// A wait that a push ended before the run that sent the message recorded the remote's
-/// answer: the record does not know the remote task yet (its wait names none, or, for a room,
-/// only the id this call gave it). The pushed task is that task, and it pushes to us with the
-/// wait's token (a poll needs the task's id, and a room's poll never ends a wait, so only a
+/// answer: the record does not know the remote task yet (its wait names none, or only the id
+/// the port named it with). The pushed task is that task, and it pushes to us with the wait's
+/// token (a poll needs the task's id, and a task the port names cannot be polled, so only a
 /// push can have ended such a wait). Once the answer is recorded, the record knows the task,
 /// with whether it pushes.
 pub(crate) fn remember_pushed(run: &mut DurableRun, name: &str, what: &WaitFor, task: &Task) {
     let WaitFor::RemoteTask { remote, token, .. } = what else {
         return;
     };
-    let named_by_us = RoomAddress::is_room(&remote.agent) && remote.task_id == task.id;
-    if !(remote.task_id.is_empty() || named_by_us) || task.id.is_empty() {
+    let this_task = remote.task_id.is_empty() || remote.task_id == task.id;
+    if !this_task || task.id.is_empty() {
         return;
     }
     let remotes = &mut run.record_mut().remotes;

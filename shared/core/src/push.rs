@@ -16,7 +16,7 @@ use tracing::Instrument as _;
 use url::Url;
 
 use crate::kernel::Core;
-use crate::ports::{JobOutcome, PushAttempt, PushAttemptResult, PushJob};
+use crate::ports::{JobOutcome, PushAttempt, PushAttemptResult, PushConfigStore, PushJob};
 use crate::timeline::DEFAULT_TIMELINE_LENGTH;
 use crate::webhook::{WebhookOutcome, WebhookRequest};
 use a2a_protocol::push::PUSH_SIGNATURE_HEADER;
@@ -66,7 +66,8 @@ pub(crate) async fn deliver(core: &Arc<Core>, job: &PushJob, receive_count: u32)
         Ok(None) => return JobOutcome::Done,
         Err(err) => return retry(format!("store: {err}")),
     };
-    let number = match attempt_number(core, job, receive_count).await {
+    let attempts = core.config.max_push_attempts;
+    let number = match attempt_number(core.store.as_ref(), attempts, job, receive_count).await {
         Ok(Attempt::Next(number)) => number,
         Ok(Attempt::Exhausted(reason)) => return JobOutcome::DeadLetter { reason },
         Ok(Attempt::Settled) => return JobOutcome::Done,
@@ -199,15 +200,15 @@ enum Attempt {
 /// receive that never reached this code (a throttled Lambda invocation) is not an attempt. On
 /// the queue's first receive no attempt can have been made, and the record is not read.
 async fn attempt_number(
-    core: &Core,
+    deliveries: &dyn PushConfigStore,
+    max_attempts: u32,
     job: &PushJob,
     receive_count: u32,
 ) -> Result<Attempt, crate::ports::StoreError> {
     if receive_count <= 1 {
         return Ok(Attempt::Next(1));
     }
-    let record = core
-        .store
+    let record = deliveries
         .get_push_delivery(&job.owner, &job.task_id, &job.config_id)
         .await?;
     let made = match &record {
@@ -219,7 +220,7 @@ async fn attempt_number(
         }
         _ => 0,
     };
-    if made >= core.config.max_push_attempts {
+    if made >= max_attempts {
         let last_error = record
             .and_then(|r| r.last_error)
             .unwrap_or_else(|| "delivery failed".into());

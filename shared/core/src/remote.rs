@@ -8,7 +8,7 @@ use std::time::Duration;
 use a2a_protocol::{Message, SendMessageResponse, Task, TaskPushNotificationConfig};
 use async_trait::async_trait;
 
-use crate::ports::RemoteTaskRef;
+use crate::ports::{Owner, RemoteTaskRef, Wait, WaitFor};
 
 /// Why a call to another agent did not work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +36,52 @@ pub struct RemoteSent {
     pub pushes: bool,
 }
 
+/// Which call of a durable run a message is: our task, and `{trigger_seq}-{index}` (the
+/// message that started the run, and the call's step). A send repeated after a crash has the
+/// same key; an agent that cannot name its own tasks (a chat room) has its task named from it,
+/// by the adapter that calls it, so that its answers lead back to the wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallKey {
+    /// Our task, the one that waits for the call.
+    pub task_id: String,
+    /// `{trigger_seq}-{index}`: digits and one `-`.
+    pub call: String,
+}
+
+impl CallKey {
+    /// The key of call `index` of the run of our task `task_id` that the message at
+    /// `trigger_seq` started.
+    pub(crate) fn new(task_id: &str, trigger_seq: u64, index: usize) -> Self {
+        Self {
+            task_id: task_id.to_owned(),
+            call: format!("{trigger_seq}-{index}"),
+        }
+    }
+}
+
+/// A remote task the adapter that called it named from the call's [`CallKey`] (a chat room's
+/// task), as an answer about it names it: what `A2aService::relay_named` relays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedCall {
+    /// Our task's owner, when the answer names it (ids of an earlier form did); else our
+    /// store's relay gate of the task says.
+    pub owner: Option<Owner>,
+    /// The call.
+    pub key: CallKey,
+    /// The agent called (its address).
+    pub agent: String,
+    /// The remote task's id.
+    pub task_id: String,
+}
+
+impl NamedCall {
+    /// Whether `wait` follows this task: it calls this agent for this task.
+    pub(crate) fn is_waited_by(&self, wait: &Wait) -> bool {
+        matches!(&wait.what, WaitFor::RemoteTask { remote, .. }
+            if remote.agent == self.agent && remote.task_id == self.task_id)
+    }
+}
+
 /// Sends to and follows the tasks of other A2A agents. Every call carries the W3C
 /// `traceparent` of the work it belongs to, if any.
 #[async_trait]
@@ -43,10 +89,12 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
     /// Sends `message` to the agent at `agent` (its base URL; its card is at
     /// `/.well-known/agent-card.json` under it) without waiting for the task to stop
     /// (`returnImmediately`), asking it to push the task's updates to `push` when its card
-    /// says it pushes. Returns the agent's answer: its task as it stands, or a direct message.
+    /// says it pushes. `key` says which call of ours it is (the message's `task_id` is empty
+    /// for a new task). Returns the agent's answer: its task as it stands, or a direct message.
     async fn send(
         &self,
         agent: &str,
+        key: &CallKey,
         message: Message,
         push: Option<TaskPushNotificationConfig>,
         traceparent: Option<&str>,
@@ -58,6 +106,14 @@ pub trait RemoteAgents: Send + Sync + fmt::Debug {
         remote: &RemoteTaskRef,
         traceparent: Option<&str>,
     ) -> Result<Task, RemoteError>;
+
+    /// The id the task of call `key` to `agent` will have, when this port names it itself
+    /// (a chat room cannot answer a send with an id: its adapter names the task from the call);
+    /// `None` for an agent that names its own tasks. Asked before the wait is written, so that
+    /// an answer or a cancel that comes while the message is on its way finds the task.
+    fn names_task(&self, _agent: &str, _key: &CallKey) -> Option<String> {
+        None
+    }
 
     /// Asks the remote agent to cancel its task (CancelTask). A task that already ended is
     /// not an error.
@@ -93,6 +149,7 @@ impl RemoteAgents for NoRemoteAgents {
     async fn send(
         &self,
         agent: &str,
+        _key: &CallKey,
         _message: Message,
         _push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,
@@ -149,6 +206,7 @@ const REMOTE_RETRY_PAUSES: [Duration; 2] = [Duration::from_secs(1), Duration::fr
 pub(crate) async fn send_retried(
     remote: &dyn RemoteAgents,
     agent: &str,
+    key: &CallKey,
     message: &Message,
     push: Option<&TaskPushNotificationConfig>,
     traceparent: Option<&str>,
@@ -156,7 +214,7 @@ pub(crate) async fn send_retried(
     crate::retry::after_pauses(
         &REMOTE_RETRY_PAUSES,
         |err| matches!(err, RemoteError::Unavailable(_)),
-        || remote.send(agent, message.clone(), push.cloned(), traceparent),
+        || remote.send(agent, key, message.clone(), push.cloned(), traceparent),
         |err| tracing::warn!(%agent, reason = %err, "the other agent could not take the message; it is sent again"),
     )
     .await

@@ -10,15 +10,16 @@ use tracing::Instrument as _;
 use crate::emitter::lease_until;
 use crate::event::{LoggedEvent, TaskEvent};
 use crate::execution::{new_emitter, run_agent};
-use crate::journal::{DurableRun, MAX_QUEUE_DELAY};
+use crate::journal::{DurableEnv, DurableRun, MAX_QUEUE_DELAY};
 use crate::kernel::Core;
 use crate::ports::{
-    DurableExecution, JobOutcome, StoreError, WaitFor, WaitOutcome, WorkJob, WorkQueue,
+    DurableExecution, ExecutionStore, JobOutcome, LeaseStore, StoreError, WaitFor, WaitOutcome,
+    WorkJob, WorkQueue,
 };
 use crate::relay::RemoteUpdate;
 use crate::remote_call::{Ours, RemoteCall};
 use crate::request::AgentRequest;
-use crate::task_log::AppendError;
+use crate::task_log::{AppendError, TaskLog};
 
 /// Runs `job`; returns what to do with it and the number of the attempt it made (0 when it
 /// made none: nothing to do, or the lease was not ours to take).
@@ -46,7 +47,7 @@ pub(crate) async fn run_work_job(
             // Gone (expired), or never written: a record of its execution has nothing to
             // resume, and would be found due again and again.
             if job.resume {
-                forget(core, job).await;
+                forget(core.store.as_ref(), job).await;
             }
             return (JobOutcome::Done, 0);
         }
@@ -54,7 +55,7 @@ pub(crate) async fn run_work_job(
     };
     if head.task.status.state.is_terminal() {
         if job.resume {
-            forget(core, job).await;
+            forget(core.store.as_ref(), job).await;
         }
         return (JobOutcome::Done, 0);
     }
@@ -83,7 +84,7 @@ pub(crate) async fn run_work_job(
             Ok(_) | Err(AppendError::Terminal(_)) => JobOutcome::DeadLetter { reason },
             Err(err) => retry(format!("could not fail the task: {err:?}")),
         };
-        release(core, job).await;
+        lease_of(core).release(job).await;
         return (outcome, attempt);
     }
     // A resumption, or a job delivered again after an attempt that died (it may have recorded
@@ -92,7 +93,7 @@ pub(crate) async fn run_work_job(
         match store.load_execution(&job.owner, &job.task_id).await {
             Ok(record) => record.filter(|r| r.trigger_seq == job.trigger_seq),
             Err(err) => {
-                release(core, job).await;
+                lease_of(core).release(job).await;
                 return (retry(format!("store: {err}")), attempt);
             }
         }
@@ -102,7 +103,7 @@ pub(crate) async fn run_work_job(
     let record = match (job.resume, record) {
         // Nothing to resume: another run resumed it already, or it ended.
         (true, None) => {
-            release(core, job).await;
+            lease_of(core).release(job).await;
             return (JobOutcome::Done, attempt);
         }
         (_, Some(record)) => {
@@ -116,14 +117,14 @@ pub(crate) async fn run_work_job(
                     // job that follows the wait comes back when it is due. Any other job (a
                     // push for a wait not over, one whose wait another path moved on) ends
                     // here: that path queued its own.
-                    release(core, job).await;
+                    lease_of(core).release(job).await;
                     if follows_the_wait {
                         rearm(core.work.as_ref(), job, due).await;
                     }
                     return (JobOutcome::Done, attempt);
                 }
                 Err(err) => {
-                    release(core, job).await;
+                    lease_of(core).release(job).await;
                     return (retry(format!("store: {err}")), attempt);
                 }
             }
@@ -143,7 +144,7 @@ pub(crate) async fn run_work_job(
     {
         Ok(events) => events,
         Err(err) => {
-            release(core, job).await;
+            lease_of(core).release(job).await;
             return (retry(format!("store: {err}")), attempt);
         }
     };
@@ -153,7 +154,7 @@ pub(crate) async fn run_work_job(
         // waiting for input or parked: running it again would run the agent twice on one
         // message.
         tracing::info!(task_id = %job.task_id, seq = job.trigger_seq, "work job delivered again after its run; nothing to do");
-        release(core, job).await;
+        lease_of(core).release(job).await;
         return (JobOutcome::Done, attempt);
     }
     let trigger = events.into_iter().find(|e| e.seq == job.trigger_seq);
@@ -164,7 +165,7 @@ pub(crate) async fn run_work_job(
     };
     let Some(message) = message else {
         tracing::error!(task_id = %job.task_id, seq = job.trigger_seq, "work job points at no message");
-        release(core, job).await;
+        lease_of(core).release(job).await;
         return (JobOutcome::Done, attempt);
     };
     let request = AgentRequest {
@@ -220,13 +221,13 @@ pub(crate) async fn run_work_job(
         }
     };
     if !finished {
-        return (hand_over(core, job, &emitter).await, attempt);
+        return (hand_over(&lease_of(core), job, &emitter).await, attempt);
     }
     if emitter.durable.lock().await.is_interrupted() {
         // The store failed in a durable step: the job comes back and replays the record, as
         // the attempt the lease counts (ended now, not given back, so the next one may take
         // it at once and a run that never gets through fails after `max_job_attempts`).
-        end_lease_now(core, job).await;
+        lease_of(core).end_now(job).await;
         return (retry("store: a durable step failed".into()), attempt);
     }
     // The lease goes back whether the task ended or not. One that stopped to wait for its
@@ -236,7 +237,7 @@ pub(crate) async fn run_work_job(
     // to expire lingers until DynamoDB's TTL removes it, days later, and every sweep of
     // expired leases reads it until then: at a million queued tasks a month, a write each is
     // cheaper than those reads (docs/cost.md, "Execution leases and the sweep").
-    release(core, job).await;
+    lease_of(core).release(job).await;
     (JobOutcome::Done, attempt)
 }
 
@@ -256,9 +257,13 @@ fn ran_before(events: &[LoggedEvent], trigger_seq: u64) -> bool {
 }
 
 /// Hands over the run of `job`, stopped before its invocation ends (see [`run_work_job`]).
-async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter) -> JobOutcome {
+async fn hand_over(
+    lease: &Lease<'_>,
+    job: &WorkJob,
+    emitter: &crate::emitter::Emitter,
+) -> JobOutcome {
     // Ended now, not given back: the resumption takes it at once, as the job's next attempt.
-    end_lease_now(core, job).await;
+    lease.end_now(job).await;
     if emitter.task_active().await {
         if let Err(err) = emitter.hand_over().await {
             // The job comes back from the queue, as the attempt the lease counted.
@@ -273,32 +278,45 @@ async fn hand_over(core: &Core, job: &WorkJob, emitter: &crate::emitter::Emitter
     JobOutcome::Done
 }
 
-/// Ends the task's lease now but keeps it, with the job's attempt count: the job's next
-/// attempt takes it at once and counts on.
-async fn end_lease_now(core: &Core, job: &WorkJob) {
-    if let Err(err) = core
-        .store
-        .acquire_lease(&job.task_id, &core.config.worker_id, Timestamp::now())
-        .await
-    {
-        tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
+/// A work job's lease: the store's leases, and this worker as their holder.
+struct Lease<'a> {
+    leases: &'a dyn LeaseStore,
+    holder: &'a str,
+}
+
+/// The lease of `core`'s worker.
+fn lease_of(core: &Core) -> Lease<'_> {
+    Lease {
+        leases: core.store.as_ref(),
+        holder: &core.config.worker_id,
     }
 }
 
-/// Gives the task's lease back (and with it the job's attempt count: the job is settled).
-async fn release(core: &Core, job: &WorkJob) {
-    if let Err(err) = core
-        .store
-        .release_lease(&job.task_id, &core.config.worker_id)
-        .await
-    {
-        tracing::warn!(task_id = %job.task_id, error = %err, "lease release failed");
+impl Lease<'_> {
+    /// Ends the task's lease now but keeps it, with the job's attempt count: the job's next
+    /// attempt takes it at once and counts on.
+    async fn end_now(&self, job: &WorkJob) {
+        let now = Timestamp::now();
+        if let Err(err) = self
+            .leases
+            .acquire_lease(&job.task_id, self.holder, now)
+            .await
+        {
+            tracing::warn!(task_id = %job.task_id, error = %err, "could not end the lease");
+        }
+    }
+
+    /// Gives the task's lease back (and with it the job's attempt count: the job is settled).
+    async fn release(&self, job: &WorkJob) {
+        if let Err(err) = self.leases.release_lease(&job.task_id, self.holder).await {
+            tracing::warn!(task_id = %job.task_id, error = %err, "lease release failed");
+        }
     }
 }
 
 /// Removes the execution record of a task that ended.
-async fn forget(core: &Core, job: &WorkJob) {
-    if let Err(err) = core.store.delete_execution(&job.owner, &job.task_id).await {
+async fn forget(executions: &dyn ExecutionStore, job: &WorkJob) {
+    if let Err(err) = executions.delete_execution(&job.owner, &job.task_id).await {
         tracing::warn!(task_id = %job.task_id, error = %err, "could not remove the execution record");
     }
 }
@@ -366,7 +384,8 @@ pub(crate) async fn advance(
                     )
                     .min(wait.deadline);
                     next.due_at = poll_again;
-                    if let Some(outcome) = poll(core, &record, &wait.what).await {
+                    if let Some(outcome) = poll(&core.log, &core.durable, &record, &wait.what).await
+                    {
                         next.outcome = Some(outcome);
                         next.due_at = now;
                     }
@@ -403,15 +422,15 @@ pub(crate) async fn advance(
 /// Polls the remote task the wait `what` of `record`'s execution follows: its task as it
 /// stands is taken as every update of it is ([`RemoteCall::on_update`]); returns the outcome
 /// the wait ends with, if it ends.
-async fn poll(core: &Core, record: &DurableExecution, what: &WaitFor) -> Option<WaitOutcome> {
+async fn poll(
+    log: &TaskLog,
+    env: &DurableEnv,
+    record: &DurableExecution,
+    what: &WaitFor,
+) -> Option<WaitOutcome> {
     let call = RemoteCall::of(what).filter(|c| !c.remote.task_id.is_empty())?;
     let traceparent = record.traceparent.as_deref();
-    let task = match core
-        .durable
-        .remote
-        .get_task(&call.remote, traceparent)
-        .await
-    {
+    let task = match env.remote.get_task(&call.remote, traceparent).await {
         Ok(task) => task,
         Err(err) => {
             tracing::warn!(task_id = %record.task_id, error = %err, "polling the remote task failed; it is polled again later");
@@ -419,8 +438,8 @@ async fn poll(core: &Core, record: &DurableExecution, what: &WaitFor) -> Option<
         }
     };
     let ours = Ours {
-        log: &core.log,
-        env: &core.durable,
+        log,
+        env,
         owner: &record.owner,
         task_id: &record.task_id,
         traceparent,

@@ -16,8 +16,8 @@ use std::time::Duration;
 use a2a_aws::fanout::{self, Checkpoints, StreamPoller};
 use a2a_aws::{Meter, Summary};
 use a2a_core::{
-    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    OperationRequest, OperationResponse, Placement, RemoteAgents, RemoteError, RemoteSent,
+    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, CallKey,
+    Emitter, OperationRequest, OperationResponse, Placement, RemoteAgents, RemoteError, RemoteSent,
     ServiceConfig, WorkJob,
 };
 use a2a_protocol::{
@@ -159,6 +159,7 @@ impl RemoteAgents for OtherAgent {
     async fn send(
         &self,
         _agent: &str,
+        _key: &CallKey,
         _message: Message,
         push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,

@@ -1,4 +1,5 @@
-//! The chat channels of the A2A-Lite bridge ([`a2a_core::lite`]) and their HTTP routes:
+//! The A2A-Lite bridge ([`lite`]: an agent of this deployment as a member of chat rooms, and
+//! rooms as agents our agents call), its chat channels and their HTTP routes:
 //!
 //! - [`webhook`]: Slack-compatible outgoing/incoming webhooks (Slack, Mattermost, Rocket.Chat,
 //!   Zulip's Slack-compatible interface): `POST /a2a-lite/webhook`;
@@ -12,6 +13,7 @@
 //! (`a2a_net::guarded_client`). Hosts (the local server, the Lambda channel function) build
 //! [`LiteChannels`] from [`LiteSettings`] and merge [`LiteChannels::router`] into theirs.
 
+pub mod lite;
 pub mod matrix;
 mod rooms;
 mod routes;
@@ -20,11 +22,11 @@ pub mod webhook;
 
 use std::sync::Arc;
 
-use a2a_core::lite::{Channel, ChannelPort, LiteBridge, LiteBridgeConfig};
+use crate::lite::{Channel, ChannelPort, LiteBridge, LiteBridgeConfig};
 use a2a_core::{A2aService, CallContext, Permissions, Principal, PushPolicy, RemoteAgents};
 
 pub use matrix::{MatrixChannel, MATRIX_CHANNEL};
-pub use rooms::{AgentsByAddress, RoomAgents};
+pub use rooms::{room_task_id, AgentsByAddress, RoomAgents};
 pub use settings::{LiteSettings, MatrixSettings, WebhookSettings, DEFAULT_PRINCIPAL};
 pub use webhook::{WebhookChannel, WEBHOOK_CHANNEL};
 

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use a2a_core::lite::{ChannelError, ChannelPort, ChatMessage};
+use crate::lite::{ChannelError, ChannelPort, ChatMessage};
 use a2a_core::PushPolicy;
 use async_trait::async_trait;
 use serde_json::{json, Value};

@@ -2,12 +2,12 @@
 //! (`[A2A:task id=…]` posted through the channel) and cancels it (`[A2A:cancel …]`);
 //! [`AgentsByAddress`] sends room addresses (`lite:<channel>:<room>`) there and every other
 //! address to the A2A client. The room's answers come back through the bridge
-//! (`LiteBridge::receive` → `A2aService::relay_room`).
+//! (`LiteBridge::receive` → `A2aService::relay_named`).
 
 use std::sync::Arc;
 
-use a2a_core::lite::{ChannelPort, RoomAddress};
-use a2a_core::{RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
+use crate::lite::{outbound_task_id, ChannelPort, RoomAddress};
+use a2a_core::{CallKey, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef};
 use a2a_protocol::lite::{render, LiteKind, LiteMessage};
 use a2a_protocol::{
     Message, SendMessageResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
@@ -21,6 +21,14 @@ fn unreachable_room(address: &str) -> RemoteError {
         "rooms are not reachable from this deployment through the channel of {address} \
          (no such A2A-Lite channel is configured here)"
     ))
+}
+
+/// The id of the task call `key` gives the room at `agent`, named after our task
+/// ([`outbound_task_id`]): `None` when `agent` is no room's address or the id would be too
+/// long for a marker (the send then refuses the call, saying so).
+pub fn room_task_id(agent: &str, key: &CallKey) -> Option<String> {
+    RoomAddress::parse(agent)?;
+    outbound_task_id(&key.task_id, &key.call)
 }
 
 /// The A2A-Lite agents of the rooms of the configured channels, as remote agents.
@@ -62,22 +70,25 @@ impl RoomAgents {
 
 #[async_trait]
 impl RemoteAgents for RoomAgents {
-    /// Posts `[A2A:task id=<message.task_id>]` and the message's text to the room. The id is
-    /// the one the durable call named (it leads the room's answers back to the waiting task);
-    /// the answer is that task, SUBMITTED, and the room "pushes": its `status` and `result`
-    /// come back through the bridge.
+    /// Posts `[A2A:task id=…]` and the message's text to the room: the id the call was named
+    /// with ([`room_task_id`], asked through `names_task` before the wait is written; a
+    /// continued task keeps its id), which leads the room's answers back to the waiting task. The answer is that task, SUBMITTED, and the room "pushes":
+    /// its `status` and `result` come back through the bridge.
     async fn send(
         &self,
         agent: &str,
-        message: Message,
+        key: &CallKey,
+        mut message: Message,
         _push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,
     ) -> Result<RemoteSent, RemoteError> {
         let (channel, room) = self.room(agent)?;
         if message.task_id.is_empty() {
-            return Err(RemoteError::Refused(
-                "a task for a room needs the id the durable call names it with".into(),
-            ));
+            message.task_id = outbound_task_id(&key.task_id, &key.call).ok_or_else(|| {
+                RemoteError::Refused(
+                    "this task's id is too long to put in an A2A-Lite task id".into(),
+                )
+            })?;
         }
         let text: String = message
             .parts
@@ -113,6 +124,11 @@ impl RemoteAgents for RoomAgents {
             }),
             pushes: true,
         })
+    }
+
+    /// A room cannot name its task: it is named after the call ([`room_task_id`]).
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        room_task_id(agent, key)
     }
 
     /// A room cannot be asked how a task stands: the answer is the task as SUBMITTED, which
@@ -199,11 +215,18 @@ impl RemoteAgents for AgentsByAddress {
     async fn send(
         &self,
         agent: &str,
+        key: &CallKey,
         message: Message,
         push: Option<TaskPushNotificationConfig>,
         traceparent: Option<&str>,
     ) -> Result<RemoteSent, RemoteError> {
-        self.to(agent).send(agent, message, push, traceparent).await
+        self.to(agent)
+            .send(agent, key, message, push, traceparent)
+            .await
+    }
+
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        self.to(agent).names_task(agent, key)
     }
 
     async fn get_task(

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use a2a_core::lite::{DeliveryError, EventTarget, Handled, LiteBridge};
+use crate::lite::{DeliveryError, EventTarget, Handled, LiteBridge};
 use a2a_protocol::StreamResponse;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use a2a_core::lite::{ChannelError, ChannelPort, ChatMessage};
+use crate::lite::{ChannelError, ChannelPort, ChatMessage};
 use a2a_core::PushPolicy;
 use async_trait::async_trait;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use a2a_core::lite::{
+use a2a_channels::lite::{
     Channel, ChannelError, ChannelPort, ChatMessage, DeliveryError, EventTarget, Handled,
     LiteBridge, LiteBridgeConfig,
 };

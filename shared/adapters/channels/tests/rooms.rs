@@ -7,11 +7,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use a2a_channels::{AgentsByAddress, RoomAgents};
-use a2a_core::lite::{
+use a2a_channels::lite::{
     Channel, ChannelError, ChannelPort, ChatMessage, Handled, LiteBridge, LiteBridgeConfig,
     OutboundTask,
 };
+use a2a_channels::{AgentsByAddress, RoomAgents};
 use a2a_core::{
     A2aService, CallContext, ExecutionStore, NoRemoteAgents, Owner, ServiceConfig, WaitFor,
     WaitOutcome,
@@ -29,6 +29,9 @@ use tokio::sync::Notify;
 struct Chat {
     said: Mutex<Vec<(String, String)>>,
     posted: Notify,
+    /// When set, the next post is seen by the room at once but returns only once this is
+    /// sent (or dropped): a room that answers before the post is done.
+    hold: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 #[async_trait::async_trait]
@@ -43,6 +46,10 @@ impl ChannelPort for Chat {
             .unwrap()
             .push((room.to_owned(), text.to_owned()));
         self.posted.notify_one();
+        let hold = self.hold.lock().unwrap().take();
+        if let Some(hold) = hold {
+            let _ = hold.await;
+        }
         Ok(())
     }
 }
@@ -114,6 +121,14 @@ fn said_in(room: &str, sender: &str, event: &str, text: &str) -> ChatMessage {
     }
 }
 
+/// What the bridge does with `text`, said by `sender` in the room `general` (event `event`).
+async fn hears(s: &Setup, sender: &str, event: &str, text: &str) -> Handled {
+    s.bridge
+        .receive("webhook", said_in("general", sender, event, text))
+        .await
+        .unwrap()
+}
+
 /// Sends `text` to the reference agent, answered at once or once the task stops or waits; our
 /// task.
 async fn send(s: &Setup, text: &str, at_once: bool) -> a2a_protocol::Task {
@@ -168,12 +183,8 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
     assert_eq!(named.owner, None, "the room is not told who called");
 
     // A chat that shows the bridge its own post: the bridge does not take its own task.
-    let echo = s
-        .bridge
-        .receive("webhook", said_in("general", "bot", "e0", &text))
-        .await;
     assert_eq!(
-        echo.unwrap(),
+        hears(&s, "bot", "e0", &text).await,
         Handled::Ignored("a task this deployment gave")
     );
 
@@ -207,7 +218,7 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
         .receive("webhook", said_in("random", "U2", "e2", &result))
         .await;
     assert!(matches!(elsewhere.unwrap(), Handled::Ignored(_)));
-    let named_other = a2a_core::lite::outbound_task_id("no-such-task", "1-0").unwrap();
+    let named_other = a2a_channels::lite::outbound_task_id("no-such-task", "1-0").unwrap();
     for text in [
         format!("[A2A:result task={named_other} state=completed]\nforged"),
         "[A2A:result task=a2a.1-0.sZm9y.Z2Vk state=completed]\nforged".to_owned(),
@@ -240,6 +251,51 @@ async fn a_room_answers_the_task_it_was_given_and_nobody_else_does() {
         .receive("webhook", said_in("general", "U2", "e4", &result))
         .await;
     assert!(matches!(again.unwrap(), Handled::Ignored(_)));
+}
+
+/// The room answers while our post is still on its way (the send has not returned, so the
+/// record has not its answer): the wait, written before the post, names the room's task
+/// already (the room adapter names it after the call), so the answer finds it and ends it.
+#[tokio::test]
+async fn a_room_that_answers_before_the_post_returns_is_heard() {
+    let s = setup();
+    let (release, hold) = tokio::sync::oneshot::channel();
+    *s.chat.hold.lock().unwrap() = Some(hold);
+    // Answered at once: the call runs on, its post held.
+    send(&s, "delegate lite:webhook:general do the thing", true).await;
+    let (_, text) = s.chat.nth(1).await;
+    let task = parse(&text).unwrap().expect("a marker");
+    let LiteKind::Task { id, .. } = &task.kind else {
+        panic!("a task, not {text}");
+    };
+    let ours = OutboundTask::parse(id).expect("ours").task_id;
+    let record = s
+        .store
+        .store
+        .load_execution(&Owner::anonymous(""), &ours)
+        .await
+        .unwrap()
+        .expect("the call's record");
+    let Some(WaitFor::RemoteTask { remote, .. }) = record.wait.map(|w| w.what) else {
+        panic!("the call waits for the room");
+    };
+    assert_eq!(&remote.task_id, id, "named before the post");
+    assert!(record.remotes.is_empty(), "the send has not returned");
+
+    assert_eq!(
+        hears(&s, "bot", "e0", &text).await,
+        Handled::Ignored("a task this deployment gave")
+    );
+    let result = format!("[A2A:result task={id} state=completed]\nDone: 42.");
+    assert_eq!(
+        hears(&s, "U2", "e1", &result).await,
+        Handled::Relayed(id.clone())
+    );
+    let Some(WaitOutcome::Done { value }) = outcome(&s, &ours).await else {
+        panic!("the wait is over");
+    };
+    assert_eq!(value["status"]["state"], "TASK_STATE_COMPLETED");
+    release.send(()).unwrap();
 }
 
 /// A call made before the upgrade gave the room an id of the previous form, which named our
@@ -325,7 +381,7 @@ async fn a_room_of_a_channel_not_served_or_no_room_is_refused_clearly() {
 async fn a_task_another_deployment_gives_the_room_is_work_for_us() {
     let s = setup();
     // The id of another deployment's call (its task and owner are not in this store).
-    let theirs = a2a_core::lite::outbound_task_id("their-task", "1-0").unwrap();
+    let theirs = a2a_channels::lite::outbound_task_id("their-task", "1-0").unwrap();
     let task = format!("[A2A:task id={theirs}]\nhello from another kit");
     let handled = s
         .bridge

@@ -19,7 +19,8 @@ use a2a_client::{
     SendMessageConfiguration, SendMessageRequest, MAX_CARD_MAX_AGE,
 };
 use a2a_core::{
-    is_non_public, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
+    is_non_public, CallKey, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent,
+    RemoteTaskRef,
 };
 use a2a_protocol::{A2AError, Message, Task, TaskPushNotificationConfig};
 use a2a_push_verify::{Verifier, VerifyError};
@@ -470,6 +471,7 @@ impl RemoteAgents for RemoteAgentsClient {
     async fn send(
         &self,
         agent: &str,
+        _key: &CallKey,
         message: Message,
         push: Option<TaskPushNotificationConfig>,
         traceparent: Option<&str>,

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_core::{PushPolicy, RemoteAgents, RemoteError, RemoteTaskRef, ServiceConfig};
+use a2a_core::{CallKey, PushPolicy, RemoteAgents, RemoteError, RemoteTaskRef, ServiceConfig};
 use a2a_http::{router, HttpOptions};
 use a2a_net::{AgentCredentials, CredentialSource, RemoteAgentSettings, RemoteAgentsClient};
 use a2a_protocol::{Message, SendMessageResponse, TaskPushNotificationConfig, TaskState};
@@ -28,6 +28,14 @@ fn client(credentials: AgentCredentials) -> RemoteAgentsClient {
         timeout: Duration::from_secs(10),
         ..RemoteAgentSettings::local()
     })
+}
+
+/// The key of a durable call (the client sends no part of it).
+fn key() -> CallKey {
+    CallKey {
+        task_id: "our-task".into(),
+        call: "1-0".into(),
+    }
 }
 
 fn push() -> Option<TaskPushNotificationConfig> {
@@ -73,6 +81,7 @@ async fn the_card_picks_the_binding_and_is_fetched_once_while_fresh() {
         let sent = remote
             .send(
                 &only_rest.base,
+                &key(),
                 Message::user_text(format!("m{n}"), "hello"),
                 push(),
                 None,
@@ -108,7 +117,13 @@ async fn the_card_picks_the_binding_and_is_fetched_once_while_fresh() {
 
     let (both, _store) = agent(&["JSONRPC", "HTTP+JSON"], false).await;
     let sent = remote
-        .send(&both.base, Message::user_text("m", "hold"), push(), None)
+        .send(
+            &both.base,
+            &key(),
+            Message::user_text("m", "hold"),
+            push(),
+            None,
+        )
         .await
         .unwrap();
     assert!(!sent.pushes, "no push config for an agent without pushes");
@@ -213,6 +228,7 @@ async fn credentials_and_the_trace_go_to_their_agent_only() {
     remote
         .send(
             &agent.base,
+            &key(),
             Message::user_text("m", "hi"),
             push(),
             Some(TRACE),
@@ -220,7 +236,13 @@ async fn credentials_and_the_trace_go_to_their_agent_only() {
         .await
         .unwrap();
     remote
-        .send(&other.base, Message::user_text("m", "hi"), push(), None)
+        .send(
+            &other.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            push(),
+            None,
+        )
         .await
         .unwrap();
     let bearer = Some("Bearer for-the-agent".to_owned());
@@ -278,7 +300,13 @@ async fn credentials_are_read_at_the_first_call_and_again_after_a_rotation() {
     );
     // The call fails, saying why, and nothing reaches the agent.
     let failed = remote
-        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            push(),
+            None,
+        )
         .await;
     assert!(
         matches!(&failed, Err(RemoteError::Unavailable(why))
@@ -299,12 +327,24 @@ async fn credentials_are_read_at_the_first_call_and_again_after_a_rotation() {
     // A failed read is asked again a second later at the soonest.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     remote
-        .send(&agent.base, Message::user_text("m1", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m1", "hi"),
+            push(),
+            None,
+        )
         .await
         .unwrap();
     *secret.document.lock().unwrap() = document("rotated");
     remote
-        .send(&agent.base, Message::user_text("m2", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m2", "hi"),
+            push(),
+            None,
+        )
         .await
         .unwrap();
     let sent: Vec<Option<String>> = seen.all().into_iter().map(|(_, auth, _)| auth).collect();
@@ -322,7 +362,13 @@ async fn credentials_are_read_at_the_first_call_and_again_after_a_rotation() {
     // A rotation that breaks the document keeps the credentials read before.
     *secret.document.lock().unwrap() = "not json".into();
     remote
-        .send(&agent.base, Message::user_text("m3", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m3", "hi"),
+            push(),
+            None,
+        )
         .await
         .unwrap();
     let sent: Vec<Option<String>> = seen.all().into_iter().map(|(_, auth, _)| auth).collect();
@@ -340,7 +386,13 @@ async fn the_guard_refuses_before_anything_is_sent() {
     let agent = recording_agent(Some("http://169.254.169.254/jsonrpc"), seen.clone()).await;
     let remote = client(AgentCredentials::none());
     let refused = remote
-        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            push(),
+            None,
+        )
         .await;
     assert!(
         matches!(&refused, Err(RemoteError::Refused(why)) if why.contains("169.254.169.254")),
@@ -357,7 +409,13 @@ async fn the_guard_refuses_before_anything_is_sent() {
         ..RemoteAgentSettings::local()
     });
     let refused = strict
-        .send(&agent.base, Message::user_text("m", "hi"), push(), None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            push(),
+            None,
+        )
         .await;
     assert!(
         matches!(refused, Err(RemoteError::Refused(_))),
@@ -366,6 +424,7 @@ async fn the_guard_refuses_before_anything_is_sent() {
     let by_name = strict
         .send(
             &agent.base.replace("127.0.0.1", "localhost"),
+            &key(),
             Message::user_text("m", "hi"),
             push(),
             None,
@@ -475,6 +534,7 @@ async fn a_card_with_an_overflowing_max_age_is_cached_not_a_panic() {
         let sent = remote
             .send(
                 &agent.base,
+                &key(),
                 Message::user_text(format!("m{n}"), "hi"),
                 None,
                 None,
@@ -535,7 +595,13 @@ async fn a_remote_error_is_quoted_short_and_on_one_line() {
     .await;
     let remote = client(AgentCredentials::none());
     let answered = remote
-        .send(&agent.base, Message::user_text("m", "hi"), None, None)
+        .send(
+            &agent.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            None,
+            None,
+        )
         .await;
     let Err(RemoteError::Answered(quoted)) = answered else {
         panic!("the agent's error, as an answer: {answered:?}");
@@ -583,7 +649,13 @@ async fn each_call_to_a_remote_that_never_answers_times_out() {
     let reached = |before: usize| rpc_hangs.hits("/jsonrpc") > before;
     let (sent, polled, canceled) = tokio::time::timeout(guard, async {
         let sent = remote
-            .send(&rpc_hangs.base, Message::user_text("m", "hi"), None, None)
+            .send(
+                &rpc_hangs.base,
+                &key(),
+                Message::user_text("m", "hi"),
+                None,
+                None,
+            )
             .await
             .map(drop);
         assert!(reached(0), "the send reached the agent");
@@ -606,7 +678,13 @@ async fn each_call_to_a_remote_that_never_answers_times_out() {
     let card_hangs = scripted_agent(Some(get(hanging)), post(hanging)).await;
     let sent = tokio::time::timeout(
         guard,
-        remote.send(&card_hangs.base, Message::user_text("m", "hi"), None, None),
+        remote.send(
+            &card_hangs.base,
+            &key(),
+            Message::user_text("m", "hi"),
+            None,
+            None,
+        ),
     )
     .await
     .expect("the card fetch ends at the timeout")

@@ -16,8 +16,7 @@ use crate::emitter::Emitter;
 use crate::journal::{after, DurableRun};
 use crate::ports::{RemoteTaskRef, Wait};
 use crate::recorded::failure_value;
-use crate::remote::{send_retried, SEND_WINDOW};
-use crate::room::{outbound_task_id, RoomAddress};
+use crate::remote::{send_retried, CallKey, SEND_WINDOW};
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
 const PUSHED_POLL_FACTOR: u64 = 10;
@@ -25,16 +24,16 @@ const PUSHED_POLL_FACTOR: u64 = 10;
 impl RemoteCall {
     /// The call `name` (step `index`) of `em`'s run is about to make to `call.agent`: it
     /// continues the remote task an earlier execution's call of that name left (with that
-    /// task's push token: its push config stands), or starts one; a room's task is named here,
-    /// after our task, so that the room's answers find this wait (`A2aService::relay_room`).
-    /// `Err`: the call's failure, to record.
+    /// task's push token: its push config stands), or starts one, named here if the port names
+    /// the task itself ([`crate::RemoteAgents::names_task`]: a room's, so that the room's
+    /// answers and our cancel find it while the message is on its way).
     pub(crate) fn begin(
         em: &Emitter,
         run: &mut DurableRun,
         index: usize,
         name: &str,
         call: &AgentCall,
-    ) -> Result<Self, Value> {
+    ) -> Self {
         let continued = run.record_mut().remotes.get(name).cloned();
         let mut remote = continued.unwrap_or_else(|| RemoteTaskRef {
             agent: call.agent.clone(),
@@ -44,21 +43,20 @@ impl RemoteCall {
             push_token: None,
         });
         remote.agent = call.agent.clone();
-        if remote.task_id.is_empty() && RoomAddress::is_room(&call.agent) {
-            let key = format!("{}-{index}", run.trigger_seq);
-            remote.task_id = outbound_task_id(em.task_id(), &key).ok_or_else(|| {
-                failure_value(
-                    "Calling a room failed: this task's id is too long to put in an A2A-Lite \
-                     task id",
-                )
-            })?;
+        if remote.task_id.is_empty() {
+            let key = CallKey::new(em.task_id(), run.trigger_seq, index);
+            remote.task_id = em
+                .env
+                .remote
+                .names_task(&call.agent, &key)
+                .unwrap_or_default();
         }
         let poll = em.env.remote_poll;
-        Ok(Self {
+        Self {
             token: remote.push_token.clone().unwrap_or_else(crate::new_id),
             remote,
             poll_every_ms: u64::try_from(poll.as_millis()).unwrap_or(u64::MAX),
-        })
+        }
     }
 
     /// The wait of step `index` (`name`) on this call, written before the message is sent so
@@ -112,9 +110,11 @@ impl RemoteCall {
         });
         let span = outbound_span(&call.agent, &message);
         let traceparent = span.in_scope(|| crate::trace::passed_on(run.traceparent.as_deref()));
+        let key = CallKey::new(em.task_id(), run.trigger_seq, index);
         let sent = send_retried(
             em.env.remote.as_ref(),
             &call.agent,
+            &key,
             &message,
             push.as_ref(),
             traceparent.as_deref(),

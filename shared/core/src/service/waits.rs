@@ -15,7 +15,7 @@ use crate::ports::{
     WaitOutcome, WorkJob,
 };
 use crate::relay::RemoteUpdate;
-use crate::remote::RemoteError;
+use crate::remote::{NamedCall, RemoteError};
 use crate::remote_call::{Ours, RemoteCall, Verdict};
 use crate::task_log::store_error;
 use crate::worker::{advance, rearm, save_wait, Advanced};
@@ -257,80 +257,69 @@ impl A2aService {
             .map(|_| RelayAnswer::Taken)
     }
 
-    /// A room agent's `status` or `result` (`update`, as `lite::room_update` reads it) about
-    /// the room task `lite_id`, seen in the room at `room` (`lite:<channel>:<room>`). The id
-    /// names our waiting task (`lite::outbound_task_id`); the room is the credential: the
-    /// update counts only if that task waits for exactly this room task in exactly this room.
-    /// Returns whether it was taken; anything else (an id not ours, a task that waits for
-    /// nothing or for another room, a late word on a call that returned) changes nothing and
-    /// is `false`.
-    pub async fn relay_room(
+    /// An `update` about the remote task `named` names, which the adapter that made the call
+    /// named from its key (a chat room's task: the room cannot name its own, nor be asked later
+    /// how it stands). The answer's source is the credential: the update counts only if our
+    /// task waits for exactly this task of exactly this agent. Returns whether it was taken; anything else (a
+    /// task that waits for nothing or for another agent, a late word on a call that returned)
+    /// changes nothing and is `false`.
+    pub async fn relay_named(
         &self,
-        room: &str,
-        lite_id: &str,
+        named: &NamedCall,
         update: &StreamResponse,
     ) -> Result<bool, A2AError> {
-        let Some((owner, task_id, record)) = self.outbound_record(lite_id).await? else {
+        let Some((owner, record)) = self.named_record(named).await? else {
             return Ok(false);
         };
         let waiting = record
             .wait
             .as_ref()
             .filter(|w| w.outcome.is_none())
-            .and_then(|w| RemoteCall::of(&w.what))
-            .filter(|c| c.remote.agent == room && c.remote.task_id == lite_id);
+            .filter(|w| named.is_waited_by(w))
+            .and_then(|w| RemoteCall::of(&w.what));
         let Some(call) = waiting else {
             return Ok(false);
         };
         let traceparent = record.traceparent.as_deref();
-        self.take_remote_update(&owner, &task_id, &call, update, traceparent)
+        self.take_remote_update(&owner, &named.key.task_id, &call, update, traceparent)
             .await
     }
 
-    /// The task of ours a room task id names (its owner: the one the id names, for an id of
-    /// the previous form; else the one our store's [`crate::ports::RelayGate`] of the task names), and its
-    /// durable record: `None` when the id is not one of ours or the task has no execution.
-    async fn outbound_record(
-        &self,
-        lite_id: &str,
-    ) -> Result<Option<(Owner, String, DurableExecution)>, A2AError> {
-        let Some(ours) = crate::room::OutboundTask::parse(lite_id) else {
-            return Ok(None);
+    /// Whether a call of this deployment made the task `named` names: our task waits, or
+    /// waited, for it. A chat that shows the bridge its own `[A2A:task]` is then not taken as
+    /// work for us, while the same kind of id from another deployment is.
+    pub async fn made_named_call(&self, named: &NamedCall) -> Result<bool, A2AError> {
+        let Some((_, record)) = self.named_record(named).await? else {
+            return Ok(false);
         };
+        Ok(record.wait.iter().any(|w| named.is_waited_by(w))
+            || record
+                .remotes
+                .values()
+                .any(|r| r.agent == named.agent && r.task_id == named.task_id))
+    }
+
+    /// The owner of the task `named` waits in (the one it names, else the one our store's
+    /// [`crate::ports::RelayGate`] of the task names), and its durable record: `None` when the
+    /// task is not ours or has no execution.
+    async fn named_record(
+        &self,
+        named: &NamedCall,
+    ) -> Result<Option<(Owner, DurableExecution)>, A2AError> {
         let store = &self.core.store;
-        let owner = match ours.owner {
-            Some(owner) => owner,
-            None => match store
-                .load_relay_gate(&ours.task_id)
-                .await
-                .map_err(store_error)?
-            {
+        let task_id = &named.key.task_id;
+        let owner = match &named.owner {
+            Some(owner) => owner.clone(),
+            None => match store.load_relay_gate(task_id).await.map_err(store_error)? {
                 Some(gate) => gate.owner,
                 None => return Ok(None),
             },
         };
         let record = store
-            .load_execution(&owner, &ours.task_id)
+            .load_execution(&owner, task_id)
             .await
             .map_err(store_error)?;
-        Ok(record.map(|record| (owner, ours.task_id, record)))
-    }
-
-    /// Whether the room task `lite_id` is one an agent of this deployment gave the room at
-    /// `room` (`lite:<channel>:<room>`): the task it names waits, or waited, for it there. A
-    /// chat that shows the bridge its own `[A2A:task]` is then not taken as work for us, while
-    /// the same kind of id from another deployment is.
-    pub async fn gave_room_task(&self, room: &str, lite_id: &str) -> Result<bool, A2AError> {
-        let Some((_, _, record)) = self.outbound_record(lite_id).await? else {
-            return Ok(false);
-        };
-        let waiting = record.wait.iter().filter_map(|w| match &w.what {
-            WaitFor::RemoteTask { remote, .. } => Some(remote),
-            _ => None,
-        });
-        Ok(waiting
-            .chain(record.remotes.values())
-            .any(|r| r.agent == room && r.task_id == lite_id))
+        Ok(record.map(|record| (owner, record)))
     }
 
     /// Relays `update` of the remote task `waited` follows into the owner's task `task_id`

@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2a_channels::lite::RoomAddress;
 use a2a_channels::{LiteChannels, LiteSettings, EVENTS_PATH, MATRIX_PREFIX, WEBHOOK_PATH};
-use a2a_core::lite::RoomAddress;
 use a2a_core::{
-    A2aService, ConfigError, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent,
+    A2aService, CallKey, ConfigError, PushPolicy, ReadClock, RemoteAgents, RemoteError, RemoteSent,
     RemoteTaskRef,
 };
 use a2a_protocol::{Message, Task, TaskPushNotificationConfig};
@@ -301,14 +301,20 @@ impl RemoteAgents for RoomsAndAgents {
     async fn send(
         &self,
         agent: &str,
+        key: &CallKey,
         message: Message,
         push: Option<TaskPushNotificationConfig>,
         traceparent: Option<&str>,
     ) -> Result<RemoteSent, RemoteError> {
         self.to(agent)
             .await?
-            .send(agent, message, push, traceparent)
+            .send(agent, key, message, push, traceparent)
             .await
+    }
+
+    /// A room's task is named after the call, whatever the channels are now.
+    fn names_task(&self, agent: &str, key: &CallKey) -> Option<String> {
+        a2a_channels::room_task_id(agent, key)
     }
 
     async fn get_task(
@@ -438,8 +444,12 @@ mod tests {
             Arc::new(a2a_core::NoRemoteAgents),
         );
         let message = Message::user_text("m1", "hello");
+        let key = CallKey {
+            task_id: "t1".into(),
+            call: "1-0".into(),
+        };
         let room = rooms
-            .send("lite:webhook:general", message.clone(), None, None)
+            .send("lite:webhook:general", &key, message.clone(), None, None)
             .await
             .expect_err("no channels to post through");
         assert!(
@@ -447,7 +457,7 @@ mod tests {
             "{room}"
         );
         let agent = rooms
-            .send("https://agent.example", message, None, None)
+            .send("https://agent.example", &key, message, None, None)
             .await
             .expect_err("NoRemoteAgents calls nobody");
         assert!(

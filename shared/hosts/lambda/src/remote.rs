@@ -194,8 +194,12 @@ mod tests {
             &PushPolicy::default(),
         );
         let message = a2a_protocol::Message::user_text("m1", "hello");
+        let key = a2a_core::CallKey {
+            task_id: "t1".into(),
+            call: "1-0".into(),
+        };
         let err = agents
-            .send("lite:webhook:general", message, None, None)
+            .send("lite:webhook:general", &key, message, None, None)
             .await
             .expect_err("no channel, no room");
         assert!(

@@ -17,7 +17,7 @@ use std::time::Duration;
 use a2a_aws::fanout::{passes_filter, Checkpoints, StreamPoller};
 use a2a_aws::resources::{self, Resources};
 use a2a_aws::{AwsAdapters, AwsClients, AwsConfig, Call, Meter, Service, SqsQueue};
-use a2a_core::lite::{
+use a2a_channels::lite::{
     Channel, ChannelError, ChannelPort, ChatMessage, EventTarget, Handled, LiteBridge,
     LiteBridgeConfig,
 };

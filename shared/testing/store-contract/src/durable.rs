@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_core::{
-    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext,
+    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, CallKey,
     CallOutcome, DurableExecution, Emitter, JobOutcome, Observer, Owner, Placement, PushJob,
     PushQueue, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef, ServiceConfig, StoreError,
     TaskEvent, TaskStore, Wait, WaitFor, WorkJob, WorkQueue,
@@ -236,6 +236,7 @@ impl RemoteAgents for Remote {
     async fn send(
         &self,
         _agent: &str,
+        _key: &CallKey,
         _message: Message,
         _push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,

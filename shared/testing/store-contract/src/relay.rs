@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_core::{
-    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, Emitter,
-    Owner, Placement, RelayAnswer, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
+    A2aService, Agent, AgentCall, AgentDescription, AgentError, AgentRequest, CallContext, CallKey,
+    Emitter, Owner, Placement, RelayAnswer, RemoteAgents, RemoteError, RemoteSent, RemoteTaskRef,
     ServiceConfig, StoreError, TaskStore, WaitFor, WorkJob, WorkQueue,
 };
 use a2a_protocol::{
@@ -99,6 +99,7 @@ impl RemoteAgents for Other {
     async fn send(
         &self,
         _agent: &str,
+        _key: &CallKey,
         _message: Message,
         push: Option<TaskPushNotificationConfig>,
         _traceparent: Option<&str>,

@@ -1,7 +1,7 @@
 //! Rooms of the A2A-Lite channels as agents our agents call (the outbound side, re-exported
-//! by `lite`): the address of a room, the A2A-Lite task id a call posts there, and what a room
+//! by `lite`; posting is `RoomAgents`): the address of a room, the A2A-Lite task id a call posts there, and what a room
 //! agent's `status` and `result` messages mean for the call's wait. Pure: posting is the
-//! channels' `RemoteAgents`, relaying is `A2aService::relay_room`.
+//! channels' `RemoteAgents`, relaying is `A2aService::relay_named`.
 //!
 //! A room cannot answer a send with a task id, nor be asked later how a task stands, and no
 //! process of ours remembers the calls: so the id we post names our waiting task itself
@@ -19,7 +19,7 @@ use a2a_protocol::{
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-use crate::ports::Owner;
+use a2a_core::{CallKey, NamedCall, Owner};
 
 /// How a room's address starts: `lite:<channel>:<room>` (no http(s) URL starts so).
 pub const ROOM_SCHEME: &str = "lite:";
@@ -72,6 +72,8 @@ pub struct OutboundTask {
     pub owner: Option<Owner>,
     /// Our task.
     pub task_id: String,
+    /// The call of our task's run (`{trigger_seq}-{index}`, see [`CallKey`]).
+    pub call: String,
 }
 
 impl OutboundTask {
@@ -104,7 +106,23 @@ impl OutboundTask {
         };
         Some(Self {
             task_id: task_of(task)?,
+            call: step.to_owned(),
             owner,
+        })
+    }
+
+    /// The call of ours a room's answer about task `lite_id`, seen in the room at `room`
+    /// (`lite:<channel>:<room>`), is about, if the id is one of ours.
+    pub fn named_call(room: &str, lite_id: &str) -> Option<NamedCall> {
+        let ours = Self::parse(lite_id)?;
+        Some(NamedCall {
+            owner: ours.owner,
+            key: CallKey {
+                task_id: ours.task_id,
+                call: ours.call,
+            },
+            agent: room.to_owned(),
+            task_id: lite_id.to_owned(),
         })
     }
 }
@@ -117,6 +135,7 @@ impl OutboundTask {
 /// `None` when it would be longer than a marker may carry (a task id of more than about 90
 /// bytes that is not a UUID).
 pub fn outbound_task_id(task_id: &str, step: &str) -> Option<String> {
+    // A key's call is `{trigger_seq}-{index}`: digits and `-`, as `OutboundTask::parse` reads.
     let task = match uuid::Uuid::parse_str(task_id) {
         Ok(id) if id.hyphenated().to_string() == task_id => {
             format!("u{}", URL_SAFE_NO_PAD.encode(id.as_bytes()))
@@ -158,7 +177,7 @@ pub fn room_update(lite: &LiteMessage) -> Option<StreamResponse> {
     };
     let message = |text: &str| {
         (!text.trim().is_empty()).then(|| Message {
-            message_id: crate::new_id(),
+            message_id: a2a_core::new_id(),
             task_id: task.clone(),
             role: Role::Agent,
             parts: vec![Part::text(text.trim())],

@@ -14,7 +14,7 @@
 //! - `[A2A:cancel task=X]` → CancelTask.
 //! - `[A2A:status task=X]`, `[A2A:result task=X]` about a task one of our agents gave the room
 //!   (`delegate lite:<channel>:<room> …`: X names our waiting task, see [`OutboundTask`]) are
-//!   relayed into that task (`A2aService::relay_room`), if it waits for X in this very room.
+//!   relayed into that task (`A2aService::relay_named`), if it waits for X in this very room.
 //! - Malformed markers get a plain reply saying why, and start nothing. Chat without a marker,
 //!   and the types a requester receives (`card`, `ack`, `status`, `result`), start nothing and
 //!   get no reply (nor does an answer to a task of ours): the bridge's own messages are of
@@ -30,6 +30,7 @@
 mod events;
 mod ids;
 mod inbound;
+mod room;
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,12 +38,11 @@ use std::sync::Arc;
 use a2a_protocol::lite::LiteCardOptions;
 use async_trait::async_trait;
 
-use crate::context::CallContext;
-use crate::service::A2aService;
+use a2a_core::{A2aService, CallContext};
 
-pub use crate::room::{outbound_task_id, room_update, OutboundTask, RoomAddress, ROOM_SCHEME};
 pub use events::{DeliveryError, EventTarget};
 pub use inbound::{Handled, MAX_CHAT_MESSAGE_BYTES};
+pub use room::{outbound_task_id, room_update, OutboundTask, RoomAddress, ROOM_SCHEME};
 
 /// Why a channel could not post a message. The text names the chat server at most, never a
 /// token or a URL's path.

@@ -42,7 +42,7 @@ pub(crate) fn message_id(channel: &str, room: &str, event_id: Option<&str>) -> S
             let name = name("lite-message", &[channel, room, event]);
             Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
         }
-        None => crate::new_id(),
+        None => a2a_core::new_id(),
     }
 }
 

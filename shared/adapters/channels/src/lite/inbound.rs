@@ -9,8 +9,8 @@ use a2a_protocol::{
 use serde_json::{json, Map, Value};
 
 use super::events::EventTarget;
+use super::room::{room_update, OutboundTask, RoomAddress};
 use super::{ids, Channel, ChatMessage, LiteBridge};
-use crate::room::{room_update, OutboundTask, RoomAddress};
 
 /// The longest chat message the bridge reads, in bytes: more is refused with a reply.
 pub const MAX_CHAT_MESSAGE_BYTES: usize = 64 * 1024;
@@ -70,14 +70,11 @@ impl LiteBridge {
                 let (id, skill) = (id.clone(), skill.clone());
                 // Our own call's message (a chat that echoes the bridge's posts): never work
                 // for us. The same kind of id from another deployment is a task like any other.
-                if OutboundTask::parse(&id).is_some()
-                    && self
-                        .inner
-                        .service
-                        .gave_room_task(&room_address(channel, &message), &id)
-                        .await?
-                {
-                    return Ok(Handled::Ignored("a task this deployment gave"));
+                let ours = OutboundTask::named_call(&room_address(channel, &message), &id);
+                if let Some(named) = ours {
+                    if self.inner.service.made_named_call(&named).await? {
+                        return Ok(Handled::Ignored("a task this deployment gave"));
+                    }
                 }
                 self.task(channel, &message, &lite, &id, skill.as_deref())
                     .await
@@ -115,7 +112,10 @@ impl LiteBridge {
             return Ok(Handled::Ignored("a room's word that changes nothing"));
         };
         let room = room_address(channel, message);
-        match self.inner.service.relay_room(&room, lite_id, &update).await {
+        let Some(named) = OutboundTask::named_call(&room, lite_id) else {
+            return Ok(Handled::Ignored("an answer no task of ours waits for here"));
+        };
+        match self.inner.service.relay_named(&named, &update).await {
             Ok(true) => Ok(Handled::Relayed(lite_id.to_owned())),
             Ok(false) => Ok(Handled::Ignored("an answer no task of ours waits for here")),
             Err(err) if is_internal(&err) => Err(err),
@@ -433,7 +433,7 @@ fn metadata(
 /// The key of the bridge's reply of `kind` to `message`: a chat message delivered twice gets
 /// the same reply key, which a de-duplicating channel shows once.
 fn reply_key(channel: &Channel, message: &ChatMessage, kind: &str) -> String {
-    let event = message.event_id.clone().unwrap_or_else(crate::new_id);
+    let event = message.event_id.clone().unwrap_or_else(a2a_core::new_id);
     ids::post_key(&[channel.port.name(), &message.room, &event, kind])
 }
 
