@@ -32,6 +32,9 @@ pub struct ReceivedSpan {
     pub parent_span_id: String,
     /// Every attribute, its value as text.
     pub attributes: BTreeMap<String, String>,
+    /// When it started and ended, in nanoseconds since the Unix epoch.
+    pub start_unix_nano: u64,
+    pub end_unix_nano: u64,
 }
 
 impl ReceivedSpan {
@@ -100,6 +103,8 @@ async fn take(
                     span_id: hex(&span.span_id),
                     parent_span_id: hex(&span.parent_span_id),
                     attributes: text_attributes(&span.attributes),
+                    start_unix_nano: span.start_time_unix_nano,
+                    end_unix_nano: span.end_time_unix_nano,
                 });
             }
         }

@@ -66,6 +66,24 @@ fn tree(spans: &[ReceivedSpan]) -> String {
         .join("\n")
 }
 
+/// The trace's spans as JSON, one object a line, for `infra/trace-picture.py` to draw
+/// (docs/tracing.md: `A2A_TRACE_SPANS_FILE` makes the test write them).
+fn write_spans(file: &str, spans: &[ReceivedSpan]) {
+    let lines: Vec<String> = spans
+        .iter()
+        .map(|s| {
+            json!({
+                "service": s.service, "name": s.name, "kind": s.kind,
+                "spanId": s.span_id, "parentSpanId": s.parent_span_id,
+                "startUnixNano": s.start_unix_nano, "endUnixNano": s.end_unix_nano,
+                "taskState": s.attr("a2a.task.state"),
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(file, lines.join("\n") + "\n").expect("write the trace's spans");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
     if !store_ready() {
@@ -241,6 +259,9 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
                 && ["GetTask", "ListTasks"].contains(&span.name.as_str()),
             "{span:?}"
         );
+    }
+    if let Ok(file) = std::env::var("A2A_TRACE_SPANS_FILE") {
+        write_spans(&file, &in_trace);
     }
     for span in &spans {
         for (key, value) in &span.attributes {
