@@ -129,6 +129,8 @@ pub struct Server {
     child: Option<Child>,
     data_dir: tempfile::TempDir,
     logs: Arc<Mutex<String>>,
+    /// Woken at each line the server logs ([`Server::logs_once_containing`]).
+    logged: Arc<tokio::sync::Notify>,
     /// Talks to the server with no credentials; [`Server`] derefs to it.
     client: Client,
     /// Extra environment for the server process.
@@ -248,6 +250,7 @@ impl Server {
             child: None,
             data_dir,
             logs: Arc::new(Mutex::new(String::new())),
+            logged: Arc::new(tokio::sync::Notify::new()),
             client: Client {
                 base: String::new(),
                 http: http_client(),
@@ -284,6 +287,7 @@ impl Server {
         let stderr = child.stderr.take().expect("stderr is piped");
         let (tx, rx) = tokio::sync::oneshot::channel::<String>();
         let logs = self.logs.clone();
+        let logged = self.logged.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines() {
@@ -297,6 +301,8 @@ impl Server {
                 let mut logs = logs.lock().unwrap_or_else(|e| e.into_inner());
                 logs.push_str(&line);
                 logs.push('\n');
+                drop(logs);
+                logged.notify_waiters();
             }
         });
         self.child = Some(child);
@@ -395,6 +401,25 @@ impl Server {
     /// Everything the server wrote to stderr so far (ANSI colours removed).
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The server's log once it contains `needle`: a line written after the answer it
+    /// concerns may reach the log after the client had that answer. Panics after `within`.
+    pub async fn logs_once_containing(&self, needle: &str, within: Duration) -> String {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let logged = self.logged.notified();
+            tokio::pin!(logged);
+            // Registered before the log is read: a line appended in between still wakes it.
+            logged.as_mut().enable();
+            let logs = self.logs();
+            if logs.contains(needle) {
+                return logs;
+            }
+            if tokio::time::timeout_at(deadline, logged).await.is_err() {
+                panic!("the server did not log {needle:?} within {within:?}; its log:\n{logs}");
+            }
+        }
     }
 
     /// The data directory handed to the server.

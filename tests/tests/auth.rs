@@ -817,8 +817,9 @@ async fn logs_of_a_full_run_hold_no_token_key_or_push_credential() {
     // a2a_<id>_<secret>: the secret is base64url and may itself contain '_'.
     let key_secret = api_key.splitn(3, '_').nth(2).unwrap();
     for (name, server) in [("jwt", &jwt), ("api-key", &keyed)] {
-        let logs = server.logs();
-        assert!(logs.contains("authentication failed"), "{name}: {logs}");
+        let logs = server
+            .logs_once_containing("authentication failed", EVENT_TIMEOUT)
+            .await;
         for (what, secret) in [
             ("the bearer token", token.as_str()),
             ("the bearer token's signature", token_signature),
