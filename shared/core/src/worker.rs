@@ -37,6 +37,7 @@ pub(crate) async fn run_work_job(
     hand_over_at: Option<tokio::time::Instant>,
 ) -> (JobOutcome, u32) {
     let store = &core.store;
+    let lease = lease_of(core);
     let retry = |reason: String| JobOutcome::Retry {
         reason,
         after: Duration::from_secs(5),
@@ -84,7 +85,7 @@ pub(crate) async fn run_work_job(
             Ok(_) | Err(AppendError::Terminal(_)) => JobOutcome::DeadLetter { reason },
             Err(err) => retry(format!("could not fail the task: {err:?}")),
         };
-        lease_of(core).release(job).await;
+        lease.release(job).await;
         return (outcome, attempt);
     }
     // A resumption, or a job delivered again after an attempt that died (it may have recorded
@@ -93,7 +94,7 @@ pub(crate) async fn run_work_job(
         match store.load_execution(&job.owner, &job.task_id).await {
             Ok(record) => record.filter(|r| r.trigger_seq == job.trigger_seq),
             Err(err) => {
-                lease_of(core).release(job).await;
+                lease.release(job).await;
                 return (retry(format!("store: {err}")), attempt);
             }
         }
@@ -103,7 +104,7 @@ pub(crate) async fn run_work_job(
     let record = match (job.resume, record) {
         // Nothing to resume: another run resumed it already, or it ended.
         (true, None) => {
-            lease_of(core).release(job).await;
+            lease.release(job).await;
             return (JobOutcome::Done, attempt);
         }
         (_, Some(record)) => {
@@ -117,14 +118,14 @@ pub(crate) async fn run_work_job(
                     // job that follows the wait comes back when it is due. Any other job (a
                     // push for a wait not over, one whose wait another path moved on) ends
                     // here: that path queued its own.
-                    lease_of(core).release(job).await;
+                    lease.release(job).await;
                     if follows_the_wait {
                         rearm(core.work.as_ref(), job, due).await;
                     }
                     return (JobOutcome::Done, attempt);
                 }
                 Err(err) => {
-                    lease_of(core).release(job).await;
+                    lease.release(job).await;
                     return (retry(format!("store: {err}")), attempt);
                 }
             }
@@ -144,7 +145,7 @@ pub(crate) async fn run_work_job(
     {
         Ok(events) => events,
         Err(err) => {
-            lease_of(core).release(job).await;
+            lease.release(job).await;
             return (retry(format!("store: {err}")), attempt);
         }
     };
@@ -154,7 +155,7 @@ pub(crate) async fn run_work_job(
         // waiting for input or parked: running it again would run the agent twice on one
         // message.
         tracing::info!(task_id = %job.task_id, seq = job.trigger_seq, "work job delivered again after its run; nothing to do");
-        lease_of(core).release(job).await;
+        lease.release(job).await;
         return (JobOutcome::Done, attempt);
     }
     let trigger = events.into_iter().find(|e| e.seq == job.trigger_seq);
@@ -165,7 +166,7 @@ pub(crate) async fn run_work_job(
     };
     let Some(message) = message else {
         tracing::error!(task_id = %job.task_id, seq = job.trigger_seq, "work job points at no message");
-        lease_of(core).release(job).await;
+        lease.release(job).await;
         return (JobOutcome::Done, attempt);
     };
     let request = AgentRequest {
@@ -202,12 +203,12 @@ pub(crate) async fn run_work_job(
         run,
     );
     // Renew the lease while the agent runs, so a long job is not taken over by a redelivery.
-    let (holder, lease) = (&core.config.worker_id, core.config.lease_duration);
+    let (holder, lasts) = (&core.config.worker_id, core.config.lease_duration);
     let running = crate::jobs::while_running(
         run_agent(core.agent.clone(), emitter.clone()).instrument(resumed),
-        lease / 3,
+        lasts / 3,
         || async move {
-            let until = lease_until(lease);
+            let until = lease_until(lasts);
             if let Err(err) = store.acquire_lease(&job.task_id, holder, until).await {
                 tracing::warn!(task_id = %job.task_id, error = %err, "lease renewal failed");
             }
@@ -221,13 +222,13 @@ pub(crate) async fn run_work_job(
         }
     };
     if !finished {
-        return (hand_over(&lease_of(core), job, &emitter).await, attempt);
+        return (hand_over(&lease, job, &emitter).await, attempt);
     }
     if emitter.durable.lock().await.is_interrupted() {
         // The store failed in a durable step: the job comes back and replays the record, as
         // the attempt the lease counts (ended now, not given back, so the next one may take
         // it at once and a run that never gets through fails after `max_job_attempts`).
-        lease_of(core).end_now(job).await;
+        lease.end_now(job).await;
         return (retry("store: a durable step failed".into()), attempt);
     }
     // The lease goes back whether the task ended or not. One that stopped to wait for its
@@ -237,7 +238,7 @@ pub(crate) async fn run_work_job(
     // to expire lingers until DynamoDB's TTL removes it, days later, and every sweep of
     // expired leases reads it until then: at a million queued tasks a month, a write each is
     // cheaper than those reads (docs/cost.md, "Execution leases and the sweep").
-    lease_of(core).release(job).await;
+    lease.release(job).await;
     (JobOutcome::Done, attempt)
 }
 
