@@ -94,16 +94,9 @@ impl a2a_core::TraceContext for OtelTraceContext {
     }
 
     fn traceparent(&self, span: &Span) -> Option<String> {
-        let context = span.context();
-        let span = context.span();
-        let ids = span.span_context();
-        ids.is_valid().then(|| {
-            format!(
-                "00-{}-{}-{:02x}",
-                ids.trace_id(),
-                ids.span_id(),
-                ids.trace_flags().to_u8()
-            )
-        })
+        // The propagator writes nothing for a span that is not exported (an invalid context).
+        let mut carrier = HashMap::new();
+        TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
+        carrier.remove("traceparent")
     }
 }
