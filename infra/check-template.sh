@@ -194,6 +194,10 @@ cases = {
     "JwtAudience": (["", "a2a, other"], ["a\\b", "\u00e9"]),
     "CorsAllowedOrigins": (["", "https://a.example, *"], ["https://\u00e9.example"]),
     "LitePrincipal": (["key:a2a-lite", "jwt:22:https://issuer.examplesub"], ["key: a", "\u00e9"]),
+    # Plain http only to the function's own host (a collector extension); no quote or backslash.
+    "SpanExport": (["", "xray", "https://collector.example:4318/v1/traces", "http://localhost:4318/v1/traces",
+                    "http://127.0.0.1:4318/v1/traces"],
+                   ["XRay", "http://collector.example/v1/traces", "https://a b", 'https://a"b', "https://\u00e9.example"]),
 }
 for name, (good, bad) in cases.items():
     pattern = params[name]["AllowedPattern"]
@@ -231,4 +235,6 @@ check_variant TableCapacity OnDemand Provisioned "auto-scaled capacity"
 check_variant LiteChannels '"off"' '"on"' "the A2A-Lite channel function and secret"
 # The stage's access logs and their log group.
 check_variant ApiAccessLogs '"off"' '"on"' "access logs"
+# Spans to X-Ray: the endpoint and its signing in every function, the roles' xray:PutSpans.
+check_variant SpanExport '""' xray "spans to X-Ray's OTLP endpoint"
 echo "check-template: ok" >&2

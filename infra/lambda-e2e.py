@@ -823,6 +823,61 @@ def lost_answers():
         server.shutdown()
 
 
+def exported_spans(trace_id):
+    """The spans of trace `trace_id` the OTLP receiver wrote (A2A_E2E_SPANS_FILE)."""
+    with open(os.environ["A2A_E2E_SPANS_FILE"]) as f:
+        return [s for s in map(json.loads, f) if s["trace_id"] == trace_id]
+
+
+def spans():
+    """The functions' spans (SpanExport; docs/tracing.md, "On Lambda"), exported to the OTLP
+    receiver infra/lambda-e2e.sh runs: in the caller's trace, signed for X-Ray when
+    A2A_E2E_SPANS_SIGNED says so, and there as soon as the answer is: the freezer stops a
+    function once its answer is sent, so a span the exporter had not flushed by then would
+    never come. A blocking send (buffered behind API Gateway, streamed by the front function),
+    a stream (there once its end is), and a queued job's run in the worker."""
+    signed = os.environ.get("A2A_E2E_SPANS_SIGNED", "")
+
+    def traced():
+        trace_id, caller = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+        return trace_id, caller, {"traceparent": f"00-{trace_id}-{caller}-01"}
+
+    def server_span(trace_id, caller, name):
+        got = exported_spans(trace_id)
+        ops = [s for s in got if s["name"] == name and s["kind"] == "SPAN_KIND_SERVER"]
+        assert len(ops) == 1, f"one {name} span of trace {trace_id} when the answer came: {got}"
+        assert ops[0]["parent_span_id"] == caller, ops[0]
+        for s in got:
+            if signed:
+                assert s["signature"].startswith("valid ") and f"/{signed}/aws4_request" in s["signature"], s
+            else:
+                assert s["signature"] == "absent", s
+        return ops[0], got
+
+    trace_id, caller, headers = traced()
+    task = call("POST", "/message:send", message("hello"), headers)["task"]
+    op, got = server_span(trace_id, caller, "SendMessage")
+    assert op["attributes"]["a2a.task.id"] == task["id"], op
+    assert op["attributes"]["a2a.task.state"] == "TASK_STATE_COMPLETED", op
+    assert any(s["name"] == "invoke_agent" and s["parent_span_id"] == op["span_id"] for s in got), got
+    print(f"     a blocking echo: {len(got)} spans, {op['export_bytes']} bytes exported", flush=True)
+
+    trace_id, caller, headers = traced()
+    events = list(sse("POST", "/message:stream", message("slow 3 10"), headers))
+    assert state_of(events[-1][2]) == "TASK_STATE_COMPLETED", events[-1]
+    server_span(trace_id, caller, "SendStreamingMessage")
+
+    trace_id, caller, headers = traced()
+    task = call("POST", "/message:send", message("job 1 100", returnImmediately=True), headers)["task"]
+    op, _ = server_span(trace_id, caller, "SendMessage")
+    wait_state(task["id"], {"TASK_STATE_COMPLETED"}, 60)
+    # The worker's answer (and so its flush) may come a moment after the task's last write.
+    ran = lambda: [s for s in exported_spans(trace_id)
+                   if s["name"] == "invoke_agent" and s["service"] != op["service"]]
+    wait_for("the worker's invoke_agent span", ran, 30)
+    assert ran()[0]["attributes"].get("a2a.task.id", task["id"]) == task["id"], ran()
+
+
 def no_timeouts():
     """No invocation reached its function's Timeout in the checks before (the freezer ends such an
     invocation as Lambda does, and counts it): work Lambda would have ended fails here."""
@@ -841,6 +896,9 @@ CHECKS = [("card", card), ("signed card", signed_card), ("A2A 1.1 draft", draft_
           ("the worker dies while a delegated task waits", delegate_worker_dies),
           ("worker dies mid-run", worker_dies), ("answers lost, invocations retried", lost_answers),
           ("no invocation reached its timeout", no_timeouts)]
+# Only when the functions export spans (infra/lambda-e2e.sh's phases that turn it on).
+if os.environ.get("A2A_E2E_SPANS_FILE"):
+    CHECKS.insert(-1, ("spans exported before each answer", spans))
 
 
 if __name__ == "__main__":

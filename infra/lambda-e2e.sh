@@ -26,7 +26,8 @@ mkdir -p .venv-lambda
 exec 9>.venv-lambda/session.lock
 flock 9
 issuer=""
-trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; infra/lambda-local.sh stop' EXIT
+receiver=""
+trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; [ -n "$receiver" ] && kill "$receiver" 2>/dev/null; infra/lambda-local.sh stop' EXIT
 infra/lambda-local.sh stop >/dev/null 2>&1 || true
 lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops the run
 eval "$lambda_env"
@@ -85,6 +86,19 @@ infra/lambda-local.sh front-door ApiGateway
 # Function URL the front function serves the whole surface under BasePath itself.
 state=.venv-lambda/run
 base_checks="card signed_card echo stream_rest stream_rpc draft_1_1 push_secrets tenant"
+# Both base-path phases also export spans (SpanExport, docs/tracing.md): to an OTLP receiver of
+# the tests' own on 127.0.0.1 (infra/lambda-tools/src/bin/a2a-otlp-receiver.rs), which writes
+# each span it takes to spans.jsonl and checks the SigV4 signatures. Behind API Gateway as
+# SpanExport=xray deploys it (signed for X-Ray; X-Ray's endpoint swapped for the receiver),
+# behind the Function URL as a collector's URL (unsigned).
+spans_file="$state/spans.jsonl"
+: >"$spans_file"
+"${CARGO_TARGET_DIR:-target}/debug/a2a-otlp-receiver" --out "$spans_file" --secret test >"$state/otlp.url" &
+receiver=$!
+for _ in $(seq 1 100); do [ -s "$state/otlp.url" ] && break; sleep 0.1; done
+otlp_url=$(cat "$state/otlp.url")
+[ -n "$otlp_url" ] || { echo "the OTLP receiver did not start" >&2; exit 1; }
+export A2A_E2E_SPANS_FILE="$spans_file"
 # Each restart waits for the card at A2A_E2E_PATH_PREFIX through the router as it then runs, so
 # the router and the functions change in the order that keeps the card served.
 say "base path /a2a behind API Gateway (the stage)"
@@ -92,18 +106,22 @@ say "base path /a2a behind API Gateway (the stage)"
 # which the functions take their URL; the events of `cargo lambda watch` carry none.
 printf '# the stage API Gateway names in each request, which watch does not\nA2A_PUBLIC_BASE_URL=%s/a2a\n' \
   "$A2A_BASE_URL" >"$state/stage.env"
+printf 'SpanExport=xray\n# the test receiver in place of X-Ray'"'"'s endpoint\nOTEL_EXPORTER_OTLP_TRACES_ENDPOINT=%s\n' \
+  "$otlp_url" >>"$state/stage.env"
 export A2A_ROUTER_STAGE=/a2a
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh front-door ApiGateway
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/stage.env"
-A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
+A2A_E2E_SPANS_SIGNED=xray A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks spans
 say "base path /a2a behind the Function URL (BasePath)"
-printf 'BasePath=/a2a\n' >"$state/base-path.env"
+printf 'BasePath=/a2a\nSpanExport=%s\n' "$otlp_url" >"$state/base-path.env"
 unset A2A_ROUTER_STAGE
 infra/lambda-local.sh front-door FunctionUrl
 A2A_E2E_PATH_PREFIX=/a2a infra/lambda-local.sh restart-watch "$state/base-path.env"
-A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks
+A2A_BASE_URL="$A2A_BASE_URL/a2a" python3 infra/lambda-e2e.py $base_checks spans
 A2A_BASE_URL="$A2A_BASE_URL/a2a" tests/interop/run.sh -q
 infra/lambda-local.sh restart-watch -
+unset A2A_E2E_SPANS_FILE
+kill "$receiver" 2>/dev/null || true
 infra/lambda-local.sh front-door ApiGateway
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:

@@ -25,6 +25,7 @@ they check is what SAM hands CloudFormation, managed policies and generated reso
 
 import json
 import os
+import re
 import sys
 
 from samtranslator.translator.transform import transform
@@ -165,6 +166,11 @@ SECRET_VARIABLES = {
 }
 
 
+# The pseudo parameters as the local cloud has them (infra/lambda-local.sh: moto in us-east-1).
+LOCAL_PSEUDO = {"AWS::Region": os.environ.get("AWS_REGION", "us-east-1"), "AWS::Partition": "aws",
+                "AWS::URLSuffix": "amazonaws.com", "AWS::AccountId": "123456789012"}
+
+
 def local_value(name, v, values, stand_ins):
     """The local value of `v`, a resolved variable of the template: a string, a parameter's
     value, or what the stack creates (a Ref, GetAtt or Sub naming a resource), swapped for its
@@ -173,6 +179,12 @@ def local_value(name, v, values, stand_ins):
         return scalar(v)
     if isinstance(v, dict) and list(v) == ["Ref"] and v["Ref"] in values.params:
         return values.params[v["Ref"]]
+    if isinstance(v, dict) and list(v) == ["Fn::Sub"] and isinstance(v["Fn::Sub"], str):
+        # A URL of an AWS service in the stack's region (X-Ray's OTLP endpoint): the local
+        # cloud's region and account.
+        refs = re.findall(r"\$\{([^}]+)\}", v["Fn::Sub"])
+        if refs and all(r in LOCAL_PSEUDO for r in refs):
+            return re.sub(r"\$\{([^}]+)\}", lambda m: LOCAL_PSEUDO[m.group(1)], v["Fn::Sub"])
     text = json.dumps(v)
     named = [logical for logical in LOCAL_RESOURCES if f'"{logical}' in text or "${" + logical in text]
     if len(named) != 1:

@@ -30,7 +30,11 @@ pub async fn run_fanout(agent: Arc<dyn Agent>) -> Result<(), Error> {
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let batch = batch.clone();
-        async move { batch.handle_invocation(&event.payload).await }
+        async move {
+            let answer = batch.handle_invocation(&event.payload).await;
+            a2a_telemetry::flush().await;
+            answer
+        }
     }))
     .await
 }

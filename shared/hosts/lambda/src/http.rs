@@ -203,7 +203,16 @@ impl tower::Service<Request> for LazyRouter {
     fn call(&mut self, request: Request) -> Self::Future {
         let router = self.router_for(&request);
         let request = request.map(axum::body::Body::new);
-        Box::pin(crate::buffered::serve(router, request, self.streaming))
+        let streaming = self.streaming;
+        Box::pin(async move {
+            let answer = crate::buffered::serve(router, request, streaming).await;
+            // A buffered answer is complete once returned: its spans go first. A streamed
+            // one's go at its end (streamed.rs).
+            if !streaming {
+                a2a_telemetry::flush().await;
+            }
+            answer
+        })
     }
 }
 

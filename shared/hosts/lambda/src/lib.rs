@@ -27,6 +27,7 @@ mod remote;
 mod role;
 mod secret;
 mod settings;
+mod spans;
 mod sqs;
 mod streamed;
 
@@ -48,12 +49,14 @@ pub use role::{
     Function, HttpFunction, KeyUse, UnknownFunction, ENV_FUNCTION, ENV_LAMBDA_FUNCTION_NAME,
 };
 pub use settings::{agent_credentials_source, build_auth, key_source, load_keys, Init, Settings};
+pub use spans::{ENV_SIGN_FOR, EXPORT_TIMEOUT};
 pub use sqs::{
     hand_over_at, run_push, run_worker, PushBatch, WorkBatch, HANDOVER_MARGIN,
     LOCAL_TIMEOUT_VARIABLE,
 };
 
-/// Logs to stdout in the form CloudWatch keeps, no colours.
+/// Logs to stdout in the form CloudWatch keeps, no colours; exports spans over OTLP when the
+/// environment asks for it (`src/spans.rs`, docs/tracing.md).
 ///
 /// With Lambda's JSON log format (`AWS_LAMBDA_LOG_FORMAT=JSON`, the template's
 /// `LoggingConfig`), each line is one JSON object with `timestamp`, `level` and `message` (what
@@ -61,27 +64,59 @@ pub use sqs::{
 /// invocation's `requestId` and `xrayTraceId` (set by `lambda_runtime` on every line logged
 /// while it handles an invocation). Otherwise, plain text without timestamps (Lambda adds
 /// them). The level is `AWS_LAMBDA_LOG_LEVEL` (Lambda sets it from `ApplicationLogLevel`),
-/// else `RUST_LOG`, else `info`.
+/// else `RUST_LOG`, else `info`; it applies to the log lines only (the exported spans are the
+/// kit's, at TRACE).
 pub fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .ok()
         .and_then(|level| tracing_subscriber::EnvFilter::try_new(level.to_lowercase()).ok())
         .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let failed = match spans::layer() {
+        // The level filters the log lines only: the exported spans are at TRACE.
+        Ok(Some(spans)) => {
+            let _ = tracing_subscriber::registry()
+                .with(log_lines(json).with_filter(filter))
+                .with(spans)
+                .try_init();
+            None
+        }
+        // No spans: one global filter, as cheap per event as before spans were exported.
+        other => {
+            let _ = tracing_subscriber::registry()
+                .with(filter)
+                .with(log_lines(json))
+                .try_init();
+            other.err()
+        }
+    };
+    if let Some(err) = failed {
+        tracing::warn!(error = %err, "spans are not exported");
+    }
+}
+
+/// The log lines' layer: Lambda's JSON form, or plain text (see [`init_logging`]).
+fn log_lines<S>(json: bool) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer as _;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_target(false);
-    let _ = if json {
+    if json {
         fmt.json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .try_init()
+            .boxed()
     } else {
-        fmt.without_time().try_init()
-    };
+        fmt.without_time().boxed()
+    }
 }
 
 /// One-off set-up the first request would otherwise pay, done in the init phase (which Lambda

@@ -42,9 +42,11 @@ pub async fn run_worker(agent: Arc<dyn Agent>) -> Result<(), Error> {
         let batch = batch.clone();
         let hand_over_at = hand_over_at(event.context.deadline, local_timeout);
         async move {
-            batch
+            let answer = batch
                 .handle_invocation_until(event.payload, hand_over_at)
-                .await
+                .await;
+            a2a_telemetry::flush().await;
+            answer
         }
     }))
     .await
@@ -100,7 +102,11 @@ pub async fn run_push(agent: Arc<dyn Agent>) -> Result<(), Error> {
     });
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let batch = batch.clone();
-        async move { Ok::<_, Error>(batch.handle(event.payload).await) }
+        async move {
+            let answer = batch.handle(event.payload).await;
+            a2a_telemetry::flush().await;
+            Ok::<_, Error>(answer)
+        }
     }))
     .await
 }

@@ -162,6 +162,7 @@ async fn answer(
     let rest = if body.size_hint().exact().is_some() {
         // Whole (every answer but a stream): ready with the prelude, so they leave together.
         let whole = axum::body::to_bytes(body, usize::MAX).await?;
+        a2a_telemetry::flush().await;
         futures::stream::iter([Ok(whole)]).boxed()
     } else {
         // A stream: each piece as it comes. A body that fails ends the stream there (its
@@ -176,6 +177,11 @@ async fn answer(
                     }
                 })
             })
+            .chain(futures::stream::once(async {
+                // The answer's spans, before its end completes the invocation.
+                a2a_telemetry::flush().await;
+                Ok(Bytes::new())
+            }))
             .boxed()
     };
     // An empty piece would read as the end of a chunked body.

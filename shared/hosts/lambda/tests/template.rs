@@ -3093,3 +3093,82 @@ fn the_machine_to_machine_routes_have_a_url_and_a_pool_of_their_own() {
     .into();
     assert_eq!(granted, expected);
 }
+
+/// `SpanExport` (docs/tracing.md, "On Lambda"): off by default, nothing in any function's
+/// environment and no X-Ray grant; `xray` sends every function's spans to X-Ray's OTLP endpoint
+/// in the stack's region, signed for `xray`, and lets each role `xray:PutSpans` (and
+/// `PutSpansForIndexing`) and nothing else more; a collector's URL is the endpoint as given,
+/// unsigned and with no grant.
+#[test]
+fn span_export_sets_the_endpoint_the_signing_and_the_grant_only_when_asked() {
+    let url = "https://collector.example/v1/traces";
+    for front_door in ["ApiGateway", "FunctionUrl"] {
+        for export in ["", "xray", url] {
+            let Some(stack) = sam::created(&[("FrontDoor", front_door), ("SpanExport", export)])
+            else {
+                return;
+            };
+            let functions = sam::of_type(&stack, "AWS::Lambda::Function");
+            assert!(
+                functions.len() >= 5,
+                "{front_door}: {} functions",
+                functions.len()
+            );
+            for (name, f) in functions {
+                let env = &f["Properties"]["Environment"]["Variables"];
+                // A `Fn::Sub` or a `Ref` stays one in the translation: read it as deployed (in
+                // us-east-1).
+                let endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").map(|e| {
+                    let text = match &e["Ref"] {
+                        serde_json::Value::String(p) if p == "SpanExport" => export,
+                        _ => e
+                            .as_str()
+                            .or_else(|| e["Fn::Sub"].as_str())
+                            .unwrap_or_default(),
+                    };
+                    serde_json::Value::from(text.replace("${AWS::Region}", "us-east-1"))
+                });
+                let signed = env.get(a2a_lambda_glue::ENV_SIGN_FOR);
+                match export {
+                    "" => assert!(endpoint.is_none() && signed.is_none(), "{name}: {env}"),
+                    "xray" => {
+                        assert_eq!(
+                            endpoint.as_ref().and_then(|e| e.as_str()),
+                            Some("https://xray.us-east-1.amazonaws.com/v1/traces"),
+                            "{name}"
+                        );
+                        assert_eq!(signed.and_then(|s| s.as_str()), Some("xray"), "{name}");
+                    }
+                    _ => {
+                        assert_eq!(
+                            endpoint.as_ref().and_then(|e| e.as_str()),
+                            Some(url),
+                            "{name}"
+                        );
+                        assert!(signed.is_none(), "{name}: {env}");
+                    }
+                }
+            }
+            for (name, role) in sam::of_type(&stack, "AWS::IAM::Role") {
+                let xray: Vec<&serde_json::Value> = role["Properties"]["Policies"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap().iter())
+                    .filter(|s| s.to_string().contains("xray:"))
+                    .collect();
+                if export == "xray" && name.contains("Function") {
+                    assert_eq!(xray.len(), 1, "{front_door}: {name}: {xray:?}");
+                    assert_eq!(
+                        xray[0]["Action"],
+                        serde_json::json!(["xray:PutSpans", "xray:PutSpansForIndexing"]),
+                        "{name}"
+                    );
+                    assert_eq!(xray[0]["Resource"], "*", "{name}");
+                } else {
+                    assert!(xray.is_empty(), "{front_door} {export:?}: {name}: {xray:?}");
+                }
+            }
+        }
+    }
+}

@@ -9,7 +9,6 @@ mod listener;
 mod loops;
 mod metrics;
 pub mod new_project;
-mod telemetry;
 
 pub use backend::StoreKind;
 pub use commands::{
@@ -396,7 +395,7 @@ pub fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter);
-    let (spans, failed) = match telemetry::layer("a2a-local") {
+    let (spans, failed) = match a2a_telemetry::layer("a2a-local", |exporter| exporter) {
         Ok(layer) => (layer, None),
         Err(err) => (None, Some(err)),
     };
@@ -606,7 +605,7 @@ pub async fn serve(
         let _ = handle.await;
     }
     tracing::info!("a2a-local stopped");
-    telemetry::flush_spans().await;
+    a2a_telemetry::shutdown().await;
     Ok(())
 }
 

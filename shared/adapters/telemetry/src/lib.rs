@@ -1,39 +1,55 @@
 //! Spans exported over OTLP (HTTP, protobuf) when the standard OpenTelemetry variables ask
 //! for it: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the URL spans are posted to) or
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (a collector's base URL; `/v1/traces` is added), with
-//! `OTEL_SERVICE_NAME` (default `a2a-local`) and the exporter's other `OTEL_*` variables
-//! (headers, timeout). Off otherwise: nothing is set up and `traceparent` is passed on as it
-//! came. docs/tracing.md says what the spans are.
+//! `OTEL_SERVICE_NAME` (default: the host's name for itself) and the exporter's other
+//! `OTEL_*` variables (headers, timeout). Off otherwise: nothing is set up and `traceparent`
+//! is passed on as it came. docs/tracing.md says what the spans are.
+//!
+//! Both hosts use it: the local server exports from a batch and flushes once it stops
+//! ([`shutdown`]); a Lambda function flushes before each invocation's answer is complete
+//! ([`flush`]), since Lambda freezes the process once it is.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+use opentelemetry_otlp::{HttpExporterBuilderSet, SpanExporterBuilder};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-/// The provider spans go out through, kept to flush it when the server stops.
+/// The exporter's builder as [`layer`] hands it to the host, which may give it an HTTP client
+/// of its own or a timeout (`opentelemetry_otlp::WithHttpConfig`, `WithExportConfig`).
+pub type ExporterBuilder = SpanExporterBuilder<HttpExporterBuilderSet>;
+
+/// The provider spans go out through, kept to flush it.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
 /// Whether the environment asks for spans to be exported.
-pub(crate) fn requested() -> bool {
+pub fn requested() -> bool {
     [
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
     ]
     .iter()
-    .any(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
+    .any(|name| set(name))
 }
 
-/// The layer that exports the kit's spans (those of the `a2a…` crates at TRACE),
-/// when [`requested`]; it also installs the core's [`a2a_core::TraceContext`]. `Err`: the
-/// exporter could not be built (a malformed endpoint).
-pub(crate) fn layer<S>(
+/// Whether the variable `name` is set to something other than blanks.
+pub fn set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
+/// The layer that exports the kit's spans (those of the `a2a…` crates at TRACE), when
+/// [`requested`]; it also installs the core's [`a2a_core::TraceContext`]. `exporter` lets the
+/// host adjust the exporter before it is built (its HTTP client, its timeout). `Err`: the
+/// exporter could not be built (a malformed endpoint, say).
+pub fn layer<S>(
     default_service: &str,
+    exporter: impl FnOnce(ExporterBuilder) -> ExporterBuilder,
 ) -> Result<Option<impl tracing_subscriber::Layer<S>>, String>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
@@ -42,8 +58,7 @@ where
     if !requested() {
         return Ok(None);
     }
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
+    let exporter = exporter(opentelemetry_otlp::SpanExporter::builder().with_http())
         .build()
         .map_err(|e| format!("cannot export spans over OTLP: {e}"))?;
     let service = std::env::var("OTEL_SERVICE_NAME")
@@ -69,9 +84,29 @@ where
     ))
 }
 
-/// Sends the spans not yet exported and stops the exporter: called once the server stopped
-/// (Ctrl-C, SIGTERM). Waits for the collector at most the exporter's timeout.
-pub(crate) async fn flush_spans() {
+/// Whether spans are exported (a [`layer`] was built): a host asks before work that only
+/// exporting needs.
+pub fn exporting() -> bool {
+    PROVIDER.get().is_some()
+}
+
+/// Exports the spans that ended so far and waits until the collector has them (or the
+/// exporter's timeout passed): what a Lambda function calls before each invocation's answer is
+/// complete, so no span waits in a frozen process. Nothing when spans are not exported.
+pub async fn flush() {
+    if let Some(provider) = PROVIDER.get() {
+        let provider = provider.clone();
+        // The batch processor's thread does the export; waiting for it blocks.
+        let done = tokio::task::spawn_blocking(move || provider.force_flush()).await;
+        if let Ok(Err(err)) = done {
+            tracing::warn!(error = %err, "could not export the spans");
+        }
+    }
+}
+
+/// Sends the spans not yet exported and stops the exporter: what the local server calls once
+/// it stopped (Ctrl-C, SIGTERM). Waits for the collector at most the exporter's timeout.
+pub async fn shutdown() {
     if let Some(provider) = PROVIDER.get() {
         let provider = provider.clone();
         let done = tokio::task::spawn_blocking(move || provider.shutdown()).await;
