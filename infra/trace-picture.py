@@ -80,6 +80,8 @@ def draw(spans: list[dict]) -> str:
         y = TOP + i * ROW
         colour = COLOURS.get(s["service"], OTHER)
         label = f'{s["service"]} · {s["name"]} ({KINDS.get(s["kind"], s["kind"])})'
+        if s.get("links"):
+            label += " ⇠ link"
         out.append(f'<text x="{8 + depth * 12}" y="{y + 14}">{html.escape(label)}</text>')
         left = x(s["startUnixNano"])
         bar = max(x(s["endUnixNano"]) - left, 1.5)
