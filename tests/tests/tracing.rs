@@ -39,6 +39,28 @@ async fn start(env: &[(String, String)]) -> Server {
     Server::start_with_env(&env).await
 }
 
+/// The remote and ours, both exporting to `receiver`; ours polls a remote task every
+/// `poll_secs` seconds (ten times that when it pushes).
+async fn remote_and_ours(receiver: &OtlpReceiver, poll_secs: &str) -> (Server, Server) {
+    let remote = start(&exporting(receiver, "remote")).await;
+    let mut ours_env = exporting(receiver, "ours");
+    ours_env.push(("A2A_REMOTE_POLL_SECS".into(), poll_secs.into()));
+    (remote, start(&ours_env).await)
+}
+
+/// Every span `receiver` got once both servers stopped: stopping (SIGINT, as Ctrl-C) flushes
+/// what each exported.
+async fn spans_once_stopped(
+    receiver: &OtlpReceiver,
+    servers: [&mut Server; 2],
+) -> Vec<ReceivedSpan> {
+    for server in servers {
+        server.interrupt();
+        assert!(server.wait_for_exit(WITHIN).await.success());
+    }
+    receiver.spans()
+}
+
 /// The one span of `service` named `name` of `kind` whose parent is `parent`.
 fn child<'a>(
     spans: &'a [ReceivedSpan],
@@ -72,12 +94,34 @@ fn linked<'a>(spans: &'a [ReceivedSpan], span: &ReceivedSpan) -> &'a ReceivedSpa
 }
 
 /// `call` is our client span of `method` for the remote task `remote_id` of the agent at
-/// `agent` (its URL as called, without credentials).
-fn assert_remote_call(call: &ReceivedSpan, method: &str, remote_id: &str, agent: &str) {
+/// `agent` (its URL as called, without credentials); returns the remote's server span of
+/// it, its child.
+fn answered<'a>(
+    spans: &'a [ReceivedSpan],
+    call: &ReceivedSpan,
+    method: &str,
+    remote_id: &str,
+    agent: &str,
+) -> &'a ReceivedSpan {
     assert_eq!(call.attr("a2a.method.name"), method, "{call:?}");
     assert_eq!(call.attr("a2a.task.id"), remote_id, "{call:?}");
     assert_eq!(call.attr("url.full"), format!("{agent}/"), "{call:?}");
     assert_eq!(call.attr("server.address"), "127.0.0.1", "{call:?}");
+    let theirs = child(spans, "remote", method, "SPAN_KIND_SERVER", &call.span_id);
+    assert_eq!(theirs.attr("a2a.task.id"), remote_id, "{theirs:?}");
+    theirs
+}
+
+/// Our client span of `method` under `parent` ([`answered`]), and the remote's span of it.
+fn remote_call<'a>(
+    spans: &'a [ReceivedSpan],
+    method: &str,
+    parent: &str,
+    remote_id: &str,
+    agent: &str,
+) -> (&'a ReceivedSpan, &'a ReceivedSpan) {
+    let call = child(spans, "ours", method, "SPAN_KIND_CLIENT", parent);
+    (call, answered(spans, call, method, remote_id, agent))
 }
 
 /// Every span of the remote whose parent is one of ours has a client span of ours as its
@@ -136,11 +180,8 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
         return;
     }
     let receiver = OtlpReceiver::start().await;
-    let mut remote = start(&exporting(&receiver, "remote")).await;
-    // Polled every 30 s: what wakes our wait is the remote's push.
-    let mut ours_env = exporting(&receiver, "ours");
-    ours_env.push(("A2A_REMOTE_POLL_SECS".into(), "30".into()));
-    let mut ours = start(&ours_env).await;
+    // Polled every 300 s: what wakes our wait is the remote's push.
+    let (mut remote, mut ours) = remote_and_ours(&receiver, "30").await;
 
     // Our caller asks for pushes too, with credentials, a token and a URL whose query holds
     // a secret: none of them may show in a span.
@@ -181,17 +222,8 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
         "{printed:?}"
     );
 
-    // Stopping flushes what each exported.
-    for server in [&mut ours, &mut remote] {
-        server.interrupt();
-        assert!(server.wait_for_exit(WITHIN).await.success());
-    }
-    let spans = receiver.spans();
-    let in_trace: Vec<ReceivedSpan> = spans
-        .iter()
-        .filter(|s| s.trace_id == TRACE_ID)
-        .cloned()
-        .collect();
+    let spans = spans_once_stopped(&receiver, [&mut ours, &mut remote]).await;
+    let in_trace = of_trace(&spans, TRACE_ID);
 
     let operation = child(
         &in_trace,
@@ -211,22 +243,13 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
         &operation.span_id,
     );
     assert_eq!(execution.attr("a2a.task.id"), id);
-    let call = child(
+    let (_, theirs) = remote_call(
         &in_trace,
-        "ours",
         "SendMessage",
-        "SPAN_KIND_CLIENT",
         &execution.span_id,
+        &remote_id,
+        remote.base(),
     );
-    assert_remote_call(call, "SendMessage", &remote_id, remote.base());
-    let theirs = child(
-        &in_trace,
-        "remote",
-        "SendMessage",
-        "SPAN_KIND_SERVER",
-        &call.span_id,
-    );
-    assert_eq!(theirs.attr("a2a.task.id"), remote_id);
     child(
         &in_trace,
         "remote",
@@ -270,22 +293,13 @@ async fn one_trace_crosses_a_delegation_and_its_durable_wait() {
         tree(&in_trace)
     );
     assert!(pushes.iter().any(|p| p.span_id == waker.parent_span_id));
-    let read = child(
+    remote_call(
         &in_trace,
-        "ours",
         "GetTask",
-        "SPAN_KIND_CLIENT",
         &waker.span_id,
+        &remote_id,
+        remote.base(),
     );
-    assert_remote_call(read, "GetTask", &remote_id, remote.base());
-    let theirs_read = child(
-        &in_trace,
-        "remote",
-        "GetTask",
-        "SPAN_KIND_SERVER",
-        &read.span_id,
-    );
-    assert_eq!(theirs_read.attr("a2a.task.id"), remote_id);
     let resumed = child(
         &in_trace,
         "ours",
@@ -360,7 +374,7 @@ async fn our_polls_and_cancels_of_a_remote_task_are_client_spans_of_ours() {
         return;
     }
     let receiver = OtlpReceiver::start().await;
-    let mut remote = start(&exporting(&receiver, "remote")).await;
+    let (mut remote, mut ours) = remote_and_ours(&receiver, "1").await;
     // The remote's card, saying it does not push, served by a front of the test's own: ours
     // calls the remote itself (the interfaces the card names) and polls its task, every
     // second, so that what ends a wait is a poll.
@@ -375,9 +389,6 @@ async fn our_polls_and_cancels_of_a_remote_task_are_client_spans_of_ours() {
         .expect("a JSON card");
     card["capabilities"]["pushNotifications"] = false.into();
     let front = HostileAgent::start(Hostility::Card(card)).await;
-    let mut ours_env = exporting(&receiver, "ours");
-    ours_env.push(("A2A_REMOTE_POLL_SECS".into(), "1".into()));
-    let mut ours = start(&ours_env).await;
 
     // A task of ours waiting for a long one of the remote's, canceled by a caller in a trace
     // of its own: ours cancels the remote's task.
@@ -430,11 +441,7 @@ async fn our_polls_and_cancels_of_a_remote_task_are_client_spans_of_ours() {
         .find(|id| *id != remote_canceled)
         .expect("the remote's second task");
 
-    for server in [&mut ours, &mut remote] {
-        server.interrupt();
-        assert!(server.wait_for_exit(WITHIN).await.success());
-    }
-    let spans = receiver.spans();
+    let spans = spans_once_stopped(&receiver, [&mut ours, &mut remote]).await;
 
     // The cancel: our operation → our CancelTask call → the remote's CancelTask.
     let in_trace = of_trace(&spans, CANCEL_TRACE_ID);
@@ -446,22 +453,13 @@ async fn our_polls_and_cancels_of_a_remote_task_are_client_spans_of_ours() {
         CALLER_SPAN,
     );
     assert_eq!(operation.attr("a2a.task.id"), canceled_id);
-    let call = child(
+    let (_, theirs) = remote_call(
         &in_trace,
-        "ours",
         "CancelTask",
-        "SPAN_KIND_CLIENT",
         &operation.span_id,
+        &remote_canceled,
+        &front.base,
     );
-    assert_remote_call(call, "CancelTask", &remote_canceled, &front.base);
-    let theirs = child(
-        &in_trace,
-        "remote",
-        "CancelTask",
-        "SPAN_KIND_SERVER",
-        &call.span_id,
-    );
-    assert_eq!(theirs.attr("a2a.task.id"), remote_canceled);
     assert_eq!(theirs.attr("a2a.task.state"), "TASK_STATE_CANCELED");
     assert_calls_are_client_spans(&in_trace);
 
@@ -500,16 +498,8 @@ async fn our_polls_and_cancels_of_a_remote_task_are_client_spans_of_ours() {
         "{}",
         tree(&in_trace)
     );
-    assert_remote_call(poll, "GetTask", &remote_polled, &front.base);
     assert_eq!(poll.attr("a2a.task.state"), "TASK_STATE_COMPLETED");
-    let theirs = child(
-        &in_trace,
-        "remote",
-        "GetTask",
-        "SPAN_KIND_SERVER",
-        &poll.span_id,
-    );
-    assert_eq!(theirs.attr("a2a.task.id"), remote_polled);
+    answered(&in_trace, poll, "GetTask", &remote_polled, &front.base);
     child(
         &in_trace,
         "ours",
