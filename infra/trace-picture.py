@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Draws one trace's spans as a timeline (SVG), as a trace viewer shows them: a row per span,
 in the tree's order (each under its parent, siblings by start), a bar from its start to its
-end, coloured by the service that exported it.
+end, coloured by the service that exported it; a span link (a resumption's, to what woke it)
+is a dashed line from the linked span's bar to the linking span's.
 
     A2A_TRACE_SPANS_FILE=/tmp/spans.json cargo nextest run --workspace -E 'binary(tracing)'
     python3 infra/trace-picture.py /tmp/spans.json > docs/images/delegated-trace.svg
 
 The input is what tests/tests/tracing.rs writes: one JSON object a line, with service, name,
-kind, spanId, parentSpanId, startUnixNano, endUnixNano (and taskState). The standard library
+kind, spanId, parentSpanId, startUnixNano, endUnixNano, links (span ids; optional) and
+taskState. The standard library
 only; docs/tracing.md shows the result.
 """
 
@@ -65,10 +67,21 @@ def draw(spans: list[dict]) -> str:
         index = list(COLOURS).index(service)
         out.append(f'<rect x="{LABEL_WIDTH + index * 90}" y="8" width="12" height="12" fill="{colour}"/>'
                    f'<text x="{LABEL_WIDTH + index * 90 + 16}" y="18">{service}</text>')
+    row_of = {s["spanId"]: i for i, (_, s) in enumerate(rows)}
+    for i, (_, s) in enumerate(rows):
+        for linked in s.get("links", []):
+            if linked not in row_of:
+                continue
+            other = rows[row_of[linked]][1]
+            out.append(f'<line x1="{x(other["endUnixNano"]):.1f}" y1="{TOP + row_of[linked] * ROW + ROW / 2}" '
+                       f'x2="{x(s["startUnixNano"]):.1f}" y2="{TOP + i * ROW + ROW / 2}" '
+                       f'stroke="#444" stroke-dasharray="4 3"/>')
     for i, (depth, s) in enumerate(rows):
         y = TOP + i * ROW
         colour = COLOURS.get(s["service"], OTHER)
         label = f'{s["service"]} · {s["name"]} ({KINDS.get(s["kind"], s["kind"])})'
+        if s.get("links"):
+            label += " ⇠ link"
         out.append(f'<text x="{8 + depth * 12}" y="{y + 14}">{html.escape(label)}</text>')
         left = x(s["startUnixNano"])
         bar = max(x(s["endUnixNano"]) - left, 1.5)

@@ -57,6 +57,9 @@ pub enum Hostility {
     EndlessJwks,
     /// An OAuth token endpoint (`/oauth/token`) whose answer never ends.
     EndlessToken,
+    /// No harm: it serves this card as its own (another agent's, changed by the test: one
+    /// that offers no pushes, say), naming that agent's interfaces, which its callers then use.
+    Card(Value),
     /// A task that never finishes: SendMessage and GetTask answer it WORKING forever, and no
     /// push ever comes; CancelTask cancels it.
     NeverFinishes,
@@ -276,6 +279,7 @@ fn card(shared: &Shared) -> Response {
             )
                 .into_response()
         }
+        Hostility::Card(card) => json_response(card),
         _ => json_response(&card_json("hostile", "an agent", &own)),
     }
 }

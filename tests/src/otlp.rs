@@ -35,6 +35,8 @@ pub struct ReceivedSpan {
     /// When it started and ended, in nanoseconds since the Unix epoch.
     pub start_unix_nano: u64,
     pub end_unix_nano: u64,
+    /// The spans it links to, each as (trace id, span id).
+    pub links: Vec<(String, String)>,
 }
 
 impl ReceivedSpan {
@@ -105,6 +107,11 @@ async fn take(
                     attributes: text_attributes(&span.attributes),
                     start_unix_nano: span.start_time_unix_nano,
                     end_unix_nano: span.end_time_unix_nano,
+                    links: span
+                        .links
+                        .iter()
+                        .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                        .collect(),
                 });
             }
         }

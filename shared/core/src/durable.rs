@@ -33,6 +33,7 @@ use crate::ports::{
 };
 use crate::recorded::{decode, failure_value, recorded_failure, too_large_answer};
 use crate::relay::RemoteUpdate;
+use crate::remote::cancel_remote_task;
 use crate::remote_call::{RemoteCall, Verdict};
 use crate::request::AgentError;
 use crate::task_log::AppendError;
@@ -455,6 +456,7 @@ impl Emitter {
             due_at: deadline,
             deadline,
             outcome: None,
+            woken_by: None,
         });
         self.park(run).await
     }
@@ -530,12 +532,8 @@ impl Emitter {
         if remote.task_id.is_empty() {
             return;
         }
-        if let Err(err) = self
-            .env
-            .remote
-            .cancel_task(remote, run.traceparent.as_deref())
-            .await
-        {
+        let agents = self.env.remote.as_ref();
+        if let Err(err) = cancel_remote_task(agents, remote, run.traceparent.as_deref()).await {
             tracing::warn!(task_id = %self.task_id(), remote = %remote.task_id, error = %err, "could not cancel the remote task");
         }
     }

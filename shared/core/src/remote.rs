@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use a2a_protocol::{Message, SendMessageResponse, Task, TaskPushNotificationConfig};
 use async_trait::async_trait;
+use tracing::Instrument as _;
 
 use crate::ports::{Owner, RemoteTaskRef, Wait, WaitFor};
 
@@ -218,4 +219,82 @@ pub(crate) async fn send_retried(
         |err| tracing::warn!(%agent, reason = %err, "the other agent could not take the message; it is sent again"),
     )
     .await
+}
+
+/// The client span of a call of ours to the agent at `agent` (`method`: `SendMessage`,
+/// `GetTask`, `CancelTask`), named after the method as the draft conventions say, with the
+/// remote task `task_id` (if named yet) and the agent's URL without its credentials; and the
+/// `traceparent` the call carries: the span's own when spans are exported, else `inherited`
+/// (the work's). Its parent is the span the call is made in (an execution, the relay of a
+/// push, an operation) when that one is exported, else the span `inherited` names (a poll's
+/// or a sweep's call, made in no span of ours).
+pub(crate) fn client_span(
+    method: &'static str,
+    agent: &str,
+    task_id: &str,
+    inherited: Option<&str>,
+) -> (tracing::Span, Option<String>) {
+    let url = url::Url::parse(agent).ok();
+    let span = tracing::trace_span!(
+        "call_agent",
+        otel.name = method,
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        a2a.method.name = method,
+        a2a.message.id = tracing::field::Empty,
+        a2a.task.id = tracing::field::Empty,
+        a2a.context.id = tracing::field::Empty,
+        a2a.task.state = tracing::field::Empty,
+        url.full = crate::trace::shown_url(agent),
+        server.address = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default(),
+        server.port = url
+            .as_ref()
+            .and_then(|u| u.port_or_known_default())
+            .unwrap_or_default(),
+    );
+    if !task_id.is_empty() {
+        span.record("a2a.task.id", task_id);
+    }
+    if crate::trace::traceparent_of(&tracing::Span::current()).is_none() {
+        crate::trace::set_span_parent(&span, inherited);
+    }
+    let traceparent = crate::trace::traceparent_of(&span).or_else(|| inherited.map(str::to_owned));
+    (span, traceparent)
+}
+
+/// GetTask of `remote`'s task, in a client span of ours ([`client_span`]); with the answer,
+/// the `traceparent` the call carried (what a poll that ends a wait names as its waker).
+pub(crate) async fn read_remote_task(
+    agents: &dyn RemoteAgents,
+    remote: &RemoteTaskRef,
+    inherited: Option<&str>,
+) -> (Result<Task, RemoteError>, Option<String>) {
+    let (span, traceparent) = client_span("GetTask", &remote.agent, &remote.task_id, inherited);
+    let read = agents
+        .get_task(remote, traceparent.as_deref())
+        .instrument(span.clone())
+        .await;
+    match &read {
+        Ok(task) => crate::trace::record_task(&span, task),
+        Err(_) => {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+    (read, traceparent)
+}
+
+/// CancelTask of `remote`'s task, in a client span of ours ([`client_span`]).
+pub(crate) async fn cancel_remote_task(
+    agents: &dyn RemoteAgents,
+    remote: &RemoteTaskRef,
+    inherited: Option<&str>,
+) -> Result<(), RemoteError> {
+    let (span, traceparent) = client_span("CancelTask", &remote.agent, &remote.task_id, inherited);
+    agents
+        .cancel_task(remote, traceparent.as_deref())
+        .instrument(span.clone())
+        .await
+        .inspect_err(|_| {
+            span.record("otel.status_code", "ERROR");
+        })
 }

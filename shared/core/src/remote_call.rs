@@ -14,7 +14,7 @@ use crate::journal::{mark_stop, remember_pushed, DurableEnv, DurableRun};
 use crate::ports::{Owner, RemoteTaskRef, WaitFor, WaitOutcome};
 use crate::recorded::{failure_value, recorded_failure};
 use crate::relay::{relay, stopped_anew, too_large_reason, Chunks, Relayed, RemoteUpdate};
-use crate::remote::RemoteError;
+use crate::remote::{cancel_remote_task, read_remote_task, RemoteError};
 use crate::task_log::{AppendError, TaskLog};
 
 mod send;
@@ -135,11 +135,9 @@ impl RemoteCall {
             };
         };
         if !matches!(update, RemoteUpdate::Task(_)) {
-            match ours
-                .env
-                .remote
-                .get_task(&self.remote, ours.traceparent)
+            match read_remote_task(ours.env.remote.as_ref(), &self.remote, ours.traceparent)
                 .await
+                .0
             {
                 Ok(full) if full.id == task.id && stopped_anew(&full, &self.remote) => {
                     let settled = RemoteUpdate::Task(&full);
@@ -188,7 +186,10 @@ impl RemoteCall {
         if remote.task_id.is_empty() {
             remote.task_id.clone_from(&chunk.task_id);
         }
-        match ours.env.remote.get_task(&remote, ours.traceparent).await {
+        match read_remote_task(ours.env.remote.as_ref(), &remote, ours.traceparent)
+            .await
+            .0
+        {
             Ok(task)
                 if task.id == remote.task_id
                     && task
@@ -214,12 +215,8 @@ impl RemoteCall {
         tracing::warn!(task_id = ours.task_id, remote = %self.remote.task_id, why, "a remote task answered past the relay limits");
         let ended = matches!(update, RemoteUpdate::Task(t) if t.status.state.is_terminal());
         if !self.remote.task_id.is_empty() && !ended {
-            if let Err(err) = ours
-                .env
-                .remote
-                .cancel_task(&self.remote, ours.traceparent)
-                .await
-            {
+            let agents = ours.env.remote.as_ref();
+            if let Err(err) = cancel_remote_task(agents, &self.remote, ours.traceparent).await {
                 tracing::warn!(task_id = ours.task_id, remote = %self.remote.task_id, error = %err, "could not cancel the remote task");
             }
         }

@@ -17,6 +17,10 @@ pub trait TraceContext: Send + Sync {
 
     /// The `traceparent` naming `span` in its trace, if the span is exported.
     fn traceparent(&self, span: &Span) -> Option<String>;
+
+    /// Links `span` (not yet entered) to the span `traceparent` names: a cause that is not
+    /// its parent (the push or poll that woke a resumed execution). Nothing by default.
+    fn add_link(&self, _span: &Span, _traceparent: &str) {}
 }
 
 static INSTALLED: OnceLock<Box<dyn TraceContext>> = OnceLock::new();
@@ -31,6 +35,13 @@ pub fn install_trace_context(context: Box<dyn TraceContext>) -> bool {
 pub fn set_span_parent(span: &Span, traceparent: Option<&str>) {
     if let (Some(context), Some(traceparent)) = (INSTALLED.get(), traceparent) {
         context.set_parent(span, traceparent);
+    }
+}
+
+/// Links `span` to the span `traceparent`, if any, names (see [`TraceContext::add_link`]).
+pub(crate) fn add_span_link(span: &Span, traceparent: Option<&str>) {
+    if let (Some(context), Some(traceparent)) = (INSTALLED.get(), traceparent) {
+        context.add_link(span, traceparent);
     }
 }
 

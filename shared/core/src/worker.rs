@@ -17,6 +17,7 @@ use crate::ports::{
     WorkJob, WorkQueue,
 };
 use crate::relay::RemoteUpdate;
+use crate::remote::read_remote_task;
 use crate::remote_call::{Ours, RemoteCall};
 use crate::request::AgentRequest;
 use crate::task_log::{AppendError, TaskLog};
@@ -177,14 +178,13 @@ pub(crate) async fn run_work_job(
         streaming: false,
         metadata: None,
     };
-    // A resumption is a span of its own, in the trace of what woke it (a push's, a poll's):
-    // the resumed run's spans are its children.
     let resumed = match (&record, job.resume) {
         (Some(record), true) => {
-            let span = tracing::trace_span!("resume", a2a.task.id = job.task_id.as_str(),);
-            let woken_by = job.traceparent.as_deref().or(record.traceparent.as_deref());
-            crate::trace::set_span_parent(&span, woken_by);
-            span
+            // What ended the wait, as its record keeps it; else as its job came (a wait
+            // ended before records kept it).
+            let woken_by = record.wait.as_ref().and_then(|w| w.woken_by.as_deref());
+            let woken_by = woken_by.or(job.traceparent.as_deref());
+            resume_span(&job.task_id, record.traceparent.as_deref(), woken_by)
         }
         _ => tracing::Span::none(),
     };
@@ -240,6 +240,19 @@ pub(crate) async fn run_work_job(
     // cheaper than those reads (docs/cost.md, "Execution leases and the sweep").
     lease.release(job).await;
     (JobOutcome::Done, attempt)
+}
+
+/// The span of a resumption (the resumed run's spans are its children): in the trace that
+/// parked the wait (`parked_by`, the record's: the operation that started the run), linked
+/// to what ended it (`woken_by`: the relay of a push, a poll's GetTask, a signal's operation)
+/// when that is another span. docs/tracing.md says why this way round.
+fn resume_span(task_id: &str, parked_by: Option<&str>, woken_by: Option<&str>) -> tracing::Span {
+    let span = tracing::trace_span!("resume", a2a.task.id = task_id);
+    crate::trace::set_span_parent(&span, parked_by.or(woken_by));
+    if parked_by.is_some() && woken_by != parked_by {
+        crate::trace::add_span_link(&span, woken_by);
+    }
+    span
 }
 
 /// Whether `events` (read from the job's message on) show that a run of the job at
@@ -385,10 +398,11 @@ pub(crate) async fn advance(
                     )
                     .min(wait.deadline);
                     next.due_at = poll_again;
-                    if let Some(outcome) = poll(&core.log, &core.durable, &record, &wait.what).await
-                    {
+                    let polled = poll(&core.log, &core.durable, &record, &wait.what).await;
+                    if let Some((outcome, polled_by)) = polled {
                         next.outcome = Some(outcome);
                         next.due_at = now;
+                        next.woken_by = polled_by;
                     }
                 }
             }
@@ -422,16 +436,17 @@ pub(crate) async fn advance(
 
 /// Polls the remote task the wait `what` of `record`'s execution follows: its task as it
 /// stands is taken as every update of it is ([`RemoteCall::on_update`]); returns the outcome
-/// the wait ends with, if it ends.
+/// the wait ends with, if it ends, and the `traceparent` of the GetTask that read it.
 async fn poll(
     log: &TaskLog,
     env: &DurableEnv,
     record: &DurableExecution,
     what: &WaitFor,
-) -> Option<WaitOutcome> {
+) -> Option<(WaitOutcome, Option<String>)> {
     let call = RemoteCall::of(what).filter(|c| !c.remote.task_id.is_empty())?;
     let traceparent = record.traceparent.as_deref();
-    let task = match env.remote.get_task(&call.remote, traceparent).await {
+    let (read, polled_by) = read_remote_task(env.remote.as_ref(), &call.remote, traceparent).await;
+    let task = match read {
         Ok(task) => task,
         Err(err) => {
             tracing::warn!(task_id = %record.task_id, error = %err, "polling the remote task failed; it is polled again later");
@@ -449,7 +464,7 @@ async fn poll(
     if let Some(err) = &taken.unrelayed {
         tracing::warn!(task_id = %record.task_id, error = ?err, "could not relay the remote task's progress");
     }
-    taken.verdict.outcome()
+    Some((taken.verdict.outcome()?, polled_by))
 }
 
 /// Writes `updated`, a wait's new state, if the stored record's version is still `expected`.

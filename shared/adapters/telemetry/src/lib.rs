@@ -121,11 +121,15 @@ struct OtelTraceContext;
 
 impl a2a_core::TraceContext for OtelTraceContext {
     fn set_parent(&self, span: &Span, traceparent: &str) {
-        let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-        let parent = TraceContextPropagator::new().extract(&carrier);
+        let parent = extracted(traceparent);
         if parent.span().span_context().is_valid() {
             let _ = span.set_parent(parent);
         }
+    }
+
+    fn add_link(&self, span: &Span, traceparent: &str) {
+        // An invalid context (a malformed `traceparent`) is not linked.
+        span.add_link(extracted(traceparent).span().span_context().clone());
     }
 
     fn traceparent(&self, span: &Span) -> Option<String> {
@@ -134,4 +138,10 @@ impl a2a_core::TraceContext for OtelTraceContext {
         TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
         carrier.remove("traceparent")
     }
+}
+
+/// The OpenTelemetry context `traceparent` names (invalid if it is malformed).
+fn extracted(traceparent: &str) -> opentelemetry::Context {
+    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    TraceContextPropagator::new().extract(&carrier)
 }

@@ -525,6 +525,10 @@ pub struct Wait {
     /// How it ended, once it has: the execution resumes with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<WaitOutcome>,
+    /// The W3C `traceparent` of what ended it (the relay of a push, a poll's GetTask), when
+    /// spans are exported: the resumption's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub woken_by: Option<String>,
 }
 
 /// What an execution can wait for.

@@ -16,7 +16,7 @@ use crate::emitter::Emitter;
 use crate::journal::{after, DurableRun};
 use crate::ports::{RemoteTaskRef, Wait};
 use crate::recorded::failure_value;
-use crate::remote::{send_retried, CallKey, SEND_WINDOW};
+use crate::remote::{client_span, send_retried, CallKey, SEND_WINDOW};
 
 /// How much less often a remote task that pushes its updates is polled than one that does not.
 const PUSHED_POLL_FACTOR: u64 = 10;
@@ -72,6 +72,7 @@ impl RemoteCall {
             due_at: after(poll.max(SEND_WINDOW)).min(deadline),
             deadline,
             outcome: None,
+            woken_by: None,
         }
     }
 
@@ -108,8 +109,9 @@ impl RemoteCall {
                 ..TaskPushNotificationConfig::default()
             }
         });
-        let span = outbound_span(&call.agent, &message);
-        let traceparent = span.in_scope(|| crate::trace::passed_on(run.traceparent.as_deref()));
+        let (span, traceparent) =
+            client_span("SendMessage", &call.agent, "", run.traceparent.as_deref());
+        span.record("a2a.message.id", message.message_id.as_str());
         let key = CallKey::new(em.task_id(), run.trigger_seq, index);
         let sent = send_retried(
             em.env.remote.as_ref(),
@@ -164,29 +166,6 @@ impl RemoteCall {
         }
         Ok(task)
     }
-}
-
-/// The client span of a message sent to the agent at `agent` (a URL shown without its
-/// credentials), named after the method as the draft conventions say.
-fn outbound_span(agent: &str, message: &Message) -> tracing::Span {
-    let url = url::Url::parse(agent).ok();
-    tracing::trace_span!(
-        "call_agent",
-        otel.name = "SendMessage",
-        otel.kind = "client",
-        otel.status_code = tracing::field::Empty,
-        a2a.method.name = "SendMessage",
-        a2a.message.id = message.message_id.as_str(),
-        a2a.task.id = tracing::field::Empty,
-        a2a.context.id = tracing::field::Empty,
-        a2a.task.state = tracing::field::Empty,
-        url.full = crate::trace::shown_url(agent),
-        server.address = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default(),
-        server.port = url
-            .as_ref()
-            .and_then(|u| u.port_or_known_default())
-            .unwrap_or_default(),
-    )
 }
 
 /// The task a remote's direct message answer stands for: completed, with the message.

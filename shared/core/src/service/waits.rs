@@ -15,7 +15,7 @@ use crate::ports::{
     WaitOutcome, WorkJob,
 };
 use crate::relay::RemoteUpdate;
-use crate::remote::{NamedCall, RemoteError};
+use crate::remote::{cancel_remote_task, NamedCall, RemoteError};
 use crate::remote_call::{Ours, RemoteCall, Verdict};
 use crate::task_log::store_error;
 use crate::worker::{advance, rearm, save_wait, Advanced};
@@ -519,13 +519,9 @@ impl A2aService {
         }
         // One that ended already answers TaskNotCancelable, which the adapter takes as done.
         for remote in remotes.into_iter().filter(|r| !r.task_id.is_empty()) {
-            if let Err(err) = self
-                .core
-                .durable
-                .remote
-                .cancel_task(&remote, record.traceparent.as_deref())
-                .await
-            {
+            let agents = self.core.durable.remote.as_ref();
+            let traceparent = record.traceparent.as_deref();
+            if let Err(err) = cancel_remote_task(agents, &remote, traceparent).await {
                 tracing::warn!(task_id, remote = %remote.task_id, error = %err, "could not cancel the remote task");
             }
         }
@@ -558,16 +554,18 @@ impl A2aService {
         accepts: impl Fn(&DurableExecution) -> bool,
         outcome: WaitOutcome,
     ) -> Result<bool, StoreError> {
+        // What ended the wait (a push's relay, a signal's operation), when spans are
+        // exported: the resumption's span links to it, whichever job resumes it.
+        let woken_by = crate::trace::traceparent_of(&tracing::Span::current());
         let end = |wait: &mut Wait| {
             wait.outcome = Some(outcome.clone());
             wait.due_at = Timestamp::now();
+            wait.woken_by.clone_from(&woken_by);
         };
         let Some(updated) = self.change_wait(owner, task_id, accepts, end).await? else {
             return Ok(false);
         };
-        // The resumption continues the trace of what ended the wait (a push's span, when
-        // spans are exported), else the execution's.
-        let woken_by = crate::trace::passed_on(updated.traceparent.as_deref());
+        let woken_by = woken_by.or(updated.traceparent);
         let job = WorkJob::resume(owner, task_id, updated.trigger_seq).traced(woken_by);
         // If this enqueue is lost, the sweep finds the wait due and queues it.
         if let Err(err) = self.core.work.enqueue_work(&job).await {

@@ -42,6 +42,7 @@ pub fn record(
             due_at: due,
             deadline: due,
             outcome: None,
+            woken_by: None,
         }),
         remotes: Default::default(),
         traceparent: None,
