@@ -84,34 +84,34 @@ where
     ))
 }
 
-/// Whether spans are exported (a [`layer`] was built): a host asks before work that only
-/// exporting needs.
-pub fn exporting() -> bool {
-    PROVIDER.get().is_some()
-}
-
 /// Exports the spans that ended so far and waits until the collector has them (or the
 /// exporter's timeout passed): what a Lambda function calls before each invocation's answer is
 /// complete, so no span waits in a frozen process. Nothing when spans are not exported.
 pub async fn flush() {
-    if let Some(provider) = PROVIDER.get() {
-        let provider = provider.clone();
-        // The batch processor's thread does the export; waiting for it blocks.
-        let done = tokio::task::spawn_blocking(move || provider.force_flush()).await;
-        if let Ok(Err(err)) = done {
-            tracing::warn!(error = %err, "could not export the spans");
-        }
-    }
+    with_provider(SdkTracerProvider::force_flush, "could not export the spans").await;
 }
 
 /// Sends the spans not yet exported and stops the exporter: what the local server calls once
 /// it stopped (Ctrl-C, SIGTERM). Waits for the collector at most the exporter's timeout.
 pub async fn shutdown() {
+    with_provider(
+        SdkTracerProvider::shutdown,
+        "could not export the last spans",
+    )
+    .await;
+}
+
+/// Runs `export` on the provider, if spans are exported, off the async threads (the batch
+/// processor's thread does the export; waiting for it blocks), and logs its failure.
+async fn with_provider(
+    export: fn(&SdkTracerProvider) -> opentelemetry_sdk::error::OTelSdkResult,
+    failure: &'static str,
+) {
     if let Some(provider) = PROVIDER.get() {
         let provider = provider.clone();
-        let done = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        let done = tokio::task::spawn_blocking(move || export(&provider)).await;
         if let Ok(Err(err)) = done {
-            tracing::warn!(error = %err, "could not export the last spans");
+            tracing::warn!(error = %err, "{failure}");
         }
     }
 }
