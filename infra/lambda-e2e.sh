@@ -27,7 +27,11 @@ exec 9>.venv-lambda/session.lock
 flock 9
 issuer=""
 receiver=""
-trap '[ -n "$issuer" ] && kill "$issuer" 2>/dev/null; [ -n "$receiver" ] && kill "$receiver" 2>/dev/null; infra/lambda-local.sh stop' EXIT
+# `if`, not `&&`: under set -e a failed `&&` list (a process already gone) would end the trap
+# before the local cloud is stopped, and fail the run.
+trap 'if [ -n "$issuer" ]; then kill "$issuer" 2>/dev/null || true; fi
+if [ -n "$receiver" ]; then kill "$receiver" 2>/dev/null || true; fi
+infra/lambda-local.sh stop' EXIT
 infra/lambda-local.sh stop >/dev/null 2>&1 || true
 lambda_env=$(infra/lambda-local.sh start)   # an assignment, so a failure stops the run
 eval "$lambda_env"
@@ -122,6 +126,7 @@ A2A_BASE_URL="$A2A_BASE_URL/a2a" tests/interop/run.sh -q
 infra/lambda-local.sh restart-watch -
 unset A2A_E2E_SPANS_FILE
 kill "$receiver" 2>/dev/null || true
+receiver=""
 infra/lambda-local.sh front-door ApiGateway
 
 # The same functions with authentication on (AuthMode jwt), as a deployment runs by default:
