@@ -290,18 +290,14 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     // request can be followed across the agents it reaches.
     let traceparent = emitter.durable.lock().await.traceparent.clone();
     // The exported span (docs/tracing.md): inside an operation or a resumption, their child;
-    // a queued run continues the trace of the request that queued it. A span that is not
-    // exported (a Lambda invocation's, for its log lines) does not count: the run would start
-    // a trace of its own under it.
+    // a queued run continues the trace of the request that queued it.
     let invoke = tracing::trace_span!(
         "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
         a2a.task.id = %emitter.task_id(),
         a2a.context.id = %emitter.request.context_id,
     );
-    if crate::trace::traceparent_of(&tracing::Span::current()).is_none() {
-        crate::trace::set_span_parent(&invoke, traceparent.as_deref());
-    }
+    crate::trace::continue_trace(&invoke, traceparent.as_deref());
     let span = tracing::info_span!(
         "work",
         task_id = %emitter.task_id(),

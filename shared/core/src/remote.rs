@@ -255,9 +255,7 @@ pub(crate) fn client_span(
     if !task_id.is_empty() {
         span.record("a2a.task.id", task_id);
     }
-    if crate::trace::traceparent_of(&tracing::Span::current()).is_none() {
-        crate::trace::set_span_parent(&span, inherited);
-    }
+    crate::trace::continue_trace(&span, inherited);
     let traceparent = crate::trace::traceparent_of(&span).or_else(|| inherited.map(str::to_owned));
     (span, traceparent)
 }

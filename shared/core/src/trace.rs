@@ -45,6 +45,16 @@ pub(crate) fn add_span_link(span: &Span, traceparent: Option<&str>) {
     }
 }
 
+/// Makes `inherited` the parent of `span` unless `span` is made inside a span that is exported
+/// (an operation, an execution, a relay: `span` is its child already). A span that is not
+/// exported (a Lambda invocation's, kept for its log lines) does not count: the work would
+/// otherwise start a trace of its own under it.
+pub(crate) fn continue_trace(span: &Span, inherited: Option<&str>) {
+    if traceparent_of(&Span::current()).is_none() {
+        set_span_parent(span, inherited);
+    }
+}
+
 /// The `traceparent` naming `span`, for the work it causes elsewhere; `None` when no span is
 /// exported (the caller then passes on the one it got).
 pub fn traceparent_of(span: &Span) -> Option<String> {
