@@ -154,6 +154,11 @@ const MAX_IDLE_READERS: usize = 8;
 /// How many writes at most share one transaction.
 const MAX_BATCH: usize = 128;
 
+/// How often at most the writer folds the newest tasks into ListTasks' counts (schema v9):
+/// a ListTasks counts the rows not folded yet one by one, at most what was created in
+/// this time (about 3,500 rows at full speed on two CPUs, well under a millisecond to count).
+pub(crate) const COUNTS_FOLD_EVERY: Duration = Duration::from_millis(250);
+
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore").finish_non_exhaustive()
@@ -363,7 +368,12 @@ const READER_CACHE_KIB: i64 = 256;
 /// A write that cannot run (the transaction or its savepoint could not start, or it panicked)
 /// is dropped unanswered, and its caller gets an error; the others go on.
 fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &CheckpointPause) {
+    let mut folded_at = std::time::Instant::now();
     while let Ok(first) = jobs.recv() {
+        if folded_at.elapsed() >= COUNTS_FOLD_EVERY {
+            fold_counts(&conn);
+            folded_at = std::time::Instant::now();
+        }
         checkpoint.honour();
         let mut batch = Vec::new();
         let mut next = Some(first);
@@ -436,6 +446,21 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &Checkpoi
         for answer in answers {
             answer(committed.clone());
         }
+    }
+}
+
+/// Folds the newest tasks into ListTasks' counts ([`schema::fold_counts`]) in a transaction of
+/// its own. A failure changes nothing (the rows stay counted where they are read) and is
+/// tried again at the next fold.
+fn fold_counts(conn: &Connection) {
+    let folded = control(conn, "BEGIN IMMEDIATE")
+        .and_then(|()| schema::fold_counts(conn))
+        .and_then(|_| control(conn, "COMMIT"));
+    if let Err(e) = folded {
+        if !conn.is_autocommit() {
+            let _ = control(conn, "ROLLBACK");
+        }
+        tracing::warn!(error = %e, "the store could not fold new tasks into the ListTasks counts");
     }
 }
 

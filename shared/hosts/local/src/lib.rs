@@ -391,18 +391,39 @@ pub fn init_logging() {
     use tracing_subscriber::Layer as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(filter);
-    let (spans, failed) = match a2a_telemetry::layer("a2a-local", |exporter| exporter) {
-        Ok(layer) => (layer, None),
-        Err(err) => (None, Some(err)),
+    let failed = match a2a_telemetry::layer("a2a-local", |exporter| exporter) {
+        // The level filters the log lines only: the exported spans are at TRACE.
+        Ok(Some(spans)) => {
+            tracing_subscriber::registry()
+                .with(log_lines().with_filter(filter))
+                .with(spans)
+                .init();
+            None
+        }
+        // No spans: one global filter, so that what it turns off (the kit's TRACE spans,
+        // hyper's and the SQLite store's debug lines) is never built at all. Behind a
+        // per-layer filter every callsite stays live for the layers without one.
+        other => {
+            tracing_subscriber::registry()
+                .with(filter)
+                .with(log_lines())
+                .init();
+            other.err()
+        }
     };
-    tracing_subscriber::registry().with(logs).with(spans).init();
     if let Some(err) = failed {
         tracing::warn!(error = %err, "spans are not exported");
     }
+}
+
+/// The log lines' layer: text on stderr, coloured on a terminal.
+fn log_lines<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -459,18 +459,25 @@ fn list_page(
 }
 
 /// How many live tasks `owner` has (in `state`, if given), without a scan: the rows
-/// `task_counts` counts (schema v6) less those expired and not yet purged, which the expiry
-/// index holds ahead of every live entry.
+/// `task_counts` counts, plus the newest rows not folded into it yet (schema v9: at most a
+/// fold's interval of creates, read by `rowid`), less those expired and not yet purged, which
+/// the expiry index holds ahead of every live entry.
 fn counted_total(
     conn: &Connection,
     owner: &str,
     state: Option<&str>,
     now: i64,
 ) -> Result<i64, DbError> {
-    let (rows, expired): (i64, i64) = match state {
+    let (rows, unfolded, expired): (i64, i64, i64) = match state {
         None => (
             conn.query_row_cached(
                 "SELECT COALESCE(SUM(n), 0) FROM task_counts WHERE owner = ?1",
+                [owner],
+                |r| r.get(0),
+            )?,
+            conn.query_row_cached(
+                "SELECT COUNT(*) FROM tasks
+                 WHERE rowid > (SELECT w FROM task_counts_mark) AND owner = ?1",
                 [owner],
                 |r| r.get(0),
             )?,
@@ -488,6 +495,12 @@ fn counted_total(
                 |r| r.get(0),
             )?,
             conn.query_row_cached(
+                "SELECT COUNT(*) FROM tasks
+                 WHERE rowid > (SELECT w FROM task_counts_mark) AND owner = ?1 AND state = ?2",
+                [owner, state],
+                |r| r.get(0),
+            )?,
+            conn.query_row_cached(
                 "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
                  WHERE expires_at_ms <= ?3 AND owner = ?1 AND state = ?2",
                 params![owner, state, now],
@@ -495,7 +508,7 @@ fn counted_total(
             )?,
         ),
     };
-    Ok((rows - expired).max(0))
+    Ok((rows + unfolded - expired).max(0))
 }
 
 /// The status timestamp a task is listed by, in ms (0 when it has none).
