@@ -881,6 +881,34 @@ pub async fn expired_task_is_gone<S: TaskStore + ?Sized>(store: &S) {
         store.load_task(&owner, &live.task.id).await.expect("load"),
         None
     );
+
+    // An expired task's id is free: a new task takes it, with nothing of the old one.
+    let (again, again_events) = new_task(
+        &owner,
+        id,
+        "ctx-2",
+        TaskState::Working,
+        Timestamp::now(),
+        hours_from_now(1),
+    );
+    store
+        .create_task(&again, &again_events)
+        .await
+        .expect("create_task over an expired task");
+    assert_eq!(
+        store.load_task(&owner, id).await.expect("load"),
+        Some(again.clone())
+    );
+    assert_eq!(
+        store.read_events(&owner, id, 0, 100).await.expect("read"),
+        again_events
+    );
+    let page = store.list_tasks(&owner, &query(10)).await.expect("list");
+    assert_eq!(page.total_size, 1);
+    assert_eq!(
+        store.create_task(&again, &again_events).await,
+        Err(StoreError::Conflict)
+    );
 }
 
 /// Tasks are listed newest status timestamp first; a status change moves a task up.

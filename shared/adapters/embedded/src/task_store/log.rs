@@ -247,30 +247,33 @@ impl NewTask {
     }
 
     /// Inserts the task in `tx` if its id is free; returns how many push jobs it enqueued.
+    /// The insert comes first, as ids are almost always free: its primary key says when one
+    /// is taken, with no lookup of its own. A refusal (a caller rolls back to its savepoint)
+    /// leaves nothing written.
     fn insert(&self, tx: &Connection, now: i64) -> Result<usize, DbError> {
         let task_id = &self.row.task_id;
-        let existing: Option<i64> = tx
-            .query_row_cached(
-                "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
-                [task_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match existing {
-            Some(expires_at) if expires_at > now => return Err(StoreError::Conflict.into()),
-            // An expired task is gone as far as readers are concerned; the purge just has not
-            // reclaimed it yet. Its id is free again.
-            Some(_) => {
+        match self.row.insert(tx) {
+            Err(DbError::Sqlite(e)) if is_primary_key_taken(&e) => {
+                let expires_at: i64 = tx.query_row_cached(
+                    "SELECT expires_at_ms FROM tasks WHERE task_id = ?1",
+                    [task_id],
+                    |r| r.get(0),
+                )?;
+                if expires_at > now {
+                    return Err(StoreError::Conflict.into());
+                }
+                // An expired task is gone as far as readers are concerned; the purge just
+                // has not reclaimed it yet. Its id is free again.
                 tx.execute_cached("DELETE FROM events WHERE task_id = ?1", [task_id])?;
                 tx.execute_cached("DELETE FROM tasks WHERE task_id = ?1", [task_id])?;
+                self.row.insert(tx)?;
             }
-            None => {}
+            inserted => inserted?,
         }
         // A live reply record holds the id as a live task would (idempotent SendMessage).
         if reply_holds(tx, task_id, now)? {
             return Err(StoreError::Conflict.into());
         }
-        self.row.insert(tx)?;
         EventRow::insert_all(&self.events, tx, task_id)?;
         self.fan_out.enqueue(tx, now)
     }
@@ -302,6 +305,16 @@ impl SqliteStore {
         self.push_enqueued(pushed);
         Ok(())
     }
+}
+
+/// Whether `error` is an insert refused because its primary key is taken.
+fn is_primary_key_taken(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(e, _)
+            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    )
 }
 
 /// Whether a live reply record holds `task_id`; an expired one is deleted (its id is free).
