@@ -449,12 +449,12 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &Checkpoi
     }
 }
 
-/// Folds the newest tasks into ListTasks' counts ([`schema::fold_counts`]) in a transaction of
+/// Folds the newest tasks into ListTasks' counts ([`task_store::fold_counts`]) in a transaction of
 /// its own. A failure changes nothing (the rows stay counted where they are read) and is
 /// tried again at the next fold.
 fn fold_counts(conn: &Connection) {
     let folded = control(conn, "BEGIN IMMEDIATE")
-        .and_then(|()| schema::fold_counts(conn))
+        .and_then(|()| task_store::fold_counts(conn))
         .and_then(|_| control(conn, "COMMIT"));
     if let Err(e) = folded {
         if !conn.is_autocommit() {

@@ -274,26 +274,6 @@ CREATE TRIGGER IF NOT EXISTS task_counts_update AFTER UPDATE OF owner, state ON 
 END;
 ";
 
-/// Folds the rows of `tasks` above the counts' mark into `task_counts` and moves the mark
-/// (schema v9), in the caller's transaction. Returns how many counts it changed.
-pub(crate) fn fold_counts(conn: &Connection) -> rusqlite::Result<usize> {
-    let folded = conn
-        .prepare_cached(
-            "INSERT INTO task_counts (owner, state, n)
-         SELECT owner, state, COUNT(*) FROM tasks
-         WHERE rowid > (SELECT w FROM task_counts_mark) GROUP BY owner, state
-         ON CONFLICT (owner, state) DO UPDATE SET n = n + excluded.n",
-        )?
-        .execute([])?;
-    if folded > 0 {
-        conn.prepare_cached(
-            "UPDATE task_counts_mark SET w = (SELECT COALESCE(MAX(rowid), 0) FROM tasks)",
-        )?
-        .execute([])?;
-    }
-    Ok(folded)
-}
-
 /// Creates the schema if the file is new. Runs in an immediate transaction so that several
 /// processes opening a fresh file at once do not race: the second one waits (busy timeout),
 /// then sees the version the first one wrote.
@@ -366,6 +346,7 @@ fn add_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task_store::fold_counts;
 
     /// Inserts a task row of `owner` in `state`; returns its `rowid`.
     fn insert(conn: &Connection, id: &str, owner: &str, state: &str) -> i64 {

@@ -370,7 +370,8 @@ fn send_record(
     })))
 }
 
-/// Whether a ListTasks query's `totalSize` comes from the kept counts ([`counted_total`]):
+/// Whether a ListTasks query's `totalSize` comes from the kept counts
+/// ([`super::counts::counted_total`]):
 /// no context and no timestamp filter. Its page is then one short index range too.
 fn counted(query: &TaskQuery) -> bool {
     query.context_id.is_none() && query.status_timestamp_after.is_none()
@@ -405,7 +406,7 @@ fn list_page(
     // One read transaction, so the count and the page see the same snapshot.
     let tx = conn.transaction()?;
     let total = if counted(query) {
-        counted_total(&tx, owner, query.state.map(|s| s.as_str()), now)?
+        super::counts::counted_total(&tx, owner, query.state.map(|s| s.as_str()), now)?
     } else {
         tx.query_row_cached(
             &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
@@ -469,59 +470,6 @@ fn list_page(
         next_page_token,
         total_size: usize::try_from(total).unwrap_or(0),
     })
-}
-
-/// How many live tasks `owner` has (in `state`, if given), without a scan: the rows
-/// `task_counts` counts, plus the newest rows not folded into it yet (schema v9: at most a
-/// fold's interval of creates, read by `rowid`), less those expired and not yet purged, which
-/// the expiry index holds ahead of every live entry.
-fn counted_total(
-    conn: &Connection,
-    owner: &str,
-    state: Option<&str>,
-    now: i64,
-) -> Result<i64, DbError> {
-    let (rows, unfolded, expired): (i64, i64, i64) = match state {
-        None => (
-            conn.query_row_cached(
-                "SELECT COALESCE(SUM(n), 0) FROM task_counts WHERE owner = ?1",
-                [owner],
-                |r| r.get(0),
-            )?,
-            conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks
-                 WHERE rowid > (SELECT w FROM task_counts_mark) AND owner = ?1",
-                [owner],
-                |r| r.get(0),
-            )?,
-            conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
-                 WHERE expires_at_ms <= ?2 AND owner = ?1",
-                params![owner, now],
-                |r| r.get(0),
-            )?,
-        ),
-        Some(state) => (
-            conn.query_row_cached(
-                "SELECT COALESCE(SUM(n), 0) FROM task_counts WHERE owner = ?1 AND state = ?2",
-                [owner, state],
-                |r| r.get(0),
-            )?,
-            conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks
-                 WHERE rowid > (SELECT w FROM task_counts_mark) AND owner = ?1 AND state = ?2",
-                [owner, state],
-                |r| r.get(0),
-            )?,
-            conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
-                 WHERE expires_at_ms <= ?3 AND owner = ?1 AND state = ?2",
-                params![owner, state, now],
-                |r| r.get(0),
-            )?,
-        ),
-    };
-    Ok((rows + unfolded - expired).max(0))
 }
 
 /// The status timestamp a task is listed by, in ms (0 when it has none).

@@ -1,14 +1,18 @@
 //! The task store on SQLite: heads, the event log, push configs, their delivery records and
 //! leases. Each part implements its store port in its own file: [`log`] the
 //! [`a2a_core::TaskLogStore`], [`push_configs`] the [`a2a_core::PushConfigStore`], [`leases`]
-//! the [`a2a_core::LeaseStore`], [`executions`] the [`a2a_core::ExecutionStore`].
+//! the [`a2a_core::LeaseStore`], [`executions`] the [`a2a_core::ExecutionStore`]; [`counts`]
+//! keeps ListTasks' counts.
 
+mod counts;
 mod executions;
 mod leases;
 mod log;
 mod push_configs;
 
 use a2a_core::StoreError;
+
+pub(crate) use counts::fold_counts;
 
 use crate::{now_ms, CachedStatements, SqliteStore};
 
