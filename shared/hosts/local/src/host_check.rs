@@ -20,9 +20,8 @@ use std::sync::Arc;
 
 use a2a_http::CorsOrigins;
 use a2a_protocol::A2AError;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The host names a request may name the server by, beside IP addresses and `localhost`.
@@ -153,22 +152,77 @@ fn same_origin(origin: &str, host: &str) -> bool {
             == addressed.port_u16().unwrap_or(default_port)
 }
 
-/// The middleware: refuses what the policy refuses with 403 and a `google.rpc.Status` body.
-pub(crate) async fn check(
-    State(policy): State<Arc<HostPolicy>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    // Checked, the `Origin` decides between this answer and a 403: every response says so,
-    // or a shared cache could serve the refusal to everyone (or the answer to a refused page).
-    let varies = policy.hosts != AllowedHosts::Any;
-    let Some(why) = policy.refusal(request.headers()) else {
-        let mut response = next.run(request).await;
-        if varies {
-            a2a_http::vary_origin(response.headers_mut());
+/// The check as a layer of the router: refuses what the policy refuses with 403 and a
+/// `google.rpc.Status` body. A service of its own rather than `axum::middleware::from_fn`,
+/// which boxes the inner service and the future of every request it passes on: this one
+/// passes the inner future on as it is.
+#[derive(Clone)]
+pub(crate) struct HostCheckLayer(pub(crate) Arc<HostPolicy>);
+
+impl<S> tower::Layer<S> for HostCheckLayer {
+    type Service = HostCheck<S>;
+
+    fn layer(&self, inner: S) -> HostCheck<S> {
+        HostCheck {
+            policy: self.0.clone(),
+            inner,
         }
-        return response;
-    };
+    }
+}
+
+/// The service of [`HostCheckLayer`].
+#[derive(Clone)]
+pub(crate) struct HostCheck<S> {
+    policy: Arc<HostPolicy>,
+    inner: S,
+}
+
+/// What a checked request's answer becomes: with `Vary: Origin` when the `Origin` decided.
+type Answered<F> = futures::future::MapOk<F, fn(Response) -> Response>;
+
+impl<S> tower::Service<Request> for HostCheck<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = futures::future::Either<
+        std::future::Ready<Result<Response, S::Error>>,
+        Answered<S::Future>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        use futures::TryFutureExt as _;
+        let Some(why) = self.policy.refusal(request.headers()) else {
+            // Checked, the `Origin` decides between this answer and a 403: every response
+            // says so, or a shared cache could serve the refusal to everyone (or the answer
+            // to a refused page).
+            let answer: fn(Response) -> Response = if self.policy.hosts == AllowedHosts::Any {
+                std::convert::identity
+            } else {
+                vary_origin
+            };
+            return futures::future::Either::Right(self.inner.call(request).map_ok(answer));
+        };
+        futures::future::Either::Left(std::future::ready(Ok(refused(&request, why))))
+    }
+}
+
+/// `response` with `Vary: Origin`.
+fn vary_origin(mut response: Response) -> Response {
+    a2a_http::vary_origin(response.headers_mut());
+    response
+}
+
+/// The 403 that refuses `request`, saying `why`.
+fn refused(request: &Request, why: String) -> Response {
     tracing::info!(path = %request.uri().path(), "refused a request: {why}");
     let mut body = A2AError::PermissionDenied(why).to_status_body();
     body["error"]["code"] = serde_json::Value::from(403);

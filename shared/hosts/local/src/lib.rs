@@ -606,10 +606,7 @@ pub async fn serve(
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             options.body_timeout_secs.max(1),
         )))
-        .layer(axum::middleware::from_fn_with_state(
-            hosts,
-            host_check::check,
-        ));
+        .layer(host_check::HostCheckLayer(hosts));
     let limits = ConnectionLimits {
         header_timeout: Duration::from_secs(options.header_timeout_secs.max(1)),
         max_connections: options.max_connections.max(1),
