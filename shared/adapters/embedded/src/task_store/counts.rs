@@ -60,19 +60,18 @@ pub(super) fn counted_total(
 /// Folds the rows of `tasks` above the counts' mark into `task_counts` and moves the mark
 /// (schema v9), in the caller's transaction. Returns how many counts it changed.
 pub(crate) fn fold_counts(conn: &Connection) -> rusqlite::Result<usize> {
-    let folded = conn
-        .prepare_cached(
-            "INSERT INTO task_counts (owner, state, n)
+    let folded = conn.execute_cached(
+        "INSERT INTO task_counts (owner, state, n)
          SELECT owner, state, COUNT(*) FROM tasks
          WHERE rowid > (SELECT w FROM task_counts_mark) GROUP BY owner, state
          ON CONFLICT (owner, state) DO UPDATE SET n = n + excluded.n",
-        )?
-        .execute([])?;
+        [],
+    )?;
     if folded > 0 {
-        conn.prepare_cached(
+        conn.execute_cached(
             "UPDATE task_counts_mark SET w = (SELECT COALESCE(MAX(rowid), 0) FROM tasks)",
-        )?
-        .execute([])?;
+            [],
+        )?;
     }
     Ok(folded)
 }

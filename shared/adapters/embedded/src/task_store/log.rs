@@ -313,7 +313,6 @@ fn is_primary_key_taken(error: &rusqlite::Error) -> bool {
         error,
         rusqlite::Error::SqliteFailure(e, _)
             if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-                || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
     )
 }
 
