@@ -8,11 +8,8 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The request headers A2A clients send (`@a2a-js/sdk` sends `X-A2A-Extensions` to 0.3
@@ -253,19 +250,6 @@ pub fn vary_origin(response: &mut HeaderMap) {
     if !named {
         response.append(header::VARY, HeaderValue::from_static("Origin"));
     }
-}
-
-/// The middleware: answers allowed preflights, and adds the CORS headers to every other
-/// response. Outside routing and auth, so that every route answers a preflight and every
-/// error carries the headers a browser needs to read it.
-pub(crate) async fn apply(State(cors): State<Arc<Cors>>, request: Request, next: Next) -> Response {
-    if let Some(answer) = cors.preflight(request.method(), request.headers()) {
-        return answer;
-    }
-    let origin = request.headers().get(header::ORIGIN).cloned();
-    let mut response = next.run(request).await;
-    cors.decorate(origin.as_ref(), response.headers_mut());
-    response
 }
 
 #[cfg(test)]

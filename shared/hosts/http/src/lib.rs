@@ -17,19 +17,17 @@
 //! - `sse`: event-stream rendering with keep-alive comments;
 //! - `card`: the public agent card and the push signing JWKS, with caching headers;
 //! - `cors`: the CORS policy for browser clients (off unless origins are configured);
+//! - `layers`: the request log and CORS as the router's outer layers;
 //! - `relay`: the route the remote agents our tasks wait for push their updates to.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use a2a_core::ApiKeyLocation;
 use a2a_core::{A2aService, CallContext, OperationRequest, Reply};
 use a2a_protocol::A2AError;
 use a2a_protocol::Operation;
-use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::middleware::{self, Next};
-use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
@@ -44,6 +42,7 @@ mod context;
 mod cors;
 mod errors;
 mod jsonrpc;
+mod layers;
 mod legacy;
 mod relay;
 mod rest;
@@ -206,10 +205,10 @@ pub fn router_with(service: A2aService, options: HttpOptions, surface: &Surface)
     // Outside routing and auth: every route answers a preflight, every error carries the
     // headers a browser needs to read it.
     let router = match cors {
-        Some(cors) => router.layer(middleware::from_fn_with_state(Arc::new(cors), cors::apply)),
+        Some(cors) => router.layer(layers::CorsLayer(Arc::new(cors))),
         None => router,
     };
-    let router = router.layer(middleware::from_fn(log_request));
+    let router = router.layer(layers::LogRequestLayer);
     match base_path(&base).ok().filter(|p| !p.is_empty()) {
         // Outside the prefix nothing is served: the same 404 as an unknown route inside it.
         Some(prefix) => Router::new()
@@ -328,26 +327,4 @@ pub(crate) async fn invoke(
     // The service sees one tenant whichever binding (params or path) supplied it.
     request.set_tenant(&ctx.tenant);
     app.service.call(ctx, request).await?.into_reply()
-}
-
-/// Logs each request's method, path and status: failures at `warn` (ours, 5xx) or `info`
-/// (the caller's, 4xx), successes at `debug` (`RUST_LOG=a2a_http=debug`): a line per
-/// successful request would cost a write to stderr each, a measurable share of a fast
-/// request. Never headers, query strings or bodies: they may carry credentials.
-async fn log_request(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let status = response.status();
-    let elapsed_ms = || started.elapsed().as_millis() as u64;
-    let code = status.as_u16();
-    if status.is_server_error() {
-        tracing::warn!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request failed");
-    } else if status.is_client_error() {
-        tracing::info!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request refused");
-    } else {
-        tracing::debug!(%method, %path, status = code, elapsed_ms = elapsed_ms(), "request");
-    }
-    response
 }
