@@ -18,7 +18,8 @@
 //!
 //! **The head carries the log.** Every create and every append is one conditional write of the
 //! head alone: the head carries the latest events (`evs`, deflated JSON) beside the task
-//! (`tb`, deflated JSON). While `evs` still holds the whole log (it starts at seq 1) there is no
+//! (`tb`, deflated JSON). A head that fits one write unit with them as they are keeps them in
+//! stored deflate blocks instead (the same format, [`pack_into`]): deflating cannot bill less. While `evs` still holds the whole log (it starts at seq 1) there is no
 //! `tb`: the task is those events applied in order. When carrying the earlier events would make
 //! the head cost more write units than it needs, the writer first moves them into an *archive*
 //! item (`E#<seq of the last one>`, written once, never changed) and the head goes on with the
@@ -283,10 +284,78 @@ fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Sto
 /// `value` as deflated JSON: the text of a task repeats (the user's message, the status
 /// message, the artifact) and so do its ids, which deflate stores once.
 pub(crate) fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
-    let json = serde_json::to_vec(value)
-        .map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))?;
+    let json = json_bytes(value)?;
     let bytes = deflate(&json).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
     Ok(AttributeValue::B(Blob::new(bytes)))
+}
+
+/// The bytes of one write unit: DynamoDB bills a write per started KB of the item.
+pub(crate) const WRITE_UNIT_BYTES: usize = 1024;
+
+/// Adds `attrs` (attribute names and their values' JSON) to `item` as [`packed`] would, except
+/// that while the item with them as they are stays within one write unit they are stored as
+/// they are (a deflate stream of one stored block, which any inflater reads): deflating them
+/// could not make the write cheaper, only the item smaller than a unit that bills the same, and
+/// on Lambda deflating a small task cost a fifth of a warm send (docs/performance.md).
+pub(crate) fn pack_into(item: &mut Item, attrs: Vec<(&str, Vec<u8>)>) -> Result<(), StoreError> {
+    let raw_size = item_size(item)
+        + attrs
+            .iter()
+            .map(|(name, json)| name.len() + stored_len(json.len()))
+            .sum::<usize>();
+    let as_is = raw_size <= WRITE_UNIT_BYTES;
+    for (name, json) in attrs {
+        let bytes = if as_is {
+            stored(&json)
+        } else {
+            deflate(&json).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?
+        };
+        item.insert(name.to_owned(), AttributeValue::B(Blob::new(bytes)));
+    }
+    Ok(())
+}
+
+/// `value` as JSON, for [`pack_into`].
+pub(crate) fn json_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))
+}
+
+/// The most a stored (uncompressed) deflate block holds.
+const STORED_BLOCK_MAX: usize = u16::MAX as usize;
+
+/// The length of `len` bytes as [`stored`] writes them: five bytes of header per block.
+fn stored_len(len: usize) -> usize {
+    len + 5 * len.div_ceil(STORED_BLOCK_MAX).max(1)
+}
+
+/// `data` as a raw deflate stream of stored blocks (RFC 1951, 3.2.4): what a deflater writes
+/// for data it cannot shrink, without its cost.
+pub(crate) fn stored(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(stored_len(data.len()));
+    let mut blocks = data.chunks(STORED_BLOCK_MAX).peekable();
+    if blocks.peek().is_none() {
+        // No data: one empty final block.
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(block) = blocks.next() {
+        let len = block.len() as u16;
+        // BFINAL on the last block; BTYPE 00 (stored); the rest of the byte is padding.
+        out.push(u8::from(blocks.peek().is_none()));
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(block);
+    }
+    out
+}
+
+/// The data of a raw deflate stream that is one final stored block and nothing else (what
+/// [`stored`] writes for up to 64 KB), without the decompressor.
+fn single_stored_block(stream: &[u8]) -> Option<&[u8]> {
+    let [1, l0, l1, n0, n1, data @ ..] = stream else {
+        return None;
+    };
+    let len = u16::from_le_bytes([*l0, *l1]);
+    (u16::from_le_bytes([*n0, *n1]) == !len && data.len() == usize::from(len)).then_some(data)
 }
 
 pub(crate) fn unpacked<T: for<'a> Deserialize<'a>>(
@@ -336,6 +405,9 @@ pub(crate) fn deflate(data: &[u8]) -> Result<Vec<u8>, String> {
 
 /// `deflated` (raw deflate) inflated.
 pub(crate) fn inflate(deflated: &[u8]) -> Result<Vec<u8>, String> {
+    if let Some(data) = single_stored_block(deflated) {
+        return Ok(data.to_vec());
+    }
     INFLATE.with_borrow_mut(|decompress| {
         decompress.reset(false);
         let mut out = Vec::with_capacity(deflated.len() * 4 + 64);
@@ -372,10 +444,11 @@ pub(crate) fn head_item(
 ) -> Result<Item, StoreError> {
     let mut item = head_keys(head)?;
     item.insert(attr::PREV_VERSION.to_owned(), n(prev_version));
-    item.insert(attr::HEAD_EVENTS.to_owned(), packed(&carried)?);
+    let mut packs = vec![(attr::HEAD_EVENTS, json_bytes(&carried)?)];
     if carried.first().map(|e| e.seq) != Some(1) {
-        item.insert(attr::TASK_BODY.to_owned(), packed(&head.task)?);
+        packs.push((attr::TASK_BODY, json_bytes(&head.task)?));
     }
+    pack_into(&mut item, packs)?;
     Ok(item)
 }
 
@@ -758,6 +831,78 @@ mod tests {
     }
 
     #[test]
+    fn stored_blocks_are_deflate_any_inflater_reads() {
+        for len in [0, 1, 600, 65_535, 65_536, 200_000] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let stream = stored(&data);
+            assert_eq!(stream.len(), stored_len(len), "{len}");
+            assert_eq!(inflate(&stream).unwrap(), data, "{len}");
+            let mut reference = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::DeflateDecoder::new(stream.as_slice()),
+                &mut reference,
+            )
+            .unwrap();
+            assert_eq!(reference, data, "{len}: plain deflate");
+        }
+        // A stream that only starts like one stored block is inflated, not taken as it is.
+        let mut two = stored(b"first");
+        two[0] = 0;
+        two.extend(stored(b" and second"));
+        assert_eq!(inflate(&two).unwrap(), b"first and second");
+        let mut cut = stored(b"a stored block");
+        cut.pop();
+        assert!(inflate(&cut).is_err());
+    }
+
+    #[test]
+    fn a_head_within_one_write_unit_is_stored_as_it_is() {
+        let head = |text: &str| {
+            let now = Timestamp::from_millis(1_700_000_000_000);
+            let task = Task {
+                id: "8c0b3a52-5c1f-4a0e-9d51-3f1a2b4c5d6e".into(),
+                context_id: "1f2e3d4c-5b6a-4789-8a7b-6c5d4e3f2a1b".into(),
+                history: vec![a2a_protocol::Message::user_text("m-1", text)],
+                ..Default::default()
+            };
+            let events = vec![LoggedEvent {
+                seq: 1,
+                at: now,
+                event: a2a_core::TaskEvent::Created { task: task.clone() },
+            }];
+            let head = StoredTask {
+                owner: Owner::new("", "anonymous"),
+                task: Task {
+                    generation: 1,
+                    ..task
+                },
+                version: 1,
+                expires_at: Timestamp::from_millis(1_800_000_000_000),
+            };
+            (head, events)
+        };
+        let units = |item: &Item| item_size(item).div_ceil(WRITE_UNIT_BYTES);
+        let evs = |item: &Item| match item.get(attr::HEAD_EVENTS) {
+            Some(AttributeValue::B(blob)) => blob.as_ref().to_vec(),
+            other => panic!("events as {other:?}"),
+        };
+        let (small, events) = head("hello");
+        let item = head_item(&small, &events, 0).unwrap();
+        assert!(
+            single_stored_block(&evs(&item)).is_some(),
+            "stored as it is"
+        );
+        assert_eq!(units(&item), 1);
+        assert_eq!(head_events(&item).unwrap().unwrap(), events);
+        // Past one unit as it is: deflated, into the units deflating alone gives.
+        let (large, events) = head(&"the same words again ".repeat(60));
+        let item = head_item(&large, &events, 0).unwrap();
+        assert!(single_stored_block(&evs(&item)).is_none(), "deflated");
+        assert_eq!(units(&item), 1, "the repeated words deflate into one unit");
+        assert_eq!(head_events(&item).unwrap().unwrap(), events);
+    }
+
+    #[test]
     fn inflating_cut_or_corrupt_data_is_an_error() {
         let deflated = deflate(&"a task's text ".repeat(1_000).into_bytes()).unwrap();
         let cut = inflate(&deflated[..deflated.len() / 2]).unwrap_err();
@@ -884,8 +1029,12 @@ mod tests {
         assert!(!item.contains_key(attr::TASK_BODY));
         assert_eq!(head_from_item(&item).unwrap(), head);
         assert_eq!(head_events(&item).unwrap().unwrap(), events);
-        // The text and the ids are stored once: well under the 1 KB of one write unit.
-        assert!(item_size(&item) < 700, "{} bytes", item_size(&item));
+        // Within the 1 KB of one write unit (stored as it is: deflating could not bill less).
+        assert!(
+            item_size(&item) <= WRITE_UNIT_BYTES,
+            "{} bytes",
+            item_size(&item)
+        );
         // A log that does not end at the head's version is refused.
         assert!(check_seqs(&head, 0, &events[..1]).is_err());
         // A head carrying only the latest events stores the task too.
