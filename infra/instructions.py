@@ -45,6 +45,13 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# glibc copies and clears large blocks with `rep movsb` / `rep stosb`, which Valgrind counts as
+# one instruction per byte (a 128 KB memset: 131,000 "instructions", a few thousand cycles on
+# the CPU). Past these thresholds glibc uses its vector loops instead, which callgrind counts
+# as the CPU runs them (the same memset: 7,200), so a large copy or clear no longer outweighs
+# the code around it (docs/performance.md, "What a count leaves out").
+REP_STRINGS_OFF = "glibc.cpu.x86_rep_stosb_threshold=0x7fffffff:glibc.cpu.x86_rep_movsb_threshold=0x7fffffff"
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 
 
@@ -226,6 +233,7 @@ def main():
                 subprocess.run(install, stdout=subprocess.DEVNULL, check=True)
         else:
             sys.exit("instructions: needs valgrind (Debian: apt-get install valgrind)")
+    os.environ.setdefault("GLIBC_TUNABLES", REP_STRINGS_OFF)
     kinds_asked = args.kinds.split(",")
     on_lambda = [kind.startswith("lambda-") for kind in kinds_asked]
     binary = (args.bin or build(release=not args.smoke)) if not all(on_lambda) else None
