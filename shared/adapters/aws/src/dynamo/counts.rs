@@ -15,9 +15,10 @@
 //! **Why a write of its own, not a transaction or the stream** (docs/cost.md, "ListTasks at
 //! scale"): the count is one `UpdateItem ADD` after the head's `PutItem` (1 WRU; in a
 //! transaction both would bill twice, 4 more WRU). The table's stream could keep them without
-//! touching the send, but Lambda's stream records do not name their shard, so a retried batch
-//! cannot tell what it already counted: counts kept there would drift up on every retry, and
-//! lag the write. Here a crash between the head's write and its count's (the only window)
+//! touching the send, exactly with a tumbling window (whose events name their shard, so a
+//! retried window can be recognised), but that costs more than this write for an owner with
+//! fewer than about two tasks per window, and lags the writes; docs/cost.md has the design and
+//! its figures. Here a crash between the head's write and its count's (the only window)
 //! leaves one task uncounted until its expiry passes, and nothing else.
 //!
 //! Tasks written before the counts existed are in no count (and those written before the
