@@ -315,6 +315,35 @@ pub(crate) fn pack_into(item: &mut Item, attrs: Vec<(&str, Vec<u8>)>) -> Result<
     Ok(())
 }
 
+/// After a writer's last attributes (a create's push config ids, every write's mark): a head
+/// whose packs [`pack_into`] stored as they are but that no longer fits one write unit, with
+/// the `kept` bytes an update leaves on it unwritten ([`kept_size`]), gets them deflated, as
+/// it would have had without them, so storing never costs a unit.
+pub(crate) fn refit_packs(item: &mut Item, kept: usize) -> Result<(), StoreError> {
+    if item_size(item) + kept <= WRITE_UNIT_BYTES {
+        return Ok(());
+    }
+    for name in [attr::HEAD_EVENTS, attr::TASK_BODY] {
+        if let Some(AttributeValue::B(blob)) = item.get_mut(name) {
+            if let Some(data) = single_stored_block(blob.as_ref()) {
+                let deflated =
+                    deflate(data).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
+                *blob = Blob::new(deflated);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of a head's attributes that an append keeps without writing them again: the ids
+/// of its push configs and their flag (`pcs`, `pf`).
+pub(crate) fn kept_size(head: &Item) -> usize {
+    [attr::CONFIG_IDS, attr::PUSH_FLAG]
+        .iter()
+        .filter_map(|name| head.get(*name).map(|v| name.len() + value_size(v)))
+        .sum()
+}
+
 /// `value` as JSON, for [`pack_into`].
 pub(crate) fn json_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     serde_json::to_vec(value).map_err(|e| StoreError::Backend(format!("JSON encoding: {e}")))
@@ -886,20 +915,43 @@ mod tests {
             Some(AttributeValue::B(blob)) => blob.as_ref().to_vec(),
             other => panic!("events as {other:?}"),
         };
-        let (small, events) = head("hello");
-        let item = head_item(&small, &events, 0).unwrap();
+        let (small, small_events) = head("hello");
+        let item = head_item(&small, &small_events, 0).unwrap();
         assert!(
             single_stored_block(&evs(&item)).is_some(),
             "stored as it is"
         );
         assert_eq!(units(&item), 1);
-        assert_eq!(head_events(&item).unwrap().unwrap(), events);
+        assert_eq!(head_events(&item).unwrap().unwrap(), small_events);
         // Past one unit as it is: deflated, into the units deflating alone gives.
         let (large, events) = head(&"the same words again ".repeat(60));
         let item = head_item(&large, &events, 0).unwrap();
         assert!(single_stored_block(&evs(&item)).is_none(), "deflated");
         assert_eq!(units(&item), 1, "the repeated words deflate into one unit");
         assert_eq!(head_events(&item).unwrap().unwrap(), events);
+        // A head stored within the unit that a writer's last attributes push past it is
+        // deflated back into it; one that still fits is left as it is.
+        let mut item = head_item(&small, &small_events, 0).unwrap();
+        let (mut kept, room) = (item.clone(), WRITE_UNIT_BYTES - item_size(&item));
+        kept.insert("pad".into(), s("x".repeat(room - 3)));
+        refit_packs(&mut kept, 0).unwrap();
+        assert!(
+            single_stored_block(&evs(&kept)).is_some(),
+            "still fits: as it is"
+        );
+        // What an update leaves on the head counts too.
+        let mut update = kept.clone();
+        refit_packs(&mut update, 3).unwrap();
+        assert!(
+            single_stored_block(&evs(&update)).is_none(),
+            "with 3 kept bytes: deflated"
+        );
+        item.insert("pad".into(), s("x".repeat(room - 2)));
+        assert_eq!(units(&item), 2);
+        refit_packs(&mut item, 0).unwrap();
+        assert!(single_stored_block(&evs(&item)).is_none(), "deflated");
+        assert_eq!(units(&item), 1);
+        assert_eq!(head_events(&item).unwrap().unwrap(), small_events);
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(super) struct HeadSummary {
     /// The item's size, for the write's estimated units (DynamoDB bills an update by the larger
     /// of the old and the new item).
     pub(super) size: usize,
+    /// What an append leaves on it without writing it again ([`items::kept_size`]).
+    pub(super) kept_size: usize,
     pub(super) carried: Arc<Vec<LoggedEvent>>,
     /// A head of a layout before this one (no `nv`): its push config ids are not on it yet.
     pub(super) legacy: bool,
@@ -61,6 +63,7 @@ impl HeadSummary {
                 .to_owned(),
             in_context_index: item.contains_key(attr::CONTEXT_PK),
             size: items::item_size(item),
+            kept_size: items::kept_size(item),
             carried: Arc::new(carried),
             legacy: !item.contains_key(attr::PREV_VERSION),
             body: body::body_ref(item)?,
@@ -224,6 +227,7 @@ mod tests {
             partition: String::new(),
             in_context_index: false,
             size: 0,
+            kept_size: 0,
             carried: Arc::new(carried.map(event).collect()),
             legacy: false,
             body: None,

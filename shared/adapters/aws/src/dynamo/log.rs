@@ -48,6 +48,7 @@ impl DynamoTaskStore {
         // This create's own mark: its retry (the SDK's, after an attempt whose answer was lost)
         // tells the head it wrote from a concurrent copy's, made in the same millisecond.
         item.insert(attr::WRITE_ID.to_owned(), n(write_id()));
+        items::refit_packs(&mut item, 0)?;
         items::check_size(&item, || format!("task {}", head.task.id))?;
         let ours = written_by(&item);
         let mut index_wru = write_units(index_entry_size(&item));
@@ -386,6 +387,7 @@ impl TaskLogStore for DynamoTaskStore {
         // on an attempt whose answer was lost) from another writer's with the same events
         // (two duplicate deliveries in the same millisecond), which it must not count again.
         item.insert(attr::WRITE_ID.to_owned(), n(write_id()));
+        items::refit_packs(&mut item, old.kept_size)?;
         items::check_size(&item, label)?;
         let new_size = items::item_size(&item);
 
@@ -567,6 +569,7 @@ impl TaskLogStore for DynamoTaskStore {
                 partition: items::get_s(&item, attr::GSI_PK)?.to_owned(),
                 in_context_index: item.contains_key(attr::CONTEXT_PK),
                 size: new_size,
+                kept_size: old.kept_size,
                 carried: Arc::new(carried),
                 legacy: false,
                 body: body::body_ref(&item)?,
