@@ -74,7 +74,7 @@ pub fn appended_in_record(record: &Value) -> Result<Option<AppendedEvents>, Stri
     let deflated = STANDARD
         .decode(packed)
         .map_err(|e| format!("the head's events are not base64: {e}"))?;
-    let text = crate::items::inflate(&deflated)
+    let text = crate::deflate::inflate(&deflated)
         .map_err(|e| format!("the head's events do not inflate: {e}"))?;
     let carried: Vec<LoggedEvent> =
         serde_json::from_slice(&text).map_err(|e| format!("the head's events: {e}"))?;

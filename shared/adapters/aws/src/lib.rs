@@ -19,6 +19,7 @@
 //! without any code branch.
 
 mod body;
+mod deflate;
 mod dynamo;
 pub mod fanout;
 mod items;

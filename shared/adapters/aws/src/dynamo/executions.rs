@@ -292,7 +292,7 @@ impl ExecutionStore for DynamoTaskStore {
         let body = serde_json::to_vec(execution).map_err(|e| {
             StoreError::Backend(format!("an execution record does not serialise: {e}"))
         })?;
-        let body = items::deflate(&body)
+        let body = crate::deflate::deflate(&body)
             .map_err(|e| StoreError::Backend(format!("deflating an execution record: {e}")))?;
         let exp = execution.expires_at.millis();
         let due = execution.due_at();
@@ -499,7 +499,7 @@ fn record_of(item: &Item, task_id: &str) -> Result<DurableExecution, StoreError>
         StoreError::Unreadable(format!("the execution record of task {task_id} {why}"))
     };
     let json = match (item.get(PACKED), item.get(BODY)) {
-        (Some(AttributeValue::B(blob)), _) => items::inflate(blob.as_ref())
+        (Some(AttributeValue::B(blob)), _) => crate::deflate::inflate(blob.as_ref())
             .map_err(|e| unreadable(format!("does not inflate: {e}")))?,
         (_, Some(AttributeValue::S(text))) => text.clone().into_bytes(),
         _ => return Err(unreadable("has no body".into())),
