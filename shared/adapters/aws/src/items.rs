@@ -286,8 +286,12 @@ fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Sto
 /// message, the artifact) and so do its ids, which deflate stores once.
 pub(crate) fn packed<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
     let json = json_bytes(value)?;
-    let bytes = deflate(&json).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
-    Ok(AttributeValue::B(Blob::new(bytes)))
+    Ok(AttributeValue::B(Blob::new(deflated(&json)?)))
+}
+
+/// `data` deflated, its failure a store error.
+fn deflated(data: &[u8]) -> Result<Vec<u8>, StoreError> {
+    deflate(data).map_err(|e| StoreError::Backend(format!("deflate: {e}")))
 }
 
 /// The bytes of one write unit: DynamoDB bills a write per started KB of the item.
@@ -310,7 +314,7 @@ pub(crate) fn pack_into(item: &mut Item, attrs: Vec<(&str, Vec<u8>)>) -> Result<
         let bytes = if as_is {
             stored(&json)
         } else {
-            deflate(&json).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?
+            deflated(&json)?
         };
         item.insert(name.to_owned(), AttributeValue::B(Blob::new(bytes)));
     }
@@ -328,9 +332,7 @@ pub(crate) fn refit_packs(item: &mut Item, kept: usize) -> Result<(), StoreError
     for name in [attr::HEAD_EVENTS, attr::TASK_BODY] {
         if let Some(AttributeValue::B(blob)) = item.get_mut(name) {
             if let Some(data) = single_stored_block(blob.as_ref()) {
-                let deflated =
-                    deflate(data).map_err(|e| StoreError::Backend(format!("deflate: {e}")))?;
-                *blob = Blob::new(deflated);
+                *blob = Blob::new(deflated(data)?);
             }
         }
     }
