@@ -7,7 +7,8 @@ use crate::{CachedStatements, DbError};
 /// How many live tasks `owner` has (in `state`, if given), without a scan: the rows
 /// `task_counts` counts, plus the newest rows not folded into it yet (schema v9: at most a
 /// fold's interval of creates, read by `rowid`), less those expired and not yet purged, which
-/// the expiry index holds ahead of every live entry.
+/// the expiry index holds ahead of every live entry (their owner and state are read from the
+/// table: at most what expired since the last purge).
 pub(super) fn counted_total(
     conn: &Connection,
     owner: &str,
@@ -28,7 +29,7 @@ pub(super) fn counted_total(
                 |r| r.get(0),
             )?,
             conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
+                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry
                  WHERE expires_at_ms <= ?2 AND owner = ?1",
                 params![owner, now],
                 |r| r.get(0),
@@ -47,7 +48,7 @@ pub(super) fn counted_total(
                 |r| r.get(0),
             )?,
             conn.query_row_cached(
-                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry_owner
+                "SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_expiry
                  WHERE expires_at_ms <= ?3 AND owner = ?1 AND state = ?2",
                 params![owner, state, now],
                 |r| r.get(0),
