@@ -75,18 +75,30 @@ pub(crate) struct HostPolicy {
     pub(crate) cors: CorsOrigins,
 }
 
-/// The host of a `Host` value (`name`, `name:port`, `[v6]:port`), lowercase.
-fn host_of(value: &str) -> Option<String> {
-    let authority: axum::http::uri::Authority = value.parse().ok()?;
-    if authority.as_str().contains('@') {
-        return None;
-    }
-    let host = authority.host();
-    Some(
-        host.trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
-    )
+/// The host of a `Host` value (`name`, `name:port`, `[v6]`, `[v6]:port`), as it is written;
+/// `None` if the value is no such thing (user info, a port that is not a number, brackets
+/// around anything but an IPv6 address). Read without parsing the value into a URI
+/// authority and without a copy: every request passes here.
+fn host_of(value: &str) -> Option<&str> {
+    let (host, port) = match value.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, rest) = bracketed.split_once(']')?;
+            host.parse::<std::net::Ipv6Addr>().ok()?;
+            match rest {
+                "" => (host, None),
+                rest => (host, Some(rest.strip_prefix(':')?)),
+            }
+        }
+        None => match value.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (value, None),
+        },
+    };
+    let port_ok =
+        port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+    let host_ok =
+        !host.is_empty() && (value.starts_with('[') || !host.contains(['@', ':', '/', '[', ']']));
+    (port_ok && host_ok).then_some(host)
 }
 
 impl HostPolicy {
@@ -124,10 +136,15 @@ impl HostPolicy {
         let Some(host) = host_of(value) else {
             return false;
         };
+        const LOCALHOST: &str = ".localhost";
+        let named_localhost = host.len() > LOCALHOST.len()
+            && host.is_char_boundary(host.len() - LOCALHOST.len())
+            && host[host.len() - LOCALHOST.len()..].eq_ignore_ascii_case(LOCALHOST);
         host.parse::<IpAddr>().is_ok()
-            || host == "localhost"
-            || host.ends_with(".localhost")
-            || matches!(&self.hosts, AllowedHosts::Names(names) if names.contains(&host))
+            || host.eq_ignore_ascii_case("localhost")
+            || named_localhost
+            || matches!(&self.hosts, AllowedHosts::Names(names)
+                if names.iter().any(|n| n.eq_ignore_ascii_case(host)))
     }
 }
 
@@ -279,6 +296,15 @@ mod tests {
             ("127.0.0.1.attacker.example", false, false),
             ("localhost.attacker.example", false, false),
             ("user@127.0.0.1", false, false),
+            ("user@localhost:9000", false, false),
+            ("[::1]", true, true),
+            ("[LOCALHOST]:9000", false, false),
+            ("[::1]9000", false, false),
+            ("localhost:http", false, false),
+            ("localhost:", false, false),
+            ("127.0.0.1:900000", false, false),
+            ("App.LocalHost", true, true),
+            (".localhost", false, false),
             ("", false, false),
         ] {
             let headers = request(Some(host), None);
