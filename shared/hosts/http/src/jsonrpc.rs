@@ -12,9 +12,10 @@
 //! every HTTP binding (§3.3.2, §7.4): HTTP clients, proxies and token-refreshing middleware
 //! all recognise a 401, none of them read it out of a 200 body or an event stream.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use a2a_core::{Principal, Reply};
+use a2a_core::{CallContext, OperationRequest, Principal, Reply};
 use a2a_protocol::jsonrpc::{self, Request};
 use a2a_protocol::operation::is_legacy_method_name;
 use a2a_protocol::A2AError;
@@ -49,49 +50,43 @@ fn answer(id: &Value, error: &A2AError) -> Response {
 }
 
 /// `POST <jsonrpc_path>`: every version's methods.
-pub(crate) async fn handle(
+///
+/// The handlers are plain functions that return [`serve`]'s future rather than `async`
+/// functions awaiting it: an `async` layer would move that future (kilobytes) once more per
+/// request.
+pub(crate) fn handle(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
-) -> Response {
-    serve(app, headers, uri, body, Endpoint::Generic).await
+) -> impl Future<Output = Response> {
+    serve(app, headers, uri, body, Endpoint::Generic, false)
 }
 
 /// Hexagon's early-protocol paths (`POST /tasks`, `/tasks/sendSubscribe`,
 /// `/tasks/resubscribe`): JSON-RPC with the early methods only.
-pub(crate) async fn handle_early(
+pub(crate) fn handle_early(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
-) -> Response {
-    serve(app, headers, uri, body, Endpoint::Early).await
+) -> impl Future<Output = Response> {
+    serve(app, headers, uri, body, Endpoint::Early, false)
 }
 
 /// python-a2a's resubscription path (`/tasks/stream`): the early methods, with its client's
 /// own event framing ([`Framing::PythonA2a`]).
-pub(crate) async fn handle_python_a2a_stream(
+pub(crate) fn handle_python_a2a_stream(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
-) -> Response {
-    serve_framed(app, headers, uri, body, Endpoint::Early, true).await
+) -> impl Future<Output = Response> {
+    serve(app, headers, uri, body, Endpoint::Early, true)
 }
 
+/// One JSON-RPC call on `endpoint`; `python_a2a`: old streams in python-a2a's framing.
 async fn serve(
-    app: Arc<App>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-    endpoint: Endpoint,
-) -> Response {
-    serve_framed(app, headers, uri, body, endpoint, false).await
-}
-
-/// [`serve`]; `python_a2a`: old streams in python-a2a's framing.
-async fn serve_framed(
     app: Arc<App>,
     headers: HeaderMap,
     uri: Uri,
@@ -128,7 +123,8 @@ async fn serve_framed(
             endpoint,
             python_a2a,
         };
-        return serve_legacy(&app, &headers, &uri, &principal, call).await;
+        // Boxed: a rare call, whose future would otherwise size every 1.0 call's.
+        return Box::pin(serve_legacy(&app, &headers, &uri, &principal, call)).await;
     }
     if endpoint == Endpoint::Early {
         return answer(
@@ -139,21 +135,16 @@ async fn serve_framed(
         );
     }
     tracing::debug!(rpc_method = %name, "JSON-RPC call");
-    let outcome = async {
-        let version = check_version(&headers, &uri)?;
-        let method =
-            method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
-        // The tenant travels inside params on this binding.
-        let tenant = params
-            .get("tenant")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let mut ctx = call_context(&principal, &headers, &tenant);
-        ctx.version = version;
-        crate::invoke(&app, &ctx, method, params, &headers).await
-    }
-    .await;
+    // The service is called here, not in an `async` block or through `crate::invoke`: each
+    // such layer would move the call's future once more.
+    let outcome = match current_call(&principal, &headers, &uri, method, &name, params) {
+        Ok((ctx, request)) => app
+            .service
+            .call(&ctx, request)
+            .await
+            .and_then(|r| r.into_reply()),
+        Err(error) => Err(error),
+    };
     match outcome {
         Ok(Reply::Json(result)) => {
             json_text_response(StatusCode::OK, jsonrpc::success_text(&id, &result))
@@ -172,6 +163,30 @@ async fn serve_framed(
         }
         Err(error) => answer(&id, &error),
     }
+}
+
+/// A 1.0 call's context and request: the version checked, the method known, the tenant taken
+/// from params (where this binding carries it).
+fn current_call(
+    principal: &Principal,
+    headers: &HeaderMap,
+    uri: &Uri,
+    method: Option<Operation>,
+    name: &str,
+    params: Value,
+) -> Result<(CallContext, OperationRequest), A2AError> {
+    let version = check_version(headers, uri)?;
+    let method =
+        method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
+    let tenant = params
+        .get("tenant")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut ctx = call_context(principal, headers, &tenant);
+    ctx.version = version;
+    let request = crate::operation_request(&ctx, method, params, headers)?;
+    Ok((ctx, request))
 }
 
 /// A call of an old version's method, and where it came in.

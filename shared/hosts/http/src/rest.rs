@@ -288,9 +288,10 @@ async fn handle(
             .to_owned();
         let mut ctx = call_context(&principal, &headers, &tenant);
         ctx.version = version;
-        Ok::<_, HttpError>(
-            crate::invoke(&app, &ctx, operation, Value::Object(params), &headers).await?,
-        )
+        // The service is called here rather than through `crate::invoke`, an `async` layer
+        // that would move the call's future once more.
+        let request = crate::operation_request(&ctx, operation, Value::Object(params), &headers)?;
+        Ok::<_, HttpError>(app.service.call(&ctx, request).await?.into_reply()?)
     }
     .await;
     match outcome {
