@@ -180,3 +180,34 @@ async fn two_servers_on_one_table_recover_each_other_s_orphans() {
     let events = watching.collect_to_end(BOUND).await;
     assert_ends_failed(&events, "stopped before it finished");
 }
+
+/// A blocking send whose client hangs up while the agent works still completes its task: the
+/// inline run is a task of its own, not the request's (only what a send writes before the
+/// agent runs is detached from it, see `A2aService::start`). If the run went with the
+/// request, the task would stay WORKING until its lease ran out and end FAILED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_send_whose_client_hangs_up_still_completes_its_task() {
+    if !store_ready() {
+        return;
+    }
+    let server = Server::start().await;
+    // The reference agent's `test-resubscribe-message-id` scenario: WORKING, two pauses of
+    // 2 s, COMPLETED. The client gives up long before.
+    let mut request = send_request("hello");
+    request["message"]["messageId"] = json!(format!("test-resubscribe-message-id-{}", new_id()));
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(500),
+        server.send(Binding::JsonRpc, request.clone()),
+    )
+    .await;
+    assert!(
+        gave_up.is_err(),
+        "answered before the client gave up: {gave_up:?}"
+    );
+    // The same message again finds the task the first send made (its repeat starts nothing).
+    let task = task_of(&ok(server.send(Binding::JsonRpc, request).await)).clone();
+    let ended = server.await_terminal(&id_of(&task), BOUND).await;
+    assert_eq!(state(&ended), "TASK_STATE_COMPLETED", "{ended}");
+    let listed = ok(server.list_tasks(Binding::JsonRpc, json!({})).await);
+    assert_eq!(listed["totalSize"], 1, "{listed}");
+}

@@ -11,6 +11,7 @@
 mod card;
 mod generation;
 mod inline;
+mod placed;
 mod push_configs;
 mod request;
 mod send;

@@ -2,6 +2,9 @@
 //! message recorded, and the agent started inline or queued ([`A2aService::start`]); a repeat
 //! of a message (same owner and `messageId`) starts nothing and answers as the original did.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use a2a_protocol::{
     A2AError, Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse,
     TaskPushNotificationConfig,
@@ -15,11 +18,11 @@ use crate::auth::Permission;
 use crate::context::CallContext;
 use crate::emitter::FirstOutcome;
 use crate::event::find_sent;
-use crate::execution::{new_emitter, take_follow_up_lease, FollowUpClaim};
+use crate::execution::new_emitter;
 use crate::idempotency;
 use crate::idempotency::MessageIdReuse;
 use crate::journal::DurableRun;
-use crate::ports::{SendRecord, StoreError, StoredTask, WorkJob};
+use crate::ports::{SendRecord, StoredTask};
 use crate::request::AgentRequest;
 use crate::task_log::{internal, store_error, AppendError, EventStream, StreamItem};
 
@@ -164,7 +167,7 @@ impl A2aService {
     /// to a task id the client chose may lose to another message of the same owner sent to the
     /// same new id at the same time: it then continues the task the other one created, as it
     /// would have had it come a moment later (`retry`, once).
-    async fn superseded(
+    pub(super) async fn superseded(
         &self,
         ctx: &CallContext,
         sent: &Message,
@@ -183,7 +186,7 @@ impl A2aService {
                 repeat_of(task_id, sent, record)
             }
             (Some(SendRecord::Task(_)), Some((request, streaming))) => {
-                Box::pin(self.start_as(ctx, request.clone(), streaming, false)).await
+                self.start_again(ctx, request.clone(), streaming).await
             }
             // The id is taken (by another owner, or by a reply): say no more than that.
             _ if chosen => Err(A2AError::invalid_params(format!(
@@ -196,9 +199,21 @@ impl A2aService {
         }
     }
 
+    /// [`Self::start_as`] once more, for a send that lost the race for its task id. Boxed as a
+    /// `Send` future by a function of its own: the start it recurses into may run detached (in
+    /// a task, which needs `Send`), and the compiler proves that only through such a box.
+    fn start_again<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        request: SendMessageRequest,
+        streaming: bool,
+    ) -> Pin<Box<dyn Future<Output = Result<Started, A2AError>> + Send + 'a>> {
+        Box::pin(self.start_as(ctx, request, streaming, false))
+    }
+
     /// For a follow-up whose append failed: a repeat if a concurrent copy of the message got
     /// into the task's history first, otherwise `err`.
-    async fn follow_up_failed(
+    pub(super) async fn follow_up_failed(
         &self,
         ctx: &CallContext,
         sent: &Message,
@@ -220,7 +235,7 @@ impl A2aService {
     /// was ([`Recording::Recorded`]). An append that failed in the store may have landed all
     /// the same (its answer lost, and the store could not tell it through its retries): if the
     /// task now waits on this very message, that is the task to go on with.
-    async fn record_follow_up(
+    pub(super) async fn record_follow_up(
         &self,
         ctx: &CallContext,
         sent: &Message,
@@ -250,7 +265,7 @@ impl A2aService {
     }
 
     /// The id a new task for `sent` gets (see [`idempotency::new_task_id`]).
-    fn new_task_id(&self, ctx: &CallContext, sent: &Message) -> String {
+    pub(super) fn new_task_id(&self, ctx: &CallContext, sent: &Message) -> String {
         idempotency::new_task_id(&ctx.owner, sent, self.core.config.message_id_reuse)
     }
 
@@ -310,26 +325,19 @@ impl A2aService {
     /// repeat of a message (same owner and `messageId`) starts nothing: it returns the original
     /// task or reply ([`crate::idempotency`]).
     ///
-    /// It runs to its end even if the caller goes away. A client that hangs up drops its
-    /// request's future (a local server's HTTP connection does), and a start stopped between
-    /// the task's create and its job's enqueue would leave a task nothing runs: SUBMITTED for
-    /// good. On Lambda an invocation runs on after its client left; this makes every host so.
-    async fn start(
-        &self,
-        ctx: &CallContext,
+    /// What it writes runs to its end even if the caller goes away. A client that hangs up
+    /// drops its request's future (a local server's HTTP connection does), and a start
+    /// stopped between the task's create and its job's enqueue would leave a task nothing
+    /// runs: SUBMITTED for good. On Lambda an invocation runs on after its client left; this
+    /// makes every host so (see [`detached`]).
+    fn start<'a>(
+        &'a self,
+        ctx: &'a CallContext,
         request: SendMessageRequest,
         streaming: bool,
-    ) -> Result<Started, A2AError> {
-        use tracing::Instrument as _;
-        let service = self.clone();
-        let ctx = ctx.clone();
-        let start = async move { service.start_as(&ctx, request, streaming, true).await };
-        // Boxed, as `spawn_inline`'s run is: the start's future is kilobytes.
-        match tokio::spawn(Box::pin(start).instrument(tracing::Span::current())).await {
-            Ok(started) => started,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(internal("a send's start was cancelled", e)),
-        }
+    ) -> impl Future<Output = Result<Started, A2AError>> + Send + 'a {
+        // Not an `async` layer of its own: that would move the start's future once more.
+        self.start_as(ctx, request, streaming, true)
     }
 
     /// [`Self::start`]; `may_retry`: whether a send that lost the race for a new task id its
@@ -424,13 +432,6 @@ impl A2aService {
             }
             cfg
         });
-        if let (Some(cfg), Some(_)) = (&inline_push, &existing) {
-            self.core
-                .log
-                .put_push_config(&ctx.owner, &task_id, cfg.clone())
-                .await?;
-        }
-
         // A 1.1 `ifGenerationMatch` (checked above) holds until the message is recorded.
         let recording = if recorded {
             Recording::Recorded
@@ -438,223 +439,37 @@ impl A2aService {
             let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
             Recording::Append { exact }
         };
-        match (placement, existing) {
-            (Placement::Queued, existing) => {
-                let follow_up = (existing, recording);
-                self.start_queued(ctx, &sent, agent_request, follow_up, inline_push, retry)
-                    .await
-            }
-            (Placement::Inline, Some(head)) => {
-                self.start_inline_follow_up(ctx, &sent, agent_request, head, recording)
-                    .await
-            }
-            (Placement::Inline, None) => {
-                self.start_inline_new(ctx, &sent, agent_request, inline_push, retry)
-                    .await
-            }
+        if placement == Placement::Inline && existing.is_none() {
+            // Nothing is written here: the agent's run, a task of its own, creates the task.
+            // A caller gone meanwhile leaves nothing half done.
+            return self
+                .start_inline_new(ctx, &sent, agent_request, inline_push, retry)
+                .await;
         }
-    }
-
-    /// Starts a queued execution: the task is created (or the follow-up recorded) and a work
-    /// job enqueued for the worker.
-    async fn start_queued(
-        &self,
-        ctx: &CallContext,
-        sent: &Message,
-        agent_request: AgentRequest,
-        (existing, recording): (Option<StoredTask>, Recording),
-        inline_push: Option<TaskPushNotificationConfig>,
-        retry: Option<(&SendMessageRequest, bool)>,
-    ) -> Result<Started, A2AError> {
-        let task_id = agent_request.task_id.clone();
-        let head = match existing {
-            None => match self
-                .core
-                .log
-                .create(&ctx.owner, &agent_request, Vec::new(), inline_push.as_ref())
+        // The rest writes (a config, the message, a queued task and its job): it runs in a
+        // task of its own, to its end whatever the caller does.
+        let (service, ctx) = (self.clone(), ctx.clone());
+        let retry = retry.map(|(request, streaming)| (request.clone(), streaming));
+        let placed = Placed {
+            placement,
+            existing,
+            recording,
+            inline_push,
+        };
+        detached(async move {
+            let retry = retry
+                .as_ref()
+                .map(|(request, streaming)| (request, *streaming));
+            service
+                .start_placed(&ctx, &sent, agent_request, placed, retry)
                 .await
-            {
-                Ok(head) => head,
-                // A concurrent copy of the message created the task first.
-                Err(AppendError::Store(StoreError::Conflict)) => {
-                    return self.superseded(ctx, sent, &task_id, retry).await
-                }
-                // The store failed through its retries: the create may have landed all the
-                // same (its answer lost, and the store's check of it failed too), and then a
-                // retry of the message is a repeat of a task nobody queued work for. The job
-                // is marked for the sweep, which queues it: it runs the task if it exists, and
-                // ends at once if it does not.
-                Err(AppendError::Store(err @ StoreError::Backend(_))) => {
-                    self.mark_for_the_sweep(ctx, &task_id, 1).await;
-                    return Err(AppendError::Store(err).into());
-                }
-                Err(err) => return Err(err.into()),
-            },
-            Some(head) => match self
-                .record_follow_up(ctx, sent, &agent_request, head, recording)
-                .await
-            {
-                Ok(head) => head,
-                Err(err) => return self.follow_up_failed(ctx, sent, &task_id, err.into()).await,
-            },
-        };
-        let job = WorkJob::run(&ctx.owner, &task_id, head.version).traced(ctx.traceparent.clone());
-        if let Err(err) = self.core.work.enqueue_work(&job).await {
-            return self.unqueued(ctx, head, err).await;
-        }
-        Ok(Started::Task {
-            task_id,
-            from_seq: head.version,
-            head: Some(Box::new(head)),
-            execution: None,
         })
-    }
-
-    /// Marks the job of the message at `trigger_seq` of the owner's task `task_id` for the next
-    /// sweep (an inline lease that has already ended, held by
-    /// [`crate::execution::unqueued_holder`]), which queues it: whether the mark was written.
-    ///
-    /// `Some(false)`: the lease is held by another holder, which for a task just recorded is a
-    /// worker running its job; `None`: the store failed through its retries.
-    async fn mark_for_the_sweep(
-        &self,
-        ctx: &CallContext,
-        task_id: &str,
-        trigger_seq: u64,
-    ) -> Option<bool> {
-        let holder = crate::execution::unqueued_holder(trigger_seq);
-        // Made again after a failure of the backend: the lease is ours to take again (the
-        // same holder), so a repeat of a mark that landed is a mark too.
-        let marked = crate::task_log::with_store_retries("a mark for the sweep", task_id, || {
-            self.core.store.acquire_inline_lease(
-                &ctx.owner,
-                task_id,
-                &holder,
-                a2a_protocol::Timestamp::now(),
-            )
-        })
-        .await;
-        marked.ok()
-    }
-
-    /// A queued job the queue refused through its retries: the message is recorded, and a lease
-    /// that has already ended marks its job for the next sweep, which queues it
-    /// ([`crate::execution::unqueued_holder`]). The send is answered as any queued one: the
-    /// work starts a sweep later, and a client's retry of the message is a repeat that finds
-    /// the task. An enqueue whose answer was lost may have landed all the same, and a worker
-    /// already holds a new task's lease, running the job: the mark finds it held, and the send
-    /// is answered as queued too. Only if the mark cannot be written either does the task end
-    /// FAILED (never SUBMITTED forever) and the client get an error.
-    async fn unqueued(
-        &self,
-        ctx: &CallContext,
-        head: StoredTask,
-        err: impl std::fmt::Display,
-    ) -> Result<Started, A2AError> {
-        let task_id = head.task.id.clone();
-        tracing::warn!(%task_id, error = %err, "the work queue refused a job; the sweep queues it");
-        // A new task's (its first message, at 1) lease can be held only by a worker that
-        // received its job; a follow-up's could be the run before it, still letting go.
-        let marked = self.mark_for_the_sweep(ctx, &task_id, head.version).await;
-        if marked == Some(true) || (marked == Some(false) && head.version == 1) {
-            return Ok(Started::Task {
-                task_id,
-                from_seq: head.version,
-                head: Some(Box::new(head)),
-                execution: None,
-            });
-        }
-        let _ = self
-            .core
-            .log
-            .finish_failed(&ctx.owner, head, "the work could not be queued")
-            .await;
-        Err(internal("work queue enqueue failed", err))
-    }
-
-    /// Starts an inline execution on a task waiting for this follow-up.
-    async fn start_inline_follow_up(
-        &self,
-        ctx: &CallContext,
-        sent: &Message,
-        agent_request: AgentRequest,
-        head: StoredTask,
-        recording: Recording,
-    ) -> Result<Started, A2AError> {
-        let task_id = agent_request.task_id.clone();
-        // Claimed before the message is recorded, so that a copy of it that finds it recorded
-        // also finds its run here, and goes on with it only if it has none.
-        let claim = match recording {
-            Recording::Append { .. } => FollowUpClaim::of(&self.core.executions, &task_id),
-            Recording::Recorded => match FollowUpClaim::sole(&self.core.executions, &task_id) {
-                Some(claim) => claim,
-                None => {
-                    return repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(head))
-                }
-            },
-        };
-        // The message makes the task active again: lease first (see the emitter). A
-        // racing copy of this message may hold it: then this one is a repeat.
-        if let Err(err) =
-            take_follow_up_lease(&*self.core.store, &ctx.owner, &task_id, &self.core.config).await
-        {
-            return self.follow_up_failed(ctx, sent, &task_id, err).await;
-        }
-        // A recorded message's run may have begun and ended between this copy's read and its
-        // claim: read again under the lease.
-        let head = match recording {
-            Recording::Append { .. } => head,
-            Recording::Recorded => match self.core.log.load_retried(&ctx.owner, &task_id).await {
-                Ok(Some(now)) if waits_on(&now, sent) => now,
-                Ok(Some(now)) => {
-                    let holder = &self.core.config.worker_id;
-                    let _ = self.core.store.release_lease(&task_id, holder).await;
-                    return repeat_of(&self.new_task_id(ctx, sent), sent, SendRecord::Task(now));
-                }
-                Ok(None) => return Err(A2AError::task_not_found(&task_id)),
-                Err(err) => return Err(store_error(err)),
-            },
-        };
-        let head = match self
-            .record_follow_up(ctx, sent, &agent_request, head, recording)
-            .await
-        {
-            Ok(head) => head,
-            Err(err) => {
-                let started = self.follow_up_failed(ctx, sent, &task_id, err.into()).await;
-                // Give the lease back, unless a copy of this message won the append:
-                // its run (in this process, the same holder) works under that lease.
-                if started.is_err() {
-                    let holder = &self.core.config.worker_id;
-                    let _ = self.core.store.release_lease(&task_id, holder).await;
-                }
-                return started;
-            }
-        };
-        let from_seq = head.version;
-        let snapshot = Box::new(head.clone());
-        let (emitter, _first) = new_emitter(
-            &self.core.log,
-            &self.core.durable,
-            &ctx.owner,
-            agent_request,
-            Some(head),
-            None,
-            DurableRun::fresh(from_seq, ctx.traceparent.clone()),
-        );
-        let emitter = emitter.leased(&self.core.config, true);
-        let execution = self.spawn_inline(emitter, Some(claim));
-        Ok(Started::Task {
-            task_id,
-            from_seq,
-            head: Some(snapshot),
-            execution: Some(execution),
-        })
+        .await
     }
 
     /// Starts an inline execution of a new message: the agent's first report creates the
     /// task, or answers with a direct message.
-    async fn start_inline_new(
+    pub(super) async fn start_inline_new(
         &self,
         ctx: &CallContext,
         sent: &Message,
@@ -690,9 +505,32 @@ impl A2aService {
     }
 }
 
+/// Where [`A2aService::start_placed`] puts a message, as [`A2aService::start_as`] found it.
+pub(super) struct Placed {
+    pub(super) placement: Placement,
+    /// The task the message follows up, if it exists.
+    pub(super) existing: Option<StoredTask>,
+    pub(super) recording: Recording,
+    pub(super) inline_push: Option<TaskPushNotificationConfig>,
+}
+
+/// Runs `work` in a task of its own and waits for it: dropping the caller's future does not
+/// stop it halfway (a panic in it is the caller's). Boxed, as `spawn_inline`'s run is: a
+/// spawned future is moved into the task's cell, and a box moves as a pointer.
+async fn detached<T: Send + 'static>(
+    work: impl Future<Output = Result<T, A2AError>> + Send + 'static,
+) -> Result<T, A2AError> {
+    use tracing::Instrument as _;
+    match tokio::spawn(Box::pin(work).instrument(tracing::Span::current())).await {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(internal("a send's start was cancelled", e)),
+    }
+}
+
 /// How a follow-up's message gets into its task.
 #[derive(Clone, Copy, Debug)]
-enum Recording {
+pub(super) enum Recording {
     /// Appended now; `exact`: only on top of the head as read (1.1's `ifGenerationMatch`).
     Append { exact: bool },
     /// Already recorded by an earlier copy of the message whose answer, or whose run, was
@@ -704,7 +542,7 @@ enum Recording {
 /// the message was recorded, and nothing ran after it (an agent's run writes WORKING first).
 /// Taken for a plain repeat, such a task would wait for good (issue 52's fault run at 20 %,
 /// seed 7: a held task left INPUT_REQUIRED after a follow-up answered without an error).
-fn waits_on(head: &StoredTask, sent: &Message) -> bool {
+pub(super) fn waits_on(head: &StoredTask, sent: &Message) -> bool {
     head.task.status.state.is_interrupted()
         && head
             .task
@@ -730,7 +568,11 @@ fn holds(record: &SendRecord, sent: &Message) -> bool {
 /// The original result for `sent`, a repeat of the message recorded in `record`, or
 /// InvalidParams if its body differs.
 /// `new_task_id` is the id a new task for `sent` gets.
-fn repeat_of(new_task_id: &str, sent: &Message, record: SendRecord) -> Result<Started, A2AError> {
+pub(super) fn repeat_of(
+    new_task_id: &str,
+    sent: &Message,
+    record: SendRecord,
+) -> Result<Started, A2AError> {
     match record {
         SendRecord::Task(head) => {
             let recorded = find_sent(&head.task, &sent.message_id).ok_or_else(|| {
@@ -749,7 +591,7 @@ fn repeat_of(new_task_id: &str, sent: &Message, record: SendRecord) -> Result<St
     }
 }
 
-enum Started {
+pub(super) enum Started {
     /// A repeat of a message that started (or continued) this task: nothing new was started.
     Repeat(Box<StoredTask>),
     Message(Message),
