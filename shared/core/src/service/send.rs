@@ -456,14 +456,14 @@ impl A2aService {
             recording,
             inline_push,
         };
-        detached(async move {
+        detached(Box::pin(async move {
             let retry = retry
                 .as_ref()
                 .map(|(request, streaming)| (request, *streaming));
             service
                 .start_placed(&ctx, &sent, agent_request, placed, retry)
                 .await
-        })
+        }))
         .await
     }
 
@@ -515,13 +515,16 @@ pub(super) struct Placed {
 }
 
 /// Runs `work` in a task of its own and waits for it: dropping the caller's future does not
-/// stop it halfway (a panic in it is the caller's). Boxed, as `spawn_inline`'s run is: a
-/// spawned future is moved into the task's cell, and a box moves as a pointer.
-async fn detached<T: Send + 'static>(
-    work: impl Future<Output = Result<T, A2AError>> + Send + 'static,
-) -> Result<T, A2AError> {
+/// stop it halfway (a panic in it is the caller's). Boxed by the caller, as `spawn_inline`'s
+/// run is: a spawned future is moved into the task's cell, and a box moves as a pointer; and
+/// the caller's own future then holds a pointer, not the work (kilobytes, in every send's).
+async fn detached<T, F>(work: Pin<Box<F>>) -> Result<T, A2AError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, A2AError>> + Send + 'static,
+{
     use tracing::Instrument as _;
-    match tokio::spawn(Box::pin(work).instrument(tracing::Span::current())).await {
+    match tokio::spawn(work.instrument(tracing::Span::current())).await {
         Ok(done) => done,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => Err(internal("a send's start was cancelled", e)),
