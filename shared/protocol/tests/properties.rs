@@ -6,7 +6,7 @@
 //! Case counts stay at proptest's default (256) or below so the test command stays quick.
 
 use a2a_protocol::compat::{inbound, Dialect};
-use a2a_protocol::jsonrpc::Request;
+use a2a_protocol::jsonrpc::{Call, Params, Request};
 use a2a_protocol::lite::marker::{check_task_id, check_value};
 use a2a_protocol::lite::render::{fit, quote, MAX_MESSAGE_CHARS, MAX_QUOTE_CHARS};
 use a2a_protocol::lite::{parse, Attachment, LiteCard, LiteKind, LiteMessage, LiteState};
@@ -323,6 +323,12 @@ proptest! {
         value in json_value(),
     ) {
         for body in [bytes, value.to_string().into_bytes()] {
+            // The envelope read without its params says the same as the full reading.
+            let call = Call::parse(&body).map(|c| {
+                let params = c.params.into_value().expect("params that parsed once");
+                Request { id: c.id, method: c.method.into_owned(), params }
+            });
+            prop_assert_eq!(&call, &Request::parse(&body));
             if let Err((id, err)) = Request::parse(&body) {
                 prop_assert!(
                     [-32700, -32600, -32602].contains(&err.json_rpc_code()),
@@ -346,7 +352,13 @@ proptest! {
     ) {
         let params = Value::Object(params.into_iter().collect());
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let request = Request::parse(body.to_string().as_bytes()).expect("a valid request");
+        let body = body.to_string();
+        let request = Request::parse(body.as_bytes()).expect("a valid request");
+        let call = Call::parse(body.as_bytes()).expect("a valid call");
+        prop_assert!(matches!(call.params, Params::Text(_)), "read without its params");
+        prop_assert_eq!(&call.id, &id);
+        prop_assert_eq!(&call.method, &method);
+        prop_assert_eq!(call.params.into_value().ok(), Some(params.clone()));
         prop_assert_eq!(request, Request { id, method, params });
     }
 }

@@ -2,6 +2,7 @@
 //! from JSON ([`OperationRequest::from_json`]) and answered as one ProtoJSON value or a stream
 //! ([`Reply`]).
 
+use a2a_protocol::jsonrpc::Params;
 use a2a_protocol::{
     A2AError, AgentCard, CancelTaskRequest, GetExtendedAgentCardRequest, GetTaskRequest,
     ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
@@ -76,10 +77,56 @@ impl OperationRequest {
         })
     }
 
+    /// Decodes the request of `operation` from a JSON-RPC call's params: text straight into
+    /// its type, and, when that fails, through [`OperationRequest::from_json`], whose errors
+    /// name the field (a typed reading of the text would name a line and column instead).
+    pub fn from_params(
+        operation: Operation,
+        params: Params<'_>,
+        last_event_id: Option<u64>,
+    ) -> Result<Self, A2AError> {
+        let raw = match params {
+            Params::Parsed(value) => return Self::from_json(operation, value, last_event_id),
+            Params::Text(raw) => raw,
+        };
+        let text = raw.get();
+        use Operation as O;
+        let read = match operation {
+            O::SendMessage => read_text(text).map(Self::SendMessage),
+            O::SendStreamingMessage => read_text(text).map(Self::SendStreamingMessage),
+            O::GetTask => read_text(text).map(Self::GetTask),
+            O::ListTasks => read_text(text).map(Self::ListTasks),
+            O::CancelTask => read_text(text).map(Self::CancelTask),
+            O::SubscribeToTask => read_text(text).map(|r| Self::SubscribeToTask(r, last_event_id)),
+            O::CreateTaskPushNotificationConfig => {
+                read_text(text).map(Self::CreateTaskPushNotificationConfig)
+            }
+            O::GetTaskPushNotificationConfig => {
+                read_text(text).map(Self::GetTaskPushNotificationConfig)
+            }
+            O::ListTaskPushNotificationConfigs => {
+                read_text(text).map(Self::ListTaskPushNotificationConfigs)
+            }
+            O::DeleteTaskPushNotificationConfig => {
+                read_text(text).map(Self::DeleteTaskPushNotificationConfig)
+            }
+            O::GetExtendedAgentCard => read_text(text).map(Self::GetExtendedAgentCard),
+        };
+        match read {
+            Some(request) => Ok(request),
+            None => Self::from_json(operation, Params::Text(raw).into_value()?, last_event_id),
+        }
+    }
+
     /// Sets the request's `tenant`, so the service sees one tenant whichever binding (params or
     /// path) supplied it.
     pub fn set_tenant(&mut self, tenant: &str) {
-        let field = match self {
+        tenant.clone_into(self.tenant_mut());
+    }
+
+    /// The request's `tenant` (empty when none was given).
+    pub fn tenant_mut(&mut self) -> &mut String {
+        match self {
             Self::SendMessage(r) | Self::SendStreamingMessage(r) => &mut r.tenant,
             Self::GetTask(r) => &mut r.tenant,
             Self::ListTasks(r) => &mut r.tenant,
@@ -91,8 +138,7 @@ impl OperationRequest {
             }
             Self::ListTaskPushNotificationConfigs(r) => &mut r.tenant,
             Self::GetExtendedAgentCard(r) => &mut r.tenant,
-        };
-        tenant.clone_into(field);
+        }
     }
 
     /// The operation.
@@ -124,6 +170,11 @@ fn decode<T: DeserializeOwned>(operation: Operation, params: Value) -> Result<T,
             A2AError::invalid_params(format!("Invalid params for {operation}: {path}: {inner}"))
         }
     })
+}
+
+/// `text` (one JSON object) read as a `T`, if it reads as one.
+fn read_text<T: DeserializeOwned>(text: &str) -> Option<T> {
+    serde_json::from_str(text).ok()
 }
 
 /// What an operation answered.
@@ -197,5 +248,59 @@ impl OperationResponse {
             Self::Card(c) => json(&c),
             Self::Stream(events) => Ok(Reply::Stream(events)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text(value: &Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).unwrap()
+    }
+
+    /// Params read from their text are the request read from their value, and a bad field is
+    /// refused with the same words (naming the field, not a line and column).
+    #[test]
+    fn params_read_from_text_as_from_their_value() {
+        let send = json!({
+            "tenant": "tn",
+            "message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hi"}],
+                        "metadata": {"k": [1, {"deep": null}]}},
+            "configuration": {"historyLength": 2},
+            "unknown": {"ignored": true}
+        });
+        for (operation, params) in [
+            (Operation::SendMessage, send),
+            (
+                Operation::GetTask,
+                json!({"id": "t", "historyLength": null}),
+            ),
+            (
+                Operation::ListTasks,
+                json!({"pageSize": 5, "status": "TASK_STATE_WORKING"}),
+            ),
+            (Operation::SubscribeToTask, json!({"id": "t"})),
+        ] {
+            let raw = text(&params);
+            let read = OperationRequest::from_params(operation, Params::Text(&raw), Some(3));
+            let want = OperationRequest::from_json(operation, params, Some(3));
+            assert_eq!(format!("{read:?}"), format!("{want:?}"));
+        }
+        let mut read = OperationRequest::from_params(
+            Operation::GetTask,
+            Params::Text(&text(&json!({"id": "t", "tenant": "a"}))),
+            None,
+        )
+        .unwrap();
+        assert_eq!(read.tenant_mut(), "a");
+        let bad = json!({"message": {"role": "ROLE_USER", "messageId": 7, "parts": []}});
+        let read =
+            OperationRequest::from_params(Operation::SendMessage, Params::Text(&text(&bad)), None);
+        let want = OperationRequest::from_json(Operation::SendMessage, bad, None);
+        let (read, want) = (read.unwrap_err(), want.unwrap_err());
+        assert_eq!(read.to_string(), want.to_string());
+        assert!(read.to_string().contains("message.messageId"), "{read}");
     }
 }

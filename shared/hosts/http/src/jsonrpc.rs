@@ -16,7 +16,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use a2a_core::{CallContext, OperationRequest, Principal, Reply};
-use a2a_protocol::jsonrpc::{self, Request};
+use a2a_protocol::jsonrpc::{self, Call, Params};
 use a2a_protocol::operation::is_legacy_method_name;
 use a2a_protocol::A2AError;
 use a2a_protocol::Operation;
@@ -98,15 +98,14 @@ async fn serve(
         Ok(bytes) => bytes,
         Err(rejected) => return answer(&Value::Null, &rejected.error),
     };
-    let request = match Request::parse(&bytes) {
-        Ok(request) => request,
-        Err((id, error)) => return answer(&id, &error),
-    };
-    let Request {
+    let Call {
         id,
         method: name,
         params,
-    } = request;
+    } = match Call::parse(&bytes) {
+        Ok(call) => call,
+        Err((id, error)) => return answer(&id, &error),
+    };
     // A method this router does not serve is as unknown as a misspelt one.
     let method = Operation::from_name(&name).filter(|m| app.operations.contains(*m));
     // Authentication before anything else about the call is looked at; the body had to be
@@ -173,19 +172,15 @@ fn current_call(
     uri: &Uri,
     method: Option<Operation>,
     name: &str,
-    params: Value,
+    params: Params<'_>,
 ) -> Result<(CallContext, OperationRequest), A2AError> {
     let version = check_version(headers, uri)?;
     let method =
         method.ok_or_else(|| A2AError::MethodNotFound(format!("Method {name:?} not found")))?;
-    let tenant = params
-        .get("tenant")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let mut ctx = call_context(principal, headers, &tenant);
+    let mut request = crate::decoded_request(method, params, headers)?;
+    // This binding carries the tenant in params: the request has it.
+    let mut ctx = call_context(principal, headers, request.tenant_mut());
     ctx.version = version;
-    let request = crate::operation_request(&ctx, method, params, headers)?;
     Ok((ctx, request))
 }
 
@@ -193,7 +188,7 @@ fn current_call(
 struct LegacyCall<'a> {
     id: Value,
     name: &'a str,
-    params: Value,
+    params: Params<'a>,
     endpoint: Endpoint,
     /// Whether its stream is framed as python-a2a reads it.
     python_a2a: bool,
@@ -230,7 +225,7 @@ async fn serve_legacy(
     let outcome = async {
         let method = method?;
         legacy::check_version(headers, uri, name)?;
-        legacy::call(app, principal, headers, method, params).await
+        legacy::call(app, principal, headers, method, params.into_value()?).await
     }
     .await;
     match outcome {

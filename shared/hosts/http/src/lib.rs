@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use a2a_core::ApiKeyLocation;
 use a2a_core::{A2aService, CallContext, OperationRequest, Reply};
+use a2a_protocol::jsonrpc::Params;
 use a2a_protocol::A2AError;
 use a2a_protocol::Operation;
 use axum::http::HeaderMap;
@@ -331,13 +332,23 @@ pub(crate) fn operation_request(
     params: serde_json::Value,
     headers: &HeaderMap,
 ) -> Result<OperationRequest, A2AError> {
+    let mut request = decoded_request(operation, Params::Parsed(params), headers)?;
+    // The service sees one tenant whichever binding (params or path) supplied it.
+    request.set_tenant(&ctx.tenant);
+    Ok(request)
+}
+
+/// `operation`'s request decoded from `params`, with the `Last-Event-ID` that resumes a
+/// subscription.
+pub(crate) fn decoded_request(
+    operation: Operation,
+    params: Params<'_>,
+    headers: &HeaderMap,
+) -> Result<OperationRequest, A2AError> {
     let resume_after = if operation == Operation::SubscribeToTask {
         context::last_event_id(headers)?
     } else {
         None
     };
-    let mut request = OperationRequest::from_json(operation, params, resume_after)?;
-    // The service sees one tenant whichever binding (params or path) supplied it.
-    request.set_tenant(&ctx.tenant);
-    Ok(request)
+    OperationRequest::from_params(operation, params, resume_after)
 }
