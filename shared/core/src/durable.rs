@@ -75,7 +75,7 @@ impl Emitter {
         // What the agent emitted before the step is written before the step is recorded: a
         // replay skips exactly what is in the log.
         self.written().await?;
-        let mut run = self.durable.lock().await;
+        let mut run = self.durable_run().await;
         run.push_step(index, name, value);
         self.save(&mut run).await?;
         result
@@ -360,7 +360,7 @@ impl Emitter {
     /// execution of this task passes on its remote tasks; a record of this very execution is
     /// replayed (a redelivered job that took steps before).
     async fn begin_step(&self) -> Result<MutexGuard<'_, DurableRun>, AgentError> {
-        let mut run = self.durable.lock().await;
+        let mut run = self.durable_run().await;
         if run.parked {
             return Err(AgentError::Parked);
         }
@@ -538,15 +538,20 @@ impl Emitter {
         }
     }
 
+    /// The durable side of the run, locked ([`crate::emitter::lock_now`]).
+    pub(crate) async fn durable_run(&self) -> MutexGuard<'_, DurableRun> {
+        crate::emitter::lock_now(&self.durable).await
+    }
+
     /// Whether this run replays `emit`'s event (written by the run before) or has parked: such
     /// an emit is not written.
     pub(crate) async fn skips_emit(&self) -> bool {
-        self.durable.lock().await.replayed_emit()
+        self.durable_run().await.replayed_emit()
     }
 
     /// Removes the execution's record once its task ended, if it has one.
     pub(crate) async fn forget_if_ended(&self) {
-        let has_record = self.durable.lock().await.has_record();
+        let has_record = self.durable_run().await.has_record();
         if !has_record {
             return;
         }

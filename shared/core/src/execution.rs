@@ -142,7 +142,10 @@ impl Executions {
     pub(crate) async fn shutdown(&self, reason: &str) {
         let running: Vec<Emitter> = self.lock().drain().map(|(_, e)| e).collect();
         for emitter in running {
-            let exists = emitter.state.lock().await.head.is_some();
+            let exists = crate::emitter::lock_now(&emitter.state)
+                .await
+                .head
+                .is_some();
             if !exists {
                 continue;
             }
@@ -288,7 +291,7 @@ pub(crate) async fn run_agent(agent: Arc<dyn Agent>, emitter: Emitter) {
     use tracing::Instrument as _;
     // Every line logged while the agent works carries its task and the caller's trace, so one
     // request can be followed across the agents it reaches.
-    let traceparent = emitter.durable.lock().await.traceparent.clone();
+    let traceparent = emitter.durable_run().await.traceparent.clone();
     // The exported span (docs/tracing.md): inside an operation or a resumption, their child;
     // a queued run continues the trace of the request that queued it.
     let invoke = tracing::trace_span!(
@@ -335,7 +338,7 @@ async fn run_agent_inner(agent: Arc<dyn Agent>, emitter: Emitter) {
 /// What [`run_agent`] does once the agent returned `result`.
 async fn finish_run(result: Result<(), AgentError>, emitter: Emitter) {
     // A parked run stops where it is: its task waits, and a resumed run goes on from there.
-    if emitter.durable.lock().await.is_parked() {
+    if emitter.durable_run().await.is_parked() {
         return;
     }
     finish_unparked(result, &emitter).await;
@@ -351,7 +354,7 @@ async fn finish_unparked(result: Result<(), AgentError>, emitter: &Emitter) {
         (result, _) => result,
     };
     let (replied, state) = {
-        let state = emitter.state.lock().await;
+        let state = crate::emitter::lock_now(&emitter.state).await;
         (
             state.replied || state.superseded,
             state.head.as_ref().map(|h| h.task.status.state),

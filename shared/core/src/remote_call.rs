@@ -273,7 +273,9 @@ impl RemoteCall {
             }
         }
         if recorded_failure(&value).is_none() {
-            em.state.lock().await.settle_on(&task.artifacts);
+            crate::emitter::lock_now(&em.state)
+                .await
+                .settle_on(&task.artifacts);
         }
         value
     }

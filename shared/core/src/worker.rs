@@ -224,7 +224,7 @@ pub(crate) async fn run_work_job(
     if !finished {
         return (hand_over(&lease, job, &emitter).await, attempt);
     }
-    if emitter.durable.lock().await.is_interrupted() {
+    if emitter.durable_run().await.is_interrupted() {
         // The store failed in a durable step: the job comes back and replays the record, as
         // the attempt the lease counts (ended now, not given back, so the next one may take
         // it at once and a run that never gets through fails after `max_job_attempts`).
