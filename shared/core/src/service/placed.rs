@@ -5,9 +5,8 @@
 
 use a2a_protocol::{A2AError, Message, SendMessageRequest, TaskPushNotificationConfig};
 
-use super::send::{repeat_of, waits_on, Placed, Recording, Started};
+use super::send::{repeat_of, waits_on, Place, Placed, Recording, Started};
 use super::A2aService;
-use crate::agent::Placement;
 use crate::context::CallContext;
 use crate::execution::{new_emitter, take_follow_up_lease, FollowUpClaim};
 use crate::journal::DurableRun;
@@ -17,7 +16,7 @@ use crate::task_log::{internal, store_error, AppendError};
 
 impl A2aService {
     /// [`Self::start_as`] once the message has a place that writes before the agent runs: a
-    /// queued execution, or a follow-up of an existing task.
+    /// queued execution, or an inline follow-up of an existing task.
     pub(super) async fn start_placed(
         &self,
         ctx: &CallContext,
@@ -27,30 +26,30 @@ impl A2aService {
         retry: Option<(&SendMessageRequest, bool)>,
     ) -> Result<Started, A2AError> {
         let Placed {
-            placement,
-            existing,
+            place,
             recording,
             inline_push,
         } = placed;
-        if let (Some(cfg), Some(_)) = (&inline_push, &existing) {
+        let existing = match &place {
+            Place::Queued(existing) => existing.as_ref(),
+            Place::FollowUp(head) => Some(head),
+        };
+        if let (Some(cfg), Some(_)) = (&inline_push, existing) {
             self.core
                 .log
                 .put_push_config(&ctx.owner, &agent_request.task_id, cfg.clone())
                 .await?;
         }
         // Each boxed: their futures are large, and unboxed they would size this one for both.
-        match (placement, existing) {
-            (Placement::Queued, existing) => {
+        match place {
+            Place::Queued(existing) => {
                 let follow_up = (existing, recording);
                 Box::pin(self.start_queued(ctx, sent, agent_request, follow_up, inline_push, retry))
                     .await
             }
-            (Placement::Inline, Some(head)) => {
+            Place::FollowUp(head) => {
                 Box::pin(self.start_inline_follow_up(ctx, sent, agent_request, head, recording))
                     .await
-            }
-            (Placement::Inline, None) => {
-                Box::pin(self.start_inline_new(ctx, sent, agent_request, inline_push, retry)).await
             }
         }
     }

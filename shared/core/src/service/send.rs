@@ -439,20 +439,23 @@ impl A2aService {
             let exact = super::generation::if_generation_match(ctx, &configuration).is_some();
             Recording::Append { exact }
         };
-        if placement == Placement::Inline && existing.is_none() {
+        let place = match (placement, existing) {
             // Nothing is written here: the agent's run, a task of its own, creates the task.
             // A caller gone meanwhile leaves nothing half done.
-            return self
-                .start_inline_new(ctx, &sent, agent_request, inline_push, retry)
-                .await;
-        }
+            (Placement::Inline, None) => {
+                return self
+                    .start_inline_new(ctx, &sent, agent_request, inline_push, retry)
+                    .await;
+            }
+            (Placement::Inline, Some(head)) => Place::FollowUp(head),
+            (Placement::Queued, existing) => Place::Queued(existing),
+        };
         // The rest writes (a config, the message, a queued task and its job): it runs in a
         // task of its own, to its end whatever the caller does.
         let (service, ctx) = (self.clone(), ctx.clone());
         let retry = retry.map(|(request, streaming)| (request.clone(), streaming));
         let placed = Placed {
-            placement,
-            existing,
+            place,
             recording,
             inline_push,
         };
@@ -469,7 +472,7 @@ impl A2aService {
 
     /// Starts an inline execution of a new message: the agent's first report creates the
     /// task, or answers with a direct message.
-    pub(super) async fn start_inline_new(
+    async fn start_inline_new(
         &self,
         ctx: &CallContext,
         sent: &Message,
@@ -505,13 +508,21 @@ impl A2aService {
     }
 }
 
-/// Where [`A2aService::start_placed`] puts a message, as [`A2aService::start_as`] found it.
+/// A message [`A2aService::start_placed`] writes before its agent runs, as
+/// [`A2aService::start_as`] found it.
 pub(super) struct Placed {
-    pub(super) placement: Placement,
-    /// The task the message follows up, if it exists.
-    pub(super) existing: Option<StoredTask>,
+    pub(super) place: Place,
     pub(super) recording: Recording,
     pub(super) inline_push: Option<TaskPushNotificationConfig>,
+}
+
+/// Where a [`Placed`] message goes (a new task's inline run writes nothing before its agent
+/// runs, and is not one of them).
+pub(super) enum Place {
+    /// A queued execution: of a new task (`None`), or of a follow-up of the task.
+    Queued(Option<StoredTask>),
+    /// An inline follow-up of the task.
+    FollowUp(StoredTask),
 }
 
 /// Runs `work` in a task of its own and waits for it: dropping the caller's future does not
