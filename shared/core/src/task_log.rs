@@ -130,15 +130,12 @@ impl From<AppendError> for AgentError {
 /// A status event gets its timestamp when it is written, never earlier than the task's current
 /// status timestamp: ListTasks orders by it and `statusTimestampAfter` filters on it, so it must
 /// not go backwards (an emit built a moment before a concurrent write would otherwise be older).
-fn stamped(event: &TaskEvent, task: &Task, now: Timestamp) -> TaskEvent {
-    match event {
-        TaskEvent::Status { update } => {
-            let mut update = update.clone();
-            let floor = task.status.timestamp.unwrap_or(now);
-            update.status.timestamp = Some(now.max(floor));
-            TaskEvent::Status { update }
-        }
-        other => other.clone(),
+/// Stamped in place: a created task's event holds the whole task, and a copy of it would be
+/// thrown away.
+fn stamp(event: &mut TaskEvent, task: &Task, now: Timestamp) {
+    if let TaskEvent::Status { update } = event {
+        let floor = task.status.timestamp.unwrap_or(now);
+        update.status.timestamp = Some(now.max(floor));
     }
 }
 
@@ -394,7 +391,9 @@ impl TaskLog {
                 if let Err(e) = self.check_turn(&next.task, event) {
                     return Err(AppendError::Invalid(e));
                 }
-                let event = stamped(event, &next.task, now);
+                // Copied: an attempt that finds the task moved on uses the events again.
+                let mut event = event.clone();
+                stamp(&mut event, &next.task, now);
                 if let Err(e) = event.apply(&mut next.task) {
                     return Err(if next.task.status.state.is_terminal() {
                         AppendError::Terminal(Box::new(next.task))
@@ -503,8 +502,8 @@ impl TaskLog {
             expires_at: self.expires_at(),
         };
         let mut logged = Vec::new();
-        for event in std::iter::once(TaskEvent::Created { task: created }).chain(events) {
-            let event = stamped(&event, &head.task, now);
+        for mut event in std::iter::once(TaskEvent::Created { task: created }).chain(events) {
+            stamp(&mut event, &head.task, now);
             event.apply(&mut head.task).map_err(AppendError::Invalid)?;
             head.version += 1;
             logged.push(LoggedEvent {
