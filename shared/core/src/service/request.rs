@@ -52,29 +52,7 @@ impl OperationRequest {
         params: Value,
         last_event_id: Option<u64>,
     ) -> Result<Self, A2AError> {
-        use Operation as O;
-        let p = params;
-        Ok(match operation {
-            O::SendMessage => Self::SendMessage(decode(operation, p)?),
-            O::SendStreamingMessage => Self::SendStreamingMessage(decode(operation, p)?),
-            O::GetTask => Self::GetTask(decode(operation, p)?),
-            O::ListTasks => Self::ListTasks(decode(operation, p)?),
-            O::CancelTask => Self::CancelTask(decode(operation, p)?),
-            O::SubscribeToTask => Self::SubscribeToTask(decode(operation, p)?, last_event_id),
-            O::CreateTaskPushNotificationConfig => {
-                Self::CreateTaskPushNotificationConfig(decode(operation, p)?)
-            }
-            O::GetTaskPushNotificationConfig => {
-                Self::GetTaskPushNotificationConfig(decode(operation, p)?)
-            }
-            O::ListTaskPushNotificationConfigs => {
-                Self::ListTaskPushNotificationConfigs(decode(operation, p)?)
-            }
-            O::DeleteTaskPushNotificationConfig => {
-                Self::DeleteTaskPushNotificationConfig(decode(operation, p)?)
-            }
-            O::GetExtendedAgentCard => Self::GetExtendedAgentCard(decode(operation, p)?),
-        })
+        Self::read(operation, params, last_event_id)
     }
 
     /// Decodes the request of `operation` from a JSON-RPC call's params: text straight into
@@ -89,33 +67,44 @@ impl OperationRequest {
             Params::Parsed(value) => return Self::from_json(operation, value, last_event_id),
             Params::Text(raw) => raw,
         };
-        let text = raw.get();
+        match Self::read(operation, Text(raw.get()), last_event_id) {
+            Ok(request) => Ok(request),
+            Err(Unread) => {
+                Self::from_json(operation, Params::Text(raw).into_value()?, last_event_id)
+            }
+        }
+    }
+
+    /// The request of `operation`, read from `source`: the one place that says which request
+    /// type each operation reads.
+    fn read<S: RequestSource>(
+        operation: Operation,
+        source: S,
+        last_event_id: Option<u64>,
+    ) -> Result<Self, S::Error> {
         use Operation as O;
-        let read = match operation {
-            O::SendMessage => read_text(text).map(Self::SendMessage),
-            O::SendStreamingMessage => read_text(text).map(Self::SendStreamingMessage),
-            O::GetTask => read_text(text).map(Self::GetTask),
-            O::ListTasks => read_text(text).map(Self::ListTasks),
-            O::CancelTask => read_text(text).map(Self::CancelTask),
-            O::SubscribeToTask => read_text(text).map(|r| Self::SubscribeToTask(r, last_event_id)),
+        let p = source;
+        Ok(match operation {
+            O::SendMessage => Self::SendMessage(p.read(operation)?),
+            O::SendStreamingMessage => Self::SendStreamingMessage(p.read(operation)?),
+            O::GetTask => Self::GetTask(p.read(operation)?),
+            O::ListTasks => Self::ListTasks(p.read(operation)?),
+            O::CancelTask => Self::CancelTask(p.read(operation)?),
+            O::SubscribeToTask => Self::SubscribeToTask(p.read(operation)?, last_event_id),
             O::CreateTaskPushNotificationConfig => {
-                read_text(text).map(Self::CreateTaskPushNotificationConfig)
+                Self::CreateTaskPushNotificationConfig(p.read(operation)?)
             }
             O::GetTaskPushNotificationConfig => {
-                read_text(text).map(Self::GetTaskPushNotificationConfig)
+                Self::GetTaskPushNotificationConfig(p.read(operation)?)
             }
             O::ListTaskPushNotificationConfigs => {
-                read_text(text).map(Self::ListTaskPushNotificationConfigs)
+                Self::ListTaskPushNotificationConfigs(p.read(operation)?)
             }
             O::DeleteTaskPushNotificationConfig => {
-                read_text(text).map(Self::DeleteTaskPushNotificationConfig)
+                Self::DeleteTaskPushNotificationConfig(p.read(operation)?)
             }
-            O::GetExtendedAgentCard => read_text(text).map(Self::GetExtendedAgentCard),
-        };
-        match read {
-            Some(request) => Ok(request),
-            None => Self::from_json(operation, Params::Text(raw).into_value()?, last_event_id),
-        }
+            O::GetExtendedAgentCard => Self::GetExtendedAgentCard(p.read(operation)?),
+        })
     }
 
     /// Sets the request's `tenant`, so the service sees one tenant whichever binding (params or
@@ -160,21 +149,44 @@ impl OperationRequest {
     }
 }
 
-fn decode<T: DeserializeOwned>(operation: Operation, params: Value) -> Result<T, A2AError> {
-    serde_path_to_error::deserialize(params).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if path == "." {
-            A2AError::invalid_params(format!("Invalid params for {operation}: {inner}"))
-        } else {
-            A2AError::invalid_params(format!("Invalid params for {operation}: {path}: {inner}"))
-        }
-    })
+/// What [`OperationRequest::read`] reads a request from.
+trait RequestSource {
+    /// Why a request could not be read.
+    type Error;
+
+    /// The request of `operation`, as a `T`.
+    fn read<T: DeserializeOwned>(self, operation: Operation) -> Result<T, Self::Error>;
 }
 
-/// `text` (one JSON object) read as a `T`, if it reads as one.
-fn read_text<T: DeserializeOwned>(text: &str) -> Option<T> {
-    serde_json::from_str(text).ok()
+/// A JSON object: a field of the wrong type is `InvalidParams` naming the field.
+impl RequestSource for Value {
+    type Error = A2AError;
+
+    fn read<T: DeserializeOwned>(self, operation: Operation) -> Result<T, A2AError> {
+        serde_path_to_error::deserialize(self).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            if path == "." {
+                A2AError::invalid_params(format!("Invalid params for {operation}: {inner}"))
+            } else {
+                A2AError::invalid_params(format!("Invalid params for {operation}: {path}: {inner}"))
+            }
+        })
+    }
+}
+
+/// One JSON object's text, read straight into the request's type.
+struct Text<'a>(&'a str);
+
+/// The text did not read as the request (the value's reading says why).
+struct Unread;
+
+impl RequestSource for Text<'_> {
+    type Error = Unread;
+
+    fn read<T: DeserializeOwned>(self, _: Operation) -> Result<T, Unread> {
+        serde_json::from_str(self.0).map_err(|_| Unread)
+    }
 }
 
 /// What an operation answered.
