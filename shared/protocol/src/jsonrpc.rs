@@ -21,12 +21,8 @@ pub struct Request {
 impl Request {
     /// Validates the envelope. On error, returns the id to answer with (null when unknown).
     pub fn parse(body: &[u8]) -> Result<Self, (Value, A2AError)> {
-        let value: Value = serde_json::from_slice(body).map_err(|e| {
-            (
-                Value::Null,
-                A2AError::ParseError(format!("Invalid JSON: {e}")),
-            )
-        })?;
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| (Value::Null, invalid_json(e)))?;
         Self::from_value(value)
     }
 
@@ -77,10 +73,15 @@ impl Request {
     }
 }
 
+/// The error of a body (or params) that is not JSON.
+fn invalid_json(e: serde_json::Error) -> A2AError {
+    A2AError::ParseError(format!("Invalid JSON: {e}"))
+}
+
 /// A JSON-RPC request as [`Call::parse`] reads it: the envelope checked as [`Request::parse`]
 /// checks it, and the params left as the text they were sent as, so that an operation's params
 /// are parsed once, straight into their type. Building them as a [`Value`] first, and the
-/// request from that, cost a blocking echo about 10,000 of its 250,000 instructions.
+/// request from that, cost a blocking echo about 8,000 more of its ≈ 250,000 instructions.
 #[derive(Debug)]
 pub struct Call<'a> {
     /// The request id (string, number or null), echoed in the response.
@@ -108,8 +109,7 @@ impl Params<'_> {
     pub fn into_value(self) -> Result<Value, A2AError> {
         match self {
             Self::Parsed(value) => Ok(value),
-            Self::Text(text) => serde_json::from_str(text.get())
-                .map_err(|e| A2AError::ParseError(format!("Invalid JSON: {e}"))),
+            Self::Text(text) => serde_json::from_str(text.get()).map_err(invalid_json),
         }
     }
 }

@@ -75,15 +75,14 @@ impl OperationRequest {
         }
     }
 
-    /// The request of `operation`, read from `source`: the one place that says which request
+    /// The request of `operation`, read from `p`: the one place that says which request
     /// type each operation reads.
     fn read<S: RequestSource>(
         operation: Operation,
-        source: S,
+        p: S,
         last_event_id: Option<u64>,
     ) -> Result<Self, S::Error> {
         use Operation as O;
-        let p = source;
         Ok(match operation {
             O::SendMessage => Self::SendMessage(p.read(operation)?),
             O::SendStreamingMessage => Self::SendStreamingMessage(p.read(operation)?),
