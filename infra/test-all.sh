@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project, from a fresh clone, with nothing installed by hand:
-#   1. formatting and lints (cargo fmt, clippy with warnings as errors)
+#   1. formatting and lints (cargo fmt; clippy with warnings as errors, as the build's compiler)
 #   2. the Rust suites: unit tests per layer, the store contract on SQLite and on DynamoDB,
 #      the SQS queues and the races (against moto's server, pinned, in a local venv, with AWS's
 #      limits moto leaves out and a fault mode: infra/test_moto_server.py), the end-to-end
@@ -37,6 +37,16 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 # cargo command below, and the checks' `cargo lambda watch` and `cargo run`, inherit it, so one
 # build serves them all. A developer who wants them kept between runs sets CARGO_INCREMENTAL=1.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# Clippy lints as the build compiles: every workspace member (the kit's, the LLM adapter's, the
+# generated projects' in the checks below) goes through clippy's driver with warnings as errors
+# (infra/rustc-clippy.sh), what `cargo clippy --all-targets -- -D warnings` found, without a
+# clippy step that checked every dependency before the build compiled it again (5 minutes of
+# the run's critical path, and 5 more in the LLM check). Dependencies build as without it.
+command -v clippy-driver >/dev/null 2>&1 || {
+  echo "infra/test-all.sh needs clippy (rustup component add clippy; rust-toolchain.toml lists it)" >&2
+  exit 1
+}
+export RUSTC_WORKSPACE_WRAPPER="$root/infra/rustc-clippy.sh"
 
 # Progress: each step says when it starts, and a ticker in the background says every minute
 # which step is still running and for how long, so a long silent step (a clean build, a test
@@ -69,7 +79,7 @@ ticker_pid=$!
 
 # What the later steps install (moto, the SAM CLI, the interop clients of every version,
 # Synapse, cargo-lambda: pinned, into local venvs) installs in the background from the start,
-# while clippy and the build compile: mostly downloads and unpacking beside mostly compiling.
+# while the build compiles: mostly downloads and unpacking beside mostly compiling.
 # Each script installs only what is missing; every step still calls its own set-up, then a
 # no-op. Its own session, so that a failed run stops all of it (pip included).
 setup_log="$progress.setup"
@@ -113,9 +123,6 @@ trap stop_ticker EXIT
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy (warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
 step "cargo package: the kit's library crates package on their own (manifests; tests/tests/packaging.rs checks their sources)"
 # Every member without `publish = false`; --no-verify: the sources are checked by a test, and a
 # verifying build of every crate would compile the whole tree again.
@@ -125,7 +132,7 @@ cargo package --no-verify --locked --allow-dirty $publishable >"$progress.packag
   { cat "$progress.package"; exit 1; }
 rm -f "$progress.package"
 
-step "build (the end-to-end tests start the a2a-local binary)"
+step "build, linted: clippy compiles every member (warnings are errors); the end-to-end tests start the a2a-local binary"
 cargo build --workspace --all-targets --locked
 # `cargo lambda watch` runs `cargo run --bin <function>` at the workspace root: the members'
 # binaries without dev-dependencies. If a dev-dependency enabled a feature of a third-party
