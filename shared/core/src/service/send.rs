@@ -350,7 +350,9 @@ impl A2aService {
         may_retry: bool,
     ) -> Result<Started, A2AError> {
         let retry = may_retry.then_some((&request, streaming));
-        let sent = request.validate()?.clone();
+        // The message as sent, borrowed: a new task's inline run (the common case) only reads
+        // it; the rest of the start takes a copy of its own below.
+        let sent = request.validate()?;
         let mut message = sent.clone();
         self.check_extensions(ctx)?;
         let configuration = request.configuration.clone().unwrap_or_default();
@@ -358,13 +360,13 @@ impl A2aService {
             .inline_push_config(ctx, configuration.task_push_notification_config.clone())
             .await?;
         let requested = ctx.requested_task_id.as_deref();
-        let new_task_id = self.chosen_task_id(ctx, &sent, &mut message).await?;
+        let new_task_id = self.chosen_task_id(ctx, sent, &mut message).await?;
         // The message is already in its task, and nothing ran after it (see [`waits_on`]).
         let mut recorded = false;
         let existing = if message.task_id.is_empty() {
             if requested.is_none() && self.core.config.message_id_reuse == MessageIdReuse::Reject {
                 // One read of the id a new task for this message would get tells a repeat.
-                if let Some(original) = self.original(ctx, &sent, &new_task_id).await? {
+                if let Some(original) = self.original(ctx, sent, &new_task_id).await? {
                     return Ok(original);
                 }
             }
@@ -375,11 +377,11 @@ impl A2aService {
             // Not when every send is a new message, whatever its messageId.
             let dedupe = self.core.config.message_id_reuse == MessageIdReuse::Reject;
             if dedupe && find_sent(&head.task, &message.message_id).is_some() {
-                if !waits_on(&head, &sent) {
-                    return repeat_of(&new_task_id, &sent, SendRecord::Task(head));
+                if !waits_on(&head, sent) {
+                    return repeat_of(&new_task_id, sent, SendRecord::Task(head));
                 }
                 // Recorded, and nothing ran after it: this copy goes on with it.
-                repeat_of(&new_task_id, &sent, SendRecord::Task(head.clone()))?;
+                repeat_of(&new_task_id, sent, SendRecord::Task(head.clone()))?;
                 recorded = true;
             }
             if head.task.status.state.is_terminal() {
@@ -444,7 +446,7 @@ impl A2aService {
             // A caller gone meanwhile leaves nothing half done.
             (Placement::Inline, None) => {
                 return self
-                    .start_inline_new(ctx, &sent, agent_request, inline_push, retry)
+                    .start_inline_new(ctx, sent, agent_request, inline_push, retry)
                     .await;
             }
             (Placement::Inline, Some(head)) => Place::FollowUp(head),
@@ -452,7 +454,7 @@ impl A2aService {
         };
         // The rest writes (a config, the message, a queued task and its job): it runs in a
         // task of its own, to its end whatever the caller does.
-        let (service, ctx) = (self.clone(), ctx.clone());
+        let (service, ctx, sent) = (self.clone(), ctx.clone(), sent.clone());
         let retry = retry.map(|(request, streaming)| (request.clone(), streaming));
         let placed = Placed {
             place,
