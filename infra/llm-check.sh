@@ -37,13 +37,9 @@ say "the adapter: cargo fmt --check, clippy, its tests"
 (
   cd shared/adapters/llm
   cargo fmt --check
-  # Clippy with warnings as errors as the compiler of the adapter (infra/rustc-clippy.sh; the
-  # run's own when infra/test-all.sh set it): one build lints and compiles every target, where
-  # `cargo clippy` checked each dependency before `cargo test` compiled it again.
-  export RUSTC_WORKSPACE_WRAPPER="${RUSTC_WORKSPACE_WRAPPER:-$root/infra/rustc-clippy.sh}"
   # Not --locked: its lock file is the kit's plus rig's, and a dependency the kit's crates gain
   # on main is added to it here rather than failing the run.
-  cargo build --all-targets
+  cargo clippy --all-targets -- -D warnings
   cargo test
 )
 say "the adapter took $((SECONDS - start)) s"

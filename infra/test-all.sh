@@ -37,11 +37,12 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 # cargo command below, and the checks' `cargo lambda watch` and `cargo run`, inherit it, so one
 # build serves them all. A developer who wants them kept between runs sets CARGO_INCREMENTAL=1.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-# Clippy lints as the build compiles: every workspace member (the kit's, the LLM adapter's, the
-# generated projects' in the checks below) goes through clippy's driver with warnings as errors
-# (infra/rustc-clippy.sh), what `cargo clippy --all-targets -- -D warnings` found, without a
-# clippy step that checked every dependency before the build compiled it again (5 minutes of
-# the run's critical path, and 5 more in the LLM check). Dependencies build as without it.
+# Clippy lints as the build compiles: every member of the kit's workspace goes through clippy's
+# driver with warnings as errors (infra/rustc-clippy.sh), what `cargo clippy --all-targets -- -D
+# warnings` found, without a clippy step that checked every dependency before the build
+# compiled it again (12 min 19 s to the end of the build before, 10 min 50 s with it, idle).
+# Dependencies build as without it. The checks of other workspaces below (a generated project,
+# the LLM adapter) run without it: they lint as before, and build as a user's cargo does.
 command -v clippy-driver >/dev/null 2>&1 || {
   echo "infra/test-all.sh needs clippy (rustup component add clippy; rust-toolchain.toml lists it)" >&2
   exit 1
@@ -247,12 +248,14 @@ echo "Lambda functions end to end: run in the background from here; its log foll
 # The new agent project's check compiles the kit's crates again for the project's feature set
 # (minutes of CPU, where the suites beside it mostly wait): in the background too, niced so the
 # suites' servers keep the CPU they ask for; its log and status follow the Lambda suite's.
-setsid nice -n 10 "$root/infra/new-agent-check.sh" >"$data_dir/new-agent.log" 2>&1 </dev/null &
+setsid nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER "$root/infra/new-agent-check.sh" \
+  >"$data_dir/new-agent.log" 2>&1 </dev/null &
 new_agent=$!
 # The LLM adapter is its own workspace (rig changes serde_json's features), outside the steps
 # above: its checks, tests and a generated LLM project, compiled the same way, beside them too
 # (the SAM and interop venvs it uses were set up above).
-setsid nice -n 10 "$root/infra/llm-check.sh" >"$data_dir/llm.log" 2>&1 </dev/null &
+setsid nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER "$root/infra/llm-check.sh" \
+  >"$data_dir/llm.log" 2>&1 </dev/null &
 llm_check=$!
 
 step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/performance.md)"
