@@ -4,7 +4,9 @@
 # kit's cargo fmt, clippy and test runs do not reach it: this script does. Its formatting, clippy
 # with warnings as errors, its tests (a scripted OpenAI-compatible server and a2a-local's server
 # on 127.0.0.1, the embedded store; tests/crash.rs kills that server's process with SIGKILL
-# after a tool ran, restarts it and checks the tool ran once); then a generated LLM project: formatted, its own test, its
+# after a tool ran, restarts it and checks the tool ran once), its lock file current with the
+# kit's crates; then a generated LLM project: every package it resolves pinned by the lock file
+# it was given (infra/pinned.py), formatted, its own test, its
 # template.yaml through `sam validate` and cfn-lint (infra/check-template.sh's venv), and served
 # with `cargo run` (a free port, the embedded store) against tests/llm/scripted_model.py (a
 # streamed OpenAI-compatible answer that waits, half-way, until the client saw its first chunk):
@@ -37,10 +39,14 @@ say "the adapter: cargo fmt --check, clippy, its tests"
 (
   cd shared/adapters/llm
   cargo fmt --check
-  # Not --locked: its lock file is the kit's plus rig's, and a dependency the kit's crates gain
-  # on main is added to it here rather than failing the run.
-  cargo clippy --all-targets -- -D warnings
-  cargo test
+  # Its lock file is the kit's plus rig's, and the one a generated LLM project is given: a
+  # dependency the kit's crates gained must be pinned there too, not resolved anew here.
+  cargo metadata --locked --format-version 1 >/dev/null || {
+    say "shared/adapters/llm/Cargo.lock no longer covers the kit's crates: run cargo metadata in shared/adapters/llm, give what it added the kit's versions (cargo update -p <crate> --precise <version>) and commit the lock"
+    exit 1
+  }
+  cargo clippy --locked --all-targets -- -D warnings
+  cargo test --locked
 )
 say "the adapter took $((SECONDS - start)) s"
 
@@ -75,6 +81,11 @@ phase=$SECONDS
 say "a2a-local new --llm $project: formatted, its own test; sam validate and cfn-lint on its template.yaml meanwhile"
 "$a2a_local" new --llm "$project"
 cd "$project"
+# Its first resolution keeps to the lock file it was given (the adapter's): its Lambda binary's
+# dependencies too, not the newest versions of the day.
+cp Cargo.lock "$work/given.lock"
+cargo metadata --format-version 1 >/dev/null
+python3 "$root/infra/pinned.py" "$work/given.lock" Cargo.lock "$name" >&2
 # Installed by infra/test-all.sh before it starts this check; a no-op then.
 [[ -x "$root/.venv-sam/bin/sam" ]] || "$root/infra/check-template.sh" --setup
 # Half a minute of Python, beside the build rather than after it.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A generated agent project works: `a2a-local new` writes one into a temporary directory; it
-# builds on the kit's target directory without compiling the native libraries again, its code
+# A generated agent project works: `a2a-local new` writes one into a temporary directory; every
+# package it resolves is one the kit's Cargo.lock pinned (infra/pinned.py); it builds on the kit's target directory without compiling the native libraries again, its code
 # is formatted, it passes its own test, serves with `cargo run` on a free port and answers the
 # official Python client (a2a-sdk 1.x, tests/interop's venv) with the shouted text, its server
 # issues, lists and revokes API keys, its local build has no Lambda dependency, its Lambda
@@ -33,6 +33,11 @@ trap cleanup EXIT
 say "a2a-local new $project"
 "$a2a_local" new "$project"
 cd "$project"
+# Its first resolution keeps to the lock file it was given (the kit's), the Lambda binary's
+# dependencies included.
+cp Cargo.lock "$work/given.lock"
+cargo metadata --format-version 1 >/dev/null
+python3 "$root/infra/pinned.py" "$work/given.lock" Cargo.lock "$name" >&2
 
 say "cargo build (on $CARGO_TARGET_DIR, shared with the kit)"
 cargo build --all-targets 2>&1 | tee "$work/build.log" >&2

@@ -312,7 +312,16 @@ mod tests {
             "{manifest}"
         );
         assert!(file(&files, "tests/agent.rs").contains("my_llm::agent()"));
-        assert!(file(&files, "Cargo.lock").contains("name = \"rig-core\""));
+        // The lock pins the Lambda binary's dependencies too (the adapter's `pin-lambda-host`).
+        let lock = file(&files, "Cargo.lock");
+        for pinned in [
+            "rig-core",
+            "a2a-lambda-glue",
+            "lambda_runtime",
+            "aws-sdk-dynamodb",
+        ] {
+            assert!(lock.contains(&format!("name = \"{pinned}\"")), "{pinned}");
+        }
         assert!(file(&files, "README.md").contains("A2A_LLM_MODEL"));
         for (path, text) in &files {
             assert!(
