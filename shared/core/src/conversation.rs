@@ -12,7 +12,7 @@ const CONTEXT_TASKS: usize = 100;
 
 impl Emitter {
     /// The other tasks of this task's context that its caller owns, oldest first (the most
-    /// recent [`CONTEXT_TASKS`]), with their history and artifacts: what an agent that
+    /// recent `CONTEXT_TASKS`), with their history and artifacts: what an agent that
     /// converses (an LLM agent) reads to continue the conversation in a new task. This task
     /// is not among them: its own history is the request's `task`.
     pub async fn context_tasks(&self) -> Result<Vec<Task>, AgentError> {

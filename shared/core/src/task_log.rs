@@ -239,7 +239,7 @@ impl TaskLog {
     }
 
     /// The expiry of what is written now: a full retention from now, rounded up to the next
-    /// whole [`expiry_step`]. So the tasks written within one step share their expiry, and a
+    /// whole step ([`expiry_at`]: a sixteenth of the retention). So the tasks written within one step share their expiry, and a
     /// store can count an owner's live tasks per expiry (DynamoDB keeps ListTasks' counts that
     /// way) in at most `retention / step + 1` live groups, however many tasks there are.
     fn expires_at(&self) -> Timestamp {

@@ -11,7 +11,7 @@
 //! | push config | `P#<config id>`    | `own exp ttl cfg`                                     |
 //! | delivery    | `D#<config id>`    | `own exp ttl` + the counters of `PushDeliveryState`   |
 //! | lease       | `L`                | `holder until ttl`                                    |
-//! | execution   | `X`                | `own v exp ttl wid xz due` [`tok`] (`dynamo::executions`) |
+//! | execution   | `X`                | `own v exp ttl wid xz due [tok]` (`dynamo::executions`) |
 //! | relay gate  | `G`                | `own tok exp ttl` (`dynamo::executions`)              |
 //!
 //! Attribute names are short on purpose: DynamoDB bills names as part of every item's size.

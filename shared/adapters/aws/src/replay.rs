@@ -5,7 +5,7 @@
 //! record of it to the on-failure destination (an SQS queue, alarmed) and goes on with the
 //! shard. That record names the batch, not its content: the stream, the shard and the first
 //! and last sequence numbers (`DDBStreamBatchInfo`). While the stream still holds those records
-//! (24 hours from their write), [`StreamRange::read`] reads them again, so the fan-out function
+//! (24 hours from their write), `StreamRange::read` reads them again, so the fan-out function
 //! can hand the same writes to the push queue once the cause is fixed (docs/push.md,
 //! "Replaying a failed fan-out batch"). Jobs are de-duplicated by task, event and config, and
 //! receivers drop a repeated `(taskId, seq)`, so a replay of a batch that partly went through

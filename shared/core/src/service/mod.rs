@@ -119,7 +119,7 @@ impl A2aService {
     }
 
     /// Runs one operation for `ctx`: the one entry point of every front door. The caller's
-    /// permission for the operation ([`Operation::permission`]) is checked here, once, before
+    /// permission for the operation ([`Permission::for_operation`]) is checked here, once, before
     /// anything else: it depends on nothing but the caller, so it reveals nothing about tasks.
     pub async fn call(
         &self,
@@ -243,7 +243,7 @@ impl A2aService {
 
     /// Runs a work job (from the work queue): the agent on the job's message. `receive_count`
     /// is how many times the queue has handed this job out, this time included: for logs only.
-    /// Attempts are counted on the task's lease ([`TaskStore::begin_job_attempt`]); after
+    /// Attempts are counted on the task's lease ([`crate::LeaseStore::begin_job_attempt`]); after
     /// `max_job_attempts` the task ends FAILED and the outcome is
     /// [`JobOutcome::DeadLetter`] with the reason.
     pub async fn run_work_job(&self, job: &WorkJob, receive_count: u32) -> JobOutcome {

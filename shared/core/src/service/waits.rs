@@ -393,9 +393,9 @@ impl A2aService {
     /// logged and that execution is tried again by the next sweep; a record that does not read
     /// (an upgrade's, or damaged) would fail every sweep, so its task ends FAILED and the
     /// record goes (counted by [`crate::Observer::broken_execution`]). Nor does one that is
-    /// slow: up to [`SWEEP_CONCURRENCY`] move on at once (a poll of a remote agent that is
+    /// slow: up to `SWEEP_CONCURRENCY` move on at once (a poll of a remote agent that is
     /// slow to answer holds one of them, not the pass), and the pass stops waiting at
-    /// [`SWEEP_PASS_DEADLINE`]: what is still moving then is dropped (nothing half-written: a
+    /// `SWEEP_PASS_DEADLINE`: what is still moving then is dropped (nothing half-written: a
     /// poll writes only once its answer is in, conditionally) and tried again by the next
     /// sweep. Only a failure to list the due waits is an error.
     pub async fn sweep_due_executions(&self, limit: usize) -> Result<usize, StoreError> {

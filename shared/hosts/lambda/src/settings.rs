@@ -140,7 +140,7 @@ pub struct Settings {
     pub push_allow_http: bool,
     /// Work job visibility (and the longest lease).
     pub work_visibility: Duration,
-    /// Execution lease (see [`ENV_EXECUTION_LEASE_SECS`]).
+    /// Execution lease (see `ENV_EXECUTION_LEASE_SECS`).
     pub execution_lease: Duration,
     /// How long a blocking SendMessage waits: by default what the function's front door allows
     /// (API Gateway ends buffered responses at 29 s; streaming routes and the Function URL

@@ -59,7 +59,7 @@ impl DynamoTaskStore {
         }
     }
 
-    /// Whether the head of `task_id` is the write `ours` describes ([`written_by`]). A write
+    /// Whether the head of `task_id` is the write `ours` describes ([`super::heads::written_by`]). A write
     /// whose condition failed may have failed on itself: the SDK tries a request again when an
     /// attempt got no answer in time, and the first attempt may have landed all the same. Its
     /// retry then finds the head it wrote, and must not be taken for another writer's (the core

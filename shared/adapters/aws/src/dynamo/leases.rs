@@ -163,7 +163,7 @@ impl LeaseStore for DynamoTaskStore {
         self.take_lease(task_id, holder, until, None).await
     }
 
-    /// [`a2a_core::TaskStore::begin_job_attempt`]: the lease as [`Self::take_lease`] takes
+    /// [`a2a_core::LeaseStore::begin_job_attempt`]: the lease as `take_lease` takes
     /// a queued one, with the job's attempt count. Two conditional updates, the likelier first:
     /// another job's (or no) count starts at 1; this job's goes up by one.
     async fn begin_job_attempt(
@@ -199,7 +199,7 @@ impl LeaseStore for DynamoTaskStore {
         Ok(Some(u32::try_from(attempts).unwrap_or(u32::MAX)))
     }
 
-    /// [`a2a_core::TaskStore::release_lease`].
+    /// [`a2a_core::LeaseStore::release_lease`].
     async fn acquire_inline_lease(
         &self,
         owner: &Owner,
@@ -221,7 +221,7 @@ impl LeaseStore for DynamoTaskStore {
         .map(|_| ())
     }
 
-    /// [`a2a_core::TaskStore::list_expired_inline_leases`]: one eventually consistent query per
+    /// [`a2a_core::LeaseStore::list_expired_inline_leases`]: one eventually consistent query per
     /// shard (an expired lease is not going anywhere), until `limit` are found.
     async fn list_expired_inline_leases(
         &self,
@@ -267,7 +267,7 @@ impl LeaseStore for DynamoTaskStore {
         Ok(found)
     }
 
-    /// [`a2a_core::TaskStore::remove_expired_lease`].
+    /// [`a2a_core::LeaseStore::remove_expired_lease`].
     async fn remove_expired_lease(&self, lease: &ExpiredLease) -> Result<bool, StoreError> {
         self.delete_lease_if(
             &lease.task_id,

@@ -713,7 +713,7 @@ impl TaskLogStore for DynamoTaskStore {
 
     /// [`TaskLogStore::wait_for_append`]: polls the head's version (an eventually
     /// consistent `GetItem` of `v` alone, billed by the head's size: half a read unit up to
-    /// 4 KB), backing off from [`FIRST_POLL`] to [`MAX_POLL`].
+    /// 4 KB), backing off from `FIRST_POLL` to `MAX_POLL`.
     async fn wait_for_append(&self, task_id: &str, after_version: u64, max_wait: Duration) {
         if after_version == u64::MAX {
             return;

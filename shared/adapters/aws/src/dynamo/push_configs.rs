@@ -99,7 +99,7 @@ impl DynamoTaskStore {
 
 #[async_trait]
 impl PushConfigStore for DynamoTaskStore {
-    /// [`a2a_core::TaskStore::put_push_config`]: the config's item, then its id on the task's
+    /// [`a2a_core::PushConfigStore::put_push_config`]: the config's item, then its id on the task's
     /// head, where the stream's fan-out finds it. A crash in between leaves a config that
     /// gets no pushes until it is put again (the client did not get its answer either).
     async fn put_push_config(
@@ -116,7 +116,7 @@ impl PushConfigStore for DynamoTaskStore {
         Ok(())
     }
 
-    /// [`a2a_core::TaskStore::get_push_config`].
+    /// [`a2a_core::PushConfigStore::get_push_config`].
     async fn get_push_config(
         &self,
         owner: &Owner,
@@ -133,7 +133,7 @@ impl PushConfigStore for DynamoTaskStore {
         .map(Option::flatten)
     }
 
-    /// [`a2a_core::TaskStore::list_push_configs`].
+    /// [`a2a_core::PushConfigStore::list_push_configs`].
     async fn list_push_configs(
         &self,
         owner: &Owner,
@@ -165,7 +165,7 @@ impl PushConfigStore for DynamoTaskStore {
         Ok(configs)
     }
 
-    /// [`a2a_core::TaskStore::delete_push_config`]: the config's item becomes a tombstone (its
+    /// [`a2a_core::PushConfigStore::delete_push_config`]: the config's item becomes a tombstone (its
     /// config removed, the delete's time kept until the task expires), so a put of it the SDK
     /// gave up on that lands later is refused rather than bringing the config back.
     async fn delete_push_config(
@@ -219,7 +219,7 @@ impl PushConfigStore for DynamoTaskStore {
         }
     }
 
-    /// [`a2a_core::TaskStore::record_push_attempt`].
+    /// [`a2a_core::PushConfigStore::record_push_attempt`].
     async fn record_push_attempt(
         &self,
         owner: &Owner,
@@ -346,7 +346,7 @@ impl PushConfigStore for DynamoTaskStore {
         Err(StoreError::Conflict)
     }
 
-    /// [`a2a_core::TaskStore::get_push_delivery`].
+    /// [`a2a_core::PushConfigStore::get_push_delivery`].
     async fn get_push_delivery(
         &self,
         owner: &Owner,

@@ -38,7 +38,7 @@ impl SqliteStore {
         .await
     }
 
-    /// [`TaskStore::begin_job_attempt`]: takes the lease as a queued one and counts the
+    /// [`a2a_core::LeaseStore::begin_job_attempt`]: takes the lease as a queued one and counts the
     /// attempt in the same upsert.
     async fn take_job_lease(
         &self,

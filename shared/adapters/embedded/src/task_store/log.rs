@@ -335,7 +335,7 @@ fn reply_holds(conn: &Connection, task_id: &str, now: i64) -> Result<bool, DbErr
     }
 }
 
-/// What `task_id` holds for `owner` ([`TaskStore::load_send`]), with one statement for both
+/// What `task_id` holds for `owner` ([`a2a_core::TaskLogStore::load_send`]), with one statement for both
 /// kinds of record the id may hold: the task's head, or the reply record of a message answered
 /// without a task.
 fn send_record(
