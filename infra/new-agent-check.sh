@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A generated agent project works: `a2a-local new` writes one into a temporary directory; every
-# package it resolves is one the kit's Cargo.lock pinned (infra/pinned.py); it builds on the kit's target directory without compiling the native libraries again, its code
-# is formatted, it passes its own test, serves with `cargo run` on a free port and answers the
-# official Python client (a2a-sdk 1.x, tests/interop's venv) with the shouted text, its server
+# package it resolves is one the kit's Cargo.lock pinned (infra/pinned.py); it builds on the
+# kit's target directory without compiling the native libraries again, its code is formatted,
+# it passes its own test, serves with `cargo run` on a free port and answers the official
+# Python client (a2a-sdk 1.x, tests/interop's venv) with the shouted text, its server
 # issues, lists and revokes API keys, its local build has no Lambda dependency, its Lambda
 # binary (the `lambda` feature) refuses to start without a role, and its template.yaml passes
 # `sam validate` and cfn-lint (infra/check-template.sh's venv). Everything it made is removed

@@ -2,7 +2,7 @@
 """Checks that a generated project's first resolution kept to the lock file it was given.
 
 `a2a-local new` gives a project the kit's Cargo.lock (`--llm`: the LLM adapter's), so that its
-first build uses the versions the kit was tested with, offline too. Cargo rewrites that file
+first build uses the versions the kit was tested with and resolves none anew. Cargo rewrites that file
 on the first build: it adds the project itself and drops what the project does not use, and
 that is all it may do. A package the given file did not pin would be resolved to whatever is
 newest that day (an untested version, and a build that needs the registry's index).
