@@ -83,9 +83,7 @@ say "a2a-local new --llm $project: formatted, its own test; sam validate and cfn
 cd "$project"
 # Its first resolution keeps to the lock file it was given (the adapter's): its Lambda binary's
 # dependencies too, not the newest versions of the day.
-cp Cargo.lock "$work/given.lock"
-cargo metadata --format-version 1 >/dev/null
-python3 "$root/infra/pinned.py" "$work/given.lock" Cargo.lock "$name" >&2
+python3 "$root/infra/pinned.py" >&2
 # Installed by infra/test-all.sh before it starts this check; a no-op then.
 [[ -x "$root/.venv-sam/bin/sam" ]] || "$root/infra/check-template.sh" --setup
 # Half a minute of Python, beside the build rather than after it.

@@ -36,9 +36,7 @@ say "a2a-local new $project"
 cd "$project"
 # Its first resolution keeps to the lock file it was given (the kit's), the Lambda binary's
 # dependencies included.
-cp Cargo.lock "$work/given.lock"
-cargo metadata --format-version 1 >/dev/null
-python3 "$root/infra/pinned.py" "$work/given.lock" Cargo.lock "$name" >&2
+python3 "$root/infra/pinned.py" >&2
 
 say "cargo build (on $CARGO_TARGET_DIR, shared with the kit)"
 cargo build --all-targets 2>&1 | tee "$work/build.log" >&2
