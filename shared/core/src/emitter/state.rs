@@ -38,7 +38,7 @@ pub(crate) struct EmitterState {
     /// complete) thus costs one store write instead of two, and nobody can observe the
     /// difference: the task becomes visible to streams, pushes and reads with that write.
     pub(crate) pending: Vec<TaskEvent>,
-    /// Whether this execution holds the task's inline lease now (see [`InlineLease`](super::InlineLease)).
+    /// Whether this execution holds the task's inline lease now (see [`super::InlineLease`]).
     pub(crate) lease_held: bool,
     /// A concurrent copy of the message won (see [`FirstOutcome::Superseded`]): every further
     /// emit fails, so the run stops.
@@ -51,10 +51,10 @@ pub(crate) struct EmitterState {
     /// it, so that an event that breaks the lifecycle is refused on its own, to its emitter,
     /// instead of spoiling the write it would have shared.
     pub(crate) projected: TaskState,
-    /// A write task is writing `queued` (see [`Emitter::write_queued`](super::Emitter::write_queued)).
+    /// A write task is writing `queued` (see [`super::Emitter::write_queued`]).
     pub(crate) writing: bool,
     /// Queued artifacts are held for the agent's next emit, and a write of them is scheduled
-    /// [`ARTIFACT_HOLD`](super::ARTIFACT_HOLD) after the first (see [`Emitter::emit`](super::Emitter::emit)).
+    /// [`super::ARTIFACT_HOLD`] after the first (see [`super::Emitter::emit`]).
     pub(crate) holding: bool,
     /// The task ended under this execution (a write found it canceled, say): every later emit
     /// returns this.
@@ -64,12 +64,13 @@ pub(crate) struct EmitterState {
     /// A write failed for good (the store, through every retry): its events are not in the
     /// log, so nothing emitted after them is written either (it would stand on a gap: a
     /// stream's chunk missing from a completed artifact). Every later emit returns this, and
-    /// the run's end writes FAILED ([`Emitter::end_failed`](super::Emitter::end_failed)).
+    /// the run's end writes FAILED ([`super::Emitter::end_failed`]).
     pub(crate) broken: Option<AgentError>,
     /// The artifacts of the remote tasks this execution's calls returned, as they stopped:
-    /// every later write settles the task on them ([`TaskLog::append_settling`](crate::task_log::TaskLog::append_settling)), so a chunk
-    /// of theirs that a push wrote after the call ended is put right at the latest by the
-    /// write that ends the task. An artifact the agent emits itself leaves this list.
+    /// every later write settles the task on them
+    /// ([`crate::task_log::TaskLog::append_settling`]), so a chunk of theirs that a push wrote
+    /// after the call ended is put right at the latest by the write that ends the task. An
+    /// artifact the agent emits itself leaves this list.
     pub(crate) settled: Arc<Vec<Artifact>>,
 }
 
