@@ -19,8 +19,11 @@
 # Function URL, and the key reaches the model and no file of the local cloud. That waits for
 # infra/lambda-e2e.sh, if it runs, to finish with the local cloud. Both
 # build on the kit's target directory (the kit's crates are compiled again for their feature set
-# with rig; the native libraries are reused). Everything it started is stopped, and the
-# project's directory removed, at the end (its artifacts stay in the target directory).
+# with rig; the native libraries are reused). The adapter's tests build its dependencies with
+# the features the project's Lambda binary asks for, so that binary reuses them: two builds of
+# the tree (the tests' and Lambda's, then the local server's), not three. Everything it started
+# is stopped, and the project's directory removed, at the end (its artifacts stay in the target
+# directory).
 #
 #   cargo build --workspace && infra/llm-check.sh      (the same CARGO_TARGET_DIR: a2a-local, a2a)
 set -euo pipefail
@@ -45,8 +48,12 @@ say "the adapter: cargo fmt --check, clippy, its tests"
     say "shared/adapters/llm/Cargo.lock no longer covers the kit's crates: run cargo metadata in shared/adapters/llm, give what it added the kit's versions (cargo update -p <crate> --precise <version>) and commit the lock"
     exit 1
   }
-  cargo clippy --locked --all-targets -- -D warnings
-  cargo test --locked
+  # Clippy lints this crate as the test build compiles it (infra/rustc-clippy.sh, as the kit's
+  # build does): `cargo clippy` first checked every dependency, then the tests compiled them
+  # again. With the Lambda host's dependencies (pin-lambda-host, which no code uses), every
+  # dependency builds with the features of the generated project's Lambda binary, which reuses
+  # them below instead of compiling the whole tree a third time.
+  RUSTC_WORKSPACE_WRAPPER="$root/infra/rustc-clippy.sh" cargo test --locked --features pin-lambda-host
 )
 say "the adapter took $((SECONDS - start)) s"
 
@@ -173,8 +180,10 @@ server=""
 
 phase=$SECONDS
 say "the project's Lambda binary (cargo build --features lambda, as sam build's cargo lambda)"
-cargo build -q --features lambda --bin "$name-lambda"
-say "its build took $((SECONDS - phase)) s"
+cargo build --features lambda --bin "$name-lambda" 2>"$work/lambda-build.log" ||
+  { cat "$work/lambda-build.log" >&2; say "the project's Lambda binary did not build"; exit 1; }
+# Registry crates print `Compiling name vX.Y.Z`; the adapter's tests built the others already.
+say "its build took $((SECONDS - phase)) s, $(grep -cE '^ +Compiling [^ ]+ v[^ ]+$' "$work/lambda-build.log" || true) third-party crates compiled"
 cd "$root"
 # One local cloud at a time: infra/test-all.sh runs the kit's Lambda suite beside this check.
 mkdir -p .venv-lambda

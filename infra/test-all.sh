@@ -41,8 +41,9 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # driver with warnings as errors (infra/rustc-clippy.sh), what `cargo clippy --all-targets -- -D
 # warnings` found, without a clippy step that checked every dependency before the build
 # compiled it again (the Rust tests started at 12 min 19 s before, at 11 min 5 s with it, idle).
-# Dependencies build as without it. The checks of other workspaces below (a generated project,
-# the LLM adapter) run without it: they lint as before, and build as a user's cargo does.
+# Dependencies build as without it. The checks of other workspaces below start without it (a
+# generated project builds as a user's cargo does); the LLM adapter's check sets it for the
+# adapter's own tests, the same way.
 command -v clippy-driver >/dev/null 2>&1 || {
   echo "infra/test-all.sh needs clippy (rustup component add clippy; rust-toolchain.toml lists it)" >&2
   exit 1

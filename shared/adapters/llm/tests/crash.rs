@@ -217,7 +217,7 @@ fn tool_runs(log: &Path) -> Vec<String> {
 }
 
 async fn a_tool_runs_exactly_once_across_a_kill_9_and_the_replay() {
-    let dir = tempfile::tempdir().expect("a directory");
+    let dir = support::TempDir::new();
     let (data_dir, tool_log) = (dir.path().join("data"), dir.path().join("tool.log"));
     let second_call = Arc::new(Notify::new());
     let model = ModelServer::start(vec![

@@ -8,6 +8,8 @@ pub(crate) mod bedrock;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2a_core::Agent;
@@ -212,18 +214,51 @@ async fn complete(
         .expect("the scripted model server")
 }
 
+/// A directory of a test's own under cargo's scratch directory for integration tests, removed
+/// when dropped.
+///
+/// Not the `tempfile` crate: as a dev-dependency it turns on `bitflags`' `std` feature, so the
+/// tests' build (infra/llm-check.sh) would no longer share reqwest, rig and everything above
+/// them with a generated project's Lambda binary, which would compile them again (≈ 100 s).
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new() -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "a2a-llm-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        // A directory a killed run left behind under the same name goes first.
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a test's directory");
+        Self(path)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// a2a-local's server for `agent`, on the embedded store in a temporary directory, on a free
 /// port of 127.0.0.1; stops when dropped.
 pub(crate) struct A2aServer {
     /// `http://127.0.0.1:PORT`.
     pub(crate) base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
+    _dir: TempDir,
 }
 
 impl A2aServer {
     pub(crate) async fn start(agent: Arc<dyn Agent>) -> Self {
-        let dir = tempfile::tempdir().expect("a2a-local's server");
+        let dir = TempDir::new();
         // A free port, bound by the server right after (serve takes an address, not a socket).
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("a2a-local's server")
