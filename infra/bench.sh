@@ -17,6 +17,15 @@
 #                             a2a-embedded writes them), and the ratios of the two (issue #32's
 #                             targets); the server's RSS fresh and after the runs on each.
 #                             --smoke always does this, with N = 2,000.
+#   infra/bench.sh --against B  two builds side by side: the blocking JSON-RPC echo only, in
+#                             alternating rounds (A, the build measured as above, then B; the
+#                             next round B first), each a fresh server on an empty store warmed
+#                             up (BENCH_WARM s, its write-ahead log past its first restart) and
+#                             then measured (BENCH_SECS, 5 by default); the server on CPU 0 and
+#                             wrk on CPU 1 (taskset; BENCH_PIN=0 shares both), so neither steals
+#                             the other's core. Prints each round and the medians: req/s, B/A,
+#                             and requests per second of server CPU (docs/performance.md, "One
+#                             core each"). BENCH_ROUNDS: 12 by default; --smoke: 2, no warm-up.
 #
 # Environment: A2A_BENCH_BIN (a built a2a-local to measure instead of building one),
 # A2A_BENCH_FILL (a built bench-fill; default: beside the binary, or built), BENCH_SECS,
@@ -33,13 +42,15 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 smoke=false
 compare_js=false
+against=""
 scale=${BENCH_SCALE_TASKS:-}
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) smoke=true ;;
     --compare-js) compare_js=true ;;
     --scale) scale=${2:?--scale needs a number of tasks}; shift ;;
-    *) echo "bench: unknown argument $1 (--smoke, --compare-js, --scale N)" >&2; exit 2 ;;
+    --against) against=${2:?--against needs an a2a-local binary}; shift ;;
+    *) echo "bench: unknown argument $1 (--smoke, --compare-js, --scale N, --against BIN)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -55,6 +66,20 @@ fi
 case ${scale:-0} in
   ''|*[!0-9]*) echo "bench: --scale takes a number of tasks" >&2; exit 2 ;;
 esac
+pin_server=() pin_load=()
+if [ -n "$against" ]; then
+  [ -x "$against" ] || { echo "bench: --against $against: not an executable" >&2; exit 2; }
+  [ -z "$scale" ] || $smoke || { echo "bench: --against compares on an empty store: no --scale" >&2; exit 2; }
+  scale=""
+  if $smoke; then
+    secs=${BENCH_SECS:-1}; rounds=${BENCH_ROUNDS:-2}; warm=${BENCH_WARM:-0}
+  else
+    secs=${BENCH_SECS:-5}; rounds=${BENCH_ROUNDS:-12}; warm=${BENCH_WARM:-12}
+  fi
+  if [ "${BENCH_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
+    pin_server=(taskset -c 0); pin_load=(taskset -c 1); threads=1
+  fi
+fi
 
 # --- the server binary (and the store filler of --scale) -----------------------------------
 # The release profile tuned for Lambda (opt-level "s", fat LTO, stripped) takes long to build
@@ -139,7 +164,7 @@ serving_url() { # log pid name
 
 # Starts a2a-local on the data directory DIR: sets $server and $base.
 start_server() { # dir
-  "$bin" --addr 127.0.0.1:0 --data-dir "$1" --max-connections $((streams + 64)) \
+  "${pin_server[@]}" "$bin" --addr 127.0.0.1:0 --data-dir "$1" --max-connections $((streams + 64)) \
     2>"$work/server.log" &
   server=$!
   base=$(serving_url "$work/server.log" "$server" a2a-local) || exit 1
@@ -209,7 +234,7 @@ printf '\nmachine: %s (%s), %s CPUs, load average %s; a2a-local %s; wrk -t%s -c%
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # The figures of each run, by "phase/run": req/s, p99 in ms, max latency in ms.
-declare -A rps_of p99_of max_of
+declare -A rps_of p99_of max_of cpu_of
 phase=""
 
 # A wrk latency ("812.00us", "4.10ms", "1.02s") in milliseconds.
@@ -221,7 +246,7 @@ to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v
 run_wrk_on() { # pid url label script key [path-override]
   local pid=$1 url=$2 label=$3 script=$4 key=$5 out cpu_before cpu_after
   cpu_before=$(cpu_ticks "$pid")
-  out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$url${6:-}" 2>&1)
+  out=$("${pin_load[@]}" wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/$script.lua" "$url${6:-}" 2>&1)
   local rps p50 p99 max counts ok failed requests errors
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -241,6 +266,7 @@ run_wrk_on() { # pid url label script key [path-override]
   printf '%-44s %10s %9s %9s %9s %s (%s) %s\n' "$label" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${max:-?}" \
     "${requests:-?}" "${failed:-?}" "$per_cpu"
   rps_of[$phase/$key]=${rps:-0}
+  cpu_of[$phase/$key]=$per_cpu
   p99_of[$phase/$key]=$(to_ms "${p99:-0}")
   max_of[$phase/$key]=$(to_ms "${max:-0}")
   if [ -z "$counts" ] || [ "$failed" != 0 ] || [ "$errors" != 0 ] || [ "$ok" != "$requests" ] \
@@ -396,6 +422,53 @@ PY
 }
 
 declare -A totals rss_fresh rss_after
+
+if [ -n "$against" ]; then
+  # The same load on two builds, alternating, so that what the machine does meanwhile falls on
+  # both alike; each round's servers start on an empty store.
+  phase=ab
+  ab_run() { # label binary key
+    local bin=$2 # start_server's binary
+    start_server "$work/$3"
+    if [ "$warm" -gt 0 ]; then
+      "${pin_load[@]}" wrk -t"$threads" -c"$conns" -d"${warm}s" -s "$work/send-jsonrpc.lua" "$base" >/dev/null 2>&1
+    fi
+    run_wrk "$1" send-jsonrpc "$3"
+    stop_server
+    rm -rf "${work:?}/$3"
+  }
+  echo "A: $bin"
+  echo "B: $against"
+  printf '%s round(s), warmed %s s, measured %s s, %s\n' "$rounds" "$warm" "$secs" \
+    "$([ ${#pin_server[@]} -gt 0 ] && echo "the server on CPU 0, wrk on CPU 1" || echo "unpinned")"
+  printf '\n%-44s %10s %9s %9s %9s %s\n' "run" "req/s" "p50" "p99" "max" \
+    "requests (failed) per-server-CPU-second"
+  figures=""
+  for round in $(seq 1 "$rounds"); do
+    if [ $((round % 2)) = 1 ]; then
+      ab_run "round $round: A" "$bin" a; ab_run "round $round: B" "$against" b
+    else
+      ab_run "round $round: B" "$against" b; ab_run "round $round: A" "$bin" a
+    fi
+    figures+="${rps_of[ab/a]} ${rps_of[ab/b]} ${cpu_of[ab/a]} ${cpu_of[ab/b]}"$'\n'
+  done
+  python3 - "$figures" <<'PY'
+import statistics, sys
+rows = [line.split() for line in sys.argv[1].splitlines() if line.strip()]
+num = lambda v: float(v) if v.replace(".", "", 1).isdigit() else None
+a, b = [num(r[0]) for r in rows], [num(r[1]) for r in rows]
+ratios = [y / x for x, y in zip(a, b) if x and y]
+cpu = [num(r[3]) / num(r[2]) for r in rows if num(r[2]) and num(r[3])]
+print(f"\nB/A per round: {' '.join(f'{r:.3f}' for r in ratios)}")
+if ratios:
+    print(f"median B/A {statistics.median(ratios):.3f} (rounds {min(ratios):.3f}-{max(ratios):.3f});"
+          f" median req/s A {statistics.median(x for x in a if x):,.0f}, B {statistics.median(y for y in b if y):,.0f}")
+if cpu:
+    print(f"requests per server CPU-second, median B/A {statistics.median(cpu):.3f}")
+PY
+  [ "$failures" = 0 ] || { echo "bench: $failures run(s) failed" >&2; exit 1; }
+  exit 0
+fi
 
 # The empty store.
 start_server "$work/store"

@@ -263,6 +263,8 @@ step "Benchmark smoke run: a2a-local under wrk for a second per run (docs/perfor
 # Asserts only that every request succeeded and the counts add up; the figures are printed.
 # The JS SDK's echo server (the comparison of README's figures) is run too, so it stays working.
 A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke --compare-js
+# Its comparison of two builds (here the same one twice), so that it keeps working.
+A2A_BENCH_BIN="$target_dir/debug/a2a-local" "$root/infra/bench.sh" --smoke --against "$target_dir/debug/a2a-local"
 
 step "Instructions per request under callgrind, a smoke run (infra/instructions.py, docs/performance.md)"
 # The debug build, small counts: every request must succeed; the figures are printed, never
