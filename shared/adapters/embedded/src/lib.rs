@@ -52,7 +52,7 @@ struct Inner {
     /// The writer thread's queue. One thread owns the only write connection of this store and
     /// commits whatever writes are waiting in one transaction (group commit), so concurrent
     /// writers share a commit instead of queueing for the file lock one by one.
-    writer: mpsc::Sender<Job>,
+    writer: mpsc::Sender<WriteJob>,
     /// Idle read connections. WAL lets readers run beside the writer, so a read runs at once
     /// on the calling thread instead of waiting for a thread hop or for the writer.
     readers: Mutex<Vec<Connection>>,
@@ -134,16 +134,6 @@ impl Drop for AppendWatch<'_> {
 /// succeeded (else its savepoint is rolled back), and returns how to answer its caller once the
 /// batch's commit is known, so that nobody is answered before their write is durable.
 type WriteJob = Box<dyn FnOnce(&Connection) -> (bool, Answer) + Send>;
-
-/// What the writer thread is asked to run.
-enum Job {
-    /// A write, in the batch's transaction.
-    Write(WriteJob),
-    /// A point read on the writer's connection, before the batch's writes, outside any
-    /// transaction (it sees committed data only), answered at once. See
-    /// [`SqliteStore::read_warm`].
-    Read(Box<dyn FnOnce(&Connection) + Send>),
-}
 
 /// Answers a write's caller with the outcome of the commit of its batch.
 type Answer = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -249,39 +239,12 @@ impl SqliteStore {
         });
         self.inner
             .writer
-            .send(Job::Write(job))
+            .send(job)
             .map_err(|_| StoreError::Backend("the store's writer has stopped".into()))?;
         // A dropped answer means the write was not run (see `run_writer`).
         answered
             .await
             .map_err(|_| StoreError::Backend("the store could not run the write".into()))?
-    }
-
-    /// Runs the point read `f` on the writer's connection, on the writer thread, ahead of the
-    /// writes waiting there.
-    ///
-    /// A read connection's page cache is emptied by every commit of another connection (here:
-    /// every write), so under writes each read on one starts by reading its pages from the
-    /// file again. The writer's own commits leave its cache as it is: a lookup there touches
-    /// memory. Worth the hop for a read on the write path (a send's idempotency check, which
-    /// a write follows anyway); reads that many callers make at once (GetTask, streams) stay
-    /// on the read connections, which run side by side.
-    async fn read_warm<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
-    {
-        let (answer, answered) = oneshot::channel();
-        let job = Job::Read(Box::new(move |conn: &Connection| {
-            let _ = answer.send(f(conn).map_err(StoreError::from));
-        }));
-        self.inner
-            .writer
-            .send(job)
-            .map_err(|_| StoreError::Backend("the store's writer has stopped".into()))?;
-        answered
-            .await
-            .map_err(|_| StoreError::Backend("the store could not run the read".into()))?
     }
 
     /// Runs the read `f` at once on this thread, on an idle read connection.
@@ -367,7 +330,7 @@ const READER_CACHE_KIB: i64 = 256;
 ///
 /// A write that cannot run (the transaction or its savepoint could not start, or it panicked)
 /// is dropped unanswered, and its caller gets an error; the others go on.
-fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &CheckpointPause) {
+fn run_writer(conn: Connection, jobs: mpsc::Receiver<WriteJob>, checkpoint: &CheckpointPause) {
     let mut folded_at = std::time::Instant::now();
     while let Ok(first) = jobs.recv() {
         if folded_at.elapsed() >= COUNTS_FOLD_EVERY {
@@ -375,27 +338,12 @@ fn run_writer(conn: Connection, jobs: mpsc::Receiver<Job>, checkpoint: &Checkpoi
             folded_at = std::time::Instant::now();
         }
         checkpoint.honour();
-        let mut batch = Vec::new();
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                // Reads first, each on its own: they see what is committed, nothing of this
-                // batch, and their callers need not wait for its commit.
-                Job::Read(read) => {
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&conn)))
-                        .is_err()
-                    {
-                        tracing::error!("a read on the store's writer panicked");
-                    }
-                }
-                Job::Write(write) => batch.push(write),
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
-            if batch.len() < MAX_BATCH {
-                next = jobs.try_recv().ok();
-            }
-        }
-        if batch.is_empty() {
-            continue;
         }
         let mut answers: Vec<Answer> = Vec::with_capacity(batch.len());
         let mut in_transaction = false;

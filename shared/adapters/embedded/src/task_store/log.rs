@@ -624,8 +624,11 @@ impl TaskLogStore for SqliteStore {
     ) -> Result<Option<SendRecord>, StoreError> {
         let owner = owner.clone();
         let task_id = task_id.to_owned();
-        // On the writer's connection: the idempotency check of every send, on the write path.
-        self.read_warm(move |conn| send_record(conn, owner, &task_id))
+        // On a read connection, on the calling thread. It ran on the writer's thread once (8e7a273:
+        // the writer's page cache stays warm across its commits), but the hop there and back
+        // cost two thread wake-ups per send, more than the pages it saved: pinned, 4 to 16
+        // connections, 1.09-1.28x the echoes per second without it (docs/performance.md).
+        self.read(move |conn| send_record(conn, owner, &task_id))
             .await
     }
 
